@@ -1,0 +1,1 @@
+"""Built-in demo scenarios, runnable offline on the scripted provider."""

@@ -1,0 +1,1 @@
+"""Model providers behind one protocol: scripted, replay, Anthropic and OpenAI."""

@@ -1,0 +1,114 @@
+"""fpdebug's one exception tree.
+
+Every error fpdebug raises on purpose derives from :class:`FpdebugError`, so a caller (the CLI,
+the TUI) can catch one class and show a clear message instead of a traceback::
+
+    FpdebugError
+    ├── TraceError              a trace file cannot be opened, locked or written
+    │   ├── TraceLockedError    another writer holds the file
+    │   ├── TraceWriteError     the disk refused a record (full, read-only, closed)
+    │   └── TraceFormatError    the bytes are not an fpdebug trace
+    │       └── TraceVersionError   the trace was written by a newer schema
+    ├── DefinitionError         an agent, injection or skill map declared something invalid
+    ├── ProviderError           a model provider failed (HTTP status, timeout, bad reply)
+    │   ├── ScriptExhaustedError    a scripted provider ran out of replies
+    │   ├── ReplayDivergenceError   a replayed request differs from the recorded one
+    │   └── LiveCallRefusedError    a live model call was attempted where none was asked for
+    ├── ToolError               a tool failed in a way the loop cannot turn into a result
+    ├── ScenarioError           a scenario or user module cannot be loaded
+    └── BacktrackError          a backtrack request cannot be answered (unknown call, suspect…)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BacktrackError",
+    "DefinitionError",
+    "FpdebugError",
+    "LiveCallRefusedError",
+    "ProviderError",
+    "ReplayDivergenceError",
+    "ScenarioError",
+    "ScriptExhaustedError",
+    "ToolError",
+    "TraceError",
+    "TraceFormatError",
+    "TraceLockedError",
+    "TraceVersionError",
+    "TraceWriteError",
+]
+
+
+class FpdebugError(Exception):
+    """Base of every error fpdebug raises deliberately."""
+
+
+class TraceError(FpdebugError):
+    """A trace file cannot be opened, locked or written."""
+
+
+class TraceLockedError(TraceError):
+    """Another writer already holds the exclusive lock on this trace file."""
+
+
+class TraceWriteError(TraceError):
+    """The operating system refused to write a record (disk full, closed writer…)."""
+
+
+class TraceFormatError(TraceError):
+    """The file is not an fpdebug trace, or a record in it is not valid."""
+
+
+class TraceVersionError(TraceFormatError):
+    """The trace declares a schema version newer than this fpdebug understands."""
+
+    def __init__(self, found: int, supported: int) -> None:
+        super().__init__(
+            f"trace schema_version {found} is newer than the {supported} this fpdebug reads; "
+            "upgrade fpdebug to open it"
+        )
+        self.found = found
+        self.supported = supported
+
+
+class DefinitionError(FpdebugError):
+    """An injection, skill map or agent declaration was refused at build time."""
+
+
+class ProviderError(FpdebugError):
+    """A model provider failed. ``status`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None, provider: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.provider = provider
+
+    def __str__(self) -> str:
+        prefix = f"{self.provider}: " if self.provider else ""
+        status = f"HTTP {self.status}: " if self.status is not None else ""
+        return f"{prefix}{status}{self.message}"
+
+
+class ScriptExhaustedError(ProviderError):
+    """A scripted provider received more requests than it has replies."""
+
+
+class ReplayDivergenceError(ProviderError):
+    """A replayed run sent a request that differs from the recorded one."""
+
+
+class LiveCallRefusedError(ProviderError):
+    """A live provider was reached where the user did not ask for one."""
+
+
+class ToolError(FpdebugError):
+    """A tool declaration or dispatch failed outside the tool's own code."""
+
+
+class ScenarioError(FpdebugError):
+    """A demo scenario or a user module could not be found or loaded."""
+
+
+class BacktrackError(FpdebugError):
+    """A backtrack request names a call, suspect or sidecar that does not exist."""

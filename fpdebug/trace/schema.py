@@ -1,0 +1,1128 @@
+"""Typed trace records: the on-disk contract, one JSON object per line.
+
+Line 0 of a trace is a :class:`TraceHeader`. Every other line is one event: the envelope
+(``seq`` dense from 1, ``ts``, ``run_id``, ``turn``, ``iteration``, ``kind``) plus the fields of its
+kind. Every model is frozen; :data:`TraceEvent` is one discriminated union on ``kind``, parsed
+through :data:`EVENT_ADAPTER`.
+
+Field names are the snake_case of DOMAIN.md's words (``foundedBy`` → ``founded_by``). Two words
+that Python reserves get a suffix: a cursor move's ``from``/``to`` are ``from_skill``/``to_skill``
+(the words of DOMAIN §8.5b's ``RouteHop``).
+
+A feature a run never used writes nothing (DOMAIN invariant 10): optional fields default to
+``None`` and are left out of the JSON (the writer drops ``None``), and events such as
+``lease_grant`` or ``engagement`` are simply absent from such a run.
+
+Bump :data:`SCHEMA_VERSION` when a change would make an older reader misread a newer file.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "EVENT_ADAPTER",
+    "EVENT_KINDS",
+    "FORMAT",
+    "SCHEMA_VERSION",
+    "ActiveReason",
+    "AnswerAssessmentRow",
+    "ArgumentRow",
+    "AssumedValue",
+    "BasisRow",
+    "ConflictParty",
+    "ContextSource",
+    "CursorMoveEvent",
+    "DeliveryLease",
+    "EdgeDecl",
+    "EffectJudgment",
+    "EngagementChange",
+    "EngagementEvent",
+    "EngagementPassFacts",
+    "EntryDecl",
+    "ErrorInfo",
+    "EvidenceItem",
+    "EvidenceStrength",
+    "FindingEvent",
+    "FindingRow",
+    "Frozen",
+    "GuardDecl",
+    "HonestyArms",
+    "InjectionDecl",
+    "LeaseGrantEvent",
+    "LeasePruneEvent",
+    "LeaseRecord",
+    "LlmCallEvent",
+    "LlmRequest",
+    "LlmResponse",
+    "MalformedEffect",
+    "MapEngagementRecord",
+    "MapEvidence",
+    "MapsPlanDecl",
+    "Message",
+    "MountedMapDecl",
+    "PassDelta",
+    "PassEvent",
+    "PromptSegment",
+    "PrunedLease",
+    "RerouteSupersededEvent",
+    "ResultRow",
+    "RouteConflict",
+    "RouteConflictEvent",
+    "RunEndEvent",
+    "RunStartEvent",
+    "SkillGate",
+    "SkillMapDecl",
+    "SkillRejectedEvent",
+    "SkipReason",
+    "Skipped",
+    "SlotDelta",
+    "SlotEntry",
+    "SlotRouting",
+    "StatedValue",
+    "StoppedEarly",
+    "ToolCallRecord",
+    "ToolResultEvent",
+    "ToolResultStatus",
+    "ToolSchema",
+    "TraceEvent",
+    "TraceHeader",
+    "TriggerDecl",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "Usage",
+    "Witness",
+]
+
+FORMAT = "fpdebug.trace"
+"""The ``format`` every trace header carries."""
+
+SCHEMA_VERSION = 1
+"""The schema version this fpdebug writes and the newest it reads."""
+
+# ----------------------------------------------------------------------------------------------
+# Closed vocabularies (DOMAIN §1.1, §1.6, §2.1, §4.1, §5.1, §6.1)
+
+ContextSource: TypeAlias = Literal[
+    "rag", "skill", "memory", "instructions", "steering", "fact", "custom",
+    "user", "tool-result", "assistant", "base", "registry",
+]
+"""Where a piece of context came from: engineered flavors first, then the baseline sources."""
+
+SkipReason: TypeAlias = Literal["predicate-threw", "unknown-trigger-kind", "unknown-fact", "parked"]
+"""Why the evaluator left an injection out of a pass (closed set, DOMAIN §2.1)."""
+
+ToolResultStatus: TypeAlias = Literal["success", "failure", "denied", "invalid", "partial", "pending", "absent"]
+"""The seven tool outcome statuses (DOMAIN §1.6)."""
+
+DeliveryLease: TypeAlias = Literal["next-call", "until-skill-exit"]
+"""How long a ``require-instruction`` lease serves (DOMAIN §4.3)."""
+
+EvidenceStrength: TypeAlias = Literal["explicit", "structural", "semantic", "lexical", "assumed"]
+"""The renewal-evidence ladder, strongest first (DOMAIN §6.1)."""
+
+TriggerKind: TypeAlias = Literal["always", "rule", "on-tool-return", "llm-activated"]
+"""The four trigger kinds (DOMAIN §1.2)."""
+
+Slot: TypeAlias = Literal["system-prompt", "messages", "tools"]
+"""The three context slots an injection can write to."""
+
+
+class Frozen(BaseModel):
+    """Base of every record and sub-record: immutable, and strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ----------------------------------------------------------------------------------------------
+# Shared sub-records
+
+
+class ErrorInfo(Frozen):
+    """An error as recorded: its type name, message and, for HTTP errors, the status."""
+
+    type: str
+    """The exception class name (``ProviderError``, ``TimeoutError``…)."""
+    message: str
+    """The human-readable message, already redacted."""
+    status: int | None = None
+    """The HTTP status code, when the error came from an HTTP response."""
+
+
+class ToolSchema(Frozen):
+    """A tool as offered to the model: its name, description and JSON-schema parameters."""
+
+    name: str
+    """The name the model calls it by."""
+    description: str = ""
+    """The description sent to the model."""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    """The JSON schema of its arguments."""
+    injection_id: str | None = None
+    """The injection that contributed this schema (a skill's tools), or ``None`` for an agent tool."""
+
+
+class ToolCallRecord(Frozen):
+    """One tool call the model asked for."""
+
+    id: str
+    """The provider's tool-call id."""
+    name: str
+    """The tool the model named."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """The parsed arguments."""
+    raw_args: str | None = None
+    """The argument text as the model sent it, kept only when it was not valid JSON."""
+
+
+class Message(Frozen):
+    """One message of the conversation as sent to the model."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    """Who speaks."""
+    content: str = ""
+    """The text (for ``tool`` messages, the result as the model reads it)."""
+    tool_calls: list[ToolCallRecord] | None = None
+    """The calls an assistant message asked for."""
+    tool_call_id: str | None = None
+    """The call a ``tool`` message answers."""
+    tool_name: str | None = None
+    """The tool a ``tool`` message comes from."""
+    injection_id: str | None = None
+    """The injection that delivered this message through the messages slot, if one did."""
+
+
+class Usage(Frozen):
+    """Token usage of one LLM call."""
+
+    input_tokens: int = 0
+    """Prompt tokens billed."""
+    output_tokens: int = 0
+    """Completion tokens billed."""
+    cache_read_tokens: int | None = None
+    """Prompt tokens served from the provider's cache, when it reports them."""
+    cache_write_tokens: int | None = None
+    """Prompt tokens written to the provider's cache, when it reports them."""
+
+
+class StoppedEarly(Frozen):
+    """Why a turn ended before the model finished asking for tools (DOMAIN §7.2)."""
+
+    reason: Literal["max-iterations", "cost-budget", "interrupted"]
+    """The limit that cut the turn short."""
+    iteration: int
+    """The iteration on which it was cut."""
+    pending_tool_calls: int
+    """How many tool calls the model had asked for and did not get."""
+    answer_was_empty: bool
+    """Whether the model's last content was empty."""
+
+
+# ----------------------------------------------------------------------------------------------
+# The declared configuration (run_start)
+
+
+class TriggerDecl(Frozen):
+    """When an injection is active, as declared (DOMAIN §1.2)."""
+
+    kind: TriggerKind
+    """One of the four trigger kinds."""
+    tool_name: str | None = None
+    """``on-tool-return``: the exact tool name it waits for."""
+    tool_pattern: str | None = None
+    """``on-tool-return``: the regex (searched, not matched) over tool names."""
+    via_tool_name: str | None = None
+    """``llm-activated``: the activating tool, normally ``read_skill``."""
+    description: str | None = None
+    """``rule``: a human description of the predicate, when the author gave one."""
+    graph_node: bool = False
+    """True when the trigger was compiled from a skill-map node (DOMAIN §5.2)."""
+
+
+class InjectionDecl(Frozen):
+    """One declared injection of the catalog."""
+
+    id: str
+    """Unique id across the agent."""
+    flavor: ContextSource
+    """The observability tag (``steering``, ``instructions``, ``fact``, ``skill``…)."""
+    description: str | None = None
+    """The author's description; the default reason text."""
+    trigger: TriggerDecl
+    """When it is active."""
+    slots: list[Slot]
+    """The slots it writes to, in the order system-prompt, messages, tools."""
+    system_prompt: str | None = None
+    """The system-prompt text (a template when ``templated``)."""
+    messages: list[Message] | None = None
+    """Messages it contributes to the messages slot."""
+    tool_names: list[str] = Field(default_factory=list)
+    """Names of the tools it contributes."""
+    templated: bool = False
+    """``system_prompt`` is a template over ``{{action}}``, ``{{actionBudget}}``, ``{{actionsRemaining}}``."""
+    surface_mode: Literal["auto", "system-prompt", "tool-only", "both"] | None = None
+    """Skills: how the body reaches the model."""
+
+
+class GuardDecl(Frozen):
+    """One condition of an edge guard over a tool result's JSON field (ANDed with the others)."""
+
+    field: str
+    """A dotted path into the tool's JSON result."""
+    op: Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in"]
+    """The comparison."""
+    value: Any = None
+    """The value compared against."""
+
+
+class EntryDecl(Frozen):
+    """One entry of a skill map (DOMAIN §5.2)."""
+
+    skill_id: str
+    """The node it enters."""
+    kind: Literal["unconditional", "when", "keywords", "regex"]
+    """How the entry decides."""
+    keywords: list[str] | None = None
+    """``keywords`` entries: the words matched against the user message."""
+    pattern: str | None = None
+    """``regex`` entries: the pattern searched in the user message."""
+    description: str | None = None
+    """``when`` entries: a human description of the predicate."""
+
+
+class EdgeDecl(Frozen):
+    """One declared edge of a skill map (DOMAIN §5.3)."""
+
+    from_skill: str
+    """The source node; the edge fires only while the cursor is here."""
+    to_skill: str
+    """The target node."""
+    on_tool_return: str | None = None
+    """The tool name (or regex, see ``tool_is_pattern``) whose return fires the edge."""
+    tool_is_pattern: bool = False
+    """``on_tool_return`` is a regex searched in the tool name."""
+    on_tool_status: list[ToolResultStatus] | None = None
+    """The statuses that fire the edge."""
+    when: str | None = None
+    """A description of the ``when(result)`` predicate, when there is one."""
+    guards: list[GuardDecl] = Field(default_factory=list)
+    """Guard conditions over the result's fields, ANDed."""
+    deterministic: bool = True
+    """False for a model-only edge (reachable by ``read_skill`` but never fired by data)."""
+
+
+class SkillMapDecl(Frozen):
+    """The declared skill map: nodes, entries, edges, open skills."""
+
+    nodes: list[str]
+    """Every node id, in declaration order."""
+    entries: list[EntryDecl]
+    """Entries, in declaration order (the order the resolver tries them)."""
+    edges: list[EdgeDecl]
+    """Edges, in declaration order (the order the resolver tries them)."""
+    open_skills: list[str] = Field(default_factory=list)
+    """Skills reachable from anywhere by ``read_skill`` that never move the cursor."""
+
+
+class MountedMapDecl(Frozen):
+    """One map the engagement kernel manages (DOMAIN §6.3)."""
+
+    id: str
+    """The map id (``skill-map`` for the agent's graph)."""
+    member_ids: list[str]
+    """The injection ids whose contribution the map owns."""
+    tool_names: list[str]
+    """The tool names the map's members contribute."""
+    non_parkable: bool = False
+    """The map counts idle passes but never parks."""
+
+
+class MapsPlanDecl(Frozen):
+    """The engagement plan: the mounted maps and the renewal grace."""
+
+    maps: list[MountedMapDecl]
+    """Maps in plan order."""
+    renewal_grace: int = 3
+    """Idle passes a tentative map survives before it parks."""
+
+
+class HonestyArms(Frozen):
+    """Which honesty layers the agent armed (DOMAIN §12)."""
+
+    inputs: bool = False
+    """The inputs layer: provenance of every tool argument."""
+    results: bool = False
+    """The results layer: each tool batch judged once."""
+    answer: bool = False
+    """The answer layer: the final answer assessed against the findings ledger."""
+    argument_sources: bool = False
+    """Declared argument sources are armed."""
+    tool_middleware: bool = False
+    """A before-tool middleware chain can rewrite arguments."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-pass facts
+
+
+class Skipped(Frozen):
+    """An injection the evaluator left out of a pass, and why."""
+
+    id: str
+    """The injection id."""
+    reason: SkipReason
+    """One of the four closed skip reasons."""
+    error: str | None = None
+    """The predicate's exception message, or the fixed sentence for ``parked``/``unknown-fact``."""
+
+
+class ActiveReason(Frozen):
+    """Why one active injection rode a pass (the provenance the backtracker starts from)."""
+
+    id: str
+    """The injection id."""
+    via: Literal["always", "rule", "cursor", "on-tool-return", "llm-activated", "lease", "park-card"]
+    """What admitted it: its own trigger kind, the skill-map cursor (a compiled node trigger),
+    a lease, or the kernel's park card row."""
+    tool_name: str | None = None
+    """``on-tool-return``: the matching tool; ``lease``: the granting tool; ``llm-activated``:
+    ``read_skill`` or the proposing tool."""
+    tool_call_id: str | None = None
+    """The call behind ``tool_name``."""
+    at_iteration: int | None = None
+    """The iteration of that call (the grant, the activation, the matching batch)."""
+    delivery_lease: DeliveryLease | None = None
+    """``lease``: which lease served it."""
+    tenant: str | None = None
+    """``lease``: the lease's tenant skill (``None`` when granted without a tenant)."""
+
+
+class SlotEntry(Frozen):
+    """One injection's landing in a slot (DOMAIN §3.5)."""
+
+    id: str
+    """The injection id."""
+    source: str
+    """Its flavor."""
+    reason: str
+    """Its description, or ``"<flavor> '<id>' active"``."""
+
+
+class SlotRouting(Frozen):
+    """Which active injections landed in which slot on a pass."""
+
+    system_prompt: list[SlotEntry] = Field(default_factory=list)
+    """Injections with a non-empty prompt that are not ``tool-only`` skills."""
+    messages: list[SlotEntry] = Field(default_factory=list)
+    """Injections that contribute messages."""
+    tools: list[SlotEntry] = Field(default_factory=list)
+    """Injections that contribute tools."""
+
+
+class SlotDelta(Frozen):
+    """How one slot's ids changed since the previous pass."""
+
+    added: list[str] = Field(default_factory=list)
+    """Ids present now and not before."""
+    removed: list[str] = Field(default_factory=list)
+    """Ids present before and gone now."""
+    kept: list[str] = Field(default_factory=list)
+    """Ids present in both."""
+
+
+class PassDelta(Frozen):
+    """Per-slot deltas of one pass against the previous one."""
+
+    system_prompt: SlotDelta = Field(default_factory=SlotDelta)
+    """System-prompt slot."""
+    messages: SlotDelta = Field(default_factory=SlotDelta)
+    """Messages slot."""
+    tools: SlotDelta = Field(default_factory=SlotDelta)
+    """Tools slot."""
+
+
+class Witness(Frozen):
+    """The text that decided a data-matched entry (bounded to 80 characters)."""
+
+    text: str
+    """The matched text, whitespace collapsed."""
+    keyword: str | None = None
+    """The keyword that matched, for keyword entries."""
+
+
+class ConflictParty(Frozen):
+    """One tool result whose edge fired in a batch."""
+
+    tool_call_id: str | None = None
+    """The call whose result fired the edge."""
+    tool_name: str
+    """The tool."""
+    target: str
+    """The edge's target node."""
+
+
+class RouteConflict(Frozen):
+    """Two or more edges fired to different targets in one batch; the first result won."""
+
+    winner: ConflictParty
+    """The result (in call order) whose edge moved the cursor."""
+    losers: list[ConflictParty]
+    """The results whose edges named other targets."""
+
+
+class LeaseRecord(Frozen):
+    """One granted instruction lease (DOMAIN §4.3)."""
+
+    instruction_id: str
+    """The injection the lease serves."""
+    delivery_lease: DeliveryLease
+    """``next-call`` or ``until-skill-exit``."""
+    skill_id: str | None = None
+    """The tenant that held the tenure at grant; ``None`` when there was none."""
+    tool_name: str
+    """The granting tool."""
+    tool_call_id: str | None = None
+    """The granting call."""
+    iteration: int
+    """The iteration whose batch granted it."""
+
+
+class PrunedLease(LeaseRecord):
+    """A lease removed from the record, and why."""
+
+    reason: Literal["spent", "tenure-ended"]
+    """``spent`` for a served ``next-call``; ``tenure-ended`` when the tenant changed."""
+
+
+class EngagementPassFacts(Frozen):
+    """The slice of a pass the renewal feed reads (DOMAIN §6.2 ``EngagementPass``)."""
+
+    current_node: str | None = None
+    """The cursor after this pass's advance."""
+    move_by: str | None = None
+    """The clause that won the advance."""
+    witness: str | None = None
+    """The matched text of that clause, when it carried one."""
+    tool_names: list[str] = Field(default_factory=list)
+    """The previous batch's tool names, in call order."""
+    pending_skill_pick: str | None = None
+    """The hop the read_skill gate accepted last iteration."""
+    accepted_skill_picks: list[str] = Field(default_factory=list)
+    """Every read_skill pick the gate accepted on the previous pass."""
+    served_last_pass: list[str] = Field(default_factory=list)
+    """The ids the previous pass served."""
+
+
+class EvidenceItem(Frozen):
+    """One piece of renewal evidence and its strength."""
+
+    kind: Literal["owned-tool-called", "cursor-moved", "explicit-pick", "member-activated"]
+    """What produced it."""
+    tool_name: str | None = None
+    """``owned-tool-called``: the tool."""
+    by: str | None = None
+    """``cursor-moved``: the move's clause."""
+    skill_id: str | None = None
+    """``explicit-pick`` / ``member-activated``: the skill."""
+    strength: EvidenceStrength
+    """Where it sits on the ladder."""
+
+
+class MapEvidence(Frozen):
+    """All renewal evidence one map earned on a pass."""
+
+    map_id: str
+    """The map."""
+    items: list[EvidenceItem] = Field(default_factory=list)
+    """In the feed's order (owned tools, cursor move, pick, activations)."""
+    strongest: EvidenceStrength | None = None
+    """The strongest item's strength, ``None`` when there is none."""
+
+
+class EngagementChange(Frozen):
+    """A map became engaged (founded, re-engaged, upgraded, new tenant) or parked (DOMAIN §6.3)."""
+
+    kind: Literal["engaged", "parked"]
+    """Which way it changed."""
+    map_id: str
+    """The map."""
+    iteration: int
+    """The pass."""
+    by: EvidenceStrength
+    """The standing's strength after the change (for ``parked``, the strength that decayed)."""
+    witness: str | None = None
+    """The witness carried with the change."""
+    reengaged: bool | None = None
+    """A parked map came back."""
+    upgraded: bool | None = None
+    """Corroboration raised ``by``."""
+    tenant_changed: bool | None = None
+    """The cursor moved to another member."""
+    at: str | None = None
+    """The member the cursor is on (tenant changes)."""
+    founded_by: EvidenceStrength | None = None
+    """The founding strength, repeated for context."""
+    idle_calls: int | None = None
+    """``parked``: consecutive idle passes counted."""
+
+
+class MapEngagementRecord(Frozen):
+    """A map's standing after a pass: position, founding and eligibility kept apart (DOMAIN §6.3)."""
+
+    map_id: str
+    """The map."""
+    standing: Literal["engaged", "parked"]
+    """Whether its contribution rides the next call."""
+    by: EvidenceStrength
+    """Eligibility: why it is served now."""
+    since: int
+    """The iteration the current standing began."""
+    founded_by: EvidenceStrength
+    """Founding strength; written once."""
+    founded_at: int
+    """Founding iteration; written once."""
+    founded_on: str | None = None
+    """The member the cursor was on at founding; written once."""
+    at: str | None = None
+    """The member the cursor is on."""
+    at_by: EvidenceStrength | None = None
+    """The strength of the move that put it there."""
+    at_since: int | None = None
+    """When the cursor arrived on that member."""
+    idle: int = 0
+    """Consecutive idle passes."""
+    witness: str | None = None
+    """The text that founded a guess."""
+
+
+class EffectJudgment(Frozen):
+    """How one tool effect was judged (DOMAIN §4.2)."""
+
+    kind: Literal["propose-transition", "require-instruction"]
+    """The effect kind."""
+    outcome: Literal["accepted", "refused", "superseded"]
+    """The judgment."""
+    target_skill_id: str | None = None
+    """``propose-transition``: the proposed target."""
+    reason: str | None = None
+    """``propose-transition``: the tool's declared reason."""
+    instruction_id: str | None = None
+    """``require-instruction``: the leased injection."""
+    delivery_lease: str | None = None
+    """``require-instruction``: the lease word as given."""
+    refusal_reason: str | None = None
+    """Why it was refused."""
+    superseded_by: Literal["earlier-proposal"] | None = None
+    """Why it was superseded."""
+
+
+class MalformedEffect(Frozen):
+    """An effect with a known kind but bad fields; never half-applied."""
+
+    kind: str
+    """The effect's kind."""
+    refusal_reason: str
+    """The first failing check's sentence."""
+
+
+class SkillGate(Frozen):
+    """What the read_skill gate decided about one pick (DOMAIN §5.5)."""
+
+    skill_id: str
+    """The requested skill."""
+    outcome: Literal["hop", "open", "re-engagement", "rejected"]
+    """Accepted as a hop (moves the cursor next pass), as an open skill, as a re-engagement of a
+    parked map member, or rejected."""
+
+
+class PromptSegment(Frozen):
+    """One piece of the system prompt sent, tagged by where it came from."""
+
+    source: str
+    """``base`` for the agent's own prompt, else the injection's flavor."""
+    injection_id: str | None = None
+    """The injection that contributed it (``None`` for the base prompt)."""
+    text: str
+    """The exact text."""
+
+
+class LlmRequest(Frozen):
+    """Exactly what was sent to the model."""
+
+    system_prompt: list[PromptSegment] = Field(default_factory=list)
+    """Segments in order; the prompt sent is their texts joined by a blank line."""
+    messages: list[Message] = Field(default_factory=list)
+    """The conversation."""
+    tools: list[ToolSchema] = Field(default_factory=list)
+    """The tool schemas offered, in order."""
+    temperature: float | None = None
+    """Sampling temperature, when set."""
+    max_tokens: int | None = None
+    """Reply budget, when set."""
+    seed: int | None = None
+    """The seed of a seeded rerun, when there is one."""
+
+
+class LlmResponse(Frozen):
+    """What the model answered."""
+
+    content: str = ""
+    """The text."""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """The tool calls it asked for, in order."""
+    stop_reason: str | None = None
+    """The provider's stop reason."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens used."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Honesty rows (DOMAIN §12)
+
+
+class ArgumentRow(Frozen):
+    """Where one tool argument's value came from (inputs layer)."""
+
+    row: Literal["argument"] = "argument"
+    tool_call_id: str
+    """The call the argument belongs to."""
+    tool_name: str
+    """The tool called."""
+    path: str
+    """The argument's JSON path (``$.amount``)."""
+    value: Any = None
+    """The value, or ``None`` when a tool in reach hides its arguments."""
+    source: Literal["user", "tool-result", "external", "declared", "nowhere"]
+    """What holds the value."""
+    source_tool_call_id: str | None = None
+    """``tool-result``: the call whose result holds it."""
+    source_tool_name: str | None = None
+    """``tool-result``: that call's tool."""
+    source_path: str | None = None
+    """``tool-result`` / ``declared``: the JSON path in the source."""
+    source_iteration: int | None = None
+    """``tool-result``: the iteration of the source call."""
+    label: str | None = None
+    """``external``: the app's label for the ground; ``declared``: the source's name."""
+    refused_reference: str | None = None
+    """A source the model cited that does not hold the value (filtered out)."""
+    rewritten_to: Any = None
+    """A middleware rewrote the value; the call ran with this."""
+    hidden: bool = False
+    """The value is withheld because a tool in reach hides its arguments."""
+    dropped_from: int | None = None
+    """Count of dropped ``from`` entries, when no basis row was filed."""
+
+
+class BasisRow(Frozen):
+    """A call that declared its basis (``from`` entries)."""
+
+    row: Literal["basis"] = "basis"
+    tool_call_id: str
+    """The call."""
+    tool_name: str
+    """The tool."""
+    from_entries: list[str] = Field(default_factory=list)
+    """The basis entries kept."""
+    dropped_from: int = 0
+    """How many ``from`` entries were dropped."""
+
+
+class ResultRow(Frozen):
+    """What one call of a judged batch returned (results layer)."""
+
+    row: Literal["result"] = "result"
+    batch_iteration: int
+    """The iteration that dispatched the batch."""
+    tool_call_id: str
+    """The call."""
+    tool_name: str
+    """The tool."""
+    status: ToolResultStatus | None = None
+    """The declared status, when the tool declared one."""
+    coverage: str | None = None
+    """The coverage the tool declared, when it declared one."""
+    values: list[str] = Field(default_factory=list)
+    """The values the result holds (numbers, amounts, dates, ids, quoted strings)."""
+
+
+class StatedValue(Frozen):
+    """One value the answer states, and the rows that support it."""
+
+    text: str
+    """The value as written in the answer."""
+    kind: Literal["number", "amount", "date", "id", "quoted"]
+    """What kind of value it is."""
+    supported: bool
+    """Whether any source row holds it."""
+    supported_by: list[str] = Field(default_factory=list)
+    """References to the supporting rows (``tool:<call id>``, ``user``, ``external:<label>``)."""
+
+
+class AssumedValue(Frozen):
+    """A middleware rewrite that superseded an argument row (the "Assumed" block)."""
+
+    tool_call_id: str
+    """The call that ran with the rewrite."""
+    path: str
+    """The rewritten argument."""
+    original: Any = None
+    """The value the model supplied."""
+    rewritten_to: Any = None
+    """The value the call ran with."""
+
+
+class AnswerAssessmentRow(Frozen):
+    """The answer layer's assessment of the final answer."""
+
+    row: Literal["assessment"] = "assessment"
+    reads: list[str]
+    """The committed keys the fold read (``answer_fold_reads``)."""
+    values: list[StatedValue] = Field(default_factory=list)
+    """Each value the answer states."""
+    assumed: list[AssumedValue] = Field(default_factory=list)
+    """Middleware rewrites."""
+    stopped_early: StoppedEarly | None = None
+    """A limit cut the turn short."""
+    standing_line: str | None = None
+    """One line for a prose answer, when armed."""
+
+
+FindingRow = Annotated[ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow, Field(discriminator="row")]
+"""Any honesty row."""
+
+
+# ----------------------------------------------------------------------------------------------
+# The records
+
+
+class TraceHeader(Frozen):
+    """Line 0 of every trace."""
+
+    kind: Literal["trace_header"] = "trace_header"
+    format: Literal["fpdebug.trace"] = FORMAT
+    """Always ``fpdebug.trace``."""
+    schema_version: int = SCHEMA_VERSION
+    """The schema the file was written with."""
+    producer: str
+    """The writing program and version (``fpdebug 0.1.0``)."""
+    created: datetime
+    """When the file was created (UTC, from the injected clock)."""
+
+
+class _Event(Frozen):
+    """The envelope every event carries."""
+
+    kind: str
+    """The record kind; first on the line so a reader can peek at it without parsing the rest."""
+    seq: int = Field(ge=1)
+    """Position in the trace: dense, from 1 (line 0 is the header)."""
+    ts: datetime
+    """When the engine emitted the event (UTC, from the injected clock)."""
+    run_id: str
+    """The run the event belongs to."""
+    turn: int | None = None
+    """The 1-based turn, absent for run-level events."""
+    iteration: int | None = None
+    """The 1-based iteration, absent where it has no meaning."""
+
+
+class RunStartEvent(_Event):
+    """The agent's declared configuration."""
+
+    kind: Literal["run_start"] = "run_start"
+    agent_name: str = "agent"
+    """The agent's name."""
+    provider: str
+    """``scripted``, ``replay``, ``anthropic``, ``openai``…"""
+    model: str
+    """The model name."""
+    max_iterations: int
+    """The per-turn iteration limit."""
+    system_prompt: str = ""
+    """The agent's base system prompt."""
+    injections: list[InjectionDecl] = Field(default_factory=list)
+    """The catalog, in declaration order."""
+    tools: list[ToolSchema] = Field(default_factory=list)
+    """The agent's own tools (skills' tools are on their injections)."""
+    skill_map: SkillMapDecl | None = None
+    """The skill map, when one is mounted."""
+    maps: MapsPlanDecl | None = None
+    """The engagement plan, when the kernel is mounted."""
+    honesty: HonestyArms | None = None
+    """The honesty arms, when any is armed."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Other settings worth seeing (temperature, scenario name…), redacted."""
+
+
+class TurnStartEvent(_Event):
+    """A user message starts a turn."""
+
+    kind: Literal["turn_start"] = "turn_start"
+    user_message: str
+    """What the user said."""
+
+
+class TurnEndEvent(_Event):
+    """A turn's answer and totals."""
+
+    kind: Literal["turn_end"] = "turn_end"
+    final_content: str
+    """The final answer."""
+    input_tokens: int = 0
+    """Prompt tokens over the turn."""
+    output_tokens: int = 0
+    """Completion tokens over the turn."""
+    iteration_count: int
+    """The iteration of the final pass."""
+    stopped_early: StoppedEarly | None = None
+    """Set when a limit cut the turn short."""
+
+
+class PassEvent(_Event):
+    """One Evaluate pass (DOMAIN §3.4, §8.3)."""
+
+    kind: Literal["pass"] = "pass"
+    active_ids: list[str]
+    """Active injection ids in declaration order (the park card not included)."""
+    reasons: list[ActiveReason] = Field(default_factory=list)
+    """Why each active id rode, in the same order (the park card row last, when present)."""
+    skipped: list[Skipped] = Field(default_factory=list)
+    """Injections left out, with the reason."""
+    evaluated_total: int
+    """How many injections were evaluated."""
+    trigger_kind_counts: dict[str, int] = Field(default_factory=dict)
+    """Active injections counted by trigger kind."""
+    lease_active_ids: list[str] | None = None
+    """Ids a lease served this pass; absent when no lease record exists."""
+    parked_ids: list[str] | None = None
+    """Ids the kernel suppressed this pass; absent when no map is parked."""
+    served_ids: list[str] | None = None
+    """Ids served (park card included); absent when the kernel is not mounted."""
+    superseded_ids: list[str] | None = None
+    """Conditional entries whose ``when`` matched while the cursor was elsewhere; absent when none."""
+    by_slot: SlotRouting = Field(default_factory=SlotRouting)
+    """Which slot each active injection landed in."""
+    delta: PassDelta = Field(default_factory=PassDelta)
+    """Per-slot change against the previous pass."""
+
+
+class CursorMoveEvent(_Event):
+    """The cursor advance of one pass (every pass of an agent with a skill map)."""
+
+    kind: Literal["cursor_move"] = "cursor_move"
+    from_skill: str | None = None
+    """The cursor before the pass."""
+    to_skill: str | None = None
+    """The cursor after the pass."""
+    by: str
+    """The clause that decided (``entry``, ``route``, ``model-pick``, ``tool-proposal``, ``stay``…)."""
+    strength: EvidenceStrength
+    """``strength_of_move(by)``."""
+    witness: Witness | None = None
+    """The matched text, for data-matched entries."""
+    reachable: list[str] = Field(default_factory=list)
+    """What the read_skill gate admits from the landed cursor."""
+    conflict: RouteConflict | None = None
+    """Set on ``route`` moves when edges to different targets fired."""
+    guard: str | None = None
+    """A description of the guard that passed, when the winning edge had one."""
+    guards_closed: list[str] | None = None
+    """Guarded edges from the cursor whose guards did not pass."""
+
+
+class LeaseGrantEvent(_Event):
+    """A ``require-instruction`` effect was accepted and a lease granted."""
+
+    kind: Literal["lease_grant"] = "lease_grant"
+    lease: LeaseRecord
+    """The lease as recorded."""
+
+
+class LeasePruneEvent(_Event):
+    """Leases left the record (DOMAIN §4.3; only written when something was pruned)."""
+
+    kind: Literal["lease_prune"] = "lease_prune"
+    site: Literal["evaluate", "tool-calls"]
+    """The tenure sweep of a pass, or the prune that accompanies a grant."""
+    tenant: str | None = None
+    """The tenant the sweep compared against."""
+    pruned: list[PrunedLease]
+    """The leases removed, each with its reason."""
+    survivors: list[LeaseRecord] = Field(default_factory=list)
+    """The leases that remain."""
+
+
+class EngagementEvent(_Event):
+    """The kernel's pass: evidence per map, changes, records after (every pass while mounted)."""
+
+    kind: Literal["engagement"] = "engagement"
+    pass_facts: EngagementPassFacts
+    """What the renewal feed read."""
+    evidence: list[MapEvidence] = Field(default_factory=list)
+    """Renewal evidence per map, in plan order."""
+    changes: list[EngagementChange] = Field(default_factory=list)
+    """Engaged / parked changes this pass."""
+    records: list[MapEngagementRecord] = Field(default_factory=list)
+    """Every map's record after the pass."""
+    parked_injection_ids: list[str] = Field(default_factory=list)
+    """Members of parked maps, suppressed this pass."""
+    parked_tool_names: list[str] = Field(default_factory=list)
+    """Tools of parked maps, taken off the wire this pass."""
+    park_card: str | None = None
+    """The card the model saw, when a map is parked."""
+
+
+class LlmCallEvent(_Event):
+    """One model call: the exact request and the reply (also the replay cassette entry)."""
+
+    kind: Literal["llm_call"] = "llm_call"
+    call_index: int
+    """1-based index of the call in the run."""
+    provider: str
+    """The provider that answered."""
+    model: str
+    """The model asked."""
+    request: LlmRequest
+    """What was sent."""
+    response: LlmResponse | None = None
+    """What came back; ``None`` when the call failed."""
+    error: ErrorInfo | None = None
+    """Why the call failed."""
+    latency_ms: float = 0.0
+    """Wall time of the call, from the injected clock."""
+    route: Literal["tool-calls", "final"] | None = None
+    """The route decided after the reply."""
+
+
+class ToolResultEvent(_Event):
+    """One tool call's result as the model read it."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    """The call."""
+    tool_name: str
+    """The tool."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """The arguments it ran with."""
+    result: str
+    """The result text the model read (an envelope's ``content``, refusals appended)."""
+    status: ToolResultStatus | None = None
+    """The status an envelope declared, or ``failure`` when the tool raised."""
+    effects: list[EffectJudgment] = Field(default_factory=list)
+    """Each effect and its judgment, in declaration order."""
+    malformed: list[MalformedEffect] = Field(default_factory=list)
+    """Effects with bad fields."""
+    skill_gate: SkillGate | None = None
+    """``read_skill`` calls: what the gate decided."""
+    error: ErrorInfo | None = None
+    """When the tool raised or timed out."""
+    duration_ms: float = 0.0
+    """Wall time of the call, from the injected clock."""
+
+
+class FindingEvent(_Event):
+    """Honesty rows merged in one write by one layer visit (DOMAIN §12.1)."""
+
+    kind: Literal["finding"] = "finding"
+    layer: Literal["inputs", "results", "answer"]
+    """The layer that filed the rows."""
+    rows: list[FindingRow]
+    """The rows."""
+
+
+class SkillRejectedEvent(_Event):
+    """The read_skill gate refused a pick (DOMAIN §5.5)."""
+
+    kind: Literal["skill_rejected"] = "skill_rejected"
+    requested_id: str
+    """The skill the model asked for."""
+    current_skill_id: str | None = None
+    """The cursor when it asked."""
+    allowed: list[str]
+    """What it could have picked."""
+    tool_call_id: str | None = None
+    """The refused call."""
+    posture: str | None = None
+    """The gate's posture, when not the default."""
+
+
+class RouteConflictEvent(_Event):
+    """Edges or proposals in one batch named different targets (DOMAIN §8.2)."""
+
+    kind: Literal["route_conflict"] = "route_conflict"
+    from_skill_id: str | None = None
+    """The cursor the edges left from."""
+    winner: ConflictParty
+    """The winning result."""
+    losers: list[ConflictParty]
+    """The others."""
+    source: Literal["tool-proposal"] | None = None
+    """``tool-proposal`` when the conflict was between proposals."""
+
+
+class RerouteSupersededEvent(_Event):
+    """A pick or proposal the pass did not honour (DOMAIN §3.4 step 10)."""
+
+    kind: Literal["reroute_superseded"] = "reroute_superseded"
+    volunteered_id: str
+    """What the model or tool volunteered."""
+    won_id: str | None = None
+    """Where the cursor went instead."""
+    from_skill_id: str | None = None
+    """The cursor before the pass."""
+    source: Literal["tool-proposal"] | None = None
+    """``tool-proposal`` when a proposal was superseded."""
+
+
+class RunEndEvent(_Event):
+    """How the run ended."""
+
+    kind: Literal["run_end"] = "run_end"
+    status: Literal["completed", "failed", "interrupted"]
+    """Completed, failed (see ``error``) or interrupted by the user."""
+    error: ErrorInfo | None = None
+    """Why it failed."""
+    turns: int = 0
+    """Turns run."""
+    input_tokens: int = 0
+    """Prompt tokens over the run."""
+    output_tokens: int = 0
+    """Completion tokens over the run."""
+
+
+TraceEvent = Annotated[
+    RunStartEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | PassEvent
+    | CursorMoveEvent
+    | LeaseGrantEvent
+    | LeasePruneEvent
+    | EngagementEvent
+    | LlmCallEvent
+    | ToolResultEvent
+    | FindingEvent
+    | SkillRejectedEvent
+    | RouteConflictEvent
+    | RerouteSupersededEvent
+    | RunEndEvent,
+    Field(discriminator="kind"),
+]
+"""Any event record (everything but the header)."""
+
+EVENT_ADAPTER: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
+"""Validates and dumps :data:`TraceEvent` values."""
+
+EVENT_KINDS: frozenset[str] = frozenset(
+    model.model_fields["kind"].default
+    for model in (
+        RunStartEvent, TurnStartEvent, TurnEndEvent, PassEvent, CursorMoveEvent, LeaseGrantEvent,
+        LeasePruneEvent, EngagementEvent, LlmCallEvent, ToolResultEvent, FindingEvent,
+        SkillRejectedEvent, RouteConflictEvent, RerouteSupersededEvent, RunEndEvent,
+    )
+)
+"""Every event kind this schema version knows."""

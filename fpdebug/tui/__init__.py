@@ -1,0 +1,1 @@
+"""The Textual debugger. The only package of fpdebug that imports Textual."""
