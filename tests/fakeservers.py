@@ -1,0 +1,211 @@
+"""Local fake model API servers for offline provider tests (127.0.0.1, an ephemeral port).
+
+A :class:`FakeServer` records every request it receives and answers through a handler function the
+test sets, so the real SDK clients speak their real wire format to it. Helpers build the JSON bodies
+of the Anthropic Messages API and the OpenAI Chat Completions API.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "FakeResponse",
+    "FakeServer",
+    "RecordedRequest",
+    "anthropic_error",
+    "anthropic_message",
+    "openai_completion",
+    "openai_error",
+]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One HTTP request as the server received it."""
+
+    method: str
+    """``POST``, ``GET``…"""
+    path: str
+    """The request path (``/v1/messages``)."""
+    headers: dict[str, str]
+    """Headers, names lower-cased."""
+    body: bytes
+    """The raw body."""
+
+    def json(self) -> Any:
+        """The body parsed as JSON."""
+        return json.loads(self.body)
+
+
+@dataclass
+class FakeResponse:
+    """What the handler wants sent back."""
+
+    status: int = 200
+    """The HTTP status."""
+    body: Any = field(default_factory=dict)
+    """A JSON-serialisable body, or raw ``bytes``."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra headers."""
+    delay: float = 0.0
+    """Seconds to wait before answering (a slow server, for timeouts)."""
+
+
+Handler = Callable[[RecordedRequest], FakeResponse]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client that timed out and hung up makes the late write fail; that is the point of the
+        # timeout tests, not an error worth a traceback on stderr.
+        pass
+
+
+class FakeServer:
+    """A threaded HTTP server on 127.0.0.1 whose answers come from ``handler``."""
+
+    def __init__(self, handler: Handler | None = None) -> None:
+        self.handler: Handler = handler or (lambda request: FakeResponse(404, {"error": "no handler set"}))
+        """Decides the response to each request; tests replace it freely."""
+        self.requests: list[RecordedRequest] = []
+        """Every request received, in order."""
+        self._stopping = threading.Event()
+        outer = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                recorded = RecordedRequest(
+                    method=self.command,
+                    path=self.path,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=self.rfile.read(length) if length else b"",
+                )
+                outer.requests.append(recorded)
+                response = outer.handler(recorded)
+                if response.delay and outer._stopping.wait(response.delay):
+                    return
+                data = response.body if isinstance(response.body, bytes) else json.dumps(response.body).encode()
+                self.send_response(response.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in response.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_POST = do_GET = _serve  # noqa: N815 - http.server's naming
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-api", daemon=True)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> FakeServer:
+        """Start serving in a background thread."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, wake any delayed handler, and close the socket."""
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# ----------------------------------------------------------------------------------------------
+# Wire-format bodies
+
+
+def anthropic_message(
+    content: list[dict[str, Any]],
+    *,
+    stop_reason: str = "end_turn",
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    cache_read: int | None = None,
+    cache_write: int | None = None,
+    model: str = "claude-test",
+) -> dict[str, Any]:
+    """A Messages API reply body."""
+    usage: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    if cache_read is not None:
+        usage["cache_read_input_tokens"] = cache_read
+    if cache_write is not None:
+        usage["cache_creation_input_tokens"] = cache_write
+    return {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def anthropic_error(kind: str, message: str) -> dict[str, Any]:
+    """A Messages API error body."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def openai_completion(
+    *,
+    content: str | None = None,
+    tool_calls: tuple[tuple[str, str, str], ...] = (),
+    finish_reason: str = "stop",
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    cached_tokens: int | None = None,
+    model: str = "gpt-test",
+) -> dict[str, Any]:
+    """A Chat Completions reply body; ``tool_calls`` are ``(id, name, arguments_text)``."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for call_id, name, arguments in tool_calls
+        ]
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": usage,
+    }
+
+
+def openai_error(message: str, *, kind: str = "invalid_request_error", code: str | None = None) -> dict[str, Any]:
+    """A Chat Completions error body."""
+    return {"error": {"message": message, "type": kind, "code": code, "param": None}}
