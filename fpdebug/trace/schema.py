@@ -36,6 +36,7 @@ __all__ = [
     "ConflictParty",
     "ContextSource",
     "CursorMoveEvent",
+    "DeclaredSource",
     "DeliveryLease",
     "EdgeDecl",
     "EffectJudgment",
@@ -44,6 +45,7 @@ __all__ = [
     "EngagementPassFacts",
     "EntryDecl",
     "ErrorInfo",
+    "ExternalGround",
     "EvidenceItem",
     "EvidenceStrength",
     "FindingEvent",
@@ -349,8 +351,26 @@ class MapsPlanDecl(Frozen):
     """Idle passes a tentative map survives before it parks."""
 
 
+class ExternalGround(Frozen):
+    """A value the app vouches for (DOMAIN §12.1 ``external grounds``): an ``external`` source."""
+
+    label: str
+    """The app's name for the ground (shown as ``external:<label>``)."""
+    value: Any = None
+    """The vouched-for value: a scalar, or a text that holds values."""
+
+
+class DeclaredSource(Frozen):
+    """A named document the app declares as a source of argument values (a ``declared`` source)."""
+
+    name: str
+    """The source's name (shown as ``declared:<name>``)."""
+    content: Any = None
+    """The document: JSON data (searched by JSON path) or a text."""
+
+
 class HonestyArms(Frozen):
-    """Which honesty layers the agent armed (DOMAIN §12)."""
+    """Which honesty layers the agent armed (DOMAIN §12), and the build-time facts they read."""
 
     inputs: bool = False
     """The inputs layer: provenance of every tool argument."""
@@ -362,6 +382,20 @@ class HonestyArms(Frozen):
     """Declared argument sources are armed."""
     tool_middleware: bool = False
     """A before-tool middleware chain can rewrite arguments."""
+    evidence_gate: bool | None = None
+    """The evidence gate is armed (it writes ``unsupportedValues``; its revision can turn tools off)."""
+    answer_validation: bool | None = None
+    """Answer validation is armed (its report can withhold an answer from assessment)."""
+    hidden_argument_tools: list[str] | None = None
+    """Tools that hide their arguments: while one is in reach, no row shows a value the model wrote."""
+    external_grounds: list[ExternalGround] | None = None
+    """Values the app vouches for, each with its label."""
+    declared_sources: list[DeclaredSource] | None = None
+    """Named documents the app declares as argument sources."""
+    standing_line: Literal["always", "unsupported"] | None = None
+    """Which prose answers get a standing line: every one, or those stating an unsupported value."""
+    display_names: dict[str, str] | None = None
+    """Tool names in the app's words (tool name → display name), where the app declared one."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -705,12 +739,16 @@ class ArgumentRow(Frozen):
     """``tool-result`` / ``declared``: the JSON path in the source."""
     source_iteration: int | None = None
     """``tool-result``: the iteration of the source call."""
+    source_text: str | None = None
+    """A text source (not JSON): the text in it that holds the value; ``None`` when hidden."""
     label: str | None = None
     """``external``: the app's label for the ground; ``declared``: the source's name."""
     refused_reference: str | None = None
     """A source the model cited that does not hold the value (filtered out)."""
     rewritten_to: Any = None
     """A middleware rewrote the value; the call ran with this."""
+    rewritten: bool | None = None
+    """True when a middleware rewrote the value (set even when the values are hidden)."""
     hidden: bool = False
     """The value is withheld because a tool in reach hides its arguments."""
     dropped_from: int | None = None
@@ -747,6 +785,8 @@ class ResultRow(Frozen):
     """The coverage the tool declared, when it declared one."""
     values: list[str] = Field(default_factory=list)
     """The values the result holds (numbers, amounts, dates, ids, quoted strings)."""
+    values_omitted: int | None = None
+    """How many more values the result holds beyond those listed (the list is bounded)."""
 
 
 class StatedValue(Frozen):
@@ -760,6 +800,10 @@ class StatedValue(Frozen):
     """Whether any source row holds it."""
     supported_by: list[str] = Field(default_factory=list)
     """References to the supporting rows (``tool:<call id>``, ``user``, ``external:<label>``)."""
+    start: int | None = None
+    """Where the value's first occurrence starts in the answer (a character offset)."""
+    end: int | None = None
+    """Where that occurrence ends (exclusive): ``answer[start:end] == text``."""
 
 
 class AssumedValue(Frozen):
@@ -773,6 +817,10 @@ class AssumedValue(Frozen):
     """The value the model supplied."""
     rewritten_to: Any = None
     """The value the call ran with."""
+    removed: bool | None = None
+    """True when the middleware removed the argument (the call ran without it)."""
+    hidden: bool | None = None
+    """True when the values are withheld because the superseded row hides them."""
 
 
 class AnswerAssessmentRow(Frozen):
@@ -1022,6 +1070,8 @@ class ToolResultEvent(_Event):
     """When the tool raised or timed out."""
     duration_ms: float = 0.0
     """Wall time of the call, from the injected clock."""
+    coverage: str | None = None
+    """The coverage the tool declared for its result (``first 50 of 300``…), when it declared one."""
 
 
 class FindingEvent(_Event):
