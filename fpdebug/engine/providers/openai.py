@@ -1,0 +1,277 @@
+"""The OpenAI provider: Chat Completions with tool calls, through the official ``openai`` SDK.
+
+Also the way to any OpenAI-compatible server (Ollama, vLLM, LM Studio, llama.cpp's server): pass its
+``base_url``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import openai
+
+from fpdebug.engine.providers.base import (
+    LlmRequest,
+    LlmResponse,
+    MalformedArgs,
+    check_live_call,
+    redact,
+    system_text,
+)
+from fpdebug.errors import ProviderError
+from fpdebug.trace.schema import Message, ToolCallRecord, ToolSchema, Usage
+
+__all__ = ["API_KEY_ENV_VAR", "NO_KEY_PLACEHOLDER", "OpenAIProvider"]
+
+API_KEY_ENV_VAR = "OPENAI_API_KEY"
+"""Where the key comes from when the constructor is not given one."""
+
+NO_KEY_PLACEHOLDER = "not-needed"
+"""Sent as the key to a ``base_url`` server when no key is set (local servers ignore it)."""
+
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_EXCERPT = 200
+_MAX_MESSAGE = 1000
+
+
+class OpenAIProvider:
+    """A live model behind the Chat Completions API (OpenAI, or any compatible server).
+
+    The request maps as follows: the system prompt segments joined by a blank line become the first
+    ``system`` message; user, system and tool messages keep their roles (a tool message carries its
+    ``tool_call_id``); an assistant message carries its ``tool_calls`` as function calls whose
+    ``arguments`` are the JSON of the recorded args (or the model's own text when it was malformed and
+    kept). Tool schemas become function tools. ``LlmRequest.seed`` is sent as ``seed``.
+
+    The reply budget is sent as ``max_completion_tokens`` to OpenAI and as ``max_tokens`` to a
+    ``base_url`` server, the field compatible servers have long understood.
+
+    The key is read once, at construction, from ``api_key`` or ``OPENAI_API_KEY``. With a ``base_url``
+    and no key, a placeholder is sent (local servers need none). The key appears in no repr, error
+    message or trace.
+    """
+
+    name: str
+    """``openai``, or the name given."""
+    model: str
+    """The model asked."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        max_retries: int = 2,
+        malformed_args: MalformedArgs = "raise",
+        name: str = "openai",
+    ) -> None:
+        """Build the provider (no network traffic happens here).
+
+        Args:
+            model: the model id (``gpt-…``, or the name a compatible server knows, e.g. ``llama3.2``).
+            api_key: the key; defaults to ``OPENAI_API_KEY``.
+            base_url: an OpenAI-compatible server, e.g. ``http://localhost:11434/v1`` (Ollama) or
+                ``http://localhost:8000/v1`` (vLLM); defaults to the SDK's (``OPENAI_BASE_URL`` or
+                OpenAI's).
+            timeout: seconds before a request is abandoned.
+            max_tokens: the reply budget when the request sets none; ``None`` leaves it to the server.
+            temperature: the sampling temperature when the request sets none.
+            max_retries: the SDK's retries on connection errors, 408/409/429 and 5xx.
+            malformed_args: ``raise`` a ProviderError for tool arguments that are not a JSON object,
+                or ``keep`` them in ``raw_args`` (see :mod:`fpdebug.engine.providers.base`).
+            name: the provider name recorded in the trace.
+
+        Raises:
+            ProviderError: no key, no ``OPENAI_API_KEY`` and no ``base_url``.
+        """
+        self.name = name
+        self.model = model
+        self.base_url = base_url
+        self.timeout = timeout
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.malformed_args = malformed_args
+        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV_VAR)
+        if not key:
+            if base_url is None:
+                raise ProviderError(
+                    f"no OpenAI API key: pass api_key= or set {API_KEY_ENV_VAR} "
+                    "(or give base_url= for a local OpenAI-compatible server)",
+                    provider=name,
+                )
+            key = NO_KEY_PLACEHOLDER
+        self._secret = None if key == NO_KEY_PLACEHOLDER else key
+        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"OpenAIProvider(model={self.model!r}{where})"
+
+    def close(self) -> None:
+        """Release the SDK client's connections."""
+        self._client.close()
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        """Send one Chat Completions request.
+
+        Args:
+            request: the request.
+
+        Returns:
+            The first choice: text, tool calls, finish reason as ``stop_reason``, usage.
+
+        Raises:
+            LiveCallRefusedError: live calls are blocked.
+            ProviderError: an HTTP error (with its status), a timeout, a connection failure, or a
+                reply that cannot be read.
+        """
+        check_live_call(self.name, self.model)
+        params = self.build_params(request)
+        try:
+            reply = self._client.chat.completions.create(**params)
+        except openai.APIStatusError as exc:
+            raise self._error(_status_message(exc), status=exc.status_code) from None
+        except openai.APITimeoutError:
+            raise self._error(f"request timed out after {self.timeout:g}s") from None
+        except openai.APIConnectionError as exc:
+            raise self._error(f"could not reach {self._client.base_url}: {_cause(exc)}") from None
+        except openai.OpenAIError as exc:
+            raise self._error(f"{type(exc).__name__}: {exc}") from None
+        return self._parse(reply)
+
+    def build_params(self, request: LlmRequest) -> dict[str, Any]:
+        """The keyword arguments ``chat.completions.create`` receives for a request (pure; no network).
+
+        Args:
+            request: the request.
+
+        Returns:
+            ``model``, ``messages`` and, when set, ``tools``, ``temperature``, the token budget, ``seed``.
+        """
+        messages: list[dict[str, Any]] = []
+        if request.system_prompt:
+            messages.append({"role": "system", "content": system_text(request)})
+        messages.extend(_message(message) for message in request.messages)
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        if request.tools:
+            params["tools"] = [_tool(tool) for tool in request.tools]
+        temperature = request.temperature if request.temperature is not None else self.temperature
+        if temperature is not None:
+            params["temperature"] = temperature
+        max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
+        if max_tokens is not None:
+            params["max_tokens" if self.base_url else "max_completion_tokens"] = max_tokens
+        if request.seed is not None:
+            params["seed"] = request.seed
+        return params
+
+    def _error(self, message: str, *, status: int | None = None) -> ProviderError:
+        # `from None` above and redaction here: neither the chained SDK exception (which holds the
+        # request and its headers) nor an echoing server can carry the key into a log or a trace.
+        text = redact(message, self._secret)
+        if len(text) > _MAX_MESSAGE:
+            # An error body can be a whole HTML page from a proxy; the gist is at the start.
+            text = text[:_MAX_MESSAGE] + f"… ({len(text) - _MAX_MESSAGE} more characters)"
+        return ProviderError(text, status=status, provider=self.name)
+
+    def _parse(self, reply: Any) -> LlmResponse:
+        choices = getattr(reply, "choices", None) or []
+        if not choices:
+            raise self._error("the reply has no choices")
+        choice = choices[0]
+        message = choice.message
+        calls = [self._tool_call(call) for call in message.tool_calls or () if getattr(call, "function", None)]
+        usage = getattr(reply, "usage", None)
+        details = getattr(usage, "prompt_tokens_details", None)
+        return LlmResponse(
+            # A refusal is the model's answer too; record it rather than an empty string.
+            content=message.content or getattr(message, "refusal", None) or "",
+            tool_calls=calls,
+            stop_reason=choice.finish_reason,
+            usage=Usage(
+                input_tokens=getattr(usage, "prompt_tokens", None) or 0,
+                output_tokens=getattr(usage, "completion_tokens", None) or 0,
+                cache_read_tokens=getattr(details, "cached_tokens", None),
+            ),
+        )
+
+    def _tool_call(self, call: Any) -> ToolCallRecord:
+        name = call.function.name
+        text = call.function.arguments
+        if text is None or not text.strip():
+            # Some compatible servers send "" for a call without arguments.
+            return ToolCallRecord(id=call.id, name=name, args={})
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problem = f"is not valid JSON ({exc.msg} at char {exc.pos})"
+        else:
+            if isinstance(parsed, dict):
+                return ToolCallRecord(id=call.id, name=name, args=parsed)
+            problem = f"is a JSON {type(parsed).__name__}, not an object"
+        if self.malformed_args == "keep":
+            return ToolCallRecord(id=call.id, name=name, args={}, raw_args=text)
+        raise self._error(
+            f"malformed tool-call arguments: call {call.id!r} to {name!r} {problem}: {text[:_EXCERPT]!r}"
+        )
+
+
+def _tool(tool: ToolSchema) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters or _EMPTY_SCHEMA,
+        },
+    }
+
+
+def _message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": call.raw_args if call.raw_args is not None else json.dumps(call.args),
+                    },
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def _status_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    detail: object = None
+    if isinstance(body, str) and body.strip():
+        # Not JSON (a proxy's HTML page) or a bare {"error": "text"}: the text is the message.
+        detail = body
+    elif isinstance(body, dict):
+        # The SDK hands over the `error` object itself for OpenAI-shaped bodies; some compatible
+        # servers nest it once more or put the text under "message" at the top.
+        detail = body.get("message") or body.get("error")
+        if isinstance(detail, dict):
+            detail = detail.get("message")
+    text = str(detail) if detail else exc.message
+    kind = getattr(exc, "type", None)
+    return f"{kind}: {text}" if kind else text
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
