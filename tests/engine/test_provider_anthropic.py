@@ -159,6 +159,21 @@ def test_system_messages_and_a_user_turn_after_tool_results_are_merged(fake_serv
     ]
 
 
+def test_an_empty_assistant_turn_is_left_out(fake_server: FakeServer) -> None:
+    fake_server.handler = reply_with(anthropic_message([{"type": "text", "text": "ok"}]))
+    request = LlmRequest(
+        messages=[
+            Message(role="user", content="first"),
+            Message(role="assistant", content=""),
+            Message(role="user", content="second"),
+        ]
+    )
+    provider(fake_server).complete(request)
+    assert fake_server.requests[0].json()["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "first"}, {"type": "text", "text": "second"}]}
+    ]
+
+
 def test_the_key_is_sent_in_a_header(fake_server: FakeServer) -> None:
     fake_server.handler = reply_with(anthropic_message([{"type": "text", "text": "ok"}]))
     provider(fake_server).complete(LlmRequest(messages=[Message(role="user", content="hi")]))
@@ -262,7 +277,7 @@ def test_connection_refused_is_a_provider_error() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "problem"),
-    [("{\"order_id\": \"A-", "is not valid JSON"), ("[1, 2]", "is a JSON list, not an object")],
+    [("{\"order_id\": \"A-", "is not valid JSON"), ("[1, 2]", "is a JSON array, not an object")],
 )
 def test_malformed_tool_arguments_raise_by_default(fake_server: FakeServer, raw: str, problem: str) -> None:
     fake_server.handler = reply_with(

@@ -12,6 +12,7 @@ from fpdebug.engine.providers.base import (
     allow_live_calls,
     check_live_call,
     live_calls_allowed,
+    parse_tool_arguments,
     redact,
     system_text,
 )
@@ -101,3 +102,24 @@ def test_system_text_joins_segments_with_a_blank_line() -> None:
 def test_redact_removes_every_occurrence_of_the_secret() -> None:
     assert redact("key sk-1 then sk-1 again", "sk-1") == "key [redacted] then [redacted] again"
     assert redact("nothing to hide", None) == "nothing to hide"
+
+
+def test_tool_arguments_must_be_a_json_object() -> None:
+    assert parse_tool_arguments('{"order_id": "A-17", "n": [1]}') == {"order_id": "A-17", "n": [1]}
+    assert parse_tool_arguments("  ") == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"order_id": ', "is not valid JSON"),
+        ("{'a': 1}", "is not valid JSON"),
+        ("[1]", "is a JSON array, not an object"),
+        ("null", "is a JSON null, not an object"),
+        ("3", "is a JSON number, not an object"),
+        ('"x"', "is a JSON string, not an object"),
+    ],
+)
+def test_bad_tool_arguments_say_what_is_wrong(text: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        parse_tool_arguments(text)

@@ -249,8 +249,8 @@ def test_connection_refused_is_a_provider_error() -> None:
     [
         ('{"order_id": "A-', "is not valid JSON"),
         ("'order_id': 1", "is not valid JSON"),
-        ('"A-17"', "is a JSON str, not an object"),
-        ("[1, 2]", "is a JSON list, not an object"),
+        ('"A-17"', "is a JSON string, not an object"),
+        ("[1, 2]", "is a JSON array, not an object"),
     ],
 )
 def test_malformed_tool_arguments_raise_by_default(fake_server: FakeServer, raw: str, problem: str) -> None:

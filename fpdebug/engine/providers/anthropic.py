@@ -13,6 +13,7 @@ from fpdebug.engine.providers.base import (
     LlmResponse,
     MalformedArgs,
     check_live_call,
+    parse_tool_arguments,
     redact,
     system_text,
 )
@@ -192,19 +193,13 @@ class AnthropicProvider:
         # from a proxy or a compatible server that got it wrong.
         text = raw if isinstance(raw, str) else json.dumps(raw)
         try:
-            parsed = json.loads(text) if isinstance(raw, str) else raw
-        except json.JSONDecodeError as exc:
-            problem = f"is not valid JSON ({exc.msg} at char {exc.pos})"
-        else:
-            if isinstance(parsed, dict):
-                return ToolCallRecord(id=block.id, name=block.name, args=parsed)
-            problem = f"is a JSON {type(parsed).__name__}, not an object"
-        if self.malformed_args == "keep":
-            return ToolCallRecord(id=block.id, name=block.name, args={}, raw_args=text)
-        raise self._error(
-            f"malformed tool-call arguments: call {block.id!r} to {block.name!r} {problem}: "
-            f"{text[:_EXCERPT]!r}"
-        )
+            return ToolCallRecord(id=block.id, name=block.name, args=parse_tool_arguments(text))
+        except ValueError as exc:
+            if self.malformed_args == "keep":
+                return ToolCallRecord(id=block.id, name=block.name, args={}, raw_args=text)
+            raise self._error(
+                f"malformed tool-call arguments: call {block.id!r} to {block.name!r} {exc}: {text[:_EXCERPT]!r}"
+            ) from None
 
 
 def _tool(tool: ToolSchema) -> dict[str, Any]:
@@ -238,8 +233,10 @@ def _messages(request: LlmRequest) -> tuple[str, list[dict[str, Any]]]:
             user_blocks().append(
                 {"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}
             )
-        else:
+        elif message.content or message.tool_calls:
             turns.append({"role": "assistant", "content": _assistant_blocks(message)})
+        # else: an empty assistant turn (the model said nothing) is left out; the API refuses empty
+        # text blocks, and the user turns around it merge into one.
     return "\n\n".join(part for part in system_parts if part), turns
 
 
@@ -249,8 +246,6 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls or ():
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.args})
-    if not blocks:
-        blocks.append({"type": "text", "text": message.content})
     return blocks
 
 

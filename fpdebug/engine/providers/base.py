@@ -20,12 +20,13 @@ by ``FPDEBUG_BLOCK_LIVE_CALLS=1`` (which nothing in code can lift) or by an encl
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from fpdebug.errors import LiveCallRefusedError
 from fpdebug.trace.schema import LlmRequest, LlmResponse
@@ -40,6 +41,7 @@ __all__ = [
     "check_live_call",
     "estimate_tokens",
     "live_calls_allowed",
+    "parse_tool_arguments",
     "redact",
     "system_text",
 ]
@@ -185,3 +187,31 @@ def redact(text: str, secret: str | None) -> str:
     if not secret:
         return text
     return text.replace(secret, "[redacted]")
+
+
+_JSON_KINDS = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+def parse_tool_arguments(text: str) -> dict[str, Any]:
+    """Parse the argument text of a tool call, which must be a JSON object.
+
+    Args:
+        text: the arguments as the model sent them. Blank text means no arguments (some
+            OpenAI-compatible servers send ``""`` for a call without any).
+
+    Returns:
+        The arguments.
+
+    Raises:
+        ValueError: the text is not JSON, or not a JSON object; the message says which.
+    """
+    if not text.strip():
+        return {}
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"is not valid JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(parsed, dict):
+        kind = "null" if parsed is None else _JSON_KINDS.get(type(parsed), type(parsed).__name__)
+        raise ValueError(f"is a JSON {kind}, not an object")
+    return parsed

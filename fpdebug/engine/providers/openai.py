@@ -17,6 +17,7 @@ from fpdebug.engine.providers.base import (
     LlmResponse,
     MalformedArgs,
     check_live_call,
+    parse_tool_arguments,
     redact,
     system_text,
 )
@@ -203,23 +204,15 @@ class OpenAIProvider:
 
     def _tool_call(self, call: Any) -> ToolCallRecord:
         name = call.function.name
-        text = call.function.arguments
-        if text is None or not text.strip():
-            # Some compatible servers send "" for a call without arguments.
-            return ToolCallRecord(id=call.id, name=name, args={})
+        text = call.function.arguments or ""
         try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problem = f"is not valid JSON ({exc.msg} at char {exc.pos})"
-        else:
-            if isinstance(parsed, dict):
-                return ToolCallRecord(id=call.id, name=name, args=parsed)
-            problem = f"is a JSON {type(parsed).__name__}, not an object"
-        if self.malformed_args == "keep":
-            return ToolCallRecord(id=call.id, name=name, args={}, raw_args=text)
-        raise self._error(
-            f"malformed tool-call arguments: call {call.id!r} to {name!r} {problem}: {text[:_EXCERPT]!r}"
-        )
+            return ToolCallRecord(id=call.id, name=name, args=parse_tool_arguments(text))
+        except ValueError as exc:
+            if self.malformed_args == "keep":
+                return ToolCallRecord(id=call.id, name=name, args={}, raw_args=text)
+            raise self._error(
+                f"malformed tool-call arguments: call {call.id!r} to {name!r} {exc}: {text[:_EXCERPT]!r}"
+            ) from None
 
 
 def _tool(tool: ToolSchema) -> dict[str, Any]:
