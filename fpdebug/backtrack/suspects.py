@@ -1,4 +1,4 @@
-"""Suspects: the correlational tier — lexical influence scoring, ranking, ablation specs (DOMAIN §9.3–§9.6).
+"""Suspects, the correlational tier: lexical influence, rankings, ablation specs (DOMAIN §9.3–§9.6).
 
 Everything here is a proxy from lexical geometry: a high score means a piece is *aligned with* the
 answer, never that it *caused* it. Only :mod:`fpdebug.backtrack.ablation` makes causal claims, and

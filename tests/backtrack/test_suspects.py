@@ -1,4 +1,4 @@
-"""Suspects: the lexical strategy, influence signals, ranking confidence and piece ranking (DOMAIN §9.3–§9.6)."""
+"""Suspects: lexical strategy, influence signals, ranking confidence, piece ranking (DOMAIN §9.3–§9.6)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ DOMAIN_STOP_WORDS = (
     "you we my our me please can could would should do does how what need want"
 )
 
-# ---------------------------------------------------------------------------------------------- tokenizer
+# ------------------------------------------------------------------------------------------ tokenizer
 
 
 def test_tokenize_lowercases_and_splits_on_non_alphanumerics() -> None:
@@ -66,7 +66,7 @@ def test_stop_words_are_dropped_before_s_folding() -> None:
     assert tokenize("needs wants") == ["need", "want"]
 
 
-# ---------------------------------------------------------------------------------------------- overlap
+# ------------------------------------------------------------------------------------------ overlap
 
 
 def test_overlap_is_intersection_over_geometric_mean_of_set_sizes() -> None:
@@ -86,7 +86,7 @@ def test_overlap_is_zero_when_either_side_has_no_content_tokens() -> None:
     assert lexical_overlap("refund", "!!!") == 0.0
 
 
-# ---------------------------------------------------------------------------------------------- influence
+# ------------------------------------------------------------------------------------------ influence
 
 
 def test_default_weights_redistribute_to_fa_08_depth_02_without_ancestors() -> None:
@@ -119,7 +119,8 @@ def test_weights_must_be_finite_non_negative_and_not_all_zero(weights: dict[str,
 
 
 def test_score_without_ancestors_is_08_fa_plus_02_and_marked_adapted() -> None:
-    [scored] = score_influence([EvidenceInput(id="e", text="refund window is 30 days")], "refunds take 30 days")
+    evidence = EvidenceInput(id="e", text="refund window is 30 days")
+    [scored] = score_influence([evidence], "refunds take 30 days")
     # evidence {refund, window, 30, day}, answer {refund, take, 30, day}: fa = 3/4; depth = 1
     assert scored.signals.fa == pytest.approx(0.75)
     assert scored.signals.depth == 1.0
@@ -175,7 +176,7 @@ def test_evidence_ids_must_be_unique() -> None:
         score_influence([EvidenceInput(id="e", text="a"), EvidenceInput(id="e", text="b")], "x")
 
 
-# ---------------------------------------------------------------------------------------------- confidence
+# ------------------------------------------------------------------------------------------ confidence
 
 
 def test_no_scores_has_no_winner_and_an_empty_shortlist() -> None:
@@ -224,7 +225,7 @@ def test_non_finite_scores_take_no_part() -> None:
     assert confidence.shortlist == [1]
 
 
-# ---------------------------------------------------------------------------------------------- specs and labels
+# ------------------------------------------------------------------------------------------ specs and labels
 
 
 def _one(piece: Piece) -> Suspect:
@@ -243,8 +244,9 @@ def test_each_kind_gets_the_spec_of_domain_9_6() -> None:
     assert memory.ablation == MemorySpec(exclude_memory_ids=["m1"])
     assert isinstance(arg.ablation, ArgSpec) and arg.ablation.source == "args:call-2" and arg.ablation.note
     assert stage.ablation is None
-    assert [is_removable(s) for s in (tool, injection, memory, arg, stage)] == [True, True, True, False, False]
-    assert [is_bisectable(s) for s in (tool, injection, memory, arg, stage)] == [True, True, True, False, False]
+    every = (tool, injection, memory, arg, stage)
+    assert [is_removable(s) for s in every] == [True, True, True, False, False]
+    assert [is_bisectable(s) for s in every] == [True, True, True, False, False]
 
 
 def test_a_missing_piece_gets_a_restore_spec_and_is_not_removable() -> None:
@@ -273,10 +275,12 @@ def test_pieces_that_cannot_build_their_spec_are_refused(piece: Piece) -> None:
 
 
 def test_suspect_label_prefers_tool_name_then_injection_id_then_source() -> None:
-    assert suspect_label(Suspect(source="t:1", kind="tool", detail=SuspectDetail(tool_name="lookup"))) == "tool 'lookup'"
-    assert (suspect_label(Suspect(source="i:1", kind="injection", detail=SuspectDetail(injection_id="policy")))
-            == "injection 'policy'")
-    assert suspect_label(Suspect(source="m:1", kind="memory", detail=SuspectDetail(injection_id="m1"))) == "memory 'm1'"
+    tool = Suspect(source="t:1", kind="tool", detail=SuspectDetail(tool_name="lookup", injection_id="skill"))
+    injection = Suspect(source="i:1", kind="injection", detail=SuspectDetail(injection_id="policy"))
+    memory = Suspect(source="m:1", kind="memory", detail=SuspectDetail(injection_id="m1"))
+    assert suspect_label(tool) == "tool 'lookup'"
+    assert suspect_label(injection) == "injection 'policy'"
+    assert suspect_label(memory) == "memory 'm1'"
     assert suspect_label(Suspect(source="node-7", kind="stage")) == "stage 'node-7'"
 
 
@@ -299,7 +303,7 @@ def test_specs_and_suspects_round_trip_through_json_on_their_kind() -> None:
         assert Suspect.model_validate_json(suspect.model_dump_json()) == suspect
 
 
-# ---------------------------------------------------------------------------------------------- ranking
+# ------------------------------------------------------------------------------------------ ranking
 
 
 ANSWER = "Refunds take 30 days"  # tokens {refund, take, 30, day}
@@ -308,12 +312,13 @@ ANSWER = "Refunds take 30 days"  # tokens {refund, take, 30, day}
 def test_rank_pieces_follows_the_documented_formula() -> None:
     ranking = rank_pieces(
         [
-            Piece(id="policy", kind="injection", injection_id="policy", text="refund window is 30 days", iteration=3),
+            Piece(id="policy", kind="injection", injection_id="policy", text="refund window is 30 days",
+                  iteration=3),
             Piece(id="order", kind="tool", tool_name="lookup", text="order 42 shipped", iteration=2),
             Piece(id="deep", kind="injection", injection_id="old", text="refund window 30 days", iteration=1,
                   depth=2, ancestor_texts=["look up the refund window"]),
-            Piece(id="weak-edge", kind="injection", injection_id="w", text="refund window is 30 days", iteration=3,
-                  edge_path=[EdgeHop(from_id="call-3", to_id="w", weight=0.5)]),
+            Piece(id="weak-edge", kind="injection", injection_id="w", text="refund window is 30 days",
+                  iteration=3, edge_path=[EdgeHop(from_id="call-3", to_id="w", weight=0.5)]),
         ],
         ANSWER,
     )
@@ -367,7 +372,8 @@ def test_equal_scores_keep_the_pieces_order() -> None:
 
 
 def test_ranking_keeps_the_top_suspects_and_counts_the_folded_rest() -> None:
-    pieces = [Piece(id=f"p{i}", kind="injection", injection_id=f"i{i}", text=" ".join(["refund"] + ["x1"] * i))
+    # p0 is {refund} (overlap 1/2); every other piece is {refund, x1} (overlap 1/sqrt(8)).
+    pieces = [Piece(id=f"p{i}", kind="injection", injection_id=f"i{i}", text="refund" + " x1" * i)
               for i in range(15)]
     ranking = rank_pieces(pieces, ANSWER, max_suspects=12)
     assert len(ranking.suspects) == 12
@@ -378,8 +384,8 @@ def test_ranking_keeps_the_top_suspects_and_counts_the_folded_rest() -> None:
 
 def test_missing_pieces_are_ranked_apart_and_capped() -> None:
     pieces = [Piece(id="sent", kind="injection", injection_id="s", text="refund 30 days")]
-    pieces += [Piece(id=f"gone{i}", kind="injection", injection_id=f"g{i}", text="refund" if i == 6 else "other",
-                     missing=True) for i in range(7)]
+    pieces += [Piece(id=f"gone{i}", kind="injection", injection_id=f"g{i}", missing=True,
+                     text="refund" if i == 6 else "other") for i in range(7)]
     ranking = rank_pieces(pieces, ANSWER)
     assert [s.source for s in ranking.suspects] == ["sent"]
     assert len(ranking.missing) == 5
