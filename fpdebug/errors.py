@@ -62,13 +62,15 @@ class TraceFormatError(TraceError):
 class TraceVersionError(TraceFormatError):
     """The trace declares a schema version newer than this fpdebug understands."""
 
-    def __init__(self, found: int, supported: int) -> None:
+    def __init__(self, found: int, supported: int, *, path: str | None = None) -> None:
+        where = f"{path}: " if path is not None else ""
         super().__init__(
-            f"trace schema_version {found} is newer than the {supported} this fpdebug reads; "
+            f"{where}trace schema_version {found} is newer than the {supported} this fpdebug reads; "
             "upgrade fpdebug to open it"
         )
         self.found = found
         self.supported = supported
+        self.path = path
 
 
 class DefinitionError(FpdebugError):

@@ -1,0 +1,343 @@
+"""Reading one line of a trace: the header check, the record classifier and the reader-side types.
+
+A line of a trace is classified into exactly one of:
+
+- a schema event (:data:`~fpdebug.trace.schema.TraceEvent`), when it validates;
+- an :class:`OpaqueRecord`, when it is a JSON object whose ``kind`` this fpdebug does not know
+  (a newer producer's record): kept with its raw data, reported, never dropped;
+- an :class:`InvalidRecord`, for everything else (not UTF-8, not JSON, not an object, no ``kind``,
+  a known kind with wrong fields, a second header): kept with its line, byte offset, error and a
+  bounded preview.
+
+Classifying never raises for bad bytes; only the header check (:func:`parse_header`) raises,
+because a file without a valid header is not a trace at all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, NamedTuple, TypeAlias, TypeVar, Union
+
+import orjson
+from pydantic import ValidationError
+
+from fpdebug.errors import TraceFormatError, TraceVersionError
+from fpdebug.trace.schema import (
+    EVENT_ADAPTER,
+    EVENT_KINDS,
+    FORMAT,
+    SCHEMA_VERSION,
+    TraceEvent,
+    TraceHeader,
+)
+
+__all__ = [
+    "HEADER_LIMIT",
+    "PEEK_PREFIX",
+    "PREVIEW_BYTES",
+    "InvalidRecord",
+    "OpaqueRecord",
+    "Peek",
+    "Problem",
+    "ProblemCode",
+    "Record",
+    "TornTail",
+    "classify_line",
+    "parse_header",
+    "peek_line",
+    "read_first_line",
+]
+
+PREVIEW_BYTES = 200
+"""How many bytes of a bad line an :class:`InvalidRecord` keeps for display."""
+
+HEADER_LIMIT = 64 * 1024
+"""A header line is tiny; a first line longer than this is not a header."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpaqueRecord:
+    """A valid JSON object with a ``kind`` this fpdebug does not know: kept, reported, never dropped."""
+
+    line: int
+    """The line number (0 is the header)."""
+    offset: int
+    """The byte offset of the line's first byte."""
+    kind: str
+    """The unknown kind."""
+    data: dict[str, object]
+    """The whole object as parsed."""
+
+    @property
+    def seq(self) -> int | None:
+        """The record's ``seq`` when it carries an integer one."""
+        seq = self.data.get("seq")
+        return seq if type(seq) is int else None
+
+    @property
+    def run_id(self) -> str | None:
+        """The record's ``run_id`` when it carries a string one."""
+        run_id = self.data.get("run_id")
+        return run_id if isinstance(run_id, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidRecord:
+    """A line that is not a valid record (corrupt JSON, not UTF-8, wrong field types…)."""
+
+    line: int
+    """The line number (0 is the header)."""
+    offset: int
+    """The byte offset of the line's first byte."""
+    length: int
+    """The line's length in bytes, without its newline."""
+    error: str
+    """What is wrong, in one sentence (untrusted parts included: display through ``inert``)."""
+    preview: str
+    """The first :data:`PREVIEW_BYTES` bytes, decoded with backslash escapes for bad UTF-8."""
+    kind: str | None = None
+    """The ``kind`` the line claims, when it parsed far enough to tell."""
+    seq: int | None = None
+    """The ``seq`` the line claims, when it parsed far enough to tell."""
+
+
+Record: TypeAlias = Union[TraceHeader, TraceEvent, OpaqueRecord, InvalidRecord]  # noqa: UP007
+"""What ``reader[i]`` returns: the header (line 0), an event, or an opaque or invalid line."""
+
+
+class Peek(NamedTuple):
+    """The envelope of a line, read without building a model (unvalidated: a hint for filtering)."""
+
+    kind: str | None
+    """The record kind, or ``None`` when the line is not a JSON object with a string kind."""
+    seq: int | None
+    """The ``seq`` field."""
+    run_id: str | None
+    """The ``run_id`` field."""
+    turn: int | None
+    """The ``turn`` field."""
+    iteration: int | None
+    """The ``iteration`` field."""
+
+
+ProblemCode: TypeAlias = Literal["invalid", "unknown-kind", "seq", "torn-tail"]
+"""What kind of problem a :class:`Problem` is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a trace, located by line and byte offset."""
+
+    line: int
+    """The line number (0 is the header; a torn tail gets the number it would have had)."""
+    offset: int
+    """The byte offset of the line's first byte."""
+    code: ProblemCode
+    """``invalid``, ``unknown-kind``, ``seq`` (a gap, repeat or reorder) or ``torn-tail``."""
+    message: str
+    """One sentence (may quote untrusted text: display through ``inert_line``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TornTail:
+    """Bytes after the last newline: a record whose writer has not finished it (or never will)."""
+
+    line: int
+    """The line number the record would get once completed."""
+    offset: int
+    """Where the unfinished bytes start."""
+    length: int
+    """How many bytes there are."""
+
+    def describe(self) -> str:
+        """A one-sentence description for reports."""
+        return (
+            f"torn tail: {self.length} byte(s) after the last newline, an unfinished record "
+            "(ignored while following; the writer was killed or is still writing)"
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# The header
+
+
+def read_first_line(fd: int, size: int, *, limit: int = HEADER_LIMIT) -> bytes | None:
+    """Read line 0 without its newline, or ``None`` when no newline occurs in the first ``limit`` bytes.
+
+    Args:
+        fd: An open descriptor of the trace.
+        size: The file's current size.
+        limit: How far to look for the first newline.
+    """
+    head = os.pread(fd, min(size, limit), 0)
+    end = head.find(b"\n")
+    return None if end < 0 else head[:end]
+
+
+def parse_header(raw: bytes, path: str) -> TraceHeader:
+    """Check and parse line 0 of a trace.
+
+    The version is checked before the rest so that a newer header with fields this fpdebug does
+    not know still gets the version error, which names both versions.
+
+    Args:
+        raw: Line 0, without its newline.
+        path: The file's path, for the messages.
+
+    Returns:
+        The validated header.
+
+    Raises:
+        TraceVersionError: The header declares a schema newer than :data:`SCHEMA_VERSION`.
+        TraceFormatError: Line 0 is not an fpdebug trace header.
+    """
+    not_a_trace = f"{path}: line 0 is not an fpdebug trace header"
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        raise TraceFormatError(f"{not_a_trace} (not valid JSON: {error}); this is not an fpdebug trace") from None
+    if not isinstance(data, dict):
+        raise TraceFormatError(f"{not_a_trace} (a JSON {_json_type(data)}, not an object)")
+    kind = data.get("kind")
+    if kind != "trace_header":
+        found = f"found kind {kind!r}" if isinstance(kind, str) else "it has no 'kind'"
+        raise TraceFormatError(f"{not_a_trace} ({found}); is the file's first line missing?")
+    if data.get("format") != FORMAT:
+        raise TraceFormatError(f"{not_a_trace}: format is {data.get('format')!r}, expected {FORMAT!r}")
+    version = data.get("schema_version")
+    if type(version) is not int or version < 1:
+        raise TraceFormatError(f"{path}: the trace header's schema_version {version!r} is not a positive integer")
+    if version > SCHEMA_VERSION:
+        raise TraceVersionError(version, SCHEMA_VERSION, path=path)
+    try:
+        return TraceHeader.model_validate(data)
+    except ValidationError as error:
+        raise TraceFormatError(f"{path}: the trace header is invalid: {_summarise(error)}") from None
+
+
+# ----------------------------------------------------------------------------------------------
+# One line
+
+
+def classify_line(line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueRecord | InvalidRecord:
+    """Turn the bytes of one event line into a record; never raises for bad bytes.
+
+    Args:
+        line: The line number (for the record's location).
+        offset: The byte offset of the line.
+        raw: The line without its newline.
+    """
+    try:
+        return EVENT_ADAPTER.validate_json(raw)
+    except ValidationError as error:
+        return _explain(line, offset, raw, error)
+
+
+def _explain(line: int, offset: int, raw: bytes, error: ValidationError) -> OpaqueRecord | InvalidRecord:
+    def invalid(message: str, *, kind: str | None = None, seq: int | None = None) -> InvalidRecord:
+        preview = raw[:PREVIEW_BYTES].decode("utf-8", "backslashreplace")
+        return InvalidRecord(line, offset, len(raw), message, preview, kind, seq)
+
+    if not raw.strip():
+        return invalid("empty line")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return invalid(f"not valid UTF-8: byte 0x{raw[bad.start]:02x} at offset {offset + bad.start}")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as bad:
+        return invalid(f"not valid JSON: {bad}")
+    if not isinstance(data, dict):
+        return invalid(f"not a JSON object (a JSON {_json_type(data)})")
+    kind = data.get("kind")
+    if not isinstance(kind, str):
+        return invalid("the object has no string 'kind'")
+    seq = data.get("seq") if type(data.get("seq")) is int else None
+    if kind == "trace_header":
+        return invalid("a second trace header in the middle of the trace (were two traces joined?)", kind=kind)
+    if kind not in EVENT_KINDS:
+        return OpaqueRecord(line, offset, kind, data)
+    return invalid(f"{kind} record does not match the schema: {_summarise(error, skip=kind)}", kind=kind, seq=seq)
+
+
+def _summarise(error: ValidationError, *, skip: str | None = None, limit: int = 3) -> str:
+    # Only locations and messages: pydantic's full text quotes the input, which can be huge.
+    parts: list[str] = []
+    errors = error.errors(include_url=False, include_input=False)
+    for item in errors[:limit]:
+        loc = [str(part) for part in item["loc"]]
+        if loc and loc[0] == skip:
+            loc = loc[1:]
+        parts.append(f"{'.'.join(loc) or '(record)'}: {item['msg']}")
+    if len(errors) > limit:
+        parts.append(f"and {len(errors) - limit} more")
+    return "; ".join(parts)
+
+
+def _json_type(value: object) -> str:
+    return {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(value), "null"
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Peeks
+
+# The writer dumps the envelope first, in a fixed order, with None left out; so the envelope of a
+# line of any size can be read from its first bytes.
+_ENVELOPE = re.compile(
+    rb'\{"kind":"([A-Za-z0-9_.\-]+)","seq":(\d+),"ts":"[^"\\]*","run_id":("(?:[^"\\]|\\.)*")'
+    rb'(?:,"turn":(\d+))?(?:,"iteration":(\d+))?'
+)
+PEEK_PREFIX = 1024
+"""How many bytes :func:`peek_line` needs to read the envelope of a line the writer wrote."""
+
+
+def peek_line(prefix: bytes, read_all: Callable[[], bytes]) -> Peek:
+    """Read a line's envelope from its first bytes, falling back to a full parse.
+
+    Args:
+        prefix: The line's first :data:`PEEK_PREFIX` bytes (or the whole line when shorter).
+        read_all: Returns the whole line; called only when the prefix is not in the writer's layout.
+    """
+    match = _ENVELOPE.match(prefix)
+    if match is not None:
+        kind, seq, run_id, turn, iteration = match.groups()
+        try:
+            run = orjson.loads(run_id)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            return Peek(
+                kind.decode(),
+                int(seq),
+                run,
+                int(turn) if turn is not None else None,
+                int(iteration) if iteration is not None else None,
+            )
+    try:
+        data = orjson.loads(read_all())
+    except orjson.JSONDecodeError:
+        return _NO_PEEK
+    if not isinstance(data, dict):
+        return _NO_PEEK
+    return Peek(
+        _typed(data.get("kind"), str),
+        _typed(data.get("seq"), int),
+        _typed(data.get("run_id"), str),
+        _typed(data.get("turn"), int),
+        _typed(data.get("iteration"), int),
+    )
+
+
+_NO_PEEK = Peek(None, None, None, None, None)
+_T = TypeVar("_T")
+
+
+def _typed(value: object, cls: type[_T]) -> _T | None:
+    # ``type() is`` rather than isinstance: a JSON ``true`` is not an integer seq.
+    return value if type(value) is cls else None  # type: ignore[return-value]
