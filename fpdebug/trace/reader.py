@@ -1,0 +1,458 @@
+"""Random access to a trace: open without reading it, index lines, validate only what is read.
+
+**Addressing.** Records are addressed by *line number*: line 0 is the header, line ``i`` the
+``i``-th event line. ``seq`` is data, not an address. In a healthy single-writer trace line ``i``
+holds ``seq == i``; a corrupt line keeps its line number (it becomes an :class:`InvalidRecord`)
+so nothing after it shifts, and :meth:`TraceReader.problems` reports any place where seq and line
+disagree.
+
+**Following.** :meth:`TraceReader.refresh` indexes the complete lines appended since the last
+call. Bytes after the last newline are ignored until their newline arrives; when the writer is
+gone they are a *torn tail* (:meth:`TraceReader.torn_tail`, and a problem in
+:meth:`TraceReader.problems`).
+
+**Threads.** One thread may call :meth:`~TraceReader.refresh` (the TUI's tail worker) while
+others read (``reader[i]``, :meth:`~TraceReader.peek`, :meth:`~TraceReader.raw`,
+:meth:`~TraceReader.iter_records`): the line index only grows and its entries never change, reads
+use positional ``pread``, and the record cache is guarded by a lock. Concurrent ``refresh`` calls
+are serialised. Closing a reader that another thread still uses makes that thread's next read
+raise :class:`~fpdebug.errors.TraceError`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+
+from fpdebug.errors import TraceError, TraceFormatError
+from fpdebug.trace.index import DEFAULT_CHUNK_SIZE, LineIndex
+from fpdebug.trace.records import (
+    HEADER_LIMIT,
+    PEEK_PREFIX,
+    InvalidRecord,
+    OpaqueRecord,
+    Peek,
+    Problem,
+    Record,
+    TornTail,
+    classify_line,
+    parse_header,
+    peek_line,
+    read_first_line,
+)
+from fpdebug.trace.schema import TraceHeader
+
+__all__ = ["DEFAULT_CACHE_SIZE", "TraceReader"]
+
+DEFAULT_CACHE_SIZE = 4096
+"""Parsed records kept by a reader (least recently used dropped first)."""
+
+_BATCH_BYTES = 4 * 1024 * 1024  # iter_records reads consecutive lines in blocks of about this size
+_BATCH_LINES = 4096
+
+
+class TraceReader:
+    """Opens a trace once; ``reader[i]`` costs one ``pread`` and one validation (then it is cached).
+
+    Args:
+        path: The trace file.
+        index: Index the file now (the default). Pass ``False`` to index later with
+            :meth:`refresh` (e.g. in a background worker with progress).
+        cache_size: How many parsed records to keep.
+        wait_for_header: Accept an empty file or an unfinished line 0 (a trace whose writer has
+            just created it); the header is then checked by the :meth:`refresh` that sees it.
+
+    Raises:
+        TraceError: The path does not exist, is a directory or cannot be read.
+        TraceFormatError: The file is empty, or line 0 is not an fpdebug trace header.
+        TraceVersionError: The header's ``schema_version`` is newer than this fpdebug reads.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        index: bool = True,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        wait_for_header: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        """The trace file."""
+        self.index = LineIndex()
+        """The line index (read it; only :meth:`refresh` extends it)."""
+        self.cache_size = max(cache_size, 0)
+        """How many parsed records :meth:`__getitem__` keeps."""
+        self._header: TraceHeader | None = None
+        self._cache: OrderedDict[int, Record] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
+        self._size = 0
+        self._fd: int | None = _open_for_reading(self.path)
+        try:
+            self._size = os.fstat(self._fd).st_size
+            if not self._check_header(self._size) and not wait_for_header:
+                self._raise_no_header(self._size)
+            if index:
+                self.refresh()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------------------------------
+    # The header and the index
+
+    @property
+    def header(self) -> TraceHeader:
+        """The validated header (line 0).
+
+        Raises:
+            TraceFormatError: It has not arrived yet (only with ``wait_for_header``).
+        """
+        if self._header is None:
+            raise TraceFormatError(f"{self.path}: the trace header has not been written yet")
+        return self._header
+
+    @property
+    def has_header(self) -> bool:
+        """Whether line 0 has arrived and was validated."""
+        return self._header is not None
+
+    @property
+    def size(self) -> int:
+        """The file size seen by the last :meth:`refresh`."""
+        return self._size
+
+    def refresh(
+        self,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+    ) -> int:
+        """Index the complete lines appended since the last call.
+
+        Safe to call from a worker thread while other threads read. Lines become visible chunk
+        by chunk, so a first refresh of a large file can be shown while it runs.
+
+        Args:
+            progress: Called with ``(bytes scanned, bytes to scan)`` after each chunk.
+            cancelled: Checked after each chunk; a true result stops the scan (resumable).
+            chunk_size: Bytes per chunk.
+
+        Returns:
+            How many lines were added (0 while the header has not arrived).
+
+        Raises:
+            TraceError: The file shrank (truncated or replaced) or the reader is closed.
+            TraceFormatError: Line 0 arrived and is not a valid header.
+        """
+        with self._refresh_lock:
+            fd = self._require_fd()
+            size = _fstat_size(fd, self.path)
+            if size < self.index.indexed_size:
+                raise TraceError(
+                    f"{self.path}: the file shrank from {self.index.indexed_size} to {size} bytes while "
+                    "it was being read (truncated or re-created); open it again"
+                )
+            self._size = size
+            if self._header is None and not self._check_header(size):
+                if size >= HEADER_LIMIT:
+                    self._raise_no_header(size)
+                return 0
+            return self.index.update(fd, size, chunk_size=chunk_size, progress=progress, cancelled=cancelled)
+
+    def torn_tail(self) -> TornTail | None:
+        """The bytes after the last indexed line, if any (call :meth:`refresh` first to be exact).
+
+        While a writer is appending, a short tail is a record in flight; once the writer is gone
+        it is a record torn by a crash.
+        """
+        fd = self._require_fd()
+        size = _fstat_size(fd, self.path)
+        indexed = self.index.indexed_size
+        if size <= indexed:
+            return None
+        return TornTail(len(self.index), indexed, size - indexed)
+
+    # ------------------------------------------------------------------------------------------
+    # Random access
+
+    def __len__(self) -> int:
+        """How many complete lines are indexed, the header (line 0) included."""
+        return len(self.index)
+
+    def __getitem__(self, line: int) -> Record:
+        """The record on ``line`` (0 is the header), validated on first access and then cached.
+
+        Returns:
+            The :class:`~fpdebug.trace.schema.TraceHeader` for line 0; otherwise an event, an
+            :class:`OpaqueRecord` (unknown kind) or an :class:`InvalidRecord` (bad line). Bad
+            lines never raise.
+
+        Raises:
+            IndexError: The line is not indexed.
+            TraceError: The file cannot be read any more.
+        """
+        line = self._normalise(line)
+        if line == 0:
+            return self.header
+        with self._cache_lock:
+            record = self._cache.get(line)
+            if record is not None:
+                self._cache.move_to_end(line)
+                return record
+        start, end = self.index.span(line)
+        record = classify_line(line, start, self._pread(start, end - start).removesuffix(b"\n"))
+        if self.cache_size:
+            with self._cache_lock:
+                self._cache[line] = record
+                if len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return record
+
+    def record(self, line: int) -> Record:
+        """Same as ``reader[line]`` (the accessor :class:`~fpdebug.trace.model.RunModel` uses)."""
+        return self[line]
+
+    def raw(self, line: int) -> bytes:
+        """The bytes of a line, without its newline (one ``pread``; nothing parsed).
+
+        Raises:
+            IndexError: The line is not indexed.
+        """
+        start, end = self.index.span(self._normalise(line))
+        return self._pread(start, end - start).removesuffix(b"\n")
+
+    def offset(self, line: int) -> int:
+        """The byte offset where a line starts."""
+        return self.index.offset(self._normalise(line))
+
+    def peek(self, line: int) -> Peek:
+        """A line's envelope (kind, seq, run_id, turn, iteration) without building a model.
+
+        Reads at most :data:`~fpdebug.trace.records.PEEK_PREFIX` bytes for a line the writer wrote,
+        whatever the line's size. Unvalidated: a line whose envelope is intact but whose body is
+        corrupt still peeks as its kind; ``reader[line]`` tells the truth.
+        """
+        line = self._normalise(line)
+        if line == 0:
+            return Peek("trace_header", None, None, None, None)
+        start, end = self.index.span(line)
+        prefix = self._pread(start, min(end - start, PEEK_PREFIX))
+        return peek_line(prefix, lambda: self._pread(start, end - start).removesuffix(b"\n"))
+
+    def iter_records(self, start: int = 0, *, stop: int | None = None) -> Iterator[tuple[int, Record]]:
+        """Yield ``(line, record)`` from ``start`` on, reading lines in blocks, bypassing the cache.
+
+        The end is re-read at each block, so lines indexed by a concurrent :meth:`refresh` are
+        included. Bad lines come out as :class:`OpaqueRecord` / :class:`InvalidRecord`.
+
+        Args:
+            start: The first line (0 yields the header first).
+            stop: Stop before this line (default: the end of the index, as it grows).
+        """
+        line = max(start, 0)
+        if line == 0 and len(self.index):
+            yield 0, self.header
+            line = 1
+        while True:
+            last = len(self.index) if stop is None else min(stop, len(self.index))
+            if line >= last:
+                return
+            block_end = min(last, line + _BATCH_LINES)
+            first_offset = self.index.offset(line)
+            while block_end > line + 1 and self.index.offset(block_end) - first_offset > _BATCH_BYTES:
+                block_end = line + max((block_end - line) // 2, 1)
+            data = self._pread(first_offset, self.index.offset(block_end) - first_offset)
+            for current in range(line, block_end):
+                begin, end = self.index.span(current)
+                raw = data[begin - first_offset : end - first_offset].removesuffix(b"\n")
+                yield current, classify_line(current, begin, raw)
+            line = block_end
+
+    def __iter__(self) -> Iterator[Record]:
+        """Every record from line 0, as the index grows."""
+        for _, record in self.iter_records(0):
+            yield record
+
+    # ------------------------------------------------------------------------------------------
+    # Validation
+
+    def iter_problems(
+        self, *, progress: Callable[[int, int], None] | None = None
+    ) -> Iterator[Problem]:
+        """Refresh, then validate every line; yield each problem in file order.
+
+        Problems: invalid lines (``invalid``), unknown kinds (``unknown-kind``), places where
+        ``seq`` is not the previous one plus one (``seq``; a bad line whose seq cannot be read may
+        account for one missing seq, so it is not reported twice), and a torn tail (``torn-tail``).
+
+        Args:
+            progress: Called with ``(lines validated, lines in total)`` every 10 000 lines.
+        """
+        self.refresh()
+        total = len(self)
+        expected, unknown = 1, 0
+        for line, record in self.iter_records(1):
+            if progress is not None and line % 10_000 == 0:
+                progress(line, total)
+            if isinstance(record, InvalidRecord):
+                yield Problem(line, record.offset, "invalid", record.error)
+                seq = record.seq
+            elif isinstance(record, OpaqueRecord):
+                yield Problem(
+                    line, record.offset, "unknown-kind",
+                    f"unknown kind {record.kind!r}: kept as an opaque record (written by a newer fpdebug?)",
+                )
+                seq = record.seq
+            elif isinstance(record, TraceHeader):  # iter_records(1) never yields line 0
+                continue
+            else:
+                seq = record.seq
+            if seq is None:
+                unknown += 1
+                continue
+            # A bad line whose seq cannot be read may have held one (corruption) or not (a torn
+            # fragment a resumed writer closed off): either is consistent, neither is a gap.
+            if not expected <= seq <= expected + unknown:
+                what = f"{seq - expected - unknown} missing" if seq > expected else "repeated or out of order"
+                yield Problem(line, self.index.offset(line), "seq", f"seq {seq} where {expected} was expected ({what})")
+            expected, unknown = seq + 1, 0
+        if progress is not None:
+            progress(total, total)
+        torn = self.torn_tail()
+        if torn is not None:
+            yield Problem(torn.line, torn.offset, "torn-tail", torn.describe())
+
+    def problems(self) -> list[Problem]:
+        """Every problem of :meth:`iter_problems`, as a list."""
+        return list(self.iter_problems())
+
+    # ------------------------------------------------------------------------------------------
+    # Lifetime
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._fd is None
+
+    def close(self) -> None:
+        """Close the file. Idempotent."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+        with self._cache_lock:
+            self._cache.clear()
+
+    def __enter__(self) -> TraceReader:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            self._fd = None
+            os.close(fd)
+
+    def __repr__(self) -> str:
+        return f"<TraceReader {str(self.path)!r} lines={len(self)}{' closed' if self.closed else ''}>"
+
+    # ------------------------------------------------------------------------------------------
+    # Internals
+
+    def _check_header(self, size: int) -> bool:
+        """Validate line 0 if it is complete; return whether the header is known."""
+        if self._header is not None:
+            return True
+        if size == 0:
+            return False
+        first = read_first_line(self._require_fd(), size)
+        if first is None:
+            return False
+        self._header = parse_header(first, str(self.path))
+        return True
+
+    def _raise_no_header(self, size: int) -> None:
+        if size == 0:
+            raise TraceFormatError(f"{self.path}: the file is empty, not an fpdebug trace (no header line)")
+        if size >= HEADER_LIMIT:
+            raise TraceFormatError(
+                f"{self.path}: line 0 is not an fpdebug trace header (no line end in its first "
+                f"{HEADER_LIMIT} bytes)"
+            )
+        raise TraceFormatError(
+            f"{self.path}: line 0 is unfinished ({size} bytes, no newline): the trace header was never "
+            "completely written"
+        )
+
+    def _normalise(self, line: int) -> int:
+        count = len(self.index)
+        if line < 0:
+            line += count
+        if not 0 <= line < count:
+            raise IndexError(f"line {line} is not in the trace ({count} lines indexed)")
+        return line
+
+    def _require_fd(self) -> int:
+        fd = self._fd
+        if fd is None:
+            raise TraceError(f"{self.path}: the trace reader is closed")
+        return fd
+
+    def _pread(self, offset: int, length: int) -> bytes:
+        fd = self._require_fd()
+        try:
+            data = os.pread(fd, length, offset)
+            if len(data) < length:
+                # Very large reads may come back in pieces; an empty piece means the file shrank.
+                pieces = [data]
+                got = len(data)
+                while got < length:
+                    piece = os.pread(fd, length - got, offset + got)
+                    if not piece:
+                        raise TraceError(
+                            f"{self.path}: the file shrank while being read (truncated or re-created); "
+                            "open it again"
+                        )
+                    pieces.append(piece)
+                    got += len(piece)
+                data = b"".join(pieces)
+        except OSError as error:
+            raise TraceError(f"{self.path}: cannot read: {error.strerror or error}") from error
+        return data
+
+
+def _open_for_reading(path: Path) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except PermissionError:
+        raise TraceError(f"{path}: permission denied") from None
+    except OSError as error:
+        raise TraceError(f"{path}: cannot open: {error.strerror or error}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as error:
+        os.close(fd)
+        raise TraceError(f"{path}: cannot stat: {error.strerror or error}") from None
+    if stat.S_ISDIR(mode):
+        os.close(fd)
+        raise TraceError(f"{path}: is a directory, not a trace file")
+    return fd
+
+
+def _fstat_size(fd: int, path: Path) -> int:
+    try:
+        return os.fstat(fd).st_size
+    except OSError as error:
+        raise TraceError(f"{path}: cannot stat: {error.strerror or error}") from error
