@@ -11,7 +11,10 @@ built from, and replay the explained call's exact input. An empty ``specs`` list
 :func:`normalized_changed`, or :func:`similarity_changed` (the default, threshold 0.8). Similarity
 (:func:`answer_similarity`) is the lexical overlap of DOMAIN §9.5 — deterministic, no embedder —
 with two fpdebug additions: identical texts are 1.0, and when either text has no content token
-(``"OK"`` against ``"I"``) it falls back to difflib's ratio of the normalized texts.
+(``"OK"`` against ``"I"``) it falls back to difflib's ratio of the normalized texts. Like the
+reference's cosine default, it is blind to a flip carried by one short word: "refund approved" and
+"refund not approved" are 0.82 alike, so pass :func:`normalized_changed` (or a domain test) when a
+short yes/no answer is being explained.
 """
 
 from __future__ import annotations
@@ -122,6 +125,7 @@ AnswerChanged: TypeAlias = Callable[[str, str], bool]
 
 Similarity: TypeAlias = Callable[[str, str], float]
 """``similarity(original, output)`` in [0, 1]."""
+
 
 def _is_edge_junk(char: str) -> bool:
     # Unicode punctuation too: models write “curly quotes”, «guillemets» and em dashes.
