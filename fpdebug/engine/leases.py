@@ -22,6 +22,7 @@ from fpdebug.trace.schema import LeaseRecord, PrunedLease
 
 __all__ = [
     "InstructionLease",
+    "LeasePrune",
     "PendingToolTransition",
     "PruneReason",
     "PrunedInstructionLease",
@@ -84,6 +85,29 @@ class PrunedInstructionLease:
     def record(self) -> PrunedLease:
         """The trace's :class:`~fpdebug.trace.schema.PrunedLease`."""
         return PrunedLease(**self.lease.record().model_dump(), reason=self.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class LeasePrune:
+    """One prune that removed something: where, against which tenant, what left, what stayed."""
+
+    site: Literal["evaluate", "tool-calls"]
+    """The tenure sweep of a pass, or the prune that accompanies a grant."""
+    tenant: str | None
+    """The tenant the prune compared against."""
+    pruned: tuple[PrunedInstructionLease, ...]
+    """The removed leases, with their reasons."""
+    survivors: tuple[InstructionLease, ...]
+    """The record afterwards (at the tool-calls site, the new grant included)."""
+
+    def fields(self) -> dict[str, object]:
+        """The fields of a ``lease_prune`` event (:class:`~fpdebug.trace.schema.LeasePruneEvent`)."""
+        return {
+            "site": self.site,
+            "tenant": self.tenant,
+            "pruned": [p.record() for p in self.pruned],
+            "survivors": [lease.record() for lease in self.survivors],
+        }
 
 
 @dataclass(frozen=True, slots=True)

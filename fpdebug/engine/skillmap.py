@@ -62,6 +62,7 @@ __all__ = [
     "GuardOp",
     "PickCarriers",
     "Route",
+    "RouteConflictReport",
     "SkillMap",
     "SkillMapBuilder",
     "SkillPick",
@@ -424,6 +425,27 @@ class CursorMove:
     """``route`` moves: the winning edge's guard, when it had one."""
     guards_closed: tuple[str, ...] | None = None
     """``route`` moves: guarded edges from the cursor whose guard stopped them (``from→to: guard``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RouteConflictReport:
+    """A ``route_conflict`` fact: edges (or proposals) in one batch named different targets."""
+
+    from_skill_id: str | None
+    """The cursor the edges or proposals left from."""
+    conflict: RouteConflict
+    """The winner (first in call order) and the losers."""
+    source: Literal["tool-proposal"] | None = None
+    """``tool-proposal`` when the conflict was between proposals."""
+
+    def fields(self) -> dict[str, object]:
+        """The fields of a ``route_conflict`` event (:class:`~fpdebug.trace.schema.RouteConflictEvent`)."""
+        return {
+            "from_skill_id": self.from_skill_id,
+            "winner": self.conflict.winner,
+            "losers": list(self.conflict.losers),
+            "source": self.source,
+        }
 
 
 # ----------------------------------------------------------------------------------------------
