@@ -1,0 +1,287 @@
+"""The mount kernel: ladder, renewal evidence, the five laws, the park card (DOMAIN §6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fpdebug.engine.engagement import (
+    PARK_CARD_HEADER,
+    EngagementPass,
+    EngagementPlan,
+    MapEngagementRecord,
+    MountedMap,
+    RenewalEvidence,
+    advance_engagement,
+    is_tentative,
+    map_evidence,
+    park_card,
+    parked_member_ids,
+    renewal_evidence_of,
+    skill_map_plan,
+    strength_of_evidence,
+    strength_of_move,
+    stronger_of,
+    strongest_of,
+)
+from fpdebug.engine.injections import define_skill
+from fpdebug.engine.skillmap import SkillMapBuilder
+from fpdebug.engine.types import Tool, ToolResult
+from fpdebug.errors import DefinitionError
+from fpdebug.trace.schema import EngagementEvent
+
+from ..conftest import T0
+
+ZONE = MountedMap("skill-map", ("zone-audit", "billing"), ("get_zone_info",))
+PLAN = EngagementPlan((ZONE,), renewal_grace=3)
+
+
+def p(iteration: int, *, node: str | None = "zone-audit", by: str | None = "stay", tools: tuple[str, ...] = ("screen_open",),
+      served: tuple[str, ...] = ("zone-audit",), **kw: object) -> EngagementPass:
+    return EngagementPass(iteration, current_node=node, move_by=by, tool_results=tuple(ToolResult(t) for t in tools),
+                          served_last_pass=served, **kw)  # type: ignore[arg-type]
+
+
+def run(passes: list[EngagementPass], plan: EngagementPlan = PLAN):  # type: ignore[no-untyped-def]
+    records: tuple[MapEngagementRecord, ...] | None = None
+    out = []
+    for pass_ in passes:
+        adv = advance_engagement(plan, records, pass_)
+        records = adv.next
+        out.append(adv)
+    return out
+
+
+class TestLadder:
+    @pytest.mark.parametrize(
+        ("by", "strength"),
+        [
+            ("model-pick", "explicit"), ("route", "structural"), ("tool-proposal", "structural"),
+            ("continuity", "structural"), ("intent", "semantic"), ("decider", "semantic"), ("entry", "lexical"),
+            ("stay", "assumed"), ("none", "assumed"), ("teleport", "structural"),
+        ],
+    )
+    def test_strength_of_move(self, by: str, strength: str) -> None:
+        assert strength_of_move(by) == strength
+
+    def test_stronger_of(self) -> None:
+        assert stronger_of("lexical", "explicit") == "explicit"
+        assert stronger_of("structural", "semantic") == "structural"
+        assert stronger_of("assumed", "assumed") == "assumed"
+
+    def test_tentative(self) -> None:
+        assert [s for s in ("explicit", "structural", "semantic", "lexical", "assumed") if is_tentative(s)] == [  # type: ignore[arg-type]
+            "semantic", "lexical", "assumed",
+        ]
+
+    def test_evidence_strengths(self) -> None:
+        assert strength_of_evidence(RenewalEvidence("explicit-pick", skill_id="x")) == "explicit"
+        assert strength_of_evidence(RenewalEvidence("member-activated", skill_id="x")) == "explicit"
+        assert strength_of_evidence(RenewalEvidence("owned-tool-called", tool_name="t")) == "structural"
+        assert strength_of_evidence(RenewalEvidence("cursor-moved", by="entry")) == "lexical"
+        assert strongest_of([]) is None
+        assert strongest_of([RenewalEvidence("cursor-moved", by="intent"), RenewalEvidence("owned-tool-called", tool_name="t")]) == "structural"
+
+
+class TestRenewalEvidence:
+    def test_order_and_one_entry_per_call(self) -> None:
+        pass_ = EngagementPass(
+            4, current_node="billing", move_by="route",
+            tool_results=(ToolResult("get_zone_info"), ToolResult("other"), ToolResult("get_zone_info")),
+            pending_skill_pick="billing", accepted_skill_picks=("zone-audit", "helper"),
+        )
+        assert renewal_evidence_of(ZONE, pass_) == (
+            RenewalEvidence("owned-tool-called", tool_name="get_zone_info"),
+            RenewalEvidence("owned-tool-called", tool_name="get_zone_info"),
+            RenewalEvidence("cursor-moved", by="route"),
+            RenewalEvidence("explicit-pick", skill_id="billing"),
+            RenewalEvidence("member-activated", skill_id="zone-audit"),
+        )
+
+    @pytest.mark.parametrize("by", ["stay", "none", None])
+    def test_staying_is_not_a_move(self, by: str | None) -> None:
+        assert renewal_evidence_of(ZONE, EngagementPass(2, current_node="billing", move_by=by)) == ()
+
+    def test_a_move_outside_the_map_is_not_evidence(self) -> None:
+        assert renewal_evidence_of(ZONE, EngagementPass(2, current_node="elsewhere", move_by="route")) == ()
+
+    def test_evidence_records(self) -> None:
+        (ev,) = map_evidence(PLAN, EngagementPass(2, current_node="billing", move_by="entry"))
+        assert (ev.map_id, ev.strongest, ev.items[0].strength) == ("skill-map", "lexical", "lexical")
+
+
+class TestPlans:
+    @pytest.mark.parametrize("grace", [0, -1, 1.5, True, "3"])
+    def test_grace_must_be_an_integer_of_at_least_one(self, grace: object) -> None:
+        with pytest.raises(DefinitionError, match="renewalGrace must be an integer >= 1"):
+            EngagementPlan((ZONE,), renewal_grace=grace)  # type: ignore[arg-type]
+
+    def test_skill_map_plan(self) -> None:
+        graph = (
+            SkillMapBuilder()
+            .skill(define_skill("zone-audit", body="z", tools=[Tool("get_zone_info"), Tool("shared")]))
+            .skill(define_skill("billing", body="b", tools=[Tool("shared")]))
+            .entry("zone-audit", keywords=["zone"])
+            .route("zone-audit", "billing", on_tool_return="get_zone_info")
+            .build()
+        )
+        plan = skill_map_plan(graph, renewal_grace=2, non_parkable=True)
+        (mounted,) = plan.maps
+        assert mounted == MountedMap("skill-map", ("zone-audit", "billing"), ("get_zone_info", "shared"), non_parkable=True)
+        assert plan.renewal_grace == 2
+        assert plan.declaration().maps[0].member_ids == ["zone-audit", "billing"]
+
+    def test_skill_map_plan_refusals(self) -> None:
+        with pytest.raises(DefinitionError, match="nothing is mounted that the kernel could manage"):
+            skill_map_plan(None)
+
+        class NoNodes:
+            node_ids = ()
+
+            def explain_next_skill(self, ctx: object) -> None: ...
+
+        with pytest.raises(DefinitionError, match="no node ids"):
+            skill_map_plan(NoNodes())  # type: ignore[arg-type]
+
+        class Mute:
+            node_ids = ("a",)
+            injections = ()
+
+        with pytest.raises(DefinitionError, match="cannot explain its cursor moves"):
+            skill_map_plan(Mute())  # type: ignore[arg-type]
+
+
+class TestZoneTrap:
+    """DOMAIN §6.6: entry by keyword, a foreign tool every turn, grace 3."""
+
+    def passes(self) -> list[EngagementPass]:
+        return [
+            p(1, by="entry", tools=(), served=(), witness="zone"),
+            p(2), p(3), p(4),
+        ]
+
+    def test_the_table(self) -> None:
+        advs = run(self.passes())
+        first, second, third, fourth = advs
+        (founded,) = first.changes
+        assert (founded.kind, founded.by, founded.iteration, founded.witness) == ("engaged", "lexical", 1, "zone")
+        assert [(a.next[0].idle, a.next[0].standing, a.changes) for a in (second, third)] == [
+            (1, "engaged", ()), (2, "engaged", ()),
+        ]
+        (parked,) = fourth.changes
+        assert (parked.kind, parked.idle_calls, parked.by, parked.iteration) == ("parked", 3, "lexical", 4)
+        rec = fourth.next[0]
+        assert (rec.standing, rec.since, rec.at) == ("parked", 4, "zone-audit")
+        assert fourth.parked_injection_ids == ("zone-audit", "billing")
+        assert fourth.parked_tool_names == ("get_zone_info",)
+
+    @pytest.mark.parametrize("pick", ["zone-audit", "billing"])
+    def test_a_pick_on_pass_4_re_engages_on_pass_5(self, pick: str) -> None:
+        fifth = p(5, accepted_skill_picks=(pick,), served=("agentfootprint:map-status",))
+        advs = run([*self.passes(), fifth])
+        (change,) = advs[-1].changes
+        assert (change.kind, change.reengaged, change.by, change.iteration) == ("engaged", True, "explicit", 5)
+        rec = advs[-1].next[0]
+        assert (rec.standing, rec.since, rec.idle, rec.founded_by, rec.founded_at) == ("engaged", 5, 0, "lexical", 1)
+        assert rec.witness is None  # re-engagement rebuilds the witness from its own pass
+        assert advs[-1].parked_injection_ids == ()
+
+    def test_the_card(self) -> None:
+        records = run(self.passes())[-1].next
+        card = park_card(PLAN, records)
+        assert card is not None
+        header, first, second = card.split("\n")
+        assert header == PARK_CARD_HEADER
+        assert first == (
+            "  - skill-map — cursor: zone-audit (unchanged) · engagement: PARKED · reason: no recent evidence "
+            "that it is the right map for this turn · re-engage: available"
+        )
+        assert "zone-audit, billing" in second and "ENGAGEMENT" in second and "not POSITION" in second
+        assert parked_member_ids(PLAN, records) == {"zone-audit", "billing"}
+
+
+class TestLaws:
+    def test_no_record_without_position_or_evidence(self) -> None:
+        (adv,) = run([p(1, node="elsewhere", by="entry")])
+        assert adv.next == () and adv.changes == ()
+
+    def test_founding_from_evidence_outside_the_map_has_no_position(self) -> None:
+        (adv,) = run([p(1, node=None, by=None, tools=("get_zone_info",))])
+        rec = adv.next[0]
+        assert (rec.by, rec.founded_by, rec.at, rec.founded_on) == ("structural", "structural", None, None)
+
+    def test_turn_two_founds_as_assumed(self) -> None:
+        (adv,) = run([p(1, by="stay", tools=())])
+        rec = adv.next[0]
+        assert (rec.by, rec.at_by, rec.founded_on) == ("assumed", "assumed", "zone-audit")
+
+    def test_upgrade_keeps_since_and_founding_and_the_prior_witness(self) -> None:
+        advs = run([p(1, by="entry", tools=(), served=(), witness="zone"),
+                    p(2, tools=("get_zone_info",), witness="other")])
+        (change,) = advs[1].changes
+        assert (change.upgraded, change.by, change.founded_by, change.witness) == (True, "structural", "lexical", "zone")
+        rec = advs[1].next[0]
+        assert (rec.by, rec.since, rec.founded_by, rec.witness) == ("structural", 1, "lexical", "zone")
+
+    def test_silent_renewal_resets_idle(self) -> None:
+        advs = run([p(1, by="entry", tools=(), served=()), p(2), p(3, by="entry")])
+        assert advs[1].next[0].idle == 1
+        assert advs[2].changes == () and advs[2].next[0].idle == 0
+
+    def test_tenant_change_re_derives_by(self) -> None:
+        advs = run([p(1, by="model-pick", tools=(), served=()), p(2, node="billing", by="route")])
+        (change,) = advs[1].changes
+        assert (change.tenant_changed, change.at, change.by, change.founded_by) == (True, "billing", "structural", "explicit")
+        rec = advs[1].next[0]
+        assert (rec.by, rec.at, rec.at_by, rec.at_since, rec.since, rec.founded_on) == (
+            "structural", "billing", "structural", 2, 1, "zone-audit",
+        )
+
+    def test_idle_needs_served_and_a_tool_call(self) -> None:
+        advs = run([p(1, by="entry", tools=(), served=()), p(2, served=("other",)), p(3, tools=()), p(4), p(5), p(6)])
+        assert [a.next[0].idle for a in advs] == [0, 0, 0, 1, 2, 3]
+        assert advs[-1].next[0].standing == "parked"
+
+    @pytest.mark.parametrize("by", ["model-pick", "route"])
+    def test_explicit_and_structural_count_idle_but_never_park(self, by: str) -> None:
+        advs = run([p(1, by=by, tools=(), served=()), *[p(i) for i in range(2, 9)]])
+        assert advs[-1].next[0].idle == 7
+        assert all(a.next[0].standing == "engaged" for a in advs)
+
+    def test_non_parkable_never_parks(self) -> None:
+        plan = EngagementPlan((MountedMap("m", ("zone-audit",), (), non_parkable=True),), renewal_grace=1)
+        advs = run([p(1, by="entry", tools=(), served=()), p(2), p(3)], plan)
+        assert [a.next[0].standing for a in advs] == ["engaged"] * 3
+        assert advs[-1].next[0].idle == 2
+
+    @pytest.mark.parametrize(("by", "recovers"), [("entry", False), ("intent", False), ("route", True), ("model-pick", True)])
+    def test_only_explicit_or_structural_evidence_recovers(self, by: str, recovers: bool) -> None:
+        base = [p(1, by="entry", tools=(), served=()), p(2), p(3), p(4)]
+        advs = run([*base, p(5, node="billing", by=by)])
+        assert advs[-1].next[0].standing == ("engaged" if recovers else "parked")
+        if not recovers:
+            assert advs[-1].next[0] == advs[-2].next[0]  # a guess leaves the park untouched
+
+    def test_parking_never_moves_the_position(self) -> None:
+        advs = run([p(1, by="entry", tools=(), served=()), p(2), p(3), p(4)])
+        assert {a.next[0].at for a in advs} == {"zone-audit"}
+
+    def test_a_record_whose_map_left_the_plan_is_dropped(self) -> None:
+        stray = MapEngagementRecord(map_id="old", standing="parked", by="lexical", since=1, founded_by="lexical", founded_at=1)
+        adv = advance_engagement(PLAN, (stray,), p(2, by="entry"))
+        assert [r.map_id for r in adv.next] == ["skill-map"]
+        assert adv.parked_injection_ids == ()
+
+    def test_assumed_card_reason(self) -> None:
+        advs = run([p(1, tools=(), served=()), p(2), p(3), p(4)])
+        assert advs[-1].next[0].by == "assumed"
+        assert "nothing on this turn explains why it is loaded" in (park_card(PLAN, advs[-1].next) or "")
+        assert park_card(PLAN, advs[0].next) is None
+
+    def test_records_fit_the_trace(self) -> None:
+        advs = run([p(1, by="entry", tools=(), served=(), witness="zone"), p(2), p(3), p(4)])
+        last = advs[-1]
+        EngagementEvent(
+            seq=1, ts=T0, run_id="r", iteration=4, pass_facts=p(4).facts(),
+            evidence=list(map_evidence(PLAN, p(4))), changes=[c.record() for c in last.changes],
+            records=[r.record() for r in last.next], park_card=park_card(PLAN, last.next),
+        )
