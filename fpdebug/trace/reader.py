@@ -47,7 +47,7 @@ from fpdebug.trace.records import (
 )
 from fpdebug.trace.schema import TraceHeader
 
-__all__ = ["DEFAULT_CACHE_SIZE", "TraceReader"]
+__all__ = ["DEFAULT_CACHE_SIZE", "ProblemScanner", "TraceReader"]
 
 DEFAULT_CACHE_SIZE = 4096
 """Parsed records kept by a reader (least recently used dropped first)."""
@@ -297,37 +297,14 @@ class TraceReader:
         """
         self.refresh()
         total = len(self)
-        expected, unknown = 1, 0
+        scanner = ProblemScanner(self)
         for line, record in self.iter_records(1):
             if progress is not None and line % 10_000 == 0:
                 progress(line, total)
-            if isinstance(record, InvalidRecord):
-                yield Problem(line, record.offset, "invalid", record.error)
-                seq = record.seq
-            elif isinstance(record, OpaqueRecord):
-                yield Problem(
-                    line, record.offset, "unknown-kind",
-                    f"unknown kind {record.kind!r}: kept as an opaque record (written by a newer fpdebug?)",
-                )
-                seq = record.seq
-            elif isinstance(record, TraceHeader):  # iter_records(1) never yields line 0
-                continue
-            else:
-                seq = record.seq
-            if seq is None:
-                unknown += 1
-                continue
-            # A bad line whose seq cannot be read may have held one (corruption) or not (a torn
-            # fragment a resumed writer closed off): either is consistent, neither is a gap.
-            if not expected <= seq <= expected + unknown:
-                what = f"{seq - expected - unknown} missing" if seq > expected else "repeated or out of order"
-                yield Problem(line, self.index.offset(line), "seq", f"seq {seq} where {expected} was expected ({what})")
-            expected, unknown = seq + 1, 0
+            yield from scanner.check(line, record)
         if progress is not None:
             progress(total, total)
-        torn = self.torn_tail()
-        if torn is not None:
-            yield Problem(torn.line, torn.offset, "torn-tail", torn.describe())
+        yield from scanner.finish()
 
     def problems(self) -> list[Problem]:
         """Every problem of :meth:`iter_problems`, as a list."""
@@ -429,6 +406,58 @@ class TraceReader:
         except OSError as error:
             raise TraceError(f"{self.path}: cannot read: {error.strerror or error}") from error
         return data
+
+
+class ProblemScanner:
+    """Finds the problems of a trace while its records stream past (the logic of ``problems()``).
+
+    Feed every record in line order to :meth:`check` (alongside anything else that consumes them,
+    such as a :class:`~fpdebug.trace.model.RunModel`), then call :meth:`finish` for the torn tail.
+
+    Args:
+        reader: The reader the records come from (for line offsets and the tail).
+    """
+
+    def __init__(self, reader: TraceReader) -> None:
+        self.reader = reader
+        """The reader being checked."""
+        self._expected = 1
+        self._unknown = 0
+
+    def check(self, line: int, record: Record) -> list[Problem]:
+        """The problems of one record (in line order; line 0 is ignored)."""
+        problems: list[Problem] = []
+        if isinstance(record, TraceHeader):
+            return problems
+        if isinstance(record, InvalidRecord):
+            problems.append(Problem(line, record.offset, "invalid", record.error))
+            seq = record.seq
+        elif isinstance(record, OpaqueRecord):
+            problems.append(Problem(
+                line, record.offset, "unknown-kind",
+                f"unknown kind {record.kind!r}: kept as an opaque record (written by a newer fpdebug?)",
+            ))
+            seq = record.seq
+        else:
+            seq = record.seq
+        if seq is None:
+            self._unknown += 1
+            return problems
+        expected, unknown = self._expected, self._unknown
+        # A bad line whose seq cannot be read may have held one (corruption) or not (a torn
+        # fragment a resumed writer closed off): either is consistent, neither is a gap.
+        if not expected <= seq <= expected + unknown:
+            what = f"{seq - expected - unknown} missing" if seq > expected else "repeated or out of order"
+            problems.append(Problem(
+                line, self.reader.offset(line), "seq", f"seq {seq} where {expected} was expected ({what})"
+            ))
+        self._expected, self._unknown = seq + 1, 0
+        return problems
+
+    def finish(self) -> list[Problem]:
+        """The torn tail, if the file ends with an unfinished line."""
+        torn = self.reader.torn_tail()
+        return [] if torn is None else [Problem(torn.line, torn.offset, "torn-tail", torn.describe())]
 
 
 def _open_for_reading(path: Path) -> int:

@@ -1,0 +1,839 @@
+"""RunModel: the projections every view and the backtracker read (runs → turns → iterations, leases, maps).
+
+The model is built incrementally from the records of a trace, in line order, and keeps only
+*addresses and small facts*: line numbers, ids, counters, short strings. Whole records stay in the
+file; a view asks :meth:`RunModel.record` (which goes to the reader and its cache) for the record
+on a line when it needs to show it. An iteration costs the model a few hundred bytes (one 8-byte
+slot per record plus its small facts) however large its prompts and results are.
+
+Shape::
+
+    RunModel
+    ├── header, counts (by kind), invalid_lines, opaque_lines
+    └── runs: [Run]                       one per run_id, in order of first appearance
+        ├── run_start / run_end lines, provider, model, status, error, tokens, counts
+        ├── turns: [Turn]                 turn_start / turn_end lines, user turn totals
+        │   └── iterations: [Iteration]   every record of that (turn, iteration), by line
+        │       ├── entries (line + kind of each record): pass_line, llm_lines, tool_result_lines, …
+        │       ├── cursor move (from, to, by), lease_served ids, route, tokens
+        │       └── engagement_changes    (map_id, change) pairs
+        ├── leases: [LeaseLifetime]       one per granted lease: grant, passes served, prune
+        └── maps: {map_id: MapTimeline}   the map's standing after every pass, and its changes
+
+Which records belong where:
+
+- ``run_start`` / ``run_end`` belong to the run; ``turn_start`` / ``turn_end`` to their turn.
+- Every other event belongs to the iteration ``(turn, iteration)`` it carries. One that carries no
+  ``iteration`` is a turn-level record (listed in :attr:`Turn.lines`); one that carries no ``turn``
+  goes to the run's latest turn (or a turn 0 when none has started).
+- Invalid and opaque records (see :mod:`fpdebug.trace.records`) are never fatal: they are counted
+  and their lines listed in :attr:`RunModel.invalid_lines` / :attr:`RunModel.opaque_lines`.
+
+Lease lifetimes (DOMAIN §4.3): a lease is *granted* by its ``lease_grant`` line; it *served* a
+pass when that pass's ``lease_active_ids`` names its instruction, it was granted on an earlier
+line, and it was live on that pass (``next-call``: the pass right after the grant in the same
+turn; ``until-skill-exit``: not pruned before that pass, and not pruned on that very pass for
+``tenure-ended``, since that prune means the tenant had changed); it is *pruned* by the
+``lease_prune`` entry that names it (matched on all its fields; an unmatched prune yields a
+lifetime whose ``grant_line`` is ``None``). These rules hold whatever the order of a pass's
+events in the file.
+
+Threads: :meth:`RunModel.update` holds :attr:`RunModel.lock` while it feeds each batch of
+records. Containers only grow, so a reader on another thread sees a consistent prefix; take the
+lock to read several facts that must agree with each other.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
+
+from fpdebug.trace.records import InvalidRecord, OpaqueRecord, Record
+from fpdebug.trace.schema import (
+    EVENT_KINDS,
+    CursorMoveEvent,
+    EngagementEvent,
+    LeaseGrantEvent,
+    LeasePruneEvent,
+    LeaseRecord,
+    LlmCallEvent,
+    PassEvent,
+    RunEndEvent,
+    RunStartEvent,
+    TraceEvent,
+    TraceHeader,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+
+__all__ = [
+    "KIND_CODES",
+    "KINDS",
+    "EngagementNote",
+    "Iteration",
+    "LeaseLifetime",
+    "LeaseState",
+    "MapChange",
+    "MapPoint",
+    "MapTimeline",
+    "RecordSource",
+    "Run",
+    "RunModel",
+    "RunStatus",
+    "Turn",
+]
+
+KINDS: tuple[str, ...] = tuple(sorted(EVENT_KINDS))
+"""Every event kind, in a fixed order: ``KINDS[code]`` is the kind of code ``code``."""
+
+KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
+"""The one-byte code of each kind, as packed in :attr:`Iteration.entries`."""
+
+RunStatus: TypeAlias = Literal["running", "completed", "failed", "interrupted"]
+"""A run's status: ``running`` until its ``run_end`` line arrives."""
+
+LeaseState: TypeAlias = Literal["alive", "spent", "tenure-ended"]
+"""A lease is alive until pruned; then it is spent or its tenure ended."""
+
+MapChange: TypeAlias = Literal["founded", "engaged", "reengaged", "upgraded", "tenant-changed", "parked"]
+"""How a map's standing changed on a pass (``engaged`` is a change carrying no flag)."""
+
+_TURN_LEVEL = frozenset({"turn_start", "turn_end"})
+
+
+def _i(text: str | None) -> str | None:
+    # Ids and names repeat on every pass: intern them so the model holds one copy of each.
+    return sys.intern(text) if text is not None else None
+
+
+@runtime_checkable
+class RecordSource(Protocol):
+    """Where a model reads records from: a :class:`~fpdebug.trace.reader.TraceReader`, or any
+    sequence whose item ``i`` is the record on line ``i`` (e.g. ``[header, *events]`` in memory)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, line: int) -> Record: ...
+
+
+class EngagementNote(NamedTuple):
+    """One map's change on a pass."""
+
+    map_id: str
+    """The map."""
+    change: str
+    """The change (:data:`MapChange`)."""
+
+
+@dataclass(slots=True, eq=False)
+class Iteration:
+    """One iteration of a turn: an Evaluate pass, the LLM call, the tool batch, and what they caused."""
+
+    run_id: str
+    """The run."""
+    turn: int
+    """The turn number."""
+    number: int
+    """The iteration number (1-based within the turn)."""
+    entries: array[int] = field(default_factory=lambda: array("q"))
+    """Every record of this iteration in file order, packed as ``line << 8 | kind code`` (one
+    8-byte slot per record; use :attr:`lines`, :meth:`lines_of` and friends to read it)."""
+    cursor_from: str | None = None
+    """The cursor before the pass."""
+    cursor_to: str | None = None
+    """The cursor after the pass."""
+    cursor_by: str | None = None
+    """The clause that moved (or kept) the cursor."""
+    lease_served: tuple[str, ...] = ()
+    """Instruction ids a lease served on this pass (the pass's ``lease_active_ids``)."""
+    route: str | None = None
+    """The route decided after the LLM call (``tool-calls`` / ``final``)."""
+    input_tokens: int = 0
+    """Prompt tokens of this iteration's LLM call(s)."""
+    output_tokens: int = 0
+    """Completion tokens of this iteration's LLM call(s)."""
+    engagement_changes: tuple[EngagementNote, ...] = ()
+    """Each map's change on this pass."""
+
+    def add(self, line: int, kind: str) -> None:
+        """Record that ``line`` (of ``kind``) belongs to this iteration."""
+        self.entries.append(line << 8 | KIND_CODES[kind])
+
+    @property
+    def lines(self) -> list[int]:
+        """Every record of this iteration, by line, in file order."""
+        return [entry >> 8 for entry in self.entries]
+
+    @property
+    def kinds(self) -> list[str]:
+        """The kind of each line of :attr:`lines`."""
+        return [KINDS[entry & 0xFF] for entry in self.entries]
+
+    def lines_of(self, kind: str) -> list[int]:
+        """The lines of this iteration's records of one kind, in file order."""
+        code = KIND_CODES[kind]
+        return [entry >> 8 for entry in self.entries if entry & 0xFF == code]
+
+    def first_of(self, kind: str) -> int | None:
+        """The first line of ``kind`` in this iteration, if any."""
+        code = KIND_CODES[kind]
+        for entry in self.entries:
+            if entry & 0xFF == code:
+                return entry >> 8
+        return None
+
+    def has(self, kind: str) -> bool:
+        """Whether this iteration has a record of ``kind``."""
+        return self.first_of(kind) is not None
+
+    @property
+    def pass_line(self) -> int | None:
+        """The ``pass`` record."""
+        return self.first_of("pass")
+
+    @property
+    def cursor_line(self) -> int | None:
+        """The ``cursor_move`` record."""
+        return self.first_of("cursor_move")
+
+    @property
+    def engagement_line(self) -> int | None:
+        """The ``engagement`` record."""
+        return self.first_of("engagement")
+
+    @property
+    def llm_lines(self) -> list[int]:
+        """The ``llm_call`` records (normally one)."""
+        return self.lines_of("llm_call")
+
+    @property
+    def tool_result_lines(self) -> list[int]:
+        """The ``tool_result`` records, in call order."""
+        return self.lines_of("tool_result")
+
+    @property
+    def lease_grant_lines(self) -> list[int]:
+        """The ``lease_grant`` records."""
+        return self.lines_of("lease_grant")
+
+    @property
+    def lease_prune_lines(self) -> list[int]:
+        """The ``lease_prune`` records (evaluate sweep and tool-calls prune)."""
+        return self.lines_of("lease_prune")
+
+    @property
+    def finding_lines(self) -> list[int]:
+        """The ``finding`` records."""
+        return self.lines_of("finding")
+
+    @property
+    def skill_rejected_lines(self) -> list[int]:
+        """The ``skill_rejected`` records."""
+        return self.lines_of("skill_rejected")
+
+    @property
+    def route_conflict_lines(self) -> list[int]:
+        """The ``route_conflict`` records."""
+        return self.lines_of("route_conflict")
+
+    @property
+    def reroute_superseded_lines(self) -> list[int]:
+        """The ``reroute_superseded`` records."""
+        return self.lines_of("reroute_superseded")
+
+    @property
+    def first_line(self) -> int:
+        """The first record of the iteration."""
+        return self.entries[0] >> 8
+
+    @property
+    def last_line(self) -> int:
+        """The last record of the iteration."""
+        return self.entries[-1] >> 8
+
+    def __len__(self) -> int:
+        """How many records the iteration has."""
+        return len(self.entries)
+
+
+@dataclass(slots=True, eq=False)
+class Turn:
+    """One user turn: its iterations and its turn-level records."""
+
+    run_id: str
+    """The run."""
+    number: int
+    """The turn number (0 collects records that came before any turn started)."""
+    start_line: int | None = None
+    """The ``turn_start`` record."""
+    end_line: int | None = None
+    """The ``turn_end`` record; ``None`` while the turn is running."""
+    iterations: list[Iteration] = field(default_factory=list)
+    """Iterations in order of first appearance."""
+    lines: array[int] = field(default_factory=lambda: array("q"))
+    """Turn-level records: ``turn_start``, ``turn_end`` and events that carry no iteration."""
+    iteration_count: int | None = None
+    """The iteration of the final pass (from ``turn_end``)."""
+    stopped_early: str | None = None
+    """Why a limit cut the turn short (from ``turn_end``), if one did."""
+    input_tokens: int = 0
+    """Prompt tokens of the turn's LLM calls."""
+    output_tokens: int = 0
+    """Completion tokens of the turn's LLM calls."""
+
+    @property
+    def ended(self) -> bool:
+        """Whether the ``turn_end`` record has arrived."""
+        return self.end_line is not None
+
+    def iteration(self, number: int) -> Iteration | None:
+        """The iteration with this number, if present."""
+        iterations = self.iterations
+        # Iterations are numbered densely from 1 and arrive in order: try the direct slot first.
+        if 0 < number <= len(iterations) and iterations[number - 1].number == number:
+            return iterations[number - 1]
+        for iteration in reversed(iterations):
+            if iteration.number == number:
+                return iteration
+        return None
+
+
+@dataclass(slots=True, eq=False)
+class LeaseLifetime:
+    """One instruction lease from grant to prune (DOMAIN §4.3)."""
+
+    run_id: str
+    """The run."""
+    instruction_id: str
+    """The injection the lease serves."""
+    delivery_lease: str
+    """``next-call`` or ``until-skill-exit``."""
+    tenant: str | None
+    """The skill that held the tenure at grant (``None``: granted without a tenant)."""
+    tool_name: str
+    """The granting tool."""
+    tool_call_id: str | None
+    """The granting call."""
+    granted_iteration: int
+    """The iteration whose tool batch granted it."""
+    grant_line: int | None
+    """The ``lease_grant`` record (``None`` when only its prune is in the trace)."""
+    turn: int | None = None
+    """The turn of the grant."""
+    served: list[tuple[int, int]] = field(default_factory=list)
+    """The passes it served, as ``(turn, iteration)``."""
+    served_lines: list[int] = field(default_factory=list)
+    """The ``pass`` records of those passes."""
+    pruned_iteration: int | None = None
+    """The iteration whose sweep or grant pruned it."""
+    pruned_turn: int | None = None
+    """The turn of the prune."""
+    prune_line: int | None = None
+    """The ``lease_prune`` record."""
+    prune_site: str | None = None
+    """``evaluate`` (a pass's tenure sweep) or ``tool-calls`` (the prune beside a grant)."""
+    prune_reason: str | None = None
+    """``spent`` or ``tenure-ended``."""
+    prune_tenant: str | None = None
+    """The tenant the prune compared against."""
+
+    @property
+    def alive(self) -> bool:
+        """Not pruned (yet)."""
+        return self.prune_line is None
+
+    @property
+    def state(self) -> LeaseState:
+        """``alive``, ``spent`` or ``tenure-ended``."""
+        if self.prune_reason == "spent":
+            return "spent"
+        if self.prune_reason == "tenure-ended":
+            return "tenure-ended"
+        return "alive"
+
+    def matches(self, lease: LeaseRecord) -> bool:
+        """Whether a recorded lease (in a prune) is this one."""
+        return (
+            lease.instruction_id == self.instruction_id
+            and lease.delivery_lease == self.delivery_lease
+            and lease.skill_id == self.tenant
+            and lease.tool_name == self.tool_name
+            and lease.tool_call_id == self.tool_call_id
+            and lease.iteration == self.granted_iteration
+        )
+
+
+@dataclass(slots=True, eq=False)
+class MapPoint:
+    """One map's standing after one pass (from the pass's ``engagement`` record)."""
+
+    line: int
+    """The ``engagement`` record."""
+    turn: int | None
+    """The turn."""
+    iteration: int | None
+    """The pass."""
+    standing: str
+    """``engaged`` or ``parked``."""
+    by: str
+    """Why it is served now (the eligibility strength)."""
+    idle: int
+    """Consecutive idle passes."""
+    at: str | None
+    """The member the cursor is on."""
+    change: str | None = None
+    """The change on this pass (:data:`MapChange`), ``None`` when the standing held."""
+
+
+@dataclass(slots=True, eq=False)
+class MapTimeline:
+    """A mounted map's engagement, pass by pass."""
+
+    map_id: str
+    """The map."""
+    points: list[MapPoint] = field(default_factory=list)
+    """Its standing after every pass that recorded it."""
+    parks: int = 0
+    """How many times it parked."""
+    reengagements: int = 0
+    """How many times a parked map came back."""
+
+    @property
+    def changes(self) -> list[MapPoint]:
+        """The passes on which the standing changed."""
+        return [point for point in self.points if point.change is not None]
+
+    @property
+    def standing(self) -> str | None:
+        """The standing after the latest pass."""
+        return self.points[-1].standing if self.points else None
+
+
+@dataclass(slots=True, eq=False)
+class Run:
+    """One agent run: its declared configuration (by line), its turns, leases and maps."""
+
+    run_id: str
+    """The run id."""
+    start_line: int | None = None
+    """The ``run_start`` record (its full configuration is there)."""
+    end_line: int | None = None
+    """The ``run_end`` record."""
+    agent_name: str | None = None
+    """The agent's name."""
+    provider: str | None = None
+    """The provider (``scripted``, ``replay``, ``anthropic``…)."""
+    model: str | None = None
+    """The model name."""
+    max_iterations: int | None = None
+    """The per-turn iteration limit."""
+    status: RunStatus = "running"
+    """``running`` until ``run_end``; then its status."""
+    error: str | None = None
+    """``Type: message`` of a failed run."""
+    turns: list[Turn] = field(default_factory=list)
+    """Turns in order of first appearance."""
+    leases: list[LeaseLifetime] = field(default_factory=list)
+    """Every lease, in grant order."""
+    maps: dict[str, MapTimeline] = field(default_factory=dict)
+    """Engagement timeline per map id."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Records of this run by kind."""
+    input_tokens: int = 0
+    """Prompt tokens of all LLM calls."""
+    output_tokens: int = 0
+    """Completion tokens of all LLM calls."""
+    first_line: int = 0
+    """The run's first record."""
+    last_line: int = 0
+    """The run's latest record."""
+    _turns: dict[int, Turn] = field(default_factory=dict, repr=False)
+    # Leases that may still serve a pass or be pruned, by instruction id (keeps feeding O(live)).
+    _open_leases: dict[str, list[LeaseLifetime]] = field(default_factory=dict, repr=False)
+
+    def turn(self, number: int) -> Turn | None:
+        """The turn with this number, if present."""
+        return self._turns.get(number)
+
+    def iteration(self, turn: int, number: int) -> Iteration | None:
+        """The iteration ``number`` of turn ``turn``, if present."""
+        found = self._turns.get(turn)
+        return found.iteration(number) if found is not None else None
+
+    def iterations(self) -> Iterator[Iteration]:
+        """Every iteration, turn by turn."""
+        for turn in self.turns:
+            yield from turn.iterations
+
+    @property
+    def iteration_count(self) -> int:
+        """How many iterations the run has (over all turns)."""
+        return sum(len(turn.iterations) for turn in self.turns)
+
+    @property
+    def ended(self) -> bool:
+        """Whether the ``run_end`` record has arrived."""
+        return self.end_line is not None
+
+    @property
+    def parks(self) -> int:
+        """Park changes over all maps."""
+        return sum(timeline.parks for timeline in self.maps.values())
+
+    @property
+    def reengagements(self) -> int:
+        """Re-engagements over all maps."""
+        return sum(timeline.reengagements for timeline in self.maps.values())
+
+    def leases_of(self, instruction_id: str) -> list[LeaseLifetime]:
+        """The leases of one instruction, in grant order."""
+        return [lease for lease in self.leases if lease.instruction_id == instruction_id]
+
+
+class RunModel:
+    """Projections over a trace, built incrementally; the one thing views and the backtracker read.
+
+    Args:
+        source: Where records come from (a :class:`~fpdebug.trace.reader.TraceReader`, or a
+            list ``[header, *events]``). ``None`` for a model fed by hand with :meth:`feed`.
+    """
+
+    def __init__(self, source: RecordSource | None = None) -> None:
+        self.source = source
+        """The record source (``reader`` is the same object when it is a reader)."""
+        self.header: TraceHeader | None = None
+        """The trace header, once line 0 is fed."""
+        self.runs: list[Run] = []
+        """Runs in order of first appearance."""
+        self.counts: dict[str, int] = {}
+        """Event records by kind (opaque and invalid lines are not in here)."""
+        self.invalid_lines: list[int] = []
+        """Lines that are not valid records."""
+        self.opaque_lines: list[int] = []
+        """Lines of unknown kinds (kept as opaque records)."""
+        self.lines_fed = 0
+        """The next line :meth:`update` will feed (lines ``[0, lines_fed)`` are in the model)."""
+        self.lock = threading.RLock()
+        """Held while records are fed; take it to read several facts consistently."""
+        self._runs: dict[str, Run] = {}
+        self._updating = threading.Lock()
+        self._tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    @classmethod
+    def build(cls, source: RecordSource) -> RunModel:
+        """Build a model from every record currently in ``source``."""
+        model = cls(source)
+        model.update()
+        return model
+
+    @property
+    def reader(self) -> RecordSource | None:
+        """The record source (kept under this name for views that think of it as the reader)."""
+        return self.source
+
+    def record(self, line: int) -> Record:
+        """The full record on ``line``, fetched from the source (the reader's cache) on demand.
+
+        Raises:
+            LookupError: The model has no source.
+        """
+        if self.source is None:
+            raise LookupError("this RunModel was fed by hand and has no record source")
+        return self.source[line]
+
+    def run(self, run_id: str) -> Run | None:
+        """The run with this id, if present."""
+        return self._runs.get(run_id)
+
+    @property
+    def events(self) -> int:
+        """How many valid events were fed."""
+        return sum(self.counts.values())
+
+    def iterations(self) -> Iterator[Iteration]:
+        """Every iteration of every run."""
+        for run in self.runs:
+            yield from run.iterations()
+
+    # ------------------------------------------------------------------------------------------
+    # Feeding
+
+    def update(self, *, limit: int | None = None) -> int:
+        """Feed the records the source gained since the last call (all of them the first time).
+
+        Call after ``reader.refresh()`` when following a growing trace.
+
+        Args:
+            limit: Feed at most this many lines (to build a large model in slices).
+
+        Returns:
+            How many lines were fed.
+        """
+        source = self.source
+        if source is None:
+            return 0
+        with self._updating:  # one updater at a time; readers only need self.lock
+            start = self.lines_fed
+            end = len(source) if limit is None else min(len(source), start + limit)
+            if end <= start:
+                return 0
+            iter_records = getattr(source, "iter_records", None)
+            pairs = (
+                iter_records(start, stop=end) if callable(iter_records) else ((i, source[i]) for i in range(start, end))
+            )
+            batch = 0
+            self.lock.acquire()
+            try:
+                for line, record in pairs:
+                    self.feed(line, record)
+                    batch += 1
+                    if batch == 1000:  # let readers on other threads in now and then
+                        batch = 0
+                        self.lock.release()
+                        self.lock.acquire()
+            finally:
+                self.lock.release()
+        return self.lines_fed - start
+
+    def feed(self, line: int, record: Record) -> None:
+        """Add one record; lines must be fed in increasing order.
+
+        Raises:
+            ValueError: ``line`` is not after the last line fed.
+        """
+        with self.lock:
+            if line < self.lines_fed:
+                raise ValueError(f"line {line} was already fed (next is {self.lines_fed})")
+            self.lines_fed = line + 1
+            if isinstance(record, TraceHeader):
+                self.header = record
+            elif isinstance(record, InvalidRecord):
+                self.invalid_lines.append(line)
+            elif isinstance(record, OpaqueRecord):
+                self.opaque_lines.append(line)
+            else:
+                self._feed_event(line, record)
+
+    def _feed_event(self, line: int, event: TraceEvent) -> None:
+        kind = event.kind
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        run = self._run_for(event.run_id, line)
+        run.counts[kind] = run.counts.get(kind, 0) + 1
+        run.last_line = line
+
+        if isinstance(event, RunStartEvent):
+            run.start_line = line
+            run.agent_name, run.provider = _i(event.agent_name), _i(event.provider)
+            run.model, run.max_iterations = _i(event.model), event.max_iterations
+            return
+        if isinstance(event, RunEndEvent):
+            run.end_line = line
+            run.status = event.status
+            if event.error is not None:
+                run.error = f"{event.error.type}: {event.error.message}"
+            return
+
+        turn = self._turn_for(run, event.turn)
+        iteration: Iteration | None = None
+        if kind in _TURN_LEVEL or event.iteration is None:
+            turn.lines.append(line)
+        else:
+            iteration = self._iteration_for(run, turn, event.iteration)
+            iteration.add(line, kind)
+
+        if isinstance(event, TurnStartEvent):
+            turn.start_line = line
+        elif isinstance(event, TurnEndEvent):
+            turn.end_line = line
+            turn.iteration_count = event.iteration_count
+            if event.stopped_early is not None:
+                turn.stopped_early = event.stopped_early.reason
+        elif isinstance(event, PassEvent):
+            if iteration is not None:
+                self._feed_pass(run, turn, iteration, line, event)
+        elif isinstance(event, CursorMoveEvent):
+            if iteration is not None:
+                iteration.cursor_from, iteration.cursor_to = _i(event.from_skill), _i(event.to_skill)
+                iteration.cursor_by = _i(event.by)
+        elif isinstance(event, LlmCallEvent):
+            if iteration is not None and event.route is not None:
+                iteration.route = event.route
+            if event.response is not None:
+                usage = event.response.usage
+                if iteration is not None:
+                    iteration.input_tokens += usage.input_tokens
+                    iteration.output_tokens += usage.output_tokens
+                turn.input_tokens += usage.input_tokens
+                turn.output_tokens += usage.output_tokens
+                run.input_tokens += usage.input_tokens
+                run.output_tokens += usage.output_tokens
+        elif isinstance(event, LeaseGrantEvent):
+            lease = event.lease
+            self._add_lease(run, LeaseLifetime(
+                run_id=run.run_id, instruction_id=_i(lease.instruction_id) or "",
+                delivery_lease=lease.delivery_lease, tenant=_i(lease.skill_id), tool_name=_i(lease.tool_name) or "",
+                tool_call_id=lease.tool_call_id, granted_iteration=lease.iteration, grant_line=line, turn=turn.number,
+            ))
+        elif isinstance(event, LeasePruneEvent):
+            self._feed_prune(run, turn, event.iteration, line, event)
+        elif isinstance(event, EngagementEvent):
+            self._feed_engagement(run, turn, iteration, event.iteration, line, event)
+
+    def _feed_pass(self, run: Run, turn: Turn, iteration: Iteration, line: int, event: PassEvent) -> None:
+        served = self._shared(tuple(_i(id_) or "" for id_ in event.lease_active_ids or ()))
+        iteration.lease_served = served
+        where = (turn.number, iteration.number)
+        for instruction_id in dict.fromkeys(served):
+            candidates = run._open_leases.get(instruction_id)
+            if not candidates:
+                continue
+            keep: list[LeaseLifetime] = []
+            for lease in candidates:
+                if not _may_serve_later(lease, where):
+                    continue  # dead for good: stop considering it
+                keep.append(lease)
+                if lease.grant_line is not None and lease.grant_line < line and _live_on(lease, where):
+                    lease.served.append(where)
+                    lease.served_lines.append(line)
+            run._open_leases[instruction_id] = keep
+
+    def _feed_prune(
+        self, run: Run, turn: Turn, iteration: int | None, line: int, event: LeasePruneEvent
+    ) -> None:
+        for pruned in event.pruned:
+            candidates = run._open_leases.get(pruned.instruction_id, [])
+            lease = next((lease for lease in candidates if lease.alive and lease.matches(pruned)), None)
+            if lease is None:  # rare: a lease no longer considered open (or never granted here)
+                lease = next((lease for lease in run.leases if lease.alive and lease.matches(pruned)), None)
+            if lease is None:
+                lease = LeaseLifetime(
+                    run_id=run.run_id, instruction_id=_i(pruned.instruction_id) or "",
+                    delivery_lease=pruned.delivery_lease, tenant=_i(pruned.skill_id),
+                    tool_name=_i(pruned.tool_name) or "", tool_call_id=pruned.tool_call_id,
+                    granted_iteration=pruned.iteration, grant_line=None,
+                )
+                self._add_lease(run, lease)
+            lease.pruned_turn, lease.pruned_iteration = turn.number, iteration
+            lease.prune_line, lease.prune_site = line, event.site
+            lease.prune_reason, lease.prune_tenant = pruned.reason, _i(event.tenant)
+            # The pass of this iteration may have been fed first and credited the lease; a
+            # tenure-ended prune on that pass means the tenant had changed, so it did not serve.
+            where = (turn.number, iteration)
+            if pruned.reason == "tenure-ended" and lease.served and lease.served[-1] == where:
+                lease.served.pop()
+                lease.served_lines.pop()
+
+    def _feed_engagement(
+        self, run: Run, turn: Turn, iteration: Iteration | None, number: int | None, line: int,
+        event: EngagementEvent,
+    ) -> None:
+        records = {record.map_id: record for record in event.records}
+        changes: dict[str, str] = {}
+        for change in event.changes:
+            if change.kind == "parked":
+                name = "parked"
+            elif change.reengaged:
+                name = "reengaged"
+            elif change.upgraded:
+                name = "upgraded"
+            elif change.tenant_changed:
+                name = "tenant-changed"
+            elif (record := records.get(change.map_id)) is not None and record.founded_at == change.iteration:
+                name = "founded"
+            else:
+                name = "engaged"
+            changes[change.map_id] = name
+        for record in event.records:
+            self._timeline(run, record.map_id).points.append(MapPoint(
+                line, turn.number, number, record.standing, record.by, record.idle, _i(record.at),
+                changes.get(record.map_id),
+            ))
+        for change in event.changes:
+            timeline = self._timeline(run, change.map_id)
+            name = changes[change.map_id]
+            if change.map_id not in records:  # a change without a record: keep it visible anyway
+                standing = "parked" if name == "parked" else "engaged"
+                timeline.points.append(MapPoint(line, turn.number, number, standing, change.by, 0, change.at, name))
+            if name == "parked":
+                timeline.parks += 1
+            elif name == "reengaged":
+                timeline.reengagements += 1
+        if changes and iteration is not None:
+            iteration.engagement_changes += tuple(EngagementNote(_i(m) or "", c) for m, c in changes.items())
+
+    # ------------------------------------------------------------------------------------------
+    # Lookup-or-create
+
+    def _run_for(self, run_id: str, line: int) -> Run:
+        run = self._runs.get(run_id)
+        if run is None:
+            run = self._runs[run_id] = Run(run_id=_i(run_id) or "", first_line=line, last_line=line)
+            self.runs.append(run)
+        return run
+
+    @staticmethod
+    def _add_lease(run: Run, lease: LeaseLifetime) -> None:
+        run.leases.append(lease)
+        run._open_leases.setdefault(lease.instruction_id, []).append(lease)
+
+    def _turn_for(self, run: Run, number: int | None) -> Turn:
+        if number is None:
+            if run.turns:
+                return run.turns[-1]
+            number = 0
+        turn = run._turns.get(number)
+        if turn is None:
+            turn = run._turns[number] = Turn(run_id=run.run_id, number=number)
+            run.turns.append(turn)
+        return turn
+
+    def _iteration_for(self, run: Run, turn: Turn, number: int) -> Iteration:
+        iterations = turn.iterations
+        if iterations and iterations[-1].number == number:  # the common case: the current one
+            return iterations[-1]
+        iteration = turn.iteration(number)
+        if iteration is None:
+            iteration = Iteration(run_id=run.run_id, turn=turn.number, number=number)
+            iterations.append(iteration)
+        return iteration
+
+    def _shared(self, ids: tuple[str, ...]) -> tuple[str, ...]:
+        # The same id lists recur pass after pass: keep one tuple of each.
+        return self._tuples.setdefault(ids, ids)
+
+    @staticmethod
+    def _timeline(run: Run, map_id: str) -> MapTimeline:
+        timeline = run.maps.get(map_id)
+        if timeline is None:
+            timeline = run.maps[map_id] = MapTimeline(map_id=_i(map_id) or "")
+        return timeline
+
+    def __repr__(self) -> str:
+        return f"<RunModel runs={len(self.runs)} lines={self.lines_fed} events={self.events}>"
+
+
+def _live_on(lease: LeaseLifetime, where: tuple[int, int]) -> bool:
+    """Whether a lease granted before a pass was live on it (DOMAIN §4.3 ``active_lease_ids``)."""
+    if lease.delivery_lease == "next-call":
+        if (lease.turn, lease.granted_iteration + 1) != where:
+            return False
+    if lease.prune_line is not None:
+        pruned_at = (lease.pruned_turn or 0, lease.pruned_iteration or 0)
+        # Pruned on an earlier pass: gone. Pruned on this pass: a spent next-call lease was served
+        # by the same sweep that removed it; a tenure-ended one was not (the tenant had changed).
+        if pruned_at < where or (pruned_at == where and lease.prune_reason == "tenure-ended"):
+            return False
+    return True
+
+
+def _may_serve_later(lease: LeaseLifetime, where: tuple[int, int]) -> bool:
+    """False once a lease can neither serve this pass nor any later one."""
+    if lease.prune_line is not None and (lease.pruned_turn or 0, lease.pruned_iteration or 0) < where:
+        return False
+    if lease.delivery_lease == "next-call" and lease.turn is not None:
+        return (lease.turn, lease.granted_iteration + 1) >= where
+    return True
