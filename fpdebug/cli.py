@@ -20,6 +20,8 @@ from fpdebug.errors import FpdebugError
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 COMMANDS: tuple[str, ...] = (
+    "validate",
+    "summary",
 )
 """Sub-command names, in the order ``fpdebug --help`` lists them; each is ``fpdebug.commands.<name>``."""
 

@@ -3,158 +3,34 @@
 from __future__ import annotations
 
 import tracemalloc
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fpdebug.trace.model import RunModel
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import (
-    ConflictParty,
     CursorMoveEvent,
-    EngagementChange,
-    EngagementEvent,
-    EngagementPassFacts,
     ErrorInfo,
-    FindingEvent,
     LeaseGrantEvent,
     LeasePruneEvent,
-    LeaseRecord,
     LlmCallEvent,
     LlmRequest,
     LlmResponse,
-    MapEngagementRecord,
-    Message,
     PassEvent,
     PromptSegment,
     PrunedLease,
-    RerouteSupersededEvent,
-    ResultRow,
     RouteConflictEvent,
     RunEndEvent,
     RunStartEvent,
-    SkillRejectedEvent,
     ToolResultEvent,
-    TraceEvent,
     TraceHeader,
-    TurnEndEvent,
     TurnStartEvent,
     Usage,
 )
 from fpdebug.trace.writer import TraceWriter
 from tests.conftest import T0
-
-
-class Script:
-    """Builds a dense event list: ``add(Kind, iteration=…, **fields)`` fills the envelope."""
-
-    def __init__(self, run_id: str = "r1") -> None:
-        self.events: list[TraceEvent] = []
-        self.run_id = run_id
-        self.turn: int | None = None
-
-    def add(self, cls: type[Any], *, iteration: int | None = None, **fields: Any) -> int:
-        seq = len(self.events) + 1
-        fields.setdefault("turn", self.turn)
-        self.events.append(cls(seq=seq, ts=T0 + timedelta(milliseconds=seq), run_id=self.run_id,
-                               iteration=iteration, **fields))
-        return seq  # == the line number in a one-run file
-
-    def write(self, path: Path) -> Path:
-        with TraceWriter.create(path, durability="none") as writer:
-            writer.append_many(self.events)
-        return path
-
-
-L1 = LeaseRecord(instruction_id="wire-format", delivery_lease="next-call", skill_id="triage",
-                 tool_name="fetch", tool_call_id="c1", iteration=1)
-L2 = LeaseRecord(instruction_id="style", delivery_lease="until-skill-exit", skill_id="triage",
-                 tool_name="fetch", tool_call_id="c1", iteration=1)
-L3 = LeaseRecord(instruction_id="style", delivery_lease="until-skill-exit", skill_id="billing",
-                 tool_name="refund", tool_call_id="c3", iteration=3)
-
-
-def llm(script: Script, iteration: int, *, route: str, tokens: int) -> int:
-    return script.add(
-        LlmCallEvent, iteration=iteration, call_index=iteration, provider="scripted", model="m",
-        request=LlmRequest(system_prompt=[PromptSegment(source="base", text="sys")],
-                           messages=[Message(role="user", content="q")]),
-        response=LlmResponse(content="a", usage=Usage(input_tokens=tokens, output_tokens=tokens // 10)),
-        route=route,
-    )
-
-
-def engagement(script: Script, iteration: int, *, standing: str, by: str, idle: int,
-               change: EngagementChange | None = None, at: str = "triage") -> int:
-    return script.add(
-        EngagementEvent, iteration=iteration, pass_facts=EngagementPassFacts(current_node=at),
-        changes=[change] if change else [],
-        records=[MapEngagementRecord(map_id="skill-map", standing=standing, by=by, since=1, founded_by="lexical",
-                                     founded_at=1, at=at, idle=idle)],
-    )
-
-
-def support_run() -> tuple[Script, dict[str, int]]:
-    """Four iterations: leases granted, served, spent and tenure-ended; a park and a re-engagement;
-    a route conflict, a rejected skill and a superseded reroute."""
-    s, at = Script(), {}
-    at["run_start"] = s.add(RunStartEvent, turn=None, provider="scripted", model="m-1", max_iterations=6)
-    s.turn = 1
-    at["turn_start"] = s.add(TurnStartEvent, user_message="refund please")
-    # iteration 1: entry onto triage, founding; the fetch batch grants two leases
-    at["pass1"] = s.add(PassEvent, iteration=1, active_ids=["triage"], evaluated_total=3)
-    s.add(CursorMoveEvent, iteration=1, from_skill=None, to_skill="triage", by="entry", strength="lexical")
-    engagement(s, 1, standing="engaged", by="lexical", idle=0,
-               change=EngagementChange(kind="engaged", map_id="skill-map", iteration=1, by="lexical"))
-    llm(s, 1, route="tool-calls", tokens=100)
-    s.add(ToolResultEvent, iteration=1, tool_call_id="c1", tool_name="fetch", result="page")
-    at["grant1"] = s.add(LeaseGrantEvent, iteration=1, lease=L1)
-    at["grant2"] = s.add(LeaseGrantEvent, iteration=1, lease=L2)
-    # iteration 2: both served; the next-call lease is spent by the same sweep; two edges conflict
-    at["pass2"] = s.add(PassEvent, iteration=2, active_ids=["triage", "wire-format", "style"], evaluated_total=3,
-                        lease_active_ids=["wire-format", "style"])
-    at["prune_spent"] = s.add(LeasePruneEvent, iteration=2, site="evaluate", tenant="triage",
-                              pruned=[PrunedLease(**L1.model_dump(), reason="spent")], survivors=[L2])
-    s.add(CursorMoveEvent, iteration=2, from_skill="triage", to_skill="triage", by="stay", strength="assumed")
-    engagement(s, 2, standing="engaged", by="lexical", idle=1)
-    llm(s, 2, route="tool-calls", tokens=120)
-    s.add(ToolResultEvent, iteration=2, tool_call_id="c2a", tool_name="scan", result="x")
-    s.add(ToolResultEvent, iteration=2, tool_call_id="c2b", tool_name="lookup", result="y")
-    at["conflict"] = s.add(RouteConflictEvent, iteration=2, from_skill_id="triage",
-                           winner=ConflictParty(tool_call_id="c2a", tool_name="scan", target="billing"),
-                           losers=[ConflictParty(tool_call_id="c2b", tool_name="lookup", target="faq")])
-    # iteration 3: the route moves to billing; the sweep (written BEFORE the pass here) ends the
-    # triage lease's tenure; the map parks; a read_skill is rejected; refund grants a new lease
-    at["prune_tenure"] = s.add(LeasePruneEvent, iteration=3, site="evaluate", tenant="billing",
-                               pruned=[PrunedLease(**L2.model_dump(), reason="tenure-ended")])
-    at["pass3"] = s.add(PassEvent, iteration=3, active_ids=["billing"], evaluated_total=3, lease_active_ids=[],
-                        parked_ids=["billing"])
-    s.add(CursorMoveEvent, iteration=3, from_skill="triage", to_skill="billing", by="route", strength="structural")
-    at["park"] = engagement(s, 3, standing="parked", by="lexical", idle=3, at="billing",
-                            change=EngagementChange(kind="parked", map_id="skill-map", iteration=3, by="lexical",
-                                                    idle_calls=3))
-    llm(s, 3, route="tool-calls", tokens=130)
-    s.add(ToolResultEvent, iteration=3, tool_call_id="c3", tool_name="refund", result="ok")
-    at["rejected"] = s.add(SkillRejectedEvent, iteration=3, requested_id="faq", current_skill_id="billing",
-                           allowed=["triage"])
-    at["grant3"] = s.add(LeaseGrantEvent, iteration=3, lease=L3)
-    # iteration 4: re-engaged by an explicit pick; the billing lease serves; final answer
-    at["pass4"] = s.add(PassEvent, iteration=4, active_ids=["billing", "style"], evaluated_total=3,
-                        lease_active_ids=["style"])
-    s.add(CursorMoveEvent, iteration=4, from_skill="billing", to_skill="billing", by="stay", strength="assumed")
-    at["reengage"] = engagement(s, 4, standing="engaged", by="explicit", idle=0, at="billing",
-                                change=EngagementChange(kind="engaged", map_id="skill-map", iteration=4,
-                                                        by="explicit", reengaged=True))
-    s.add(RerouteSupersededEvent, iteration=4, volunteered_id="faq", won_id="billing")
-    at["final_llm"] = llm(s, 4, route="final", tokens=140)
-    at["finding"] = s.add(FindingEvent, layer="results",
-                          rows=[ResultRow(batch_iteration=3, tool_call_id="c3", tool_name="refund")])
-    at["turn_end"] = s.add(TurnEndEvent, iteration=None, final_content="Refunded.", iteration_count=4)
-    s.turn = None
-    at["run_end"] = s.add(RunEndEvent, status="completed", turns=1)
-    return s, at
+from tests.trace.samples import L1, L2, Script, support_run
 
 
 @pytest.fixture
@@ -167,8 +43,8 @@ def model(tmp_path: Path) -> tuple[RunModel, dict[str, int]]:
 def test_runs_turns_and_iterations(model: tuple[RunModel, dict[str, int]]) -> None:
     m, at = model
     (run,) = m.runs
-    assert (run.run_id, run.status, run.provider, run.model, run.max_iterations) == ("r1", "completed", "scripted",
-                                                                                     "m-1", 6)
+    assert (run.run_id, run.status, run.provider, run.model, run.max_iterations) == (
+        "r1", "completed", "scripted", "m-1", 6)
     assert (run.start_line, run.end_line) == (at["run_start"], at["run_end"])
     (turn,) = run.turns
     assert (turn.number, turn.start_line, turn.end_line, turn.iteration_count) == (1, at["turn_start"],
@@ -211,14 +87,15 @@ def test_lease_lifetimes(model: tuple[RunModel, dict[str, int]]) -> None:
         "wire-format", "next-call", "triage", "fetch", "c1")
     assert (wire.grant_line, wire.granted_iteration) == (at["grant1"], 1)
     assert wire.served == [(1, 2)] and wire.served_lines == [at["pass2"]]
-    assert (wire.state, wire.prune_line, wire.pruned_iteration, wire.prune_site) == ("spent", at["prune_spent"], 2,
-                                                                                    "evaluate")
+    assert (wire.state, wire.prune_line, wire.pruned_iteration, wire.prune_site) == (
+        "spent", at["prune_spent"], 2, "evaluate")
 
     assert style_triage.served == [(1, 2)]  # not pass 3: its tenant (triage) had been left
     assert (style_triage.state, style_triage.prune_line, style_triage.prune_tenant) == (
         "tenure-ended", at["prune_tenure"], "billing")
 
-    assert (style_billing.tenant, style_billing.grant_line, style_billing.served) == ("billing", at["grant3"], [(1, 4)])
+    assert (style_billing.tenant, style_billing.grant_line, style_billing.served) == (
+        "billing", at["grant3"], [(1, 4)])
     assert style_billing.alive and style_billing.state == "alive"
     assert m.runs[0].leases_of("style") == [style_triage, style_billing]
 
@@ -230,7 +107,8 @@ def test_lease_lifetimes_do_not_depend_on_the_order_of_a_pass_and_its_sweep() ->
         s = Script()
         s.turn = 1
         s.add(LeaseGrantEvent, iteration=1, lease=L2)
-        s.add(LeaseGrantEvent, iteration=1, lease=L2.model_copy(update={"skill_id": "billing", "tool_call_id": "c9"}))
+        other = L2.model_copy(update={"skill_id": "billing", "tool_call_id": "c9"})
+        s.add(LeaseGrantEvent, iteration=1, lease=other)
         pass_ = (PassEvent, {"iteration": 2, "active_ids": ["style"], "evaluated_total": 1,
                              "lease_active_ids": ["style"]})
         prune = (LeasePruneEvent, {"iteration": 2, "site": "evaluate", "tenant": "billing",
@@ -251,7 +129,8 @@ def test_a_prune_of_a_lease_never_granted_in_the_trace_is_kept() -> None:
     s.add(LeasePruneEvent, iteration=5, site="tool-calls", tenant=None,
           pruned=[PrunedLease(**L1.model_dump(), reason="spent")])
     (lease,) = RunModel.build([TraceHeader(producer="t", created=T0), *s.events]).runs[0].leases
-    assert (lease.grant_line, lease.prune_line, lease.prune_site, lease.state) == (None, 1, "tool-calls", "spent")
+    assert (lease.grant_line, lease.prune_line, lease.prune_site, lease.state) == (
+        None, 1, "tool-calls", "spent")
 
 
 def test_engagement_timeline(model: tuple[RunModel, dict[str, int]]) -> None:
@@ -264,8 +143,9 @@ def test_engagement_timeline(model: tuple[RunModel, dict[str, int]]) -> None:
         (3, "parked", "lexical", 3, "parked"),
         (4, "engaged", "explicit", 0, "reengaged"),
     ]
-    assert [p.line for p in timeline.changes] == [run.iteration(1, 1).engagement_line, at["park"],  # type: ignore[union-attr]
-                                                 at["reengage"]]
+    first = run.iteration(1, 1)
+    assert first is not None
+    assert [p.line for p in timeline.changes] == [first.engagement_line, at["park"], at["reengage"]]
     assert (timeline.parks, timeline.reengagements, timeline.standing) == (1, 1, "engaged")
     assert (run.parks, run.reengagements) == (1, 1)
     assert [it.engagement_changes for it in run.iterations()][2:] == [(("skill-map", "parked"),),
@@ -305,7 +185,8 @@ def test_a_run_still_going_and_a_second_run(tmp_path: Path) -> None:
     second.turn = 1
     second.add(TurnStartEvent, user_message="again")
     second.add(PassEvent, iteration=1, active_ids=[], evaluated_total=0)
-    events = [*first.events, *(e.model_copy(update={"seq": e.seq + len(first.events)}) for e in second.events)]
+    shift = len(first.events)
+    events = [*first.events, *(e.model_copy(update={"seq": e.seq + shift}) for e in second.events)]
     model = RunModel.build([TraceHeader(producer="t", created=T0), *events])
     assert [run.run_id for run in model.runs] == ["r1", "r2"]
     later = model.run("r2")
@@ -358,7 +239,8 @@ def test_the_model_holds_far_less_than_the_file(tmp_path: Path) -> None:
               strength="assumed")
         s.add(LlmCallEvent, iteration=iteration, call_index=iteration, provider="scripted", model="m",
               request=LlmRequest(system_prompt=[PromptSegment(source="base", text=prompt)]),
-              response=LlmResponse(content="ok", usage=Usage(input_tokens=300, output_tokens=20)), route="tool-calls")
+              response=LlmResponse(content="ok", usage=Usage(input_tokens=300, output_tokens=20)),
+              route="tool-calls")
         s.add(ToolResultEvent, iteration=iteration, tool_call_id=f"c{iteration}", tool_name="fetch",
               result="r" * 200)
     path = s.write(tmp_path / "big.jsonl")
