@@ -1,4 +1,4 @@
-"""RunModel: the projections every view and the backtracker read (runs → turns → iterations, leases, maps).
+"""RunModel: the projections every view and the backtracker read (runs, turns, iterations, leases, maps).
 
 The model is built incrementally from the records of a trace, in line order, and keeps only
 *addresses and small facts*: line numbers, ids, counters, short strings. Whole records stay in the
@@ -582,9 +582,10 @@ class RunModel:
             if end <= start:
                 return 0
             iter_records = getattr(source, "iter_records", None)
-            pairs = (
-                iter_records(start, stop=end) if callable(iter_records) else ((i, source[i]) for i in range(start, end))
-            )
+            if callable(iter_records):
+                pairs = iter_records(start, stop=end)
+            else:
+                pairs = ((i, source[i]) for i in range(start, end))
             batch = 0
             self.lock.acquire()
             try:
@@ -675,8 +676,9 @@ class RunModel:
             lease = event.lease
             self._add_lease(run, LeaseLifetime(
                 run_id=run.run_id, instruction_id=_i(lease.instruction_id) or "",
-                delivery_lease=lease.delivery_lease, tenant=_i(lease.skill_id), tool_name=_i(lease.tool_name) or "",
-                tool_call_id=lease.tool_call_id, granted_iteration=lease.iteration, grant_line=line, turn=turn.number,
+                delivery_lease=lease.delivery_lease, tenant=_i(lease.skill_id),
+                tool_name=_i(lease.tool_name) or "", tool_call_id=lease.tool_call_id,
+                granted_iteration=lease.iteration, grant_line=line, turn=turn.number,
             ))
         elif isinstance(event, LeasePruneEvent):
             self._feed_prune(run, turn, event.iteration, line, event)
@@ -757,7 +759,9 @@ class RunModel:
             name = changes[change.map_id]
             if change.map_id not in records:  # a change without a record: keep it visible anyway
                 standing = "parked" if name == "parked" else "engaged"
-                timeline.points.append(MapPoint(line, turn.number, number, standing, change.by, 0, change.at, name))
+                timeline.points.append(
+                    MapPoint(line, turn.number, number, standing, change.by, 0, change.at, name)
+                )
             if name == "parked":
                 timeline.parks += 1
             elif name == "reengaged":

@@ -198,7 +198,9 @@ def parse_header(raw: bytes, path: str) -> TraceHeader:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
-        raise TraceFormatError(f"{not_a_trace} (not valid JSON: {error}); this is not an fpdebug trace") from None
+        raise TraceFormatError(
+            f"{not_a_trace} (not valid JSON: {error}); this is not an fpdebug trace"
+        ) from None
     if not isinstance(data, dict):
         raise TraceFormatError(f"{not_a_trace} (a JSON {_json_type(data)}, not an object)")
     kind = data.get("kind")
@@ -209,7 +211,9 @@ def parse_header(raw: bytes, path: str) -> TraceHeader:
         raise TraceFormatError(f"{not_a_trace}: format is {data.get('format')!r}, expected {FORMAT!r}")
     version = data.get("schema_version")
     if type(version) is not int or version < 1:
-        raise TraceFormatError(f"{path}: the trace header's schema_version {version!r} is not a positive integer")
+        raise TraceFormatError(
+            f"{path}: the trace header's schema_version {version!r} is not a positive integer"
+        )
     if version > SCHEMA_VERSION:
         raise TraceVersionError(version, SCHEMA_VERSION, path=path)
     try:
@@ -258,10 +262,11 @@ def _explain(line: int, offset: int, raw: bytes, error: ValidationError) -> Opaq
         return invalid("the object has no string 'kind'")
     seq = data.get("seq") if type(data.get("seq")) is int else None
     if kind == "trace_header":
-        return invalid("a second trace header in the middle of the trace (were two traces joined?)", kind=kind)
+        return invalid("a second trace header in the middle of the trace (two traces joined?)", kind=kind)
     if kind not in EVENT_KINDS:
         return OpaqueRecord(line, offset, kind, data)
-    return invalid(f"{kind} record does not match the schema: {_summarise(error, skip=kind)}", kind=kind, seq=seq)
+    summary = _summarise(error, skip=kind)
+    return invalid(f"{kind} record does not match the schema: {summary}", kind=kind, seq=seq)
 
 
 def _summarise(error: ValidationError, *, skip: str | None = None, limit: int = 3) -> str:

@@ -228,7 +228,9 @@ class TraceWriter:
             _lock(fd, target)
             size = os.fstat(fd).st_size
             if size == 0:
-                raise TraceFormatError(f"{target}: the file is empty (no trace header); use TraceWriter.create")
+                raise TraceFormatError(
+                    f"{target}: the file is empty (no trace header); use TraceWriter.create"
+                )
             first = read_first_line(fd, size)
             if first is None:
                 raise TraceFormatError(f"{target}: line 0 is not a complete trace header")
@@ -364,7 +366,9 @@ class TraceWriter:
         if self._fd is None:
             raise TraceWriteError(f"{self.path}: the trace writer is closed")
         if isinstance(event, TraceHeader) or not isinstance(event, BaseModel) or not hasattr(event, "seq"):
-            raise TraceFormatError(f"{self.path}: only trace events can be appended, not {type(event).__name__}")
+            raise TraceFormatError(
+                f"{self.path}: only trace events can be appended, not {type(event).__name__}"
+            )
         if event.seq != expected:
             raise TraceFormatError(
                 f"{self.path}: {event.kind} event has seq {event.seq}, but the next record must be "
@@ -404,7 +408,8 @@ class TraceWriter:
             pass
         self._offset += done
         self._fragment = True
-        return f" ({done} byte(s) of it remain at offset {self._offset - done}; readers report them as a bad line)"
+        at = self._offset - done
+        return f" ({done} byte(s) of it remain at offset {at}; readers report them as a bad line)"
 
     def _heal_fragment(self, fd: int) -> None:
         # A fragment we could not remove: try again, else end it with a newline so the next

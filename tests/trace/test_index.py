@@ -32,7 +32,9 @@ def expected_ends(data: bytes) -> list[int]:
     data=st.lists(st.sampled_from([b"a", b"\n", b"xyz", b"\n\n", "é".encode()]), max_size=80).map(b"".join),
     chunk=st.integers(min_value=1, max_value=9),
 )
-def test_the_index_matches_every_newline_whatever_the_chunking(tmp_path: Path, data: bytes, chunk: int) -> None:
+def test_the_index_matches_every_newline_whatever_the_chunking(
+    tmp_path: Path, data: bytes, chunk: int
+) -> None:
     path = tmp_path / "lines"
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
@@ -61,7 +63,9 @@ def test_incremental_updates_resume_where_they_stopped(open_fd: tuple[Path, int]
     assert (index.offset(3), index.line_at(5), index.line_at(0), index.line_at(99)) == (14, 1, 0, 3)
 
 
-def test_a_long_unfinished_line_is_not_rescanned(open_fd: tuple[Path, int], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_long_unfinished_line_is_not_rescanned(
+    open_fd: tuple[Path, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, fd = open_fd
     index = LineIndex()
     path.write_bytes(b"x" * 1000)

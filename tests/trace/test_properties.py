@@ -63,8 +63,8 @@ bodies: st.SearchStrategy[tuple[type[Any], dict[str, Any]]] = st.one_of(
     })),
     st.tuples(st.just(PassEvent), st.fixed_dictionaries({
         "active_ids": ids, "evaluated_total": counts,
-        "skipped": st.lists(st.builds(Skipped, id=text, reason=st.just("predicate-threw"), error=st.none() | text),
-                            max_size=2),
+        "skipped": st.lists(st.builds(Skipped, id=text, reason=st.just("predicate-threw"),
+                                      error=st.none() | text), max_size=2),
         "lease_active_ids": st.none() | ids, "parked_ids": st.none() | ids,
         "trigger_kind_counts": st.dictionaries(text, counts, max_size=3),
     })),
@@ -91,12 +91,14 @@ bodies: st.SearchStrategy[tuple[type[Any], dict[str, Any]]] = st.one_of(
     })),
     st.tuples(st.just(FindingEvent), st.fixed_dictionaries({
         "layer": st.just("inputs"),
-        "rows": st.lists(st.builds(ArgumentRow, tool_call_id=text, tool_name=text, path=text, value=json_values,
-                                   source=st.sampled_from(["user", "nowhere"])), max_size=2),
+        "rows": st.lists(st.builds(ArgumentRow, tool_call_id=text, tool_name=text, path=text,
+                                   value=json_values, source=st.sampled_from(["user", "nowhere"])),
+                         max_size=2),
     })),
 )
 envelopes = st.fixed_dictionaries({
-    "ts": st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(2200, 1, 1), timezones=st.just(UTC)),
+    "ts": st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(2200, 1, 1),
+                       timezones=st.just(UTC)),
     "run_id": text,
     "turn": st.none() | counts,
     "iteration": st.none() | counts,

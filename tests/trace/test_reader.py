@@ -121,7 +121,8 @@ def test_opening_does_not_index_when_asked_and_reports_progress(path: Path) -> N
     with TraceReader(path, index=False) as reader:
         assert len(reader) == 0
         reports: list[tuple[int, int]] = []
-        assert reader.refresh(progress=lambda done, total: reports.append((done, total)), chunk_size=512) == 51
+        added = reader.refresh(progress=lambda done, total: reports.append((done, total)), chunk_size=512)
+        assert added == 51
         assert reports[-1][0] == reports[-1][1] == path.stat().st_size
         assert len(reports) > 1
 
@@ -262,7 +263,8 @@ def test_corrupt_and_non_utf8_lines_in_the_middle(path: Path) -> None:
 
 def test_wrong_field_types_keep_the_claimed_kind_and_seq(path: Path) -> None:
     write_events(path, 1)
-    append_bytes(path, b'{"kind":"turn_start","seq":2,"ts":"2026-01-01T00:00:00Z","run_id":"r","user_message":5}\n')
+    append_bytes(path, b'{"kind":"turn_start","seq":2,"ts":"2026-01-01T00:00:00Z","run_id":"r",'
+                       b'"user_message":5}\n')
     with TraceReader(path) as reader:
         record = reader[2]
         assert isinstance(record, InvalidRecord)
@@ -295,7 +297,8 @@ def test_a_second_header_in_the_middle_is_invalid(path: Path) -> None:
 def test_seq_gaps_and_repeats_are_reported(path: Path) -> None:
     write_events(path, 2)
     for seq in (5, 5):
-        append_bytes(path, TurnStartEvent.model_dump_json(turn_start(seq), exclude_none=True).encode() + b"\n")
+        line = TurnStartEvent.model_dump_json(turn_start(seq), exclude_none=True).encode()
+        append_bytes(path, line + b"\n")
     with TraceReader(path) as reader:
         problems = reader.problems()
         assert [(p.line, p.code) for p in problems] == [(3, "seq"), (4, "seq")]

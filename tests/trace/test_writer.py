@@ -108,7 +108,9 @@ def test_a_second_writer_in_another_process_is_refused_at_once(path: Path) -> No
         "    print('locked:', error)\n"
     )
     with TraceWriter.create(path):
-        result = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
+        )
     assert result.stdout.startswith("locked: ") and str(path) in result.stdout, result.stderr
 
 
