@@ -201,6 +201,20 @@ class Finding:
         """
         return cls(event.layer, event.turn, event.iteration, tuple(event.rows))
 
+    def to_event(self, *, seq: int, ts: datetime, run_id: str) -> FindingEvent:
+        """The ``finding`` event that records this finding, in the envelope the sink assigns.
+
+        Args:
+            seq: The event's position in the trace.
+            ts: When it is emitted (from the injected clock).
+            run_id: The run.
+
+        Returns:
+            The event.
+        """
+        return FindingEvent(seq=seq, ts=ts, run_id=run_id, turn=self.turn, iteration=self.iteration,
+                            layer=self.layer, rows=list(self.rows))
+
 
 def file_finding(layer: Layer, rows: Iterable[HonestyRow], *, turn: int | None,
                  iteration: int | None) -> Finding | None:
@@ -427,7 +441,8 @@ class Grounds:
 
     def sources(self) -> list[Source]:
         """The grounds as sources: external grounds, then declared sources, in declaration order."""
-        return [*map(source_of_ground, self.external_grounds), *map(source_of_declared, self.declared_sources)]
+        grounds = [source_of_ground(g) for g in self.external_grounds]
+        return grounds + [source_of_declared(d) for d in self.declared_sources]
 
 
 @dataclass(frozen=True)
@@ -491,7 +506,8 @@ def _leaf_map(args: Mapping[str, object]) -> dict[str, object]:
     return {leaf.path: leaf.value for leaf in scalar_leaves(dict(args)) if leaf.path is not None}
 
 
-def rewrites_of(tool_call_id: str, requested: Mapping[str, object], ran: Mapping[str, object]) -> list[ArgumentRewrite]:
+def rewrites_of(tool_call_id: str, requested: Mapping[str, object],
+                ran: Mapping[str, object]) -> list[ArgumentRewrite]:
     """The middleware decisions that turn the requested arguments into the ones the call ran with.
 
     Args:
@@ -574,7 +590,8 @@ def _parse_basis(raw: object, leaf_paths: Sequence[str]) -> tuple[list[_Entry], 
         if not isinstance(item, dict) or not set(item) <= _ENTRY_KEYS:
             dropped += 1
             continue
-        arg, source, path, quote = item.get("arg", "$"), item.get("source"), item.get("path"), item.get("quote")
+        arg, source = item.get("arg", "$"), item.get("source")
+        path, quote = item.get("path"), item.get("quote")
         ok = (
             isinstance(arg, str) and parse_json_path(arg) is not None and _well_formed_source(source)
             and (path is None or (isinstance(path, str) and parse_json_path(path) is not None))
@@ -593,7 +610,8 @@ def _cited_sources(ref: str, corpus: Sequence[Source]) -> list[Source]:
     return [s for s in corpus if s.ref == ref]
 
 
-def _verify(entry: _Entry, values: Mapping[str, object], corpus: Sequence[Source]) -> dict[str, tuple[Source, Hit]] | None:
+def _verify(entry: _Entry, values: Mapping[str, object],
+            corpus: Sequence[Source]) -> dict[str, tuple[Source, Hit]] | None:
     """The hits that make an entry kept, or ``None`` when it is refused."""
     for source in _cited_sources(entry.source, corpus):
         if entry.quote is not None and not source.contains_text(entry.quote):
@@ -649,7 +667,8 @@ def _argument_row(call: ToolCallRecord, path: str, value: object, found: tuple[S
 
 
 def _corpus(sources: SourcesInReach, config: InputsConfig) -> list[Source]:
-    corpus = [source_of_result(r.tool_call_id, r.tool_name, r.iteration, r.result) for r in reversed(sources.results)]
+    corpus = [source_of_result(r.tool_call_id, r.tool_name, r.iteration, r.result)
+              for r in reversed(sources.results)]
     corpus.extend(source_of_user(m) for m in reversed(sources.user_messages))
     if config.argument_sources:
         corpus.extend(config.grounds.sources())
@@ -669,6 +688,9 @@ def judge_inputs(
 
     The module docstring has the rules (preference order, the ``_from`` basis, hidden arguments,
     rewrites).
+
+    A call whose arguments did not parse (only ``raw_args``) holds no value to trace: it files no
+    argument row.
 
     Args:
         calls: The tool calls the reply asked for, in order (their ``args`` as the model wrote them).
@@ -717,8 +739,9 @@ def judge_inputs(
             for path, value in values.items()
         ]
         if declares and (config.basis_rows or not call_rows):
-            rows.append(BasisRow(tool_call_id=call.id, tool_name=call.name,
-                                 from_entries=[e.render(quotes=not hidden) for e in kept], dropped_from=dropped))
+            entries_kept = [e.render(quotes=not hidden) for e in kept]
+            rows.append(BasisRow(tool_call_id=call.id, tool_name=call.name, from_entries=entries_kept,
+                                 dropped_from=dropped))
         elif declares:
             call_rows[0] = call_rows[0].model_copy(update={"dropped_from": dropped})
         rows.extend(call_rows)
@@ -777,8 +800,10 @@ class AnswerValidation:
     reason: str | None = None
 
 
-_CATEGORY_OF = {"tool": "tool results", "user": "the user's message", "external": "values the app vouches for",
-                "declared": "declared sources"}
+_CATEGORY_OF = {
+    "tool": "tool results", "user": "the user's message", "external": "values the app vouches for",
+    "declared": "declared sources",
+}
 _UNSUPPORTED_SHOWN = 3
 
 
@@ -941,7 +966,8 @@ def assess_answer(
     tool_name_of: dict[str, str] = {}
     for message in history:
         if message.role == "tool" and message.tool_call_id and message.tool_call_id != paused:
-            tools.append(source_of_result(message.tool_call_id, message.tool_name or "", None, message.content))
+            tools.append(source_of_result(message.tool_call_id, message.tool_name or "", None,
+                                          message.content))
             tool_name_of.setdefault(message.tool_call_id, message.tool_name or "")
         elif message.role == "user":
             users.append(source_of_user(message.content))
@@ -984,7 +1010,9 @@ def assess_answer(
         words = {f"tool:{cid}": display_names.get(name, name) for cid, name in tool_name_of.items() if name}
         words.update({s.ref: s.label for s in sources if s.label})
         cited_calls = dict.fromkeys(
-            ref.partition(":")[2] for v in stated if v.supported for ref in v.supported_by if ref.startswith("tool:")
+            ref.partition(":")[2]
+            for v in stated if v.supported
+            for ref in v.supported_by if ref.startswith("tool:")
         )
         notes = [(words.get(f"tool:{cid}") or cid, coverage[cid]) for cid in cited_calls if cid in coverage]
         line = compose_standing_line(stated, names_of=words, stopped_early=stopped,

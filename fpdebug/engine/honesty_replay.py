@@ -89,7 +89,8 @@ def recorded_findings(events: Iterable[TraceEvent]) -> list[Finding]:
 def _run_start(events: Sequence[TraceEvent]) -> RunStartEvent:
     starts = [e for e in events if isinstance(e, RunStartEvent)]
     if len(starts) != 1:
-        raise TraceFormatError(f"expected the events of one run (one run_start), found {len(starts)} run_start events")
+        raise TraceFormatError(
+            f"expected the events of one run (one run_start), found {len(starts)} run_start events")
     strangers = {e.run_id for e in events} - {starts[0].run_id}
     if strangers:
         raise TraceFormatError(f"events of other runs are mixed in: {sorted(strangers)}")
@@ -123,7 +124,8 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
     config = InputsConfig.from_arms(arms)
     reads = answer_fold_reads(
         tools=has_tool_surface(run_start), evidence_gate=bool(arms.evidence_gate),
-        answer_validation=bool(arms.answer_validation), inputs=arms.inputs, tool_middleware=arms.tool_middleware,
+        answer_validation=bool(arms.answer_validation), inputs=arms.inputs,
+        tool_middleware=arms.tool_middleware,
     )
     ran = {(e.turn, e.iteration, e.tool_call_id): e for e in events if isinstance(e, ToolResultEvent)}
 
@@ -147,7 +149,8 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
         if isinstance(event, TurnStartEvent):
             # A stamp never crosses a turn: a turn's first loop head has no batch to judge.
             stamp, turn_rewrites, last_reply = None, [], None
-        if event.turn is not None and event.iteration is not None and not isinstance(event, (RunStartEvent, RunEndEvent)):
+        run_level = isinstance(event, (RunStartEvent, RunEndEvent))
+        if event.turn is not None and event.iteration is not None and not run_level:
             head = (event.turn, event.iteration)
             if head not in visited:
                 visited.add(head)
@@ -160,7 +163,8 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
         elif isinstance(event, LlmCallEvent) and event.response is not None:
             last_reply = event
             calls = event.response.tool_calls
-            history.append(Message(role="assistant", content=event.response.content, tool_calls=calls or None))
+            history.append(Message(role="assistant", content=event.response.content,
+                                   tool_calls=calls or None))
             if calls and arms.inputs:
                 rewrites: list[ArgumentRewrite] = []
                 if arms.tool_middleware:
@@ -179,13 +183,15 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
             history.append(Message(role="tool", content=event.result, tool_call_id=event.tool_call_id,
                                    tool_name=event.tool_name))
             batches.setdefault((event.turn, event.iteration), []).append(RanCall(
-                event.tool_call_id, event.tool_name, event.result, status=event.status, coverage=event.coverage,
+                event.tool_call_id, event.tool_name, event.result, status=event.status,
+                coverage=event.coverage,
             ))
             stamp = event.iteration
             if event.coverage is not None:
                 coverage[event.tool_call_id] = event.coverage
         elif isinstance(event, TurnEndEvent) and arms.answer:
-            answer = last_reply.response.content if last_reply and last_reply.response else event.final_content
+            reply = last_reply.response if last_reply is not None else None
+            answer = reply.content if reply is not None else event.final_content
             committed = {
                 "history": tuple(history), "turnNumber": event.turn, "pausedToolCallId": None,
                 "findingsLedger": tuple(findings), "stoppedEarly": event.stopped_early,

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Literal, TypeAlias
 
 from fpdebug.engine.honesty_values import (
@@ -102,7 +102,9 @@ class Hit:
 # JSON and JSON paths
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_PATH_STEP = re.compile(r"\.(?P<name>[A-Za-z_][A-Za-z0-9_]*)|\[(?P<index>\d+)\]|\[(?P<quoted>\"(?:[^\"\\]|\\.)*\")\]")
+_PATH_STEP = re.compile(
+    r"\.(?P<name>[A-Za-z_][A-Za-z0-9_]*)|\[(?P<index>\d+)\]|\[(?P<quoted>\"(?:[^\"\\]|\\.)*\")\]"
+)
 
 
 def child_path(parent: str, key: JsonPathPart) -> str:
@@ -410,8 +412,9 @@ class Source:
         return bool(value.keys & self.holds)
 
 
+@lru_cache(maxsize=1024)
 def source_of_result(tool_call_id: str, tool_name: str, iteration: int | None, result: str) -> Source:
-    """A previous tool result, as the model read it.
+    """A previous tool result, as the model read it (cached: every later visit reads it again).
 
     Args:
         tool_call_id: The call.
@@ -428,6 +431,7 @@ def source_of_result(tool_call_id: str, tool_name: str, iteration: int | None, r
     )
 
 
+@lru_cache(maxsize=256)
 def source_of_user(message: str) -> Source:
     """A user message (always searched as text).
 

@@ -8,8 +8,8 @@ Extraction
     never takes characters an earlier one claimed, so the values found never overlap and come back
     sorted by position, each with its ``kind``, its ``text`` (exactly ``text[start:end]``) and span.
 
-    1. **quoted** strings: ``"…"``, ``“…”``, ``‘…’``, ```…```, and ``'…'`` when the quote marks are
-       not apostrophes (no word character outside them). One line, at most 200 characters. A quote
+    1. **quoted** strings: ``"…"``, ``“…”``, ``‘…’``, backticks, and ``'…'`` when the quote
+       marks are not apostrophes (no word character outside them). One line, at most 200 characters. A quote
        whose content is exactly one value of another kind (``"ORD-1234"``) is that value.
        Otherwise the quote is opaque: the values inside it are not listed separately.
     2. **uuids** (``id``), compared case-insensitively.
@@ -265,7 +265,8 @@ _AMOUNT_BEFORE = re.compile(
     r"(?:\s?(?P<mult>" + _MULT + r")(?!\w))?" + _AFTER
 )
 _AMOUNT_AFTER = re.compile(
-    r"(?<![\w.,$€£¥₹])(?P<sign>[" + _MINUS + r"](?=\d))?(?:(?P<eu>" + _EU_NUM + r")|(?P<num>" + _NUM + r"))"
+    r"(?<![\w.,$€£¥₹])(?P<sign>[" + _MINUS + r"](?=\d))?"
+    r"(?:(?P<eu>" + _EU_NUM + r")|(?P<num>" + _NUM + r"))"
     r"(?:\s?(?P<mult>" + _MULT + r"))?\s?(?P<cur>" + _SYM + r"|(?:" + _CODE + "|" + _WORD + r")(?!\w))"
 )
 _PERCENT = re.compile(

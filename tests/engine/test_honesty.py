@@ -11,6 +11,7 @@ from fpdebug.engine.honesty import (
     RESULT_VALUES_LIMIT,
     BatchTime,
     CallWindow,
+    Finding,
     RanCall,
     TurnClock,
     answer_fold_reads,
@@ -20,7 +21,8 @@ from fpdebug.engine.honesty import (
     results_at_loop_head,
     time_of_batch,
 )
-from fpdebug.trace.schema import ResultRow
+from fpdebug.trace.schema import EVENT_ADAPTER, ResultRow
+from tests.conftest import T0
 
 # ----------------------------------------------------------------------------------------------
 # batch_to_judge
@@ -193,3 +195,10 @@ def test_file_finding_writes_nothing_for_an_empty_visit() -> None:
     finding = file_finding("results", rows, turn=1, iteration=2)
     assert finding is not None
     assert (finding.layer, finding.turn, finding.iteration, finding.rows) == ("results", 1, 2, tuple(rows))
+
+
+def test_a_finding_round_trips_through_its_event() -> None:
+    finding = Finding("results", 2, 3, tuple(judge_results(2, [RanCall("c1", "t", '{"total": 1250.5}')])))
+    event = finding.to_event(seq=7, ts=T0, run_id="r1")
+    reloaded = EVENT_ADAPTER.validate_json(EVENT_ADAPTER.dump_json(event, exclude_none=True))
+    assert Finding.of_event(reloaded) == finding  # type: ignore[arg-type]

@@ -71,7 +71,8 @@ def test_each_stated_value_lists_the_rows_that_support_it_or_is_unsupported() ->
 
 
 def test_grounds_support_values_by_label_and_name() -> None:
-    grounds = Grounds(external_grounds=(ExternalGround(label="refund policy", value="Refunds within 30 days"),),
+    policy = ExternalGround(label="refund policy", value="Refunds within 30 days")
+    grounds = Grounds(external_grounds=(policy,),
                       declared_sources=(DeclaredSource(name="fees", content={"express": 35}),))
     row = assess_answer("Within 30 days, with a $35 fee.", state(), reads=TOOLS_ONLY, grounds=grounds)
     assert row is not None
@@ -102,8 +103,9 @@ def test_a_paused_calls_message_is_not_a_source() -> None:
 
 
 def test_result_rows_in_the_ledger_support_values_when_history_was_folded_away() -> None:
-    ledger = (Finding("results", 1, 2, (ResultRow(batch_iteration=1, tool_call_id="call_7", tool_name="lookup_order",
-                                                  values=["1250.00", "ORD-1234"]),)),)
+    result = ResultRow(batch_iteration=1, tool_call_id="call_7", tool_name="lookup_order",
+                       values=["1250.00", "ORD-1234"])
+    ledger = (Finding("results", 1, 2, (result,)),)
     row = assess_answer("Refunded $1,250.00", state(history=(), findingsLedger=ledger), reads=TOOLS_ONLY)
     assert row is not None and row.values[0].supported_by == ["tool:call_7"]
 
@@ -111,7 +113,8 @@ def test_result_rows_in_the_ledger_support_values_when_history_was_folded_away()
 def test_the_evidence_gates_verdict_wins() -> None:
     reads = answer_fold_reads(tools=True, evidence_gate=True, answer_validation=False, inputs=False,
                               tool_middleware=False)
-    row = assess_answer("Refunded $1,250.00 for ORD-1234", state(unsupportedValues=["$1,250.00"]), reads=reads)
+    flagged = state(unsupportedValues=["$1,250.00"])
+    row = assess_answer("Refunded $1,250.00 for ORD-1234", flagged, reads=reads)
     assert row is not None
     assert [(v.text, v.supported) for v in row.values] == [("$1,250.00", False), ("ORD-1234", True)]
 
@@ -131,8 +134,9 @@ VALIDATED = answer_fold_reads(tools=True, evidence_gate=False, answer_validation
 
 
 def test_an_answer_the_validation_report_withholds_is_never_assessed() -> None:
-    assert assess_answer("$5", state(answerValidation=AnswerValidation(withheld=True)), reads=VALIDATED) is None
-    assert assess_answer("$5", state(answerValidation=AnswerValidation(withheld=False)), reads=VALIDATED) is not None
+    withheld, kept = AnswerValidation(withheld=True), AnswerValidation(withheld=False)
+    assert assess_answer("$5", state(answerValidation=withheld), reads=VALIDATED) is None
+    assert assess_answer("$5", state(answerValidation=kept), reads=VALIDATED) is not None
 
 
 def test_a_validation_report_is_not_read_unless_validation_is_armed() -> None:
@@ -175,7 +179,8 @@ def test_a_rewrite_superseding_an_argument_row_of_this_turn_is_assumed() -> None
 def test_decisions_are_not_read_without_the_inputs_layer_and_middleware() -> None:
     ledger = (Finding("inputs", 1, 1, (argument("c1", "$.amount"),)),)
     decisions = (ArgumentRewrite("c1", "$.amount", 1250, 1000),)
-    row = assess_answer("Done.", state(findingsLedger=ledger, middlewareDecisions=decisions), reads=TOOLS_ONLY)
+    committed = state(findingsLedger=ledger, middlewareDecisions=decisions)
+    row = assess_answer("Done.", committed, reads=TOOLS_ONLY)
     assert row is not None and row.assumed == []
 
 
@@ -248,7 +253,8 @@ def test_standing_line_for_a_prose_answer_names_tools_in_the_apps_words() -> Non
                         reads=TOOLS_ONLY, standing_line=True, display_names={"lookup_order": "Order lookup"})
     assert row is not None
     assert row.standing_line == (
-        "2 of 3 values in this answer are backed by tool results (Order lookup); 1 ($35) appears in no source.")
+        "2 of 3 values in this answer are backed by tool results (Order lookup); "
+        "1 ($35) appears in no source.")
 
 
 def test_standing_line_names_each_kind_of_source_when_there_are_several() -> None:

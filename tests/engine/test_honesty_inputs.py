@@ -25,8 +25,10 @@ USER = "Please refund order ORD-1234, I paid $1,250.00 on May 1st, 2024. My emai
 ARMED = InputsConfig(
     argument_sources=True,
     grounds=Grounds(
-        external_grounds=(ExternalGround(label="account tier", value="gold"), ExternalGround(label="limit", value=5000)),
-        declared_sources=(DeclaredSource(name="catalog", content={"skus": [{"code": "SKU-777", "price": 19.99}]}),),
+        external_grounds=(ExternalGround(label="account tier", value="gold"),
+                          ExternalGround(label="limit", value=5000)),
+        declared_sources=(DeclaredSource(name="catalog",
+                                         content={"skus": [{"code": "SKU-777", "price": 19.99}]}),),
     ),
 )
 
@@ -37,7 +39,8 @@ def call(args: dict[str, object], *, name: str = "refund", id: str = "call_2") -
 
 def rows_of(args: dict[str, object], *, results: tuple[PriorResult, ...] = (LOOKUP,), user: str = USER,
             config: InputsConfig = ARMED, **kw: object) -> list[ArgumentRow | BasisRow]:
-    verdict = judge_inputs([call(args)], SourcesInReach(results, (user,)), config=config, **kw)  # type: ignore[arg-type]
+    reach = SourcesInReach(results, (user,))
+    verdict = judge_inputs([call(args)], reach, config=config, **kw)  # type: ignore[arg-type]
     return list(verdict.rows)
 
 
@@ -54,7 +57,8 @@ def test_value_from_a_previous_tool_result_names_call_tool_iteration_and_json_pa
     rows = rows_of({"lines": [{"sku": "SKU12345"}]})
     row = only(rows, "$.lines[0].sku")
     assert row == ArgumentRow(
-        tool_call_id="call_2", tool_name="refund", path="$.lines[0].sku", value="SKU12345", source="tool-result",
+        tool_call_id="call_2", tool_name="refund", path="$.lines[0].sku", value="SKU12345",
+        source="tool-result",
         source_tool_call_id="call_1", source_tool_name="lookup_order", source_iteration=1,
         source_path="$.order.items[0].sku",
     )
@@ -121,9 +125,11 @@ def test_bools_and_nulls_are_model_choices_unless_cited() -> None:
     rows = rows_of({"confirm": True, "note": None}, results=(result,))
     assert only(rows, "$.confirm").source == "nowhere"
     assert only(rows, "$.note").source == "nowhere"
-    cited = rows_of({"confirm": True, "_from": {"arg": "$.confirm", "source": "tool:call_1", "path": "$.in_stock"}},
+    basis = {"arg": "$.confirm", "source": "tool:call_1", "path": "$.in_stock"}
+    cited = rows_of({"confirm": True, "_from": basis},
                     results=(result,))
-    assert (only(cited, "$.confirm").source, only(cited, "$.confirm").source_path) == ("tool-result", "$.in_stock")
+    assert (only(cited, "$.confirm").source, only(cited, "$.confirm").source_path) == (
+        "tool-result", "$.in_stock")
 
 
 def test_rows_follow_the_argument_order_depth_first_and_skip_empty_containers() -> None:
@@ -150,7 +156,8 @@ def test_a_verified_citation_wins_over_the_search_order() -> None:
 
 
 def test_a_refused_reference_is_filtered_out_and_recorded() -> None:
-    rows = rows_of({"amount": 1250, "_from": [{"arg": "$.amount", "source": "tool:call_1", "path": "$.order.id"}]})
+    basis = [{"arg": "$.amount", "source": "tool:call_1", "path": "$.order.id"}]
+    rows = rows_of({"amount": 1250, "_from": basis})
     basis, row = rows
     assert basis == BasisRow(tool_call_id="call_2", tool_name="refund", from_entries=[], dropped_from=1)
     assert row.refused_reference == "tool:call_1 at $.order.id"
@@ -185,7 +192,8 @@ def test_an_entry_is_kept_only_if_its_source_holds_every_value_it_grounds() -> N
 
 
 def test_an_entry_grounds_everything_under_its_arg_path() -> None:
-    rows = rows_of({"line": {"sku": "SKU12345", "qty": 2}, "_from": [{"arg": "$.line", "source": "tool:call_1",
+    rows = rows_of({"line": {"sku": "SKU12345", "qty": 2},
+                    "_from": [{"arg": "$.line", "source": "tool:call_1",
                                                                      "path": "$.order.items[0]"}]})
     assert rows[0].from_entries == ["$.line <- tool:call_1 at $.order.items[0]"]  # type: ignore[union-attr]
     assert only(rows, "$.line.sku").source_path == "$.order.items[0].sku"
@@ -228,7 +236,8 @@ def test_without_argument_sources_from_is_an_ordinary_argument() -> None:
 
 def test_without_basis_rows_the_dropped_count_rides_the_first_argument_row() -> None:
     config = InputsConfig(argument_sources=True, basis_rows=False)
-    rows = rows_of({"amount": 1250, "email": "bob@example.com", "_from": [5, {"arg": "$.amount", "source": "user"}]},
+    basis = [5, {"arg": "$.amount", "source": "user"}]
+    rows = rows_of({"amount": 1250, "email": "bob@example.com", "_from": basis},
                    config=config)
     assert not any(isinstance(r, BasisRow) for r in rows)
     assert [r.dropped_from for r in rows] == [1, None]  # type: ignore[union-attr]
@@ -258,7 +267,8 @@ def test_a_hiding_tool_never_shows_its_values() -> None:
 
 
 def test_while_a_hiding_tool_is_in_reach_no_row_shows_a_model_written_value() -> None:
-    rows = rows_of({"order_id": "ORD-1234", "_from": [{"arg": "$.order_id", "source": "user", "quote": "ORD-1234"}]},
+    basis = [{"arg": "$.order_id", "source": "user", "quote": "ORD-1234"}]
+    rows = rows_of({"order_id": "ORD-1234", "_from": basis},
                    config=HIDING, tools_in_reach=["refund", "set_password"])
     basis, row = rows
     assert basis.from_entries == ["$.order_id <- user"]  # type: ignore[union-attr]
@@ -287,22 +297,27 @@ def test_rewrites_of_lists_changed_removed_and_added_paths() -> None:
 
 
 def test_a_rewritten_argument_says_the_call_ran_with_the_rewrite() -> None:
-    rewrites = [ArgumentRewrite("call_2", "$.amount", 1250, 1000), ArgumentRewrite("call_2", "$.note", "x", None,
+    rewrites = [ArgumentRewrite("call_2", "$.amount", 1250, 1000),
+                ArgumentRewrite("call_2", "$.note", "x", None,
                                                                                    removed=True)]
     rows = rows_of({"amount": 1250, "note": "x"}, rewrites=rewrites)
     amount, note = only(rows, "$.amount"), only(rows, "$.note")
-    assert (amount.value, amount.rewritten, amount.rewritten_to, amount.source) == (1250, True, 1000, "tool-result")
+    assert (amount.value, amount.rewritten, amount.rewritten_to, amount.source) == (
+        1250, True, 1000, "tool-result")
     assert (note.rewritten, note.rewritten_to) == (True, None)
 
 
 def test_a_hidden_rewrite_shows_that_it_happened_but_not_the_value() -> None:
     rows = rows_of({"order_id": "ORD-1234"}, config=HIDING, tools_in_reach=["set_password"],
                    rewrites=[ArgumentRewrite("call_2", "$.order_id", "ORD-1234", "ORD-1")])
-    assert (rows[0].rewritten, rows[0].rewritten_to, rows[0].value) == (True, None, None)  # type: ignore[union-attr]
+    first = rows[0]
+    assert isinstance(first, ArgumentRow)
+    assert (first.rewritten, first.rewritten_to, first.value) == (True, None, None)
 
 
 def test_when_tools_are_off_the_layer_asks_about_no_call() -> None:
-    verdict = judge_inputs([call({"amount": 1250})], SourcesInReach((LOOKUP,), (USER,)), config=ARMED, tools_off=True)
+    verdict = judge_inputs([call({"amount": 1250})], SourcesInReach((LOOKUP,), (USER,)), config=ARMED,
+                           tools_off=True)
     assert verdict.rows == ()
     assert verdict.dispatch == {}
 

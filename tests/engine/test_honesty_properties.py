@@ -31,7 +31,8 @@ HOLDER_LEAVES = HOLDER_WORDS | IDS | NUMBERS
 def json_of(leaves: st.SearchStrategy[Any], keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
     return st.recursive(
         leaves,
-        lambda children: st.lists(children, min_size=1, max_size=3) | st.dictionaries(keys, children, min_size=1,
+        lambda children: st.lists(children, min_size=1, max_size=3)
+        | st.dictionaries(keys, children, min_size=1,
                                                                                        max_size=3),
         max_leaves=8,
     ).filter(lambda data: isinstance(data, (dict, list)))
@@ -64,13 +65,16 @@ OTHER_TEXT = st.lists(OTHER_WORDS, max_size=6).map(" ".join)
     user=OTHER_TEXT,
     data=st.data(),
 )
-def test_a_value_copied_from_a_tool_result_is_traced_to_that_result(holder: Any, others: list[str], position: int,
+def test_a_value_copied_from_a_tool_result_is_traced_to_that_result(holder: Any, others: list[str],
+                                                                     position: int,
                                                                      user: str, data: st.DataObject) -> None:
     value = data.draw(st.sampled_from(scalars(holder)))
     results = [PriorResult(f"other_{i}", "search", text, iteration=i + 1) for i, text in enumerate(others)]
-    results.insert(min(position, len(results)), PriorResult("holder", "lookup", json.dumps(holder), iteration=9))
+    holding = PriorResult("holder", "lookup", json.dumps(holder), iteration=9)
+    results.insert(min(position, len(results)), holding)
     args = {"outer": [{"copied": value}]}
-    verdict = judge_inputs([ToolCallRecord(id="c", name="act", args=args)], SourcesInReach(tuple(results), (user,)))
+    reach = SourcesInReach(tuple(results), (user,))
+    verdict = judge_inputs([ToolCallRecord(id="c", name="act", args=args)], reach)
     (row,) = verdict.rows
     assert isinstance(row, ArgumentRow)
     assert (row.path, row.value) == ("$.outer[0].copied", value)
@@ -94,7 +98,8 @@ SOURCE_TEXT = st.lists(OTHER_WORDS | SOURCE_NUMBERS.map(str), max_size=8).map(" 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    results=st.lists(json_of(OTHER_WORDS | SOURCE_NUMBERS, OTHER_WORDS).map(json.dumps) | SOURCE_TEXT, max_size=4),
+    results=st.lists(json_of(OTHER_WORDS | SOURCE_NUMBERS, OTHER_WORDS).map(json.dumps) | SOURCE_TEXT,
+                     max_size=4),
     user=SOURCE_TEXT,
     absent=st.integers(min_value=10**9, max_value=10**12),
 )

@@ -43,12 +43,14 @@ ORDER = json.dumps({"order": {"id": "ORD-1234", "total": 1250.0}})
 class Run:
     """A hand-built event sequence with a dense seq."""
 
-    def __init__(self, *, honesty: HonestyArms | None, tools: list[ToolSchema] = TOOLS, run_id: str = "r1") -> None:
+    def __init__(self, *, honesty: HonestyArms | None, tools: list[ToolSchema] = TOOLS,
+                 run_id: str = "r1") -> None:
         self.run_id = run_id
         self.tools = tools
         self.events: list[TraceEvent] = []
         self.calls = 0
-        self.add(RunStartEvent, provider="scripted", model="m", max_iterations=6, tools=tools, honesty=honesty)
+        self.add(RunStartEvent, provider="scripted", model="m", max_iterations=6, tools=tools,
+                 honesty=honesty)
 
     def add(self, cls: type[Any], **fields: Any) -> Any:
         event = cls(seq=len(self.events) + 1, ts=T0, run_id=self.run_id, **fields)
@@ -61,7 +63,8 @@ class Run:
     def llm(self, turn: int, iteration: int, *, content: str = "", calls: list[ToolCallRecord] | None = None,
             tools: list[ToolSchema] | None = None) -> None:
         self.calls += 1
-        self.add(LlmCallEvent, turn=turn, iteration=iteration, call_index=self.calls, provider="scripted", model="m",
+        self.add(LlmCallEvent, turn=turn, iteration=iteration, call_index=self.calls, provider="scripted",
+                 model="m",
                  request=LlmRequest(tools=self.tools if tools is None else tools),
                  response=LlmResponse(content=content, tool_calls=calls or []),
                  route="tool-calls" if calls else "final")
@@ -71,8 +74,10 @@ class Run:
         self.add(ToolResultEvent, turn=turn, iteration=iteration, tool_call_id=call_id, tool_name=name,
                  args=args or {}, result=result, coverage=coverage)
 
-    def end_turn(self, turn: int, iteration: int, content: str, *, stopped: StoppedEarly | None = None) -> None:
-        self.add(TurnEndEvent, turn=turn, iteration=iteration, final_content=content, iteration_count=iteration,
+    def end_turn(self, turn: int, iteration: int, content: str, *,
+                 stopped: StoppedEarly | None = None) -> None:
+        self.add(TurnEndEvent, turn=turn, iteration=iteration, final_content=content,
+                 iteration_count=iteration,
                  stopped_early=stopped)
 
     def finding(self, finding: Finding) -> None:
@@ -90,7 +95,8 @@ def refund_run() -> Run:
     run.turn(1, "Please refund ORD-1234")
     run.llm(1, 1, calls=[ToolCallRecord(id="call_1", name="lookup_order", args={"order_id": "ORD-1234"})])
     run.tool(1, 1, "call_1", "lookup_order", ORDER, args={"order_id": "ORD-1234"}, coverage="one order")
-    run.llm(1, 2, calls=[ToolCallRecord(id="call_2", name="refund", args={"order_id": "ORD-1234", "amount": 1250})])
+    run.llm(1, 2, calls=[ToolCallRecord(id="call_2", name="refund",
+                                        args={"order_id": "ORD-1234", "amount": 1250})])
     run.tool(1, 2, "call_2", "refund", "Refunded.", args={"order_id": "ORD-1234", "amount": 1250})
     run.llm(1, 3, content="Refunded $1,250.00 for ORD-1234, plus a $50 credit.")
     run.end_turn(1, 3, "Refunded $1,250.00 for ORD-1234, plus a $50 credit.")
@@ -115,12 +121,15 @@ EXPECTED_REFUND = [
     )),
     Finding("results", 1, 3, (ResultRow(batch_iteration=2, tool_call_id="call_2", tool_name="refund"),)),
     Finding("answer", 1, 3, (AnswerAssessmentRow(
-        reads=["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly", "coverageDeclared",
+        reads=["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly",
+               "coverageDeclared",
                "argumentAsk"],
         values=[
-            StatedValue(text="$1,250.00", kind="amount", supported=True, supported_by=["tool:call_1"], start=9,
+            StatedValue(text="$1,250.00", kind="amount", supported=True, supported_by=["tool:call_1"],
+                        start=9,
                         end=18),
-            StatedValue(text="ORD-1234", kind="id", supported=True, supported_by=["tool:call_1", "user"], start=23,
+            StatedValue(text="ORD-1234", kind="id", supported=True, supported_by=["tool:call_1", "user"],
+                        start=23,
                         end=31),
             StatedValue(text="$50", kind="amount", supported=False, start=40, end=43),
         ],
@@ -147,7 +156,8 @@ def filed_where_the_loop_files(plain: list[TraceEvent], findings: list[Finding])
             pending.remove(finding)
 
     for event in plain[1:]:
-        if event.turn is not None and event.iteration is not None and (event.turn, event.iteration) not in seen:
+        head = (event.turn, event.iteration)
+        if event.turn is not None and event.iteration is not None and head not in seen:
             seen.add((event.turn, event.iteration))
             file("results", event.turn, event.iteration)
         if isinstance(event, TurnEndEvent):
@@ -205,7 +215,8 @@ def test_middleware_rewrites_and_hidden_tools_are_recomputed_from_the_ran_args()
     arms = HonestyArms(inputs=True, answer=True, tool_middleware=True, hidden_argument_tools=["set_pin"])
     run = Run(honesty=arms, tools=[*TOOLS, ToolSchema(name="set_pin")])
     run.turn(1, "Refund ORD-1234")
-    run.llm(1, 1, calls=[ToolCallRecord(id="c1", name="refund", args={"order_id": "ORD-1234", "amount": 1250})],
+    run.llm(1, 1, calls=[ToolCallRecord(id="c1", name="refund",
+                                        args={"order_id": "ORD-1234", "amount": 1250})],
             tools=TOOLS)
     run.tool(1, 1, "c1", "refund", "ok", args={"order_id": "ORD-1234", "amount": 1000})
     run.llm(1, 2, calls=[ToolCallRecord(id="c2", name="set_pin", args={"pin": "4321"})])
@@ -220,7 +231,8 @@ def test_middleware_rewrites_and_hidden_tools_are_recomputed_from_the_ran_args()
     assert inputs_2.rows == (arg("c2", "set_pin", "$.pin", None, source="nowhere", hidden=True),)
     (assessment,) = answer.rows
     assert isinstance(assessment, AnswerAssessmentRow)
-    assert assessment.assumed == [AssumedValue(tool_call_id="c1", path="$.amount", original=1250, rewritten_to=1000)]
+    assert assessment.assumed == [
+        AssumedValue(tool_call_id="c1", path="$.amount", original=1250, rewritten_to=1000)]
     assert "middlewareDecisions" in assessment.reads and "coverageDeclared" in assessment.reads
 
 
@@ -231,11 +243,12 @@ def test_the_answer_assessment_copies_stopped_early() -> None:
     run.llm(1, 1, calls=[ToolCallRecord(id="c1", name="x")])
     run.end_turn(1, 1, "", stopped=stopped)
     (answer,) = recompute_findings(run.events)
-    assert answer.rows == (AnswerAssessmentRow(reads=["history", "turnNumber", "pausedToolCallId", "findingsLedger",
-                                                      "stoppedEarly"], stopped_early=stopped),)
+    always = ["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly"]
+    assert answer.rows == (AnswerAssessmentRow(reads=always, stopped_early=stopped),)
 
 
-@pytest.mark.parametrize("honesty", [None, HonestyArms(), HonestyArms(argument_sources=True, tool_middleware=True)])
+@pytest.mark.parametrize(
+    "honesty", [None, HonestyArms(), HonestyArms(argument_sources=True, tool_middleware=True)])
 def test_a_run_that_arms_no_layer_has_no_findings(honesty: HonestyArms | None) -> None:
     run = refund_run()
     run.events[0] = run.events[0].model_copy(update={"honesty": honesty})
@@ -256,7 +269,8 @@ def test_tool_surface_counts_skill_tools_and_read_skill() -> None:
     plain = Run(honesty=None, tools=[]).events[0]
     assert not has_tool_surface(plain)
     assert has_tool_surface(plain.model_copy(update={"tools": TOOLS}))
-    skill = InjectionDecl(id="s", flavor="skill", trigger=TriggerDecl(kind="llm-activated"), slots=["system-prompt"])
+    skill = InjectionDecl(id="s", flavor="skill", trigger=TriggerDecl(kind="llm-activated"),
+                          slots=["system-prompt"])
     assert has_tool_surface(plain.model_copy(update={"injections": [skill]}))
     fact = InjectionDecl(id="f", flavor="fact", trigger=TriggerDecl(kind="always"), slots=["tools"],
                          tool_names=["calc"])
