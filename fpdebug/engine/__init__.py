@@ -78,8 +78,8 @@ from fpdebug.engine.skillmap import (
 from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult, ToolStatus
 
 __all__ = [
-    "ActiveInjection",
     "Activation",
+    "ActiveInjection",
     "Always",
     "CallJudgment",
     "CursorMove",

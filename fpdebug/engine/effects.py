@@ -117,7 +117,10 @@ def _check_effect(raw: Mapping[str, object]) -> Effect | MalformedEffect:
             return MalformedEffect(kind=kind, refusal_reason="propose-transition names no targetSkillId")
         if not _present(reason):
             return MalformedEffect(
-                kind=kind, refusal_reason="propose-transition carries no reason (a reason is mandatory for a transition)"
+                kind=kind,
+                refusal_reason=(
+                    "propose-transition carries no reason (a reason is mandatory for a transition)"
+                ),
             )
         return ProposeTransition(target, reason)  # type: ignore[arg-type]
     instruction_id, lease = raw.get("instructionId"), raw.get("deliveryLease")
@@ -126,8 +129,10 @@ def _check_effect(raw: Mapping[str, object]) -> Effect | MalformedEffect:
     if not isinstance(lease, str) or lease not in DELIVERY_LEASES:
         return MalformedEffect(
             kind=kind,
-            refusal_reason=f"require-instruction has deliveryLease '{lease}', which is not a lease this library has "
-            "(use 'next-call' or 'until-skill-exit')",
+            refusal_reason=(
+                f"require-instruction has deliveryLease '{lease}', which is not a lease this library "
+                "has (use 'next-call' or 'until-skill-exit')"
+            ),
         )
     return RequireInstruction(instruction_id, lease)  # type: ignore[arg-type]
 
@@ -188,7 +193,7 @@ def near_miss_warning(value: object) -> str | None:
     ):
         return (
             "this tool result has 'content' and 'status' but no 'effects', so it is treated as plain "
-            "data; add \"effects\": [] to make it an envelope"
+            'data; add "effects": [] to make it an envelope'
         )
     return None
 
@@ -200,7 +205,9 @@ def text_of(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def envelope(content: object, *effects: Mapping[str, object], status: ToolStatus | None = None) -> dict[str, object]:
+def envelope(
+    content: object, *effects: Mapping[str, object], status: ToolStatus | None = None
+) -> dict[str, object]:
     """Build an envelope dict for a tool to return."""
     out: dict[str, object] = {"content": content, "effects": [dict(e) for e in effects]}
     if status is not None:
@@ -288,20 +295,31 @@ def refusal_suffix(reason: str) -> str:
 
 
 def _judge_proposal(
-    effect: ProposeTransition, scope: EffectScope, state: EffectState, tool_name: str, tool_call_id: str | None
+    effect: ProposeTransition,
+    scope: EffectScope,
+    state: EffectState,
+    tool_name: str,
+    tool_call_id: str | None,
 ) -> tuple[EffectJudgment, EffectState, tuple[str, Activation] | None]:
     target = effect.target_skill_id
 
     def judged(outcome: str, **extra: object) -> EffectJudgment:
-        return EffectJudgment(kind="propose-transition", outcome=outcome, target_skill_id=target,  # type: ignore[arg-type]
-                              reason=effect.reason, **extra)  # type: ignore[arg-type]
+        return EffectJudgment(
+            kind="propose-transition",
+            outcome=outcome,
+            target_skill_id=target,  # type: ignore[arg-type]
+            reason=effect.reason,
+            **extra,
+        )  # type: ignore[arg-type]
 
     if scope.skill_map is None:
         reason = "propose-transition needs a mounted skill graph, and this agent has none"
         return judged("refused", refusal_reason=reason), state, None
     allowed = scope.skill_map.allowed_skill_ids(scope.current_skill_id)
     if target not in allowed:
-        where = f"'{scope.current_skill_id}'" if scope.current_skill_id is not None else "the start (no cursor)"
+        where = (
+            f"'{scope.current_skill_id}'" if scope.current_skill_id is not None else "the start (no cursor)"
+        )
         reason = f"'{target}' is not reachable from {where}; reachable: {', '.join(allowed) or '(none)'}"
         return judged("refused", refusal_reason=reason), state, None
     first = state.batch_proposal
@@ -320,22 +338,38 @@ def _judge_proposal(
     if target not in activated:
         activated = (*activated, target)
         activation = (target, Activation(tool_name, scope.iteration, tool_call_id))
-    new_state = replace(state, pending_tool_transition=pending, batch_proposal=pending, activated_injection_ids=activated)
+    new_state = replace(
+        state, pending_tool_transition=pending, batch_proposal=pending, activated_injection_ids=activated
+    )
     return judged("accepted"), new_state, activation
 
 
 def _judge_instruction(
-    effect: RequireInstruction, scope: EffectScope, state: EffectState, tool_name: str, tool_call_id: str | None
+    effect: RequireInstruction,
+    scope: EffectScope,
+    state: EffectState,
+    tool_name: str,
+    tool_call_id: str | None,
 ) -> tuple[EffectJudgment, EffectState, InstructionLease | None, LeasePrune | None]:
     iid = effect.instruction_id
 
     def judged(outcome: str, **extra: object) -> EffectJudgment:
-        return EffectJudgment(kind="require-instruction", outcome=outcome, instruction_id=iid,  # type: ignore[arg-type]
-                              delivery_lease=effect.delivery_lease, **extra)  # type: ignore[arg-type]
+        return EffectJudgment(
+            kind="require-instruction",
+            outcome=outcome,
+            instruction_id=iid,  # type: ignore[arg-type]
+            delivery_lease=effect.delivery_lease,
+            **extra,
+        )  # type: ignore[arg-type]
 
     target = scope.lease_targets.get(iid)
     if target is None:
-        return judged("refused", refusal_reason=f"'{iid}': no registered injection carries that id"), state, None, None
+        return (
+            judged("refused", refusal_reason=f"'{iid}': no registered injection carries that id"),
+            state,
+            None,
+            None,
+        )
     if target.flavor == "skill" and target.surface_mode == "tool-only":
         reason = (
             f"'{iid}' is a skill with surfaceMode 'tool-only'; its body never rides the system prompt, "
@@ -343,8 +377,9 @@ def _judge_instruction(
         )
         return judged("refused", refusal_reason=reason), state, None, None
     tenant = tenant_of(scope.current_skill_id, state.activated_injection_ids)
-    lease = InstructionLease(iid, effect.delivery_lease, tool_name, scope.iteration, skill_id=tenant,
-                             tool_call_id=tool_call_id)
+    lease = InstructionLease(
+        iid, effect.delivery_lease, tool_name, scope.iteration, skill_id=tenant, tool_call_id=tool_call_id
+    )
     existing = state.instruction_leases or ()
     survivors = prune_leases(existing, scope.iteration, tenant)
     removed = pruned_leases(existing, scope.iteration, tenant)
@@ -405,7 +440,9 @@ def proposal_conflict(state: EffectState, *, from_skill_id: str | None) -> Route
     first = state.batch_proposal
     if first is None or not state.superseded:
         return None
-    winner = ConflictParty(tool_call_id=first.tool_call_id, tool_name=first.tool_name, target=first.target_skill_id)
+    winner = ConflictParty(
+        tool_call_id=first.tool_call_id, tool_name=first.tool_name, target=first.target_skill_id
+    )
     return RouteConflictReport(
         from_skill_id=from_skill_id,
         conflict=RouteConflict(winner=winner, losers=list(state.superseded)),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from fpdebug.engine.types import EvidenceStrength, ToolResult, require_id
 from fpdebug.errors import DefinitionError
+from fpdebug.trace.schema import EngagementChange as EngagementChangeRecord
 from fpdebug.trace.schema import (
     EngagementPassFacts,
     EvidenceItem,
@@ -23,7 +24,6 @@ from fpdebug.trace.schema import (
     MapsPlanDecl,
     MountedMapDecl,
 )
-from fpdebug.trace.schema import EngagementChange as EngagementChangeRecord
 from fpdebug.trace.schema import MapEngagementRecord as MapEngagementRecordModel
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ EvidenceKind: TypeAlias = Literal["owned-tool-called", "cursor-moved", "explicit
 
 
 def strength_of_move(by: str) -> EvidenceStrength:
-    """Classify a cursor-move clause: ``stay``/``none`` are ``assumed``; an unknown clause is ``structural``."""
+    """Classify a cursor-move clause: ``stay`` / ``none`` are ``assumed``; unknown is ``structural``."""
     return _MOVE_STRENGTH.get(by, "structural")
 
 
@@ -120,7 +120,9 @@ class MountedMap:
     def declaration(self) -> MountedMapDecl:
         """The trace's :class:`~fpdebug.trace.schema.MountedMapDecl`."""
         return MountedMapDecl(
-            id=self.id, member_ids=list(self.member_ids), tool_names=list(self.tool_names),
+            id=self.id,
+            member_ids=list(self.member_ids),
+            tool_names=list(self.tool_names),
             non_parkable=self.non_parkable,
         )
 
@@ -167,7 +169,9 @@ def skill_map_plan(
             grace; a graph with no node ids; a graph that cannot explain its cursor moves.
     """
     if graph is None:
-        raise DefinitionError("maps(): nothing is mounted that the kernel could manage (mount a skill map first)")
+        raise DefinitionError(
+            "maps(): nothing is mounted that the kernel could manage (mount a skill map first)"
+        )
     if isinstance(renewal_grace, bool) or not isinstance(renewal_grace, int) or renewal_grace < 1:
         raise DefinitionError(f"renewalGrace must be an integer >= 1, got {renewal_grace!r}")
     node_ids = tuple(getattr(graph, "node_ids", ()) or ())
@@ -250,9 +254,18 @@ class MapEngagementRecord:
     def record(self) -> MapEngagementRecordModel:
         """The trace's :class:`~fpdebug.trace.schema.MapEngagementRecord`."""
         return MapEngagementRecordModel(
-            map_id=self.map_id, standing=self.standing, by=self.by, since=self.since,
-            founded_by=self.founded_by, founded_at=self.founded_at, founded_on=self.founded_on,
-            at=self.at, at_by=self.at_by, at_since=self.at_since, idle=self.idle, witness=self.witness,
+            map_id=self.map_id,
+            standing=self.standing,
+            by=self.by,
+            since=self.since,
+            founded_by=self.founded_by,
+            founded_at=self.founded_at,
+            founded_on=self.founded_on,
+            at=self.at,
+            at_by=self.at_by,
+            at_since=self.at_since,
+            idle=self.idle,
+            witness=self.witness,
         )
 
 
@@ -286,9 +299,17 @@ class EngagementChange:
     def record(self) -> EngagementChangeRecord:
         """The trace's :class:`~fpdebug.trace.schema.EngagementChange`."""
         return EngagementChangeRecord(
-            kind=self.kind, map_id=self.map_id, iteration=self.iteration, by=self.by, witness=self.witness,
-            reengaged=self.reengaged, upgraded=self.upgraded, tenant_changed=self.tenant_changed, at=self.at,
-            founded_by=self.founded_by, idle_calls=self.idle_calls,
+            kind=self.kind,
+            map_id=self.map_id,
+            iteration=self.iteration,
+            by=self.by,
+            witness=self.witness,
+            reengaged=self.reengaged,
+            upgraded=self.upgraded,
+            tenant_changed=self.tenant_changed,
+            at=self.at,
+            founded_by=self.founded_by,
+            idle_calls=self.idle_calls,
         )
 
 
@@ -312,12 +333,15 @@ class RenewalEvidence:
     def record(self) -> EvidenceItem:
         """The trace's :class:`~fpdebug.trace.schema.EvidenceItem`, strength included."""
         return EvidenceItem(
-            kind=self.kind, tool_name=self.tool_name, by=self.by, skill_id=self.skill_id,
+            kind=self.kind,
+            tool_name=self.tool_name,
+            by=self.by,
+            skill_id=self.skill_id,
             strength=strength_of_evidence(self),
         )
 
 
-def renewal_evidence_of(map: MountedMap, pass_: EngagementPass) -> tuple[RenewalEvidence, ...]:  # noqa: A002
+def renewal_evidence_of(map: MountedMap, pass_: EngagementPass) -> tuple[RenewalEvidence, ...]:
     """All renewal evidence one map earned on a pass, from that pass's facts only.
 
     Order: owned tools called (one per call), a real move into a member, the pending pick, the
@@ -325,12 +349,20 @@ def renewal_evidence_of(map: MountedMap, pass_: EngagementPass) -> tuple[Renewal
     """
     members = set(map.member_ids)
     tools = set(map.tool_names)
-    out = [RenewalEvidence("owned-tool-called", tool_name=r.tool_name) for r in pass_.tool_results if r.tool_name in tools]
+    out = [
+        RenewalEvidence("owned-tool-called", tool_name=r.tool_name)
+        for r in pass_.tool_results
+        if r.tool_name in tools
+    ]
     if pass_.move_by is not None and pass_.move_by not in ("stay", "none") and pass_.current_node in members:
         out.append(RenewalEvidence("cursor-moved", by=pass_.move_by))
     if pass_.pending_skill_pick is not None and pass_.pending_skill_pick in members:
         out.append(RenewalEvidence("explicit-pick", skill_id=pass_.pending_skill_pick))
-    out.extend(RenewalEvidence("member-activated", skill_id=sid) for sid in pass_.accepted_skill_picks if sid in members)
+    out.extend(
+        RenewalEvidence("member-activated", skill_id=sid)
+        for sid in pass_.accepted_skill_picks
+        if sid in members
+    )
     return tuple(out)
 
 
@@ -357,7 +389,11 @@ def map_evidence(plan: EngagementPlan, pass_: EngagementPass) -> tuple[MapEviden
     out: list[MapEvidence] = []
     for mounted in plan.maps:
         evidence = renewal_evidence_of(mounted, pass_)
-        out.append(MapEvidence(map_id=mounted.id, items=[e.record() for e in evidence], strongest=strongest_of(evidence)))
+        out.append(
+            MapEvidence(
+                map_id=mounted.id, items=[e.record() for e in evidence], strongest=strongest_of(evidence)
+            )
+        )
     return tuple(out)
 
 
@@ -405,30 +441,56 @@ def _advance_one(
         move_strength: EvidenceStrength = strength_of_move(pass_.move_by) if pass_.move_by else "assumed"
         by = s or move_strength
         record = MapEngagementRecord(
-            map_id=mounted.id, standing="engaged", by=by, since=it, founded_by=by, founded_at=it,
-            founded_on=node if in_map else None, at=node if in_map else None,
-            at_by=move_strength if in_map else None, at_since=it if in_map else None,
-            idle=0, witness=pass_.witness,
+            map_id=mounted.id,
+            standing="engaged",
+            by=by,
+            since=it,
+            founded_by=by,
+            founded_at=it,
+            founded_on=node if in_map else None,
+            at=node if in_map else None,
+            at_by=move_strength if in_map else None,
+            at_since=it if in_map else None,
+            idle=0,
+            witness=pass_.witness,
         )
-        return record, EngagementChange(kind="engaged", map_id=mounted.id, iteration=it, by=by, witness=pass_.witness)
+        return record, EngagementChange(
+            kind="engaged", map_id=mounted.id, iteration=it, by=by, witness=pass_.witness
+        )
 
     if prior.standing == "parked":  # LAW 5: only explicit or structural evidence recovers
         if s in ("explicit", "structural"):
             at, at_by, at_since = _position(mounted, prior, pass_)
             record = replace(
-                prior, standing="engaged", by=s, since=it, idle=0, witness=pass_.witness,
-                at=at, at_by=at_by, at_since=at_since,
+                prior,
+                standing="engaged",
+                by=s,
+                since=it,
+                idle=0,
+                witness=pass_.witness,
+                at=at,
+                at_by=at_by,
+                at_since=at_since,
             )
-            change = EngagementChange(kind="engaged", map_id=mounted.id, iteration=it, by=s, reengaged=True,
-                                      witness=pass_.witness)
+            change = EngagementChange(
+                kind="engaged", map_id=mounted.id, iteration=it, by=s, reengaged=True, witness=pass_.witness
+            )
             return record, change
         return prior, None
 
     at, at_by, at_since = _position(mounted, prior, pass_)
     if at is not None and at != prior.at:  # a new tenant re-derives eligibility
         by = stronger_of(at_by or "assumed", s or "assumed")
-        change = EngagementChange(kind="engaged", map_id=mounted.id, iteration=it, by=by, tenant_changed=True, at=at,
-                                  founded_by=prior.founded_by, witness=pass_.witness)
+        change = EngagementChange(
+            kind="engaged",
+            map_id=mounted.id,
+            iteration=it,
+            by=by,
+            tenant_changed=True,
+            at=at,
+            founded_by=prior.founded_by,
+            witness=pass_.witness,
+        )
         return replace(prior, at=at, at_by=at_by, at_since=at_since, by=by, idle=0), change
 
     if s is not None:  # LAW 2: renew, maybe upgrade
@@ -437,8 +499,15 @@ def _advance_one(
             if prior.idle == 0:
                 return prior, None
             return replace(prior, at=at, at_by=at_by, at_since=at_since, idle=0), None
-        change = EngagementChange(kind="engaged", map_id=mounted.id, iteration=it, by=by, upgraded=True,
-                                  founded_by=prior.founded_by, witness=prior.witness)
+        change = EngagementChange(
+            kind="engaged",
+            map_id=mounted.id,
+            iteration=it,
+            by=by,
+            upgraded=True,
+            founded_by=prior.founded_by,
+            witness=prior.witness,
+        )
         return replace(prior, at=at, at_by=at_by, at_since=at_since, by=by, idle=0), change
 
     # LAW 3: the idle test. "None of its tools was called" is implicit: that would be evidence.
@@ -447,8 +516,14 @@ def _advance_one(
         return prior, None  # not served, or a pass on which no tool ran
     idle = prior.idle + 1
     if is_tentative(prior.by) and idle >= grace and not mounted.non_parkable:  # LAW 4
-        change = EngagementChange(kind="parked", map_id=mounted.id, iteration=it, by=prior.by, idle_calls=idle,
-                                  witness=prior.witness)
+        change = EngagementChange(
+            kind="parked",
+            map_id=mounted.id,
+            iteration=it,
+            by=prior.by,
+            idle_calls=idle,
+            witness=prior.witness,
+        )
         return replace(prior, standing="parked", since=it, idle=idle), change
     return replace(prior, idle=idle), None
 
@@ -516,7 +591,9 @@ def park_card(plan: EngagementPlan, engagement: Sequence[MapEngagementRecord] | 
     return "\n".join([PARK_CARD_HEADER, *lines])
 
 
-def parked_member_ids(plan: EngagementPlan, engagement: Sequence[MapEngagementRecord] | None) -> frozenset[str]:
+def parked_member_ids(
+    plan: EngagementPlan, engagement: Sequence[MapEngagementRecord] | None
+) -> frozenset[str]:
     """The member ids of every parked map (the read_skill gate's re-engagement set)."""
     parked = {record.map_id for record in engagement or () if record.standing == "parked"}
     return frozenset(sid for mounted in plan.maps if mounted.id in parked for sid in mounted.member_ids)

@@ -306,7 +306,7 @@ class PassResult:
         }
 
     def lease_prune_fields(self) -> dict[str, object] | None:
-        """The fields of the ``lease_prune`` event (site ``evaluate``), or ``None`` when nothing was pruned."""
+        """The fields of the ``lease_prune`` event (site ``evaluate``); ``None`` when nothing was pruned."""
         return self.lease_prune.fields() if self.lease_prune is not None else None
 
     def engagement_fields(self) -> dict[str, object] | None:
@@ -336,7 +336,9 @@ def slot_routing(active: Sequence[ActiveInjection]) -> SlotRouting:
     messages: list[SlotEntry] = []
     tools: list[SlotEntry] = []
     for row in active:
-        entry = SlotEntry(id=row.id, source=row.flavor, reason=row.description or f"{row.flavor} '{row.id}' active")
+        entry = SlotEntry(
+            id=row.id, source=row.flavor, reason=row.description or f"{row.flavor} '{row.id}' active"
+        )
         if row.lands_in_system_prompt:
             system_prompt.append(entry)
         if row.messages:
@@ -384,8 +386,13 @@ def _reason(
                 (lease,), iteration, lease_tenant
             ):
                 return ActiveReason(
-                    id=injection.id, via="lease", tool_name=lease.tool_name, tool_call_id=lease.tool_call_id,
-                    at_iteration=lease.iteration, delivery_lease=lease.delivery_lease, tenant=lease.skill_id,
+                    id=injection.id,
+                    via="lease",
+                    tool_name=lease.tool_name,
+                    tool_call_id=lease.tool_call_id,
+                    at_iteration=lease.iteration,
+                    delivery_lease=lease.delivery_lease,
+                    tenant=lease.skill_id,
                 )
     trigger: object = injection.trigger
     match trigger:
@@ -399,15 +406,21 @@ def _reason(
             for result in tool_results_of(ctx):
                 if tool_name_matches(spec, result.tool_name):
                     return ActiveReason(
-                        id=injection.id, via="on-tool-return", tool_name=result.tool_name,
-                        tool_call_id=result.tool_call_id, at_iteration=inputs.batch_iteration,
+                        id=injection.id,
+                        via="on-tool-return",
+                        tool_name=result.tool_name,
+                        tool_call_id=result.tool_call_id,
+                        at_iteration=inputs.batch_iteration,
                     )
         case LlmActivated(via_tool_name=via):
             activation = (inputs.activation_provenance or {}).get(injection.id)
             if activation is not None:
                 return ActiveReason(
-                    id=injection.id, via="llm-activated", tool_name=activation.tool_name,
-                    tool_call_id=activation.tool_call_id, at_iteration=activation.iteration,
+                    id=injection.id,
+                    via="llm-activated",
+                    tool_name=activation.tool_name,
+                    tool_call_id=activation.tool_call_id,
+                    at_iteration=activation.iteration,
                 )
             return ActiveReason(id=injection.id, via="llm-activated", tool_name=via)
     # Unreachable for an admitted injection; kept total so provenance never raises.
@@ -463,7 +476,11 @@ def evaluate_pass(setup: PassSetup, inputs: PassInputs) -> PassResult:
     next_step_pointer: tuple[StepPointer, ...] | None = None
     plans = setup.step_plans
     if plans:
-        step_tenant = cursor if routes else (inputs.activated_injection_ids[-1] if inputs.activated_injection_ids else None)
+        step_tenant = (
+            cursor
+            if routes
+            else (inputs.activated_injection_ids[-1] if inputs.activated_injection_ids else None)
+        )
         next_step_pointer = rekey_step_pointer(inputs.step_pointer, step_tenant, plans)
         ctx = replace(ctx, step_pointer=next_step_pointer)
 
@@ -524,15 +541,21 @@ def evaluate_pass(setup: PassSetup, inputs: PassInputs) -> PassResult:
     if pick is not None and pick not in evaluation.active_ids:
         reroutes.append(RerouteSuperseded(pick, cursor, inputs.current_skill_id))
     if proposal is not None and proposal.target_skill_id != cursor:
-        reroutes.append(RerouteSuperseded(proposal.target_skill_id, cursor, inputs.current_skill_id, "tool-proposal"))
+        reroutes.append(
+            RerouteSuperseded(proposal.target_skill_id, cursor, inputs.current_skill_id, "tool-proposal")
+        )
 
     # 11. Project the active set; the park card row goes last.
     rows = [project(injection, ctx) for injection in evaluation.active]
     reasons = [_reason(inj, evaluation, ctx, inputs, iteration, lease_tenant) for inj in evaluation.active]
     if engagement is not None and engagement.park_card is not None:
         rows.append(
-            ActiveInjection(id=PARK_CARD_ID, flavor="steering", description=PARK_CARD_DESCRIPTION,
-                            system_prompt=engagement.park_card)
+            ActiveInjection(
+                id=PARK_CARD_ID,
+                flavor="steering",
+                description=PARK_CARD_DESCRIPTION,
+                system_prompt=engagement.park_card,
+            )
         )
         reasons.append(ActiveReason(id=PARK_CARD_ID, via="park-card"))
 

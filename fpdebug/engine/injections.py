@@ -511,16 +511,16 @@ def define_steering(id: str, *, prompt: str, description: str | None = None) -> 
     Returns:
         The frozen injection.
     """
-    return define_injection(id, trigger=Always(), flavor="steering", system_prompt=prompt, description=description)
+    return define_injection(
+        id, trigger=Always(), flavor="steering", system_prompt=prompt, description=description
+    )
 
 
 def _rule_or_always(active_when: Callable[[InjectionContext], object] | None) -> Trigger:
     return Always() if active_when is None else Rule(active_when)
 
 
-def _slot_content(
-    id: str, text: str, slot: str, role: str | None
-) -> tuple[str | None, tuple[Message, ...]]:
+def _slot_content(id: str, text: str, slot: str, role: str | None) -> tuple[str | None, tuple[Message, ...]]:
     if slot == "system-prompt":
         if role is not None:
             raise DefinitionError(f"injection {id!r}: role applies only to slot='messages'")
@@ -528,7 +528,8 @@ def _slot_content(
     if slot == "messages":
         if role not in _ROLES:
             raise DefinitionError(
-                f"injection {id!r}: slot='messages' needs a role (system, user, assistant or tool), got {role!r}"
+                f"injection {id!r}: slot='messages' needs a role "
+                f"(system, user, assistant or tool), got {role!r}"
             )
         return None, (Message(role=role, content=text),)  # type: ignore[arg-type]
     raise DefinitionError(f"injection {id!r}: slot must be 'system-prompt' or 'messages', got {slot!r}")
@@ -570,7 +571,9 @@ def define_instruction(
     if prompt_template is not None:
         _check_template(prompt_template)
         if slot != "system-prompt":
-            raise DefinitionError(f"instruction {id!r}: a prompt_template renders only in the system-prompt slot")
+            raise DefinitionError(
+                f"instruction {id!r}: a prompt_template renders only in the system-prompt slot"
+            )
     system_prompt, messages = _slot_content(id, text, slot, role)
     injection = define_injection(
         id,

@@ -207,9 +207,7 @@ def pruned_leases(
         ``until-skill-exit``.
     """
     return tuple(
-        PrunedInstructionLease(
-            lease, "spent" if lease.delivery_lease == "next-call" else "tenure-ended"
-        )
+        PrunedInstructionLease(lease, "spent" if lease.delivery_lease == "next-call" else "tenure-ended")
         for lease in leases or ()
         if not _survives(lease, iteration, current_tenant)
     )

@@ -72,7 +72,15 @@ __all__ = [
 ]
 
 MOVE_CAUSES: tuple[str, ...] = (
-    "entry", "route", "model-pick", "tool-proposal", "intent", "continuity", "decider", "stay", "none",
+    "entry",
+    "route",
+    "model-pick",
+    "tool-proposal",
+    "intent",
+    "continuity",
+    "decider",
+    "stay",
+    "none",
 )
 """The ``by`` vocabulary of a cursor move (DOMAIN §5.1)."""
 
@@ -144,10 +152,14 @@ class Guard:
     def __post_init__(self) -> None:
         require_id(self.field, "guard field")
         if self.op not in _GUARD_OPS:
-            raise DefinitionError(f"guard on {self.field!r}: {self.op!r} is not one of {', '.join(sorted(_GUARD_OPS))}")
+            raise DefinitionError(
+                f"guard on {self.field!r}: {self.op!r} is not one of {', '.join(sorted(_GUARD_OPS))}"
+            )
         if self.op in ("in", "not_in"):
             if not isinstance(self.value, list | tuple | set | frozenset):
-                raise DefinitionError(f"guard {self.field} {self.op}: needs a list of values, got {self.value!r}")
+                raise DefinitionError(
+                    f"guard {self.field} {self.op}: needs a list of values, got {self.value!r}"
+                )
             object.__setattr__(self, "value", tuple(self.value))
             if self.op == "in" and not self.value:
                 raise DefinitionError(f"guard {self.field} in []: can never pass")
@@ -199,7 +211,9 @@ class Guard:
         return GuardDecl(field=self.field, op=self.op, value=value)
 
 
-def _guards(guard: Mapping[str, Mapping[str, object]] | Sequence[Guard] | None, where: str) -> tuple[Guard, ...]:
+def _guards(
+    guard: Mapping[str, Mapping[str, object]] | Sequence[Guard] | None, where: str
+) -> tuple[Guard, ...]:
     if guard is None:
         return ()
     if isinstance(guard, Mapping):
@@ -238,7 +252,9 @@ def _satisfiable(conditions: list[Guard]) -> bool:
             pool = g.value  # type: ignore[assignment]
         else:
             continue
-        candidates = list(pool) if candidates is None else [c for c in candidates if any(_same(c, x) for x in pool)]
+        candidates = (
+            list(pool) if candidates is None else [c for c in candidates if any(_same(c, x) for x in pool)]
+        )
     if candidates is not None:
         return any(all(g.holds_for(c) for g in conditions) for c in candidates)
     bounds = [g for g in conditions if g.op in _BOUND_OPS]
@@ -364,9 +380,10 @@ class Route:
         """
         if not self.deterministic:
             return "no"
-        if self.on_tool_status is not None:
-            if result.status is None or result.status not in self.on_tool_status:
-                return "no"
+        if self.on_tool_status is not None and (
+            result.status is None or result.status not in self.on_tool_status
+        ):
+            return "no"
         if self.on_tool_return is not None and not tool_name_matches(self.on_tool_return, result.tool_name):
             return "no"
         if self.when is not None:
@@ -514,7 +531,9 @@ def gate_skill_pick(
     is_hop = requested_id in hops
 
     def verdict(outcome: Literal["hop", "open", "re-engagement", "rejected"]) -> SkillPick:
-        return SkillPick(requested_id, outcome, is_hop and outcome != "rejected", allowed, current_skill_id, posture)
+        return SkillPick(
+            requested_id, outcome, is_hop and outcome != "rejected", allowed, current_skill_id, posture
+        )
 
     if requested_id in parked_member_ids:
         return verdict("re-engagement")
@@ -651,9 +670,13 @@ class SkillMap:
         if any(not entry.conditional for entry in own):
             return replace(node, trigger=Always())
         if own:
-            return replace(node, trigger=Rule(self._entry_rule(node.id, own), description="entry", graph_node=True))
+            return replace(
+                node, trigger=Rule(self._entry_rule(node.id, own), description="entry", graph_node=True)
+            )
         if any(route.to_skill == node.id and route.deterministic for route in self._routes):
-            return replace(node, trigger=Rule(self._cursor_rule(node.id), description="cursor", graph_node=True))
+            return replace(
+                node, trigger=Rule(self._cursor_rule(node.id), description="cursor", graph_node=True)
+            )
         return node  # model-edge-only nodes keep their llm-activated trigger
 
     def _entry_rule(self, node_id: str, entries: Sequence[Entry]) -> Callable[[InjectionContext], bool]:
@@ -770,7 +793,9 @@ class SkillMap:
             return None
 
         def party(pair: tuple[ToolResult, Route]) -> ConflictParty:
-            return ConflictParty(tool_call_id=pair[0].tool_call_id, tool_name=pair[0].tool_name, target=pair[1].to_skill)
+            return ConflictParty(
+                tool_call_id=pair[0].tool_call_id, tool_name=pair[0].tool_name, target=pair[1].to_skill
+            )
 
         shut = tuple(
             f"{edge.from_skill}→{edge.to_skill}: {edge.describe_guard()}"
@@ -781,7 +806,9 @@ class SkillMap:
             by="route",
             to_skill=winner[1].to_skill,
             from_skill=cur,
-            conflict=RouteConflict(winner=party(winner), losers=[party(p) for p in losers]) if losers else None,
+            conflict=RouteConflict(winner=party(winner), losers=[party(p) for p in losers])
+            if losers
+            else None,
             guard=winner[1].describe_guard(),
             guards_closed=shut or None,
         )
@@ -900,14 +927,18 @@ class SkillMapBuilder:
             except re.error as exc:
                 raise DefinitionError(f"entry {skill_id!r}: bad regex {regex!r}: {exc}") from exc
             if pattern.search("") is not None:
-                raise DefinitionError(f"entry {skill_id!r}: regex {pattern.pattern!r} matches the empty string")
+                raise DefinitionError(
+                    f"entry {skill_id!r}: regex {pattern.pattern!r} matches the empty string"
+                )
         words: tuple[str, ...] | None = None
         if keywords is not None:
             if isinstance(keywords, str):
                 raise DefinitionError(f"entry {skill_id!r}: keywords must be a list of words, not one string")
             words = tuple(keywords)
             if not words or any(not isinstance(w, str) or not w.strip() for w in words):
-                raise DefinitionError(f"entry {skill_id!r}: keywords must be a non-empty list of non-empty words")
+                raise DefinitionError(
+                    f"entry {skill_id!r}: keywords must be a non-empty list of non-empty words"
+                )
         if when is not None and not callable(when):
             raise DefinitionError(f"entry {skill_id!r}: when must be callable")
         self._entries.append(Entry(skill_id, when, words, pattern, label))
@@ -964,7 +995,9 @@ class SkillMapBuilder:
     def open_skill(self, injection: Injection) -> SkillMapBuilder:
         """Add a skill reachable by ``read_skill`` from anywhere, which never moves the cursor."""
         if not isinstance(injection, Injection) or not isinstance(injection.trigger, LlmActivated):
-            raise DefinitionError(f"an open skill must be an llm-activated injection (define_skill), got {injection!r}")
+            raise DefinitionError(
+                f"an open skill must be an llm-activated injection (define_skill), got {injection!r}"
+            )
         self._open.append(injection)
         return self
 
@@ -988,5 +1021,7 @@ class SkillMapBuilder:
         for route in self._routes:
             for end in (route.from_skill, route.to_skill):
                 if end not in nodes:
-                    raise DefinitionError(f"route {route.from_skill}→{route.to_skill} names unknown node {end!r}")
+                    raise DefinitionError(
+                        f"route {route.from_skill}→{route.to_skill} names unknown node {end!r}"
+                    )
         return SkillMap(self._nodes, self._entries, self._routes, self._open)

@@ -115,10 +115,15 @@ class Loop:
         skill_map = self.setup.skill_map
         maps = self.setup.engagement
         carriers = PickCarriers.start_of_batch(
-            self.activated, pending_skill_pick=self.pending_pick, graph=skill_map is not None, maps=maps is not None
+            self.activated,
+            pending_skill_pick=self.pending_pick,
+            graph=skill_map is not None,
+            maps=maps is not None,
         )
         state = EffectState(self.activated, self.leases, self.pending_transition).start_of_batch()
-        scope = EffectScope(iteration, self.current_skill_id, skill_map, {i.id: i for i in self.setup.injections})
+        scope = EffectScope(
+            iteration, self.current_skill_id, skill_map, {i.id: i for i in self.setup.injections}
+        )
         parked = parked_member_ids(maps, self.engagement) if maps is not None else frozenset()
         batch: list[ToolResult] = []
         judged: list[CallJudgment] = []
@@ -129,11 +134,15 @@ class Loop:
             if call.name == "read_skill":
                 sid = str(call.value)
                 if skill_map is not None:
-                    pick = skill_map.gate(sid, current_skill_id=self.current_skill_id, parked_member_ids=parked)
+                    pick = skill_map.gate(
+                        sid, current_skill_id=self.current_skill_id, parked_member_ids=parked
+                    )
                 else:  # no graph: every registered skill is admitted like an open skill
                     pick = gate_skill_pick(sid, hops=(), open_skill_ids=[i.id for i in self.setup.injections])
                 picks.append(pick)
-                carriers = apply_skill_pick(replace(carriers, activated_injection_ids=state.activated_injection_ids), pick)
+                carriers = apply_skill_pick(
+                    replace(carriers, activated_injection_ids=state.activated_injection_ids), pick
+                )
                 if pick.accepted and sid not in self.provenance:
                     self.provenance[sid] = Activation("read_skill", iteration, call_id)
                 state = replace(state, activated_injection_ids=carriers.activated_injection_ids)

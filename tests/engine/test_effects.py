@@ -61,7 +61,10 @@ class TestRecognition:
     def test_effects_in_order_and_status_absent(self) -> None:
         env = parse_envelope({"content": "done", "effects": [PT, RI]})
         assert env is not None
-        assert env.effects == (ProposeTransition("billing", "invoice question"), RequireInstruction("wire-format", "next-call"))
+        assert env.effects == (
+            ProposeTransition("billing", "invoice question"),
+            RequireInstruction("wire-format", "next-call"),
+        )
         assert env.status is None and env.content == "done"
 
     def test_valid_values_are_kept_untrimmed(self) -> None:
@@ -78,12 +81,16 @@ class TestRecognition:
             ({"kind": "propose-transition", "targetSkillId": "b"}, "carries no reason"),
             ({"kind": "propose-transition", "targetSkillId": "b", "reason": " "}, "carries no reason"),
             ({"kind": "require-instruction", "deliveryLease": "bogus"}, "names no instructionId"),
-            ({"kind": "require-instruction", "instructionId": "i", "deliveryLease": "forever"},
-             "has deliveryLease 'forever', which is not a lease this library has"),
+            (
+                {"kind": "require-instruction", "instructionId": "i", "deliveryLease": "forever"},
+                "has deliveryLease 'forever', which is not a lease this library has",
+            ),
             ({"kind": "require-instruction", "instructionId": "i"}, "which is not a lease this library has"),
         ],
     )
-    def test_malformed_effects_carry_the_first_failing_check(self, effect: dict[str, object], sentence: str) -> None:
+    def test_malformed_effects_carry_the_first_failing_check(
+        self, effect: dict[str, object], sentence: str
+    ) -> None:
         env = parse_envelope({"content": "c", "effects": [PT, effect]})
         assert env is not None
         assert env.effects == (ProposeTransition("billing", "invoice question"),)  # never half-applied
@@ -97,8 +104,12 @@ class TestRecognition:
         assert near_miss_warning({"content": "x"}) is None
 
     def test_builders_round_trip(self) -> None:
-        value = envelope("ok", propose_transition("billing", "why"), require_instruction("w", "until-skill-exit"),
-                         status="success")
+        value = envelope(
+            "ok",
+            propose_transition("billing", "why"),
+            require_instruction("w", "until-skill-exit"),
+            status="success",
+        )
         env = parse_envelope(value)
         assert env is not None and env.status == "success" and len(env.effects) == 2
 
@@ -133,11 +144,22 @@ CATALOG = {
 }
 
 
-def scope(cur: str | None = "triage", *, skill_map: SkillMap | None = None, iteration: int = 3) -> EffectScope:
-    return EffectScope(iteration=iteration, current_skill_id=cur, skill_map=skill_map or graph(), lease_targets=CATALOG)
+def scope(
+    cur: str | None = "triage", *, skill_map: SkillMap | None = None, iteration: int = 3
+) -> EffectScope:
+    return EffectScope(
+        iteration=iteration, current_skill_id=cur, skill_map=skill_map or graph(), lease_targets=CATALOG
+    )
 
 
-def judge(effects: list[dict[str, object]], sc: EffectScope, state: EffectState, *, tool: str = "tool", call: str = "c1"):  # type: ignore[no-untyped-def]
+def judge(
+    effects: list[dict[str, object]],
+    sc: EffectScope,
+    state: EffectState,
+    *,
+    tool: str = "tool",
+    call: str = "c1",
+):  # type: ignore[no-untyped-def]
     env = parse_envelope({"content": "body", "effects": effects})
     assert env is not None
     return judge_effects(env, tool_name=tool, tool_call_id=call, scope=sc, state=state)
@@ -161,12 +183,22 @@ class TestProposals:
             assert "is not reachable from" in (j.refusal_reason or "")
 
     def test_first_acceptance_writes_the_pending_transition_and_activates(self) -> None:
-        out = judge([PT], scope("triage", iteration=4), EffectState(activated_injection_ids=("x",)), tool="lookup", call="c9")
+        out = judge(
+            [PT],
+            scope("triage", iteration=4),
+            EffectState(activated_injection_ids=("x",)),
+            tool="lookup",
+            call="c9",
+        )
         (j,) = out.judgments
         assert (j.outcome, j.target_skill_id, j.reason) == ("accepted", "billing", "invoice question")
-        assert out.state.pending_tool_transition == PendingToolTransition("billing", "lookup", "invoice question", 4, "c9")
+        assert out.state.pending_tool_transition == PendingToolTransition(
+            "billing", "lookup", "invoice question", 4, "c9"
+        )
         assert out.state.activated_injection_ids == ("x", "billing")
-        assert [(sid, a.tool_name, a.iteration, a.tool_call_id) for sid, a in out.activations] == [("billing", "lookup", 4, "c9")]
+        assert [(sid, a.tool_name, a.iteration, a.tool_call_id) for sid, a in out.activations] == [
+            ("billing", "lookup", 4, "c9")
+        ]
         assert out.suffix == ""
 
     def test_a_different_target_after_an_acceptance_is_superseded(self) -> None:
@@ -212,9 +244,17 @@ class TestRequireInstruction:
         assert "surfaceMode 'tool-only'" in (out.judgments[0].refusal_reason or "")
 
     def test_the_tenant_is_the_cursor(self) -> None:
-        out = judge([RI], scope("billing", iteration=5), EffectState(activated_injection_ids=("helper",)), tool="fetch", call="c2")
+        out = judge(
+            [RI],
+            scope("billing", iteration=5),
+            EffectState(activated_injection_ids=("helper",)),
+            tool="fetch",
+            call="c2",
+        )
         (lease,) = out.grants
-        assert lease == InstructionLease("wire-format", "next-call", "fetch", 5, skill_id="billing", tool_call_id="c2")
+        assert lease == InstructionLease(
+            "wire-format", "next-call", "fetch", 5, skill_id="billing", tool_call_id="c2"
+        )
         assert out.state.instruction_leases == (lease,)
         assert out.judgments[0].outcome == "accepted"
 
@@ -237,7 +277,10 @@ class TestRequireInstruction:
         assert out.state.instruction_leases == (keep, same_tenant, new)
         (prune,) = out.prunes
         assert (prune.site, prune.tenant) == ("tool-calls", "billing")
-        assert [(p.lease, p.reason) for p in prune.pruned] == [(stale, "spent"), (other_tenant, "tenure-ended")]
+        assert [(p.lease, p.reason) for p in prune.pruned] == [
+            (stale, "spent"),
+            (other_tenant, "tenure-ended"),
+        ]
         LeasePruneEvent(seq=1, ts=T0, run_id="r", iteration=5, **prune.fields())  # type: ignore[arg-type]
 
     def test_a_grant_that_prunes_nothing_reports_no_prune(self) -> None:

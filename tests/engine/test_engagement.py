@@ -35,10 +35,23 @@ ZONE = MountedMap("skill-map", ("zone-audit", "billing"), ("get_zone_info",))
 PLAN = EngagementPlan((ZONE,), renewal_grace=3)
 
 
-def p(iteration: int, *, node: str | None = "zone-audit", by: str | None = "stay", tools: tuple[str, ...] = ("screen_open",),
-      served: tuple[str, ...] = ("zone-audit",), **kw: object) -> EngagementPass:
-    return EngagementPass(iteration, current_node=node, move_by=by, tool_results=tuple(ToolResult(t) for t in tools),
-                          served_last_pass=served, **kw)  # type: ignore[arg-type]
+def p(
+    iteration: int,
+    *,
+    node: str | None = "zone-audit",
+    by: str | None = "stay",
+    tools: tuple[str, ...] = ("screen_open",),
+    served: tuple[str, ...] = ("zone-audit",),
+    **kw: object,
+) -> EngagementPass:
+    return EngagementPass(
+        iteration,
+        current_node=node,
+        move_by=by,
+        tool_results=tuple(ToolResult(t) for t in tools),
+        served_last_pass=served,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def run(passes: list[EngagementPass], plan: EngagementPlan = PLAN):  # type: ignore[no-untyped-def]
@@ -55,9 +68,16 @@ class TestLadder:
     @pytest.mark.parametrize(
         ("by", "strength"),
         [
-            ("model-pick", "explicit"), ("route", "structural"), ("tool-proposal", "structural"),
-            ("continuity", "structural"), ("intent", "semantic"), ("decider", "semantic"), ("entry", "lexical"),
-            ("stay", "assumed"), ("none", "assumed"), ("teleport", "structural"),
+            ("model-pick", "explicit"),
+            ("route", "structural"),
+            ("tool-proposal", "structural"),
+            ("continuity", "structural"),
+            ("intent", "semantic"),
+            ("decider", "semantic"),
+            ("entry", "lexical"),
+            ("stay", "assumed"),
+            ("none", "assumed"),
+            ("teleport", "structural"),
         ],
     )
     def test_strength_of_move(self, by: str, strength: str) -> None:
@@ -69,8 +89,12 @@ class TestLadder:
         assert stronger_of("assumed", "assumed") == "assumed"
 
     def test_tentative(self) -> None:
-        assert [s for s in ("explicit", "structural", "semantic", "lexical", "assumed") if is_tentative(s)] == [  # type: ignore[arg-type]
-            "semantic", "lexical", "assumed",
+        assert [
+            s for s in ("explicit", "structural", "semantic", "lexical", "assumed") if is_tentative(s)
+        ] == [  # type: ignore[arg-type]
+            "semantic",
+            "lexical",
+            "assumed",
         ]
 
     def test_evidence_strengths(self) -> None:
@@ -79,15 +103,26 @@ class TestLadder:
         assert strength_of_evidence(RenewalEvidence("owned-tool-called", tool_name="t")) == "structural"
         assert strength_of_evidence(RenewalEvidence("cursor-moved", by="entry")) == "lexical"
         assert strongest_of([]) is None
-        assert strongest_of([RenewalEvidence("cursor-moved", by="intent"), RenewalEvidence("owned-tool-called", tool_name="t")]) == "structural"
+        assert (
+            strongest_of(
+                [
+                    RenewalEvidence("cursor-moved", by="intent"),
+                    RenewalEvidence("owned-tool-called", tool_name="t"),
+                ]
+            )
+            == "structural"
+        )
 
 
 class TestRenewalEvidence:
     def test_order_and_one_entry_per_call(self) -> None:
         pass_ = EngagementPass(
-            4, current_node="billing", move_by="route",
+            4,
+            current_node="billing",
+            move_by="route",
             tool_results=(ToolResult("get_zone_info"), ToolResult("other"), ToolResult("get_zone_info")),
-            pending_skill_pick="billing", accepted_skill_picks=("zone-audit", "helper"),
+            pending_skill_pick="billing",
+            accepted_skill_picks=("zone-audit", "helper"),
         )
         assert renewal_evidence_of(ZONE, pass_) == (
             RenewalEvidence("owned-tool-called", tool_name="get_zone_info"),
@@ -126,7 +161,9 @@ class TestPlans:
         )
         plan = skill_map_plan(graph, renewal_grace=2, non_parkable=True)
         (mounted,) = plan.maps
-        assert mounted == MountedMap("skill-map", ("zone-audit", "billing"), ("get_zone_info", "shared"), non_parkable=True)
+        assert mounted == MountedMap(
+            "skill-map", ("zone-audit", "billing"), ("get_zone_info", "shared"), non_parkable=True
+        )
         assert plan.renewal_grace == 2
         assert plan.declaration().maps[0].member_ids == ["zone-audit", "billing"]
 
@@ -156,16 +193,24 @@ class TestZoneTrap:
     def passes(self) -> list[EngagementPass]:
         return [
             p(1, by="entry", tools=(), served=(), witness="zone"),
-            p(2), p(3), p(4),
+            p(2),
+            p(3),
+            p(4),
         ]
 
     def test_the_table(self) -> None:
         advs = run(self.passes())
         first, second, third, fourth = advs
         (founded,) = first.changes
-        assert (founded.kind, founded.by, founded.iteration, founded.witness) == ("engaged", "lexical", 1, "zone")
+        assert (founded.kind, founded.by, founded.iteration, founded.witness) == (
+            "engaged",
+            "lexical",
+            1,
+            "zone",
+        )
         assert [(a.next[0].idle, a.next[0].standing, a.changes) for a in (second, third)] == [
-            (1, "engaged", ()), (2, "engaged", ()),
+            (1, "engaged", ()),
+            (2, "engaged", ()),
         ]
         (parked,) = fourth.changes
         assert (parked.kind, parked.idle_calls, parked.by, parked.iteration) == ("parked", 3, "lexical", 4)
@@ -179,9 +224,20 @@ class TestZoneTrap:
         fifth = p(5, accepted_skill_picks=(pick,), served=("agentfootprint:map-status",))
         advs = run([*self.passes(), fifth])
         (change,) = advs[-1].changes
-        assert (change.kind, change.reengaged, change.by, change.iteration) == ("engaged", True, "explicit", 5)
+        assert (change.kind, change.reengaged, change.by, change.iteration) == (
+            "engaged",
+            True,
+            "explicit",
+            5,
+        )
         rec = advs[-1].next[0]
-        assert (rec.standing, rec.since, rec.idle, rec.founded_by, rec.founded_at) == ("engaged", 5, 0, "lexical", 1)
+        assert (rec.standing, rec.since, rec.idle, rec.founded_by, rec.founded_at) == (
+            "engaged",
+            5,
+            0,
+            "lexical",
+            1,
+        )
         assert rec.witness is None  # re-engagement rebuilds the witness from its own pass
         assert advs[-1].parked_injection_ids == ()
 
@@ -192,7 +248,8 @@ class TestZoneTrap:
         header, first, second = card.split("\n")
         assert header == PARK_CARD_HEADER
         assert first == (
-            "  - skill-map — cursor: zone-audit (unchanged) · engagement: PARKED · reason: no recent evidence "
+            "  - skill-map — cursor: zone-audit (unchanged) · engagement: PARKED · "
+            "reason: no recent evidence "
             "that it is the right map for this turn · re-engage: available"
         )
         assert "zone-audit, billing" in second and "ENGAGEMENT" in second and "not POSITION" in second
@@ -215,10 +272,19 @@ class TestLaws:
         assert (rec.by, rec.at_by, rec.founded_on) == ("assumed", "assumed", "zone-audit")
 
     def test_upgrade_keeps_since_and_founding_and_the_prior_witness(self) -> None:
-        advs = run([p(1, by="entry", tools=(), served=(), witness="zone"),
-                    p(2, tools=("get_zone_info",), witness="other")])
+        advs = run(
+            [
+                p(1, by="entry", tools=(), served=(), witness="zone"),
+                p(2, tools=("get_zone_info",), witness="other"),
+            ]
+        )
         (change,) = advs[1].changes
-        assert (change.upgraded, change.by, change.founded_by, change.witness) == (True, "structural", "lexical", "zone")
+        assert (change.upgraded, change.by, change.founded_by, change.witness) == (
+            True,
+            "structural",
+            "lexical",
+            "zone",
+        )
         rec = advs[1].next[0]
         assert (rec.by, rec.since, rec.founded_by, rec.witness) == ("structural", 1, "lexical", "zone")
 
@@ -230,14 +296,26 @@ class TestLaws:
     def test_tenant_change_re_derives_by(self) -> None:
         advs = run([p(1, by="model-pick", tools=(), served=()), p(2, node="billing", by="route")])
         (change,) = advs[1].changes
-        assert (change.tenant_changed, change.at, change.by, change.founded_by) == (True, "billing", "structural", "explicit")
+        assert (change.tenant_changed, change.at, change.by, change.founded_by) == (
+            True,
+            "billing",
+            "structural",
+            "explicit",
+        )
         rec = advs[1].next[0]
         assert (rec.by, rec.at, rec.at_by, rec.at_since, rec.since, rec.founded_on) == (
-            "structural", "billing", "structural", 2, 1, "zone-audit",
+            "structural",
+            "billing",
+            "structural",
+            2,
+            1,
+            "zone-audit",
         )
 
     def test_idle_needs_served_and_a_tool_call(self) -> None:
-        advs = run([p(1, by="entry", tools=(), served=()), p(2, served=("other",)), p(3, tools=()), p(4), p(5), p(6)])
+        advs = run(
+            [p(1, by="entry", tools=(), served=()), p(2, served=("other",)), p(3, tools=()), p(4), p(5), p(6)]
+        )
         assert [a.next[0].idle for a in advs] == [0, 0, 0, 1, 2, 3]
         assert advs[-1].next[0].standing == "parked"
 
@@ -253,7 +331,9 @@ class TestLaws:
         assert [a.next[0].standing for a in advs] == ["engaged"] * 3
         assert advs[-1].next[0].idle == 2
 
-    @pytest.mark.parametrize(("by", "recovers"), [("entry", False), ("intent", False), ("route", True), ("model-pick", True)])
+    @pytest.mark.parametrize(
+        ("by", "recovers"), [("entry", False), ("intent", False), ("route", True), ("model-pick", True)]
+    )
     def test_only_explicit_or_structural_evidence_recovers(self, by: str, recovers: bool) -> None:
         base = [p(1, by="entry", tools=(), served=()), p(2), p(3), p(4)]
         advs = run([*base, p(5, node="billing", by=by)])
@@ -266,7 +346,9 @@ class TestLaws:
         assert {a.next[0].at for a in advs} == {"zone-audit"}
 
     def test_a_record_whose_map_left_the_plan_is_dropped(self) -> None:
-        stray = MapEngagementRecord(map_id="old", standing="parked", by="lexical", since=1, founded_by="lexical", founded_at=1)
+        stray = MapEngagementRecord(
+            map_id="old", standing="parked", by="lexical", since=1, founded_by="lexical", founded_at=1
+        )
         adv = advance_engagement(PLAN, (stray,), p(2, by="entry"))
         assert [r.map_id for r in adv.next] == ["skill-map"]
         assert adv.parked_injection_ids == ()
@@ -281,7 +363,13 @@ class TestLaws:
         advs = run([p(1, by="entry", tools=(), served=(), witness="zone"), p(2), p(3), p(4)])
         last = advs[-1]
         EngagementEvent(
-            seq=1, ts=T0, run_id="r", iteration=4, pass_facts=p(4).facts(),
-            evidence=list(map_evidence(PLAN, p(4))), changes=[c.record() for c in last.changes],
-            records=[r.record() for r in last.next], park_card=park_card(PLAN, last.next),
+            seq=1,
+            ts=T0,
+            run_id="r",
+            iteration=4,
+            pass_facts=p(4).facts(),
+            evidence=list(map_evidence(PLAN, p(4))),
+            changes=[c.record() for c in last.changes],
+            records=[r.record() for r in last.next],
+            park_card=park_card(PLAN, last.next),
         )

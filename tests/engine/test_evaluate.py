@@ -91,7 +91,9 @@ class TestLeaseTimelines:
     def test_next_call(self) -> None:
         wire = define_instruction("wire-format", prompt="Answer in wire format.", active_when=never)
         loop = Loop(setup_plain(wire), max_iterations=6)
-        first = loop.step([Call("fetch", envelope("rows", require_instruction("wire-format", "next-call")), id="f1")])
+        first = loop.step(
+            [Call("fetch", envelope("rows", require_instruction("wire-format", "next-call")), id="f1")]
+        )
         assert (first.lease_active_ids, first.next_instruction_leases) == (None, None)
         assert loop.leases == (InstructionLease("wire-format", "next-call", "fetch", 1, tool_call_id="f1"),)
 
@@ -100,10 +102,18 @@ class TestLeaseTimelines:
         assert "wire-format" in second.evaluation.active_ids
         assert second.next_instruction_leases == ()
         assert second.lease_prune is not None
-        assert [(p.lease.instruction_id, p.reason) for p in second.lease_prune.pruned] == [("wire-format", "spent")]
+        assert [(p.lease.instruction_id, p.reason) for p in second.lease_prune.pruned] == [
+            ("wire-format", "spent")
+        ]
         reason = second.reasons[second.evaluation.active_ids.index("wire-format")]
-        assert reason == ActiveReason(id="wire-format", via="lease", tool_name="fetch", tool_call_id="f1", at_iteration=1,
-                                      delivery_lease="next-call")
+        assert reason == ActiveReason(
+            id="wire-format",
+            via="lease",
+            tool_name="fetch",
+            tool_call_id="f1",
+            at_iteration=1,
+            delivery_lease="next-call",
+        )
         LeasePruneEvent(**ENV, iteration=2, **second.lease_prune_fields())  # type: ignore[arg-type]
 
         third = loop.step()
@@ -130,8 +140,15 @@ class TestLeaseTimelines:
         rows = []
         for calls in ([Call("go", "moved")], [Call("back", "moved")], [Call("noop", 1)], None):
             result = loop.step(calls)
-            rows.append((result.iteration, result.next_skill_cursor, "policy-note" in result.evaluation.active_ids))
-        assert rows == [(2, "triage", True), (3, "billing", False), (4, "triage", False), (5, "triage", False)]
+            rows.append(
+                (result.iteration, result.next_skill_cursor, "policy-note" in result.evaluation.active_ids)
+            )
+        assert rows == [
+            (2, "triage", True),
+            (3, "billing", False),
+            (4, "triage", False),
+            (5, "triage", False),
+        ]
         assert loop.results[2].lease_prune is not None
         assert loop.results[2].lease_prune.pruned[0].reason == "tenure-ended"
         assert loop.leases == ()
@@ -252,7 +269,11 @@ class TestCursorThroughPasses:
         loop = Loop(setup)
         first = loop.step([Call("lookup", {"id": 1})])
         assert first.cursor_move is not None
-        assert (first.cursor_move.by, first.next_skill_cursor, first.reachable) == ("entry", "triage", ("billing", "admin", "refund", "survey", "helper"))
+        assert (first.cursor_move.by, first.next_skill_cursor, first.reachable) == (
+            "entry",
+            "triage",
+            ("billing", "admin", "refund", "survey", "helper"),
+        )
         second = loop.step()
         assert second.next_skill_cursor == second.cursor_move.to_skill == "billing"  # type: ignore[union-attr]
         assert second.reachable == ("refund", "triage", "helper")
@@ -262,7 +283,14 @@ class TestCursorThroughPasses:
     def test_a_proposal_moves_the_cursor_on_the_next_pass_only(self) -> None:
         _, setup = support()
         loop = Loop(setup)
-        loop.step([Call("classify", envelope("survey it", propose_transition("survey", "customer wants to rate us")))])
+        loop.step(
+            [
+                Call(
+                    "classify",
+                    envelope("survey it", propose_transition("survey", "customer wants to rate us")),
+                )
+            ]
+        )
         assert loop.pending_transition is not None and loop.pending_transition.iteration == 1
         assert "survey" in loop.activated
         second = loop.step([Call("noop", 1)])
@@ -281,7 +309,12 @@ class TestCursorThroughPasses:
         second = loop.step()
         assert second.next_skill_cursor == "billing"
         (told,) = second.reroutes
-        assert (told.volunteered_id, told.won_id, told.from_skill_id, told.source) == ("refund", "billing", "triage", "tool-proposal")
+        assert (told.volunteered_id, told.won_id, told.from_skill_id, told.source) == (
+            "refund",
+            "billing",
+            "triage",
+            "tool-proposal",
+        )
         RerouteSupersededEvent(**ENV, iteration=2, **told.fields())  # type: ignore[arg-type]
 
     def test_a_pick_beaten_by_a_route_is_told(self) -> None:
@@ -307,10 +340,12 @@ class TestCursorThroughPasses:
     def test_proposal_conflicts_are_collected_for_the_batch_end(self) -> None:
         _, setup = support()
         loop = Loop(setup)
-        loop.step([
-            Call("a", envelope("x", propose_transition("refund", "r")), id="1"),
-            Call("b", envelope("y", propose_transition("billing", "r")), id="2"),
-        ])
+        loop.step(
+            [
+                Call("a", envelope("x", propose_transition("refund", "r")), id="1"),
+                Call("b", envelope("y", propose_transition("billing", "r")), id="2"),
+            ]
+        )
         report = loop.conflicts[-1]
         assert report is not None and report.source == "tool-proposal"
         assert [p.target for p in report.conflict.losers] == ["billing"]
@@ -324,7 +359,10 @@ class TestCursorThroughPasses:
             .entry("refunds", keywords=["refund"])
             .build()
         )
-        result = evaluate_pass(PassSetup(graph.injections, skill_map=graph), PassInputs(iteration=1, user_message="help with a refund"))
+        result = evaluate_pass(
+            PassSetup(graph.injections, skill_map=graph),
+            PassInputs(iteration=1, user_message="help with a refund"),
+        )
         assert result.next_skill_cursor == "general"
         assert result.superseded_ids == ("refunds",)
         assert result.pass_fields()["superseded_ids"] == ["refunds"]
@@ -332,21 +370,33 @@ class TestCursorThroughPasses:
 
 class TestProjectionRoutingAndProvenance:
     def test_slots_reasons_and_deltas(self) -> None:
-        quiet = define_skill("quiet", body="hidden", tools=[Tool("q")], surface_mode="tool-only", description="Quiet")
+        quiet = define_skill(
+            "quiet", body="hidden", tools=[Tool("q")], surface_mode="tool-only", description="Quiet"
+        )
         greet = define_instruction("greet", prompt="hi", slot="messages", role="user")
-        budget = define_instruction("budget", prompt_template="{{actionsRemaining}} calls left", active_when=lambda c: c.iteration < 2)
+        budget = define_instruction(
+            "budget", prompt_template="{{actionsRemaining}} calls left", active_when=lambda c: c.iteration < 2
+        )
         setup = PassSetup((define_steering("tone", prompt="Brief."), quiet, greet, budget))
         loop = Loop(setup, max_iterations=5, activated=("quiet",))
         first = loop.step([Call("x", 1)])
         assert [e.id for e in first.by_slot.system_prompt] == ["tone", "budget"]
         assert [(e.id, e.reason) for e in first.by_slot.tools] == [("quiet", "Quiet")]
-        assert [(e.id, e.source, e.reason) for e in first.by_slot.messages] == [("greet", "instructions", "instructions 'greet' active")]
+        assert [(e.id, e.source, e.reason) for e in first.by_slot.messages] == [
+            ("greet", "instructions", "instructions 'greet' active")
+        ]
         assert first.active_injections[-1].system_prompt == "4 calls left"
         assert first.delta.system_prompt.added == ["tone", "budget"]
         assert first.trigger_kind_counts == {"always": 2, "llm-activated": 1, "rule": 1}
         second = loop.step()
-        assert (second.delta.system_prompt.kept, second.delta.system_prompt.removed, second.delta.system_prompt.added) == (
-            ["tone"], ["budget"], [],
+        assert (
+            second.delta.system_prompt.kept,
+            second.delta.system_prompt.removed,
+            second.delta.system_prompt.added,
+        ) == (
+            ["tone"],
+            ["budget"],
+            [],
         )
         assert second.delta.tools.kept == ["quiet"]
 
@@ -360,9 +410,13 @@ class TestProjectionRoutingAndProvenance:
             .open_skill(define_skill("helper", body="h"))
             .build()
         )
-        hint = define_injection("hint", trigger=OnToolReturn(re.compile("look")), system_prompt="Read rows carefully.")
+        hint = define_injection(
+            "hint", trigger=OnToolReturn(re.compile("look")), system_prompt="Read rows carefully."
+        )
         rule = define_instruction("late", prompt="Wrap up.", active_when=lambda c: c.iteration >= 2)
-        setup = PassSetup((define_steering("tone", prompt="x"), *graph.injections, hint, rule), skill_map=graph)
+        setup = PassSetup(
+            (define_steering("tone", prompt="x"), *graph.injections, hint, rule), skill_map=graph
+        )
         loop = Loop(setup)
         loop.step([Call("read_skill", "helper", id="rs1"), Call("lookup", {"n": 1}, id="lk1")])
         second = loop.step()
@@ -370,15 +424,29 @@ class TestProjectionRoutingAndProvenance:
         assert reasons["tone"].via == "always"
         assert reasons["billing"].via == "cursor"
         assert reasons["late"].via == "rule"
-        assert (reasons["hint"].via, reasons["hint"].tool_name, reasons["hint"].tool_call_id, reasons["hint"].at_iteration) == (
-            "on-tool-return", "lookup", "lk1", 1,
+        assert (
+            reasons["hint"].via,
+            reasons["hint"].tool_name,
+            reasons["hint"].tool_call_id,
+            reasons["hint"].at_iteration,
+        ) == (
+            "on-tool-return",
+            "lookup",
+            "lk1",
+            1,
         )
-        assert (reasons["helper"].via, reasons["helper"].tool_call_id, reasons["helper"].at_iteration) == ("llm-activated", "rs1", 1)
+        assert (reasons["helper"].via, reasons["helper"].tool_call_id, reasons["helper"].at_iteration) == (
+            "llm-activated",
+            "rs1",
+            1,
+        )
         assert [r.id for r in second.reasons] == list(second.evaluation.active_ids)
 
     def test_park_beats_lease_in_a_pass(self) -> None:
         graph = SkillMapBuilder().skill(define_skill("z", body="z")).entry("z", keywords=["zone"]).build()
-        setup = PassSetup(graph.injections, skill_map=graph, engagement=skill_map_plan(graph, renewal_grace=1))
+        setup = PassSetup(
+            graph.injections, skill_map=graph, engagement=skill_map_plan(graph, renewal_grace=1)
+        )
         loop = Loop(setup, user_message="zone")
         loop.step([Call("t", envelope("x", require_instruction("z", "until-skill-exit")))])
         second = loop.step()
@@ -403,8 +471,12 @@ class TestProjectionRoutingAndProvenance:
     def test_a_valid_proposal_reaches_the_context_only_as_its_target(self) -> None:
         _, setup = support()
         pending = PendingToolTransition("billing", "t", "why", 4, "c")
-        fresh = evaluate_pass(setup, PassInputs(iteration=5, current_skill_id="triage", pending_tool_transition=pending))
-        stale = evaluate_pass(setup, PassInputs(iteration=6, current_skill_id="triage", pending_tool_transition=pending))
+        fresh = evaluate_pass(
+            setup, PassInputs(iteration=5, current_skill_id="triage", pending_tool_transition=pending)
+        )
+        stale = evaluate_pass(
+            setup, PassInputs(iteration=6, current_skill_id="triage", pending_tool_transition=pending)
+        )
         assert fresh.context.pending_tool_transition is not None
         assert fresh.context.pending_tool_transition.target_skill_id == "billing"
         assert fresh.next_skill_cursor == "billing" and fresh.proposal == pending
@@ -412,5 +484,7 @@ class TestProjectionRoutingAndProvenance:
 
     def test_on_tool_return_reads_last_tool_result_without_a_batch(self) -> None:
         hint = define_injection("hint", trigger=OnToolReturn("fetch"), system_prompt="x")
-        result = evaluate_pass(PassSetup((hint,)), PassInputs(iteration=2, last_tool_result=ToolResult("fetch")))
+        result = evaluate_pass(
+            PassSetup((hint,)), PassInputs(iteration=2, last_tool_result=ToolResult("fetch"))
+        )
         assert result.evaluation.active_ids == ("hint",)

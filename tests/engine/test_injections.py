@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import ClassVar
 
 import pytest
 
@@ -51,7 +52,12 @@ class TestFactoryDefaults:
 
     def test_instruction_without_predicate_is_always(self) -> None:
         inj = define_instruction("i", prompt="Cite sources.")
-        assert (inj.flavor, inj.trigger, inj.system_prompt, inj.messages) == ("instructions", Always(), "Cite sources.", ())
+        assert (inj.flavor, inj.trigger, inj.system_prompt, inj.messages) == (
+            "instructions",
+            Always(),
+            "Cite sources.",
+            (),
+        )
 
     def test_instruction_with_predicate_is_a_rule(self) -> None:
         inj = define_instruction("i", prompt="p", active_when=lambda c: c.iteration > 2)
@@ -76,7 +82,10 @@ class TestFactoryDefaults:
         tool = Tool("get_zone_info")
         inj = define_skill("zone-audit", body="Audit zones.", description="Zones", tools=[tool])
         assert (inj.flavor, inj.trigger, inj.system_prompt, inj.tool_names) == (
-            "skill", LlmActivated("read_skill"), "Audit zones.", ("get_zone_info",),
+            "skill",
+            LlmActivated("read_skill"),
+            "Audit zones.",
+            ("get_zone_info",),
         )
         assert inj.surface_mode == "auto"
 
@@ -126,12 +135,16 @@ class TestTemplates:
             define_instruction("i")
 
     def test_rendering_with_every_fact(self) -> None:
-        inj = define_instruction("i", prompt_template="Step {{action}}/{{ actionBudget }}, {{actionsRemaining}} left")
+        inj = define_instruction(
+            "i", prompt_template="Step {{action}}/{{ actionBudget }}, {{actionsRemaining}} left"
+        )
         assert project(inj, ctx(4, max_iterations=6)).system_prompt == "Step 4/6, 2 left"
         assert render_template("{{actionsRemaining}}", ctx(9, max_iterations=6)) == "0"
 
     def test_all_or_nothing_without_a_budget(self) -> None:
-        inj = define_instruction("i", prompt_template="Step {{action}} of {{actionBudget}}, {{actionsRemaining}} left")
+        inj = define_instruction(
+            "i", prompt_template="Step {{action}} of {{actionBudget}}, {{actionsRemaining}} left"
+        )
         result = evaluate_injections([inj], ctx(2))
         assert result.active == ()
         (skip,) = result.skipped
@@ -186,7 +199,9 @@ class TestTriggers:
 
     def test_on_tool_return_regex_is_an_unanchored_search(self) -> None:
         inj = define_injection("hint", trigger=OnToolReturn(re.compile("fetch")))
-        assert evaluate_injections([inj], ctx(tool_results=(ToolResult("prefetch_all"),))).active_ids == ("hint",)
+        assert evaluate_injections([inj], ctx(tool_results=(ToolResult("prefetch_all"),))).active_ids == (
+            "hint",
+        )
 
     def test_on_tool_return_reads_last_tool_result_when_no_batch(self) -> None:
         inj = define_injection("hint", trigger=OnToolReturn("fetch"))
@@ -195,13 +210,17 @@ class TestTriggers:
     def test_llm_activated(self) -> None:
         skill = define_skill("billing", body="b")
         assert evaluate_injections([skill], ctx()).active_ids == ()
-        assert evaluate_injections([skill], ctx(activated_injection_ids=("billing",))).active_ids == ("billing",)
+        assert evaluate_injections([skill], ctx(activated_injection_ids=("billing",))).active_ids == (
+            "billing",
+        )
 
     def test_a_raising_predicate_is_skipped_with_its_message(self) -> None:
         inj = define_instruction("i", prompt="p", active_when=boom)
         result = evaluate_injections([inj], ctx())
         assert result.active == ()
-        assert [(s.id, s.reason, s.error) for s in result.skipped] == [("i", "predicate-threw", "the predicate exploded")]
+        assert [(s.id, s.reason, s.error) for s in result.skipped] == [
+            ("i", "predicate-threw", "the predicate exploded")
+        ]
 
     def test_an_unknown_trigger_kind_is_skipped(self) -> None:
         odd = Injection(id="odd", flavor="custom", trigger=object())  # type: ignore[arg-type]
@@ -265,14 +284,17 @@ class TestProjection:
     def test_declaration(self) -> None:
         decl = define_skill("zone", body="b", tools=[Tool("t")], surface_mode="tool-only").declaration()
         assert (decl.trigger.kind, decl.trigger.via_tool_name, decl.slots, decl.tool_names) == (
-            "llm-activated", "read_skill", ["tools"], ["t"],
+            "llm-activated",
+            "read_skill",
+            ["tools"],
+            ["t"],
         )
         decl = define_injection("h", trigger=OnToolReturn(re.compile("^f")), system_prompt="x").declaration()
         assert (decl.trigger.tool_pattern, decl.slots) == ("^f", ["system-prompt"])
 
 
 class TestStepPointer:
-    plans = {"billing": 3}
+    plans: ClassVar[dict[str, int]] = {"billing": 3}
 
     def test_rekey_rules(self) -> None:
         fresh = (StepPointer("billing", 1, 3),)

@@ -91,7 +91,7 @@ def skill_maps(draw: st.DrawFn) -> SkillMap:
 
 results = st.builds(
     ToolResult,
-    st.sampled_from(TOOLS + ["own_s0", "own_s1"]),
+    st.sampled_from([*TOOLS, "own_s0", "own_s1"]),
     st.none(),
     st.one_of(st.none(), st.text("abc", min_size=1, max_size=2)),
     st.sampled_from(STATUSES),
@@ -103,17 +103,25 @@ batches = st.lists(results, max_size=4).map(tuple)
 def calls(draw: st.DrawFn, *, picks: bool = True) -> list[Call]:
     out: list[Call] = []
     for _ in range(draw(st.integers(0, 3))):
-        kind = draw(st.sampled_from(["plain", "propose", "lease", "pick"] if picks else ["plain", "propose", "lease"]))
-        name = draw(st.sampled_from(TOOLS + ["own_s0", "own_s1"]))
+        kind = draw(
+            st.sampled_from(["plain", "propose", "lease", "pick"] if picks else ["plain", "propose", "lease"])
+        )
+        name = draw(st.sampled_from([*TOOLS, "own_s0", "own_s1"]))
         if kind == "plain":
             out.append(Call(name, 1, status=draw(st.sampled_from(STATUSES))))
         elif kind == "propose":
-            out.append(Call(name, envelope("c", propose_transition(draw(st.sampled_from(NODES + ["helper"])), "why"))))
+            out.append(
+                Call(
+                    name, envelope("c", propose_transition(draw(st.sampled_from([*NODES, "helper"])), "why"))
+                )
+            )
         elif kind == "lease":
             word = draw(st.sampled_from(["next-call", "until-skill-exit"]))
-            out.append(Call(name, envelope("c", require_instruction(draw(st.sampled_from(["i0", "i1"])), word))))
+            out.append(
+                Call(name, envelope("c", require_instruction(draw(st.sampled_from(["i0", "i1"])), word)))
+            )
         else:
-            out.append(Call("read_skill", draw(st.sampled_from(NODES + ["helper", "ghost"]))))
+            out.append(Call("read_skill", draw(st.sampled_from([*NODES, "helper", "ghost"]))))
     return out
 
 
@@ -130,7 +138,11 @@ def graph_setup(skill_map: SkillMap, *, maps: bool, grace: int = 2) -> PassSetup
 def catalogs(draw: st.DrawFn) -> list[Injection]:
     out: list[Injection] = []
     for i in range(draw(st.integers(0, 8))):
-        kind = draw(st.sampled_from(["always", "rule-true", "rule-false", "rule-raise", "tool", "llm", "template", "odd"]))
+        kind = draw(
+            st.sampled_from(
+                ["always", "rule-true", "rule-false", "rule-raise", "tool", "llm", "template", "odd"]
+            )
+        )
         iid = f"j{i}"
         if kind == "always":
             out.append(define_injection(iid, trigger=Always(), system_prompt="p"))
@@ -138,7 +150,9 @@ def catalogs(draw: st.DrawFn) -> list[Injection]:
             pred = {"rule-true": lambda c: True, "rule-false": lambda c: False, "rule-raise": raising}[kind]
             out.append(define_injection(iid, trigger=Rule(pred), system_prompt="p"))
         elif kind == "tool":
-            out.append(define_injection(iid, trigger=OnToolReturn(draw(st.sampled_from(TOOLS))), system_prompt="p"))
+            out.append(
+                define_injection(iid, trigger=OnToolReturn(draw(st.sampled_from(TOOLS))), system_prompt="p")
+            )
         elif kind == "llm":
             out.append(define_injection(iid, trigger=LlmActivated(), system_prompt="p"))
         elif kind == "template":
@@ -157,7 +171,9 @@ ids = st.lists(st.sampled_from([f"j{i}" for i in range(8)]), max_size=5)
 
 @FAST
 @given(skill_maps(), st.lists(calls(), min_size=1, max_size=5), st.booleans())
-def test_one_resolver_call_per_pass_and_the_cursor_is_the_moves_to(skill_map: SkillMap, script: list[list[Call]], maps: bool) -> None:
+def test_one_resolver_call_per_pass_and_the_cursor_is_the_moves_to(
+    skill_map: SkillMap, script: list[list[Call]], maps: bool
+) -> None:
     loop = Loop(graph_setup(skill_map, maps=maps), user_message="zone bill")
     for batch in [*script, None]:
         before = skill_map.resolver_calls
@@ -170,7 +186,9 @@ def test_one_resolver_call_per_pass_and_the_cursor_is_the_moves_to(skill_map: Sk
         for injection in skill_map.injections:
             trig = injection.trigger
             if isinstance(trig, Rule) and trig.description == "cursor" and result.parked_ids is None:
-                assert (injection.id in result.evaluation.active_ids) == (injection.id == result.next_skill_cursor)
+                assert (injection.id in result.evaluation.active_ids) == (
+                    injection.id == result.next_skill_cursor
+                )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -223,15 +241,24 @@ def test_leases_serve_exactly_their_computed_passes(passes: list[tuple[str | Non
 
 @FAST
 @given(skill_maps(), st.lists(st.tuples(st.sampled_from(NODES), st.booleans()), min_size=2, max_size=8))
-def test_a_dead_until_skill_exit_lease_never_serves_again(skill_map: SkillMap, moves: list[tuple[str, bool]]) -> None:
+def test_a_dead_until_skill_exit_lease_never_serves_again(
+    skill_map: SkillMap, moves: list[tuple[str, bool]]
+) -> None:
     setup = graph_setup(skill_map, maps=False)
     leases: tuple[InstructionLease, ...] | None = None
     cursor: str | None = None
     dead: set[str] = set()
     granted: dict[str, str | None] = {}
     for iteration, (target, grant) in enumerate(moves, start=1):
-        result = evaluate_pass(setup, PassInputs(iteration=iteration, current_skill_id=cursor, pending_skill_pick=target,
-                                                 instruction_leases=leases))
+        result = evaluate_pass(
+            setup,
+            PassInputs(
+                iteration=iteration,
+                current_skill_id=cursor,
+                pending_skill_pick=target,
+                instruction_leases=leases,
+            ),
+        )
         cursor = result.next_skill_cursor
         served = set(result.lease_active_ids or ())
         assert not served & dead
@@ -241,7 +268,10 @@ def test_a_dead_until_skill_exit_lease_never_serves_again(skill_map: SkillMap, m
         if grant:
             lid = f"L{iteration}"
             granted[lid] = cursor
-            leases = (*(leases or ()), InstructionLease(lid, "until-skill-exit", "t", iteration, skill_id=cursor))
+            leases = (
+                *(leases or ()),
+                InstructionLease(lid, "until-skill-exit", "t", iteration, skill_id=cursor),
+            )
     assert all(lid not in {lease.instruction_id for lease in leases or ()} for lid in dead)
 
 
@@ -252,11 +282,21 @@ def test_a_dead_until_skill_exit_lease_never_serves_again(skill_map: SkillMap, m
 @settings(max_examples=150, deadline=None)
 @given(catalogs(), ids, ids, ids, batches, st.one_of(st.none(), st.integers(1, 5)))
 def test_the_evaluator_never_raises_and_keeps_its_order(
-    catalog: list[Injection], parked: list[str], leased: list[str], activated: list[str], batch: tuple[ToolResult, ...],
+    catalog: list[Injection],
+    parked: list[str],
+    leased: list[str],
+    activated: list[str],
+    batch: tuple[ToolResult, ...],
     budget: int | None,
 ) -> None:
-    ctx = InjectionContext(2, max_iterations=budget, tool_results=batch, activated_injection_ids=tuple(activated),
-                           parked_ids=frozenset(parked) or None, lease_active_ids=tuple(leased) or None)
+    ctx = InjectionContext(
+        2,
+        max_iterations=budget,
+        tool_results=batch,
+        activated_injection_ids=tuple(activated),
+        parked_ids=frozenset(parked) or None,
+        lease_active_ids=tuple(leased) or None,
+    )
     result = evaluate_injections(catalog, ctx)
     order = [inj.id for inj in catalog]
     active = list(result.active_ids)
@@ -266,7 +306,12 @@ def test_the_evaluator_never_raises_and_keeps_its_order(
     assert not set(active) & set(skipped)
     assert sorted(active + skipped) == sorted(set(active + skipped))
     assert not set(active) & set(parked)
-    assert {s.reason for s in result.skipped} <= {"predicate-threw", "unknown-trigger-kind", "unknown-fact", "parked"}
+    assert {s.reason for s in result.skipped} <= {
+        "predicate-threw",
+        "unknown-trigger-kind",
+        "unknown-fact",
+        "parked",
+    }
     for inj in catalog:
         if inj.id in leased and inj.id not in parked and not (inj.templated and budget is None):
             assert inj.id in active  # a lease admits without evaluating the trigger
@@ -293,7 +338,15 @@ def test_the_strength_ladder(a: str, b: str, clause: str) -> None:
 
 MAP = MountedMap("m", ("a", "b"), ("own",))
 random_passes = st.builds(
-    lambda node, by, tools, pick, accepted, served, witness: (node, by, tools, pick, accepted, served, witness),
+    lambda node, by, tools, pick, accepted, served, witness: (
+        node,
+        by,
+        tools,
+        pick,
+        accepted,
+        served,
+        witness,
+    ),
     st.sampled_from(["a", "b", "elsewhere", None]),
     st.sampled_from([None, "stay", "none", "entry", "intent", "route", "model-pick", "teleport"]),
     st.lists(st.sampled_from(["own", "foreign"]), max_size=2),
@@ -305,7 +358,9 @@ random_passes = st.builds(
 # Idle passes (served, a foreign tool, no evidence) are rare at random; mix them in so that maps
 # actually reach their grace, park, and face recovery attempts.
 idle_pass = st.just(("a", "stay", ["foreign"], None, [], ("a",), None))
-guess_pass = st.sampled_from([("b", "entry", [], None, [], (), "wit"), ("a", "intent", ["foreign"], None, [], ("a",), None)])
+guess_pass = st.sampled_from(
+    [("b", "entry", [], None, [], (), "wit"), ("a", "intent", ["foreign"], None, [], ("a",), None)]
+)
 engagement_passes = st.one_of(idle_pass, idle_pass, guess_pass, random_passes)
 
 
@@ -317,9 +372,16 @@ def test_engagement_laws(steps: list[tuple], grace: int, non_parkable: bool) -> 
     prior: tuple[MapEngagementRecord, ...] = ()
     founding: tuple[object, ...] | None = None
     for iteration, (node, by, tools, pick, accepted, served, witness) in enumerate(steps, start=1):
-        pass_ = EngagementPass(iteration, current_node=node, move_by=by, witness=witness,
-                               tool_results=tuple(ToolResult(t) for t in tools), pending_skill_pick=pick,
-                               accepted_skill_picks=tuple(accepted), served_last_pass=served)
+        pass_ = EngagementPass(
+            iteration,
+            current_node=node,
+            move_by=by,
+            witness=witness,
+            tool_results=tuple(ToolResult(t) for t in tools),
+            pending_skill_pick=pick,
+            accepted_skill_picks=tuple(accepted),
+            served_last_pass=served,
+        )
         before = prior[0] if prior else None
         adv = advance_engagement(plan, prior, pass_)
         after = adv.next[0] if adv.next else None
@@ -365,13 +427,21 @@ def test_parking_never_moves_the_cursor(skill_map: SkillMap, script: list[list[C
 
 
 @FAST
-@given(skill_maps(), batches, st.lists(st.sampled_from(NODES + ["helper"]), max_size=4), st.sampled_from(NODES))
+@given(
+    skill_maps(), batches, st.lists(st.sampled_from([*NODES, "helper"]), max_size=4), st.sampled_from(NODES)
+)
 def test_renewal_evidence_ignores_the_cumulative_activations(
     skill_map: SkillMap, batch: tuple[ToolResult, ...], activated: list[str], cursor: str
 ) -> None:
     setup = graph_setup(skill_map, maps=True)
-    base = PassInputs(iteration=3, current_skill_id=cursor, tool_results=batch, accepted_skill_picks=(),
-                      served_injection_ids=(), map_engagement=())
+    base = PassInputs(
+        iteration=3,
+        current_skill_id=cursor,
+        tool_results=batch,
+        accepted_skill_picks=(),
+        served_injection_ids=(),
+        map_engagement=(),
+    )
     plain = evaluate_pass(setup, base)
     busy = evaluate_pass(setup, replace(base, activated_injection_ids=tuple(activated)))
     assert plain.engagement is not None and busy.engagement is not None
@@ -383,13 +453,31 @@ def test_renewal_evidence_ignores_the_cumulative_activations(
 
 
 @settings(max_examples=120, deadline=None)
-@given(skill_maps(), batches, st.sampled_from([None, *NODES]), st.sampled_from([None, *NODES]),
-       st.sampled_from([None, *NODES]), st.lists(st.sampled_from(NODES), max_size=2))
-def test_cursor_precedence(skill_map: SkillMap, batch: tuple[ToolResult, ...], cur: str | None, proposal: str | None,
-                           pick: str | None, activated: list[str]) -> None:
-    ctx = InjectionContext(2, current_skill_id=cur, tool_results=batch, pending_skill_pick=pick,
-                           pending_tool_transition=ProposedTransition(proposal) if proposal else None,
-                           activated_injection_ids=tuple(activated), user_message="zone")
+@given(
+    skill_maps(),
+    batches,
+    st.sampled_from([None, *NODES]),
+    st.sampled_from([None, *NODES]),
+    st.sampled_from([None, *NODES]),
+    st.lists(st.sampled_from(NODES), max_size=2),
+)
+def test_cursor_precedence(
+    skill_map: SkillMap,
+    batch: tuple[ToolResult, ...],
+    cur: str | None,
+    proposal: str | None,
+    pick: str | None,
+    activated: list[str],
+) -> None:
+    ctx = InjectionContext(
+        2,
+        current_skill_id=cur,
+        tool_results=batch,
+        pending_skill_pick=pick,
+        pending_tool_transition=ProposedTransition(proposal) if proposal else None,
+        activated_injection_ids=tuple(activated),
+        user_message="zone",
+    )
     move = skill_map.explain_next_skill(ctx)
     entry_ids = list(dict.fromkeys(e.skill_id for e in skill_map.entries))
     if cur is None:
@@ -426,14 +514,29 @@ def test_cursor_precedence(skill_map: SkillMap, batch: tuple[ToolResult, ...], c
 
 
 @FAST
-@given(catalogs(), batches, st.integers(1, 6), st.lists(st.sampled_from([f"j{i}" for i in range(8)]), max_size=3))
-def test_unused_features_leave_no_state(catalog: list[Injection], batch: tuple[ToolResult, ...], iteration: int,
-                                        activated: list[str]) -> None:
-    result = evaluate_pass(PassSetup(tuple(catalog)), PassInputs(iteration=iteration, tool_results=batch,
-                                                                  activated_injection_ids=tuple(activated)))
+@given(
+    catalogs(), batches, st.integers(1, 6), st.lists(st.sampled_from([f"j{i}" for i in range(8)]), max_size=3)
+)
+def test_unused_features_leave_no_state(
+    catalog: list[Injection], batch: tuple[ToolResult, ...], iteration: int, activated: list[str]
+) -> None:
+    result = evaluate_pass(
+        PassSetup(tuple(catalog)),
+        PassInputs(iteration=iteration, tool_results=batch, activated_injection_ids=tuple(activated)),
+    )
     assert result.cursor_move is None and result.next_skill_cursor is None and result.reachable is None
-    assert result.next_instruction_leases is None and result.lease_active_ids is None and result.lease_prune is None
-    assert result.engagement is None and result.next_served_injection_ids is None and result.parked_tool_names is None
+    assert (
+        result.next_instruction_leases is None
+        and result.lease_active_ids is None
+        and result.lease_prune is None
+    )
+    assert (
+        result.engagement is None
+        and result.next_served_injection_ids is None
+        and result.parked_tool_names is None
+    )
     assert result.next_step_pointer is None and result.route_conflict is None and result.reroutes == ()
     fields = result.pass_fields()
-    assert fields["lease_active_ids"] is None and fields["served_ids"] is None and fields["parked_ids"] is None
+    assert (
+        fields["lease_active_ids"] is None and fields["served_ids"] is None and fields["parked_ids"] is None
+    )

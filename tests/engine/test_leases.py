@@ -117,8 +117,12 @@ class TestCarriers:
     def test_records_for_the_trace(self) -> None:
         lease = InstructionLease("w", "next-call", "fetch", 2, skill_id="triage", tool_call_id="c1")
         assert lease.record() == LeaseRecord(
-            instruction_id="w", delivery_lease="next-call", skill_id="triage", tool_name="fetch",
-            tool_call_id="c1", iteration=2,
+            instruction_id="w",
+            delivery_lease="next-call",
+            skill_id="triage",
+            tool_name="fetch",
+            tool_call_id="c1",
+            iteration=2,
         )
         (pruned,) = pruned_leases([lease], 3, "triage")
         assert isinstance(pruned.record(), PrunedLease)

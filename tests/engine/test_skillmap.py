@@ -156,14 +156,23 @@ class TestCompiledTriggers:
         assert isinstance(trig, Rule) and trig.graph_node
         # From-gating: `lookup` fires triage→billing only while the cursor is on triage.
         # (triage is an unconditional entry, so it rides on every pass.)
-        from_refund = evaluate_injections(m.injections, ctx(current_skill_id="refund", **batch(ToolResult("lookup"))))
+        from_refund = evaluate_injections(
+            m.injections, ctx(current_skill_id="refund", **batch(ToolResult("lookup")))
+        )
         assert from_refund.active_ids == ("triage", "refund")
-        on_billing = evaluate_injections(m.injections, ctx(current_skill_id="triage", **batch(ToolResult("lookup"))))
+        on_billing = evaluate_injections(
+            m.injections, ctx(current_skill_id="triage", **batch(ToolResult("lookup")))
+        )
         assert on_billing.active_ids == ("triage", "billing")
         # Stickiness: nothing fires, the cursor stays, billing stays active.
-        assert evaluate_injections(m.injections, ctx(current_skill_id="billing")).active_ids == ("triage", "billing")
+        assert evaluate_injections(m.injections, ctx(current_skill_id="billing")).active_ids == (
+            "triage",
+            "billing",
+        )
         # Clean handoff: billing deactivates on the same pass refund activates.
-        handoff = evaluate_injections(m.injections, ctx(current_skill_id="billing", **batch(ToolResult("refund_check"))))
+        handoff = evaluate_injections(
+            m.injections, ctx(current_skill_id="billing", **batch(ToolResult("refund_check")))
+        )
         assert handoff.active_ids == ("triage", "refund")
 
     def test_conditional_entry_rule(self) -> None:
@@ -232,7 +241,9 @@ class TestResolver:
     def test_cold_start_falls_back_to_proposal_then_pick_then_activation(self) -> None:
         m = builder("a", "b", "c").entry("a", when=lambda c: False).entry("b", when=lambda c: False).build()
         prop = ProposedTransition("b")
-        assert (m.explain_next_skill(ctx(pending_tool_transition=prop, pending_skill_pick="a")).by) == "tool-proposal"
+        assert (
+            m.explain_next_skill(ctx(pending_tool_transition=prop, pending_skill_pick="a")).by
+        ) == "tool-proposal"
         move = m.explain_next_skill(ctx(pending_skill_pick="a"))
         assert (move.to_skill, move.by) == ("a", "model-pick")
         # A proposal or pick that is not an entry is not a cold start.
@@ -249,8 +260,14 @@ class TestResolver:
             .route("t", "y", on_tool_return="fy")
             .build()
         )
-        c = ctx(current_skill_id="t", **batch(ToolResult("fy", tool_call_id="1"), ToolResult("fx", tool_call_id="2"),
-                                             ToolResult("fy", tool_call_id="3")))
+        c = ctx(
+            current_skill_id="t",
+            **batch(
+                ToolResult("fy", tool_call_id="1"),
+                ToolResult("fx", tool_call_id="2"),
+                ToolResult("fy", tool_call_id="3"),
+            ),
+        )
         move = m.explain_next_skill(c)
         assert (move.to_skill, move.by, move.from_skill) == ("y", "route", "t")
         assert move.conflict is not None
@@ -277,9 +294,22 @@ class TestResolver:
         assert m.explain_next_skill(denied).to_skill == "triage"
 
     def test_status_and_tool_name_together(self) -> None:
-        m = builder("a", "b").entry("a").route("a", "b", on_tool_return="pay", on_tool_status={"failure"}).build()
-        assert m.explain_next_skill(ctx(current_skill_id="a", **batch(ToolResult("refund", status="failure")))).by == "stay"
-        assert m.explain_next_skill(ctx(current_skill_id="a", **batch(ToolResult("pay", status="failure")))).by == "route"
+        m = (
+            builder("a", "b")
+            .entry("a")
+            .route("a", "b", on_tool_return="pay", on_tool_status={"failure"})
+            .build()
+        )
+        assert (
+            m.explain_next_skill(
+                ctx(current_skill_id="a", **batch(ToolResult("refund", status="failure")))
+            ).by
+            == "stay"
+        )
+        assert (
+            m.explain_next_skill(ctx(current_skill_id="a", **batch(ToolResult("pay", status="failure")))).by
+            == "route"
+        )
 
     def test_when_receives_the_result_and_a_raise_is_no_match_for_that_pair(self) -> None:
         seen: list[object] = []
@@ -305,7 +335,12 @@ class TestResolver:
             .route("a", "other", on_tool_return="nothing")
             .build()
         )
-        move = m.explain_next_skill(ctx(current_skill_id="a", **batch(ToolResult("lookup", '{"amount": 120, "customer": {"tier": "silver"}}'))))
+        move = m.explain_next_skill(
+            ctx(
+                current_skill_id="a",
+                **batch(ToolResult("lookup", '{"amount": 120, "customer": {"tier": "silver"}}')),
+            )
+        )
         assert (move.to_skill, move.guard) == ("big", "amount gte 100")
         assert move.guards_closed == ('a→vip: customer.tier in ["gold"]',)
         stay = m.explain_next_skill(ctx(current_skill_id="a", **batch(ToolResult("lookup", {"amount": 5}))))
@@ -329,7 +364,12 @@ class TestResolver:
             .build()
         )
         prop = ProposedTransition("y")
-        full = ctx(current_skill_id="t", pending_tool_transition=prop, pending_skill_pick="z", **batch(ToolResult("fx")))
+        full = ctx(
+            current_skill_id="t",
+            pending_tool_transition=prop,
+            pending_skill_pick="z",
+            **batch(ToolResult("fx")),
+        )
         assert m.explain_next_skill(full).by == "route"
         no_edge = ctx(current_skill_id="t", pending_tool_transition=prop, pending_skill_pick="z")
         move = m.explain_next_skill(no_edge)
@@ -342,7 +382,12 @@ class TestResolver:
     def test_a_pick_or_proposal_of_the_current_node_is_a_stay(self) -> None:
         m = builder("t", "x").entry("t").route("t", "x").build()
         assert m.explain_next_skill(ctx(current_skill_id="t", pending_skill_pick="t")).by == "stay"
-        assert m.explain_next_skill(ctx(current_skill_id="t", pending_tool_transition=ProposedTransition("t"))).by == "stay"
+        assert (
+            m.explain_next_skill(
+                ctx(current_skill_id="t", pending_tool_transition=ProposedTransition("t"))
+            ).by
+            == "stay"
+        )
 
 
 class TestReachability:
@@ -380,7 +425,9 @@ class TestReachability:
         )
         assert m.superseded_entries(ctx(1, user_message="refund please")) == ("b", "d")
         # The cursor's own entry is not superseded.
-        assert m.superseded_entries(ctx(current_skill_id="a", user_message="refund", **batch(ToolResult("t")))) == ("d",)
+        assert m.superseded_entries(
+            ctx(current_skill_id="a", user_message="refund", **batch(ToolResult("t")))
+        ) == ("d",)
         nothing = builder("a").entry("a", when=lambda c: False).build()
         assert nothing.superseded_entries(ctx(1)) == ()
 
@@ -395,10 +442,17 @@ class TestGate:
         assert (pick.outcome, pick.is_hop) == ("open", False)
 
     def test_a_parked_member_is_admitted_even_as_the_current_cursor(self) -> None:
-        pick = gate_skill_pick("zone", hops=("billing",), parked_member_ids={"zone", "billing"}, current_skill_id="zone")
+        pick = gate_skill_pick(
+            "zone", hops=("billing",), parked_member_ids={"zone", "billing"}, current_skill_id="zone"
+        )
         assert (pick.outcome, pick.is_hop) == ("re-engagement", False)
-        hop = gate_skill_pick("billing", hops=("billing",), parked_member_ids={"zone", "billing"}, current_skill_id="zone",
-                              posture="rails")
+        hop = gate_skill_pick(
+            "billing",
+            hops=("billing",),
+            parked_member_ids={"zone", "billing"},
+            current_skill_id="zone",
+            posture="rails",
+        )
         assert (hop.outcome, hop.is_hop) == ("re-engagement", True)
 
     def test_anything_else_is_rejected_naming_allowed(self) -> None:
@@ -427,7 +481,9 @@ class TestGate:
         assert carriers.activated_injection_ids == ("x", "b", "h", "c")
         assert carriers.pending_skill_pick == "b"  # the last accepted hop wins
         assert carriers.accepted_skill_picks == ("b", "h", "c")
-        no_maps = apply_skill_pick(PickCarriers.start_of_batch([], graph=True, maps=False), gate_skill_pick("b", hops=("b",)))
+        no_maps = apply_skill_pick(
+            PickCarriers.start_of_batch([], graph=True, maps=False), gate_skill_pick("b", hops=("b",))
+        )
         assert no_maps.accepted_skill_picks is None
 
 

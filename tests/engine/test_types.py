@@ -13,7 +13,12 @@ from fpdebug.trace.schema import ToolCallRecord, ToolSchema
 
 def test_tool_result_signature_and_defaults() -> None:
     res = ToolResult("lookup", {"amount": 3}, "c1", "success")
-    assert (res.tool_name, res.result, res.tool_call_id, res.status) == ("lookup", {"amount": 3}, "c1", "success")
+    assert (res.tool_name, res.result, res.tool_call_id, res.status) == (
+        "lookup",
+        {"amount": 3},
+        "c1",
+        "success",
+    )
     bare = ToolResult("lookup")
     assert (bare.result, bare.tool_call_id, bare.status) == (None, None, None)
 
@@ -32,7 +37,10 @@ def test_the_seven_statuses() -> None:
 def test_tool_schema_is_tagged_with_its_injection() -> None:
     tool = Tool("get_zone_info", "Zone facts", {"type": "object"})
     assert tool.schema(injection_id="zone-audit") == ToolSchema(
-        name="get_zone_info", description="Zone facts", parameters={"type": "object"}, injection_id="zone-audit"
+        name="get_zone_info",
+        description="Zone facts",
+        parameters={"type": "object"},
+        injection_id="zone-audit",
     )
     assert Tool.from_schema(tool.schema()).name == "get_zone_info"
 
