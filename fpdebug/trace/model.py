@@ -284,6 +284,8 @@ class Turn:
     """Prompt tokens of the turn's LLM calls."""
     output_tokens: int = 0
     """Completion tokens of the turn's LLM calls."""
+    highest: int = 0
+    """The highest iteration number seen (a larger one is new without a search)."""
 
     @property
     def ended(self) -> bool:
@@ -296,6 +298,8 @@ class Turn:
         # Iterations are numbered densely from 1 and arrive in order: try the direct slot first.
         if 0 < number <= len(iterations) and iterations[number - 1].number == number:
             return iterations[number - 1]
+        if number > self.highest:
+            return None
         for iteration in reversed(iterations):
             if iteration.number == number:
                 return iteration
@@ -803,6 +807,7 @@ class RunModel:
         if iteration is None:
             iteration = Iteration(run_id=run.run_id, turn=turn.number, number=number)
             iterations.append(iteration)
+            turn.highest = max(turn.highest, number)
         return iteration
 
     def _shared(self, ids: tuple[str, ...]) -> tuple[str, ...]:
