@@ -15,6 +15,7 @@ the TUI) can catch one class and show a clear message instead of a traceback::
     │   ├── ReplayDivergenceError   a replayed request differs from the recorded one
     │   └── LiveCallRefusedError    a live model call was attempted where none was asked for
     ├── ToolError               a tool failed in a way the loop cannot turn into a result
+    ├── RunInterrupted          a run was stopped from outside (the debugger's step gate, Ctrl-C)
     ├── ScenarioError           a scenario or user module cannot be loaded
     └── BacktrackError          a backtrack request cannot be answered (unknown call, suspect…)
 """
@@ -28,6 +29,7 @@ __all__ = [
     "LiveCallRefusedError",
     "ProviderError",
     "ReplayDivergenceError",
+    "RunInterrupted",
     "ScenarioError",
     "ScriptExhaustedError",
     "ToolError",
@@ -106,6 +108,13 @@ class LiveCallRefusedError(ProviderError):
 
 class ToolError(FpdebugError):
     """A tool declaration or dispatch failed outside the tool's own code."""
+
+
+class RunInterrupted(FpdebugError):
+    """A run was stopped from outside: an event sink (the debugger's step gate) raised it to end the run.
+
+    The agent loop catches it, records ``run_end {status: interrupted}`` and returns the result.
+    """
 
 
 class ScenarioError(FpdebugError):

@@ -1,0 +1,455 @@
+"""Plain Python callables as tools: a JSON schema from type hints, argument validation, timeouts.
+
+:func:`tool` turns a function into a :class:`~fpdebug.engine.types.Tool` whose ``parameters`` are
+derived from the signature and whose ``handler`` is a :class:`ToolFunction`::
+
+    def lookup_order(order_id: str, include_items: bool = False) -> dict:
+        \"\"\"Find an order by its id.
+
+        Args:
+            order_id: The order's id, such as ``A-17``.
+            include_items: Also return the line items.
+        \"\"\"
+
+    lookup = tool(lookup_order, timeout=5.0)
+
+Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``list[X]``, ``dict[str, X]``,
+``Literal[...]``, ``X | None`` / ``Optional[X]``, pydantic models, ``Any``; parameter defaults
+become JSON-schema defaults (and make the argument optional). The docstring's first paragraph is the
+description, and its Google-style ``Args:`` entries describe the parameters. A function whose only
+parameter is a pydantic model takes the model's fields as its arguments (the model is built from
+them). Anything else is refused with a :class:`~fpdebug.errors.DefinitionError` naming the parameter.
+
+Arguments the model sends are validated (lax pydantic rules: ``"5"`` is accepted for an ``int``)
+before the function runs; a call that does not validate is answered with an ``invalid`` result.
+
+**Timeouts.** With a timeout, the function runs in a daemon worker thread and the loop waits at most
+that long; a call that does not return in time becomes a ``failure`` result. Python cannot kill a
+thread: the abandoned call keeps running in the background until it returns on its own, and its
+result is dropped. Give tools that can hang their own internal timeouts (HTTP clients, subprocesses).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import math
+import re
+import threading
+import types
+import typing
+from collections import abc
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Union, get_args, get_origin, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from fpdebug.engine.types import Tool
+from fpdebug.errors import DefinitionError
+
+__all__ = [
+    "TOOL_NAME_PATTERN",
+    "InvalidToolArguments",
+    "ToolFunction",
+    "ToolTimeout",
+    "call_tool",
+    "json_schema_of",
+    "tool",
+]
+
+TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What a tool name may look like (the strictest of the providers' rules)."""
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Returns?|Raises|Yields?|Examples?|Notes?):\s*$")
+_ARG_LINE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+class InvalidToolArguments(Exception):
+    """The model's arguments do not fit the tool's signature (the call is answered ``invalid``)."""
+
+
+class ToolTimeout(Exception):
+    """A tool did not return within its timeout (the call is answered ``failure``)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Docstrings
+
+
+def _docstring_parts(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
+    """The description (first paragraph) and the ``Args:`` descriptions of a Google-style docstring."""
+    doc = inspect.getdoc(fn) or ""
+    lines = doc.splitlines()
+    summary: list[str] = []
+    for line in lines:
+        if not line.strip() or _SECTION.match(line.strip()):
+            break
+        summary.append(line.strip())
+    args: dict[str, str] = {}
+    in_args = False
+    current: str | None = None
+    arg_indent = 0
+    for line in lines:
+        stripped = line.strip()
+        header = _SECTION.match(stripped)
+        if header and len(line) - len(line.lstrip()) == 0:
+            in_args = header.group(1) in ("Args", "Arguments", "Parameters", "Params")
+            current = None
+            continue
+        if not in_args or not stripped:
+            continue
+        indent = len(line) - len(line.lstrip())
+        match = _ARG_LINE.match(stripped)
+        if match and (current is None or indent <= arg_indent):
+            current, arg_indent = match.group(1).lstrip("*"), indent
+            args[current] = match.group(2).strip()
+        elif current is not None:
+            args[current] = f"{args[current]} {stripped}".strip()
+    return " ".join(summary), args
+
+
+# ----------------------------------------------------------------------------------------------
+# JSON schema from annotations
+
+
+def _is_model(hint: object) -> bool:
+    return isinstance(hint, type) and issubclass(hint, BaseModel)
+
+
+def _hoist(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    # A pydantic model's schema keeps its nested models under "$defs"; the tool's parameter schema
+    # is one document, so they move to its top level (refs stay "#/$defs/<Name>").
+    inner = schema.pop("$defs", None)
+    if inner:
+        defs.update(inner)
+    return schema
+
+
+def json_schema_of(hint: object, *, where: str, defs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON schema of one annotation.
+
+    Args:
+        hint: The resolved annotation.
+        where: How an error names the annotation's place (``parameter 'x' of tool 'y'``).
+        defs: Collects the ``$defs`` of pydantic models (hoisted to the tool's schema).
+
+    Returns:
+        The schema.
+
+    Raises:
+        DefinitionError: The annotation is not supported.
+    """
+    defs = {} if defs is None else defs
+    if hint is Any or hint is object:
+        return {}
+    if hint is str:
+        return {"type": "string"}
+    if hint is bool:
+        return {"type": "boolean"}
+    if hint is int:
+        return {"type": "integer"}
+    if hint is float:
+        return {"type": "number"}
+    if hint is list or hint is tuple:
+        return {"type": "array"}
+    if hint is dict:
+        return {"type": "object"}
+    if _is_model(hint):
+        schema = hint.model_json_schema(ref_template="#/$defs/{model}")  # type: ignore[union-attr]
+        return _hoist(schema, defs)
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Literal:
+        values = list(args)
+        schema: dict[str, Any] = {"enum": values}
+        kinds = {type(v) for v in values}
+        if kinds == {str}:
+            schema["type"] = "string"
+        elif kinds == {int}:
+            schema["type"] = "integer"
+        elif kinds == {bool}:
+            schema["type"] = "boolean"
+        return schema
+    if origin is Union or origin is types.UnionType:
+        options = [a for a in args if a is not type(None)]
+        nullable = len(options) != len(args)
+        if not options:
+            return {"type": "null"}
+        parts = [json_schema_of(a, where=where, defs=defs) for a in options]
+        if nullable:
+            parts.append({"type": "null"})
+        return parts[0] if len(parts) == 1 else {"anyOf": parts}
+    if origin in (list, set, frozenset, abc.Sequence):
+        out: dict[str, Any] = {"type": "array"}
+        if args:
+            out["items"] = json_schema_of(args[0], where=where, defs=defs)
+        return out
+    if origin is tuple:
+        out = {"type": "array"}
+        if len(args) == 2 and args[1] is Ellipsis:
+            out["items"] = json_schema_of(args[0], where=where, defs=defs)
+        elif args and len(set(args)) == 1:
+            out["items"] = json_schema_of(args[0], where=where, defs=defs)
+        return out
+    if origin in (dict, abc.Mapping):
+        if args and args[0] is not str:
+            raise DefinitionError(f"{where}: dict keys must be str (JSON object keys), got {args[0]!r}")
+        out = {"type": "object"}
+        if len(args) == 2 and args[1] is not Any:
+            out["additionalProperties"] = json_schema_of(args[1], where=where, defs=defs)
+        return out
+    raise DefinitionError(
+        f"{where}: annotation {hint!r} is not supported; use str, int, float, bool, list[...], "
+        "dict[str, ...], Literal[...], X | None or a pydantic model"
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# The handler
+
+
+_NO_TIMEOUT = object()
+
+
+@dataclass(frozen=True, eq=False)
+class ToolFunction:
+    """A function wrapped as a tool handler: it validates the model's arguments, then calls the function.
+
+    Calling the wrapper with keyword arguments calls the function unchanged (so it stays usable in
+    plain Python); :meth:`invoke` is what the agent loop uses.
+    """
+
+    fn: Callable[..., object]
+    """The wrapped function."""
+    name: str
+    """The tool name."""
+    arguments: type[BaseModel]
+    """The model the arguments are validated with."""
+    model_parameter: str | None = None
+    """When the function's only parameter is a pydantic model: that parameter's name."""
+    timeout: float | None = None
+    """Seconds before the call is abandoned; ``None`` inherits the agent's default; ``math.inf`` never."""
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        return self.fn(*args, **kwargs)
+
+    def invoke(self, args: Mapping[str, object]) -> object:
+        """Validate ``args`` and call the function with them.
+
+        Raises:
+            InvalidToolArguments: The arguments do not validate.
+            Exception: Whatever the function raises.
+        """
+        try:
+            validated = self.arguments.model_validate(dict(args))
+        except ValidationError as exc:
+            raise InvalidToolArguments(_validation_message(self.name, exc)) from None
+        if self.model_parameter is not None:
+            return self.fn(validated)
+        return self.fn(**{key: getattr(validated, key) for key in type(validated).model_fields})
+
+
+def _validation_message(name: str, exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+        problems.append(f"{where}: {error['msg']}")
+    return f"invalid arguments for {name}: " + "; ".join(problems)
+
+
+def _signature_model(
+    fn: Callable[..., object], name: str, arg_docs: Mapping[str, str]
+) -> tuple[dict[str, Any], type[BaseModel], str | None]:
+    try:
+        signature = inspect.signature(fn)
+        hints = typing.get_type_hints(fn)
+    except (TypeError, ValueError, NameError) as exc:
+        raise DefinitionError(f"tool {name!r}: cannot read the signature of {fn!r}: {exc}") from exc
+    params = list(signature.parameters.values())
+    for param in params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise DefinitionError(
+                f"tool {name!r}: *{param.name} / **{param.name} cannot be described to a model; "
+                "declare each argument"
+            )
+        if param.kind is param.POSITIONAL_ONLY:
+            raise DefinitionError(f"tool {name!r}: positional-only parameter {param.name!r} is not supported")
+    if len(params) == 1 and _is_model(hints.get(params[0].name)):
+        model: type[BaseModel] = hints[params[0].name]
+        defs: dict[str, Any] = {}
+        schema = _hoist(model.model_json_schema(ref_template="#/$defs/{model}"), defs)
+        schema.pop("title", None)
+        if defs:
+            schema["$defs"] = defs
+        return schema, model, params[0].name
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    fields: dict[str, Any] = {}
+    defs = {}
+    for param in params:
+        where = f"parameter {param.name!r} of tool {name!r}"
+        if param.name not in hints:
+            raise DefinitionError(f"{where} has no type annotation; annotate it (str, int, …)")
+        hint = hints[param.name]
+        prop = json_schema_of(hint, where=where, defs=defs)
+        if param.name in arg_docs and arg_docs[param.name]:
+            prop = {**prop, "description": arg_docs[param.name]}
+        if param.default is param.empty:
+            required.append(param.name)
+            fields[param.name] = (hint, ...)
+        else:
+            default = param.default
+            if isinstance(default, str | int | float | bool) or default is None:
+                prop = {**prop, "default": default}
+            fields[param.name] = (hint, default)
+        properties[param.name] = prop
+    schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    if defs:
+        schema["$defs"] = defs
+    try:
+        model = create_model(  # type: ignore[call-overload]
+            f"{name}_arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields
+        )
+    except Exception as exc:  # pydantic refuses some annotations the schema step accepted
+        raise DefinitionError(f"tool {name!r}: cannot validate its arguments: {exc}") from exc
+    return schema, model, None
+
+
+def _check_timeout(timeout: float | None, name: str) -> None:
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise DefinitionError(f"tool {name!r}: timeout must be a positive number of seconds, got {timeout!r}")
+
+
+@overload
+def tool(
+    fn: Callable[..., object],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+) -> Callable[[Callable[..., object]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., object] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+) -> Tool | Callable[[Callable[..., object]], Tool]:
+    """Make a tool of a Python function (also usable as a decorator, ``@tool`` or ``@tool(timeout=5)``).
+
+    Args:
+        fn: The function.
+        name: The tool name; the function's ``__name__`` by default.
+        description: What the model reads; the docstring's first paragraph by default.
+        timeout: Seconds before a call is abandoned (a ``failure`` result); ``None`` inherits the
+            agent's ``tool_timeout``; ``math.inf`` runs the function inline with no timeout.
+
+    Returns:
+        A :class:`~fpdebug.engine.types.Tool` whose handler is a :class:`ToolFunction`.
+
+    Raises:
+        DefinitionError: A bad name or timeout, or a parameter whose annotation is missing or not
+            supported.
+    """
+    if fn is None:
+        return lambda f: tool(f, name=name, description=description, timeout=timeout)
+    if isinstance(fn, Tool):
+        return fn
+    if not callable(fn):
+        raise DefinitionError(f"a tool must be a callable or a Tool, got {fn!r}")
+    tool_name = name or getattr(fn, "__name__", "")
+    if not TOOL_NAME_PATTERN.match(tool_name or ""):
+        raise DefinitionError(
+            f"tool name {tool_name!r} is not valid: use 1-64 letters, digits, '_' or '-' "
+            "(give name= for a lambda or a callable object)"
+        )
+    _check_timeout(timeout, tool_name)
+    summary, arg_docs = _docstring_parts(fn)
+    schema, model, model_parameter = _signature_model(fn, tool_name, arg_docs)
+    handler = ToolFunction(fn, tool_name, model, model_parameter, timeout)
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else summary,
+        parameters=schema,
+        handler=handler,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Calling
+
+
+def call_tool(handler: Callable[..., object], args: Mapping[str, object], *, timeout: float | None) -> object:
+    """Run one tool call, in a worker thread when there is a timeout.
+
+    Args:
+        handler: The tool's handler: a :class:`ToolFunction` (validated) or any callable (called
+            with the arguments as keywords).
+        args: The model's arguments.
+        timeout: Seconds to wait; ``None`` or ``math.inf`` runs the handler inline.
+
+    Returns:
+        What the handler returned.
+
+    Raises:
+        InvalidToolArguments: The arguments do not fit.
+        ToolTimeout: The call did not return in time (its thread is abandoned, not killed).
+        Exception: Whatever the handler raised.
+    """
+    if isinstance(handler, ToolFunction):
+
+        def call() -> object:
+            return handler.invoke(args)
+
+    else:
+
+        def call() -> object:
+            try:
+                inspect.signature(handler).bind(**args)
+            except TypeError as exc:
+                raise InvalidToolArguments(f"invalid arguments: {exc}") from None
+            except ValueError:
+                pass  # no signature to check (a builtin): let the call itself decide
+            return handler(**args)
+
+    if timeout is None or math.isinf(timeout):
+        return call()
+    box: dict[str, object] = {}
+    done = threading.Event()
+    context = contextvars.copy_context()  # the tool sees the caller's context variables
+
+    def work() -> None:
+        try:
+            box["value"] = context.run(call)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the loop thread as is
+            box["error"] = exc
+        finally:
+            done.set()
+
+    label = getattr(handler, "name", None) or getattr(handler, "__name__", "call")
+    worker = threading.Thread(target=work, name=f"fpdebug-tool-{label}", daemon=True)
+    worker.start()
+    if not done.wait(timeout):
+        raise ToolTimeout(
+            f"did not return within {timeout:g} s; the call was abandoned (Python cannot kill a "
+            "thread, so it may still be running)"
+        )
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box.get("value")
