@@ -497,6 +497,11 @@ class Run:
         """The leases of one instruction, in grant order."""
         return [lease for lease in self.leases if lease.instruction_id == instruction_id]
 
+    def leases_serving(self, turn: int, iteration: int) -> list[LeaseLifetime]:
+        """The leases that served the pass of ``(turn, iteration)``, in grant order."""
+        where = (turn, iteration)
+        return [lease for lease in self.leases if where in lease.served]
+
 
 class RunModel:
     """Projections over a trace, built incrementally; the one thing views and the backtracker read.
@@ -552,6 +557,28 @@ class RunModel:
     def run(self, run_id: str) -> Run | None:
         """The run with this id, if present."""
         return self._runs.get(run_id)
+
+    def iteration_at(self, line: int) -> Iteration | None:
+        """The iteration the record on ``line`` belongs to (``None`` for run- and turn-level records).
+
+        Reads the record's envelope from the source (a cached record, no new model).
+        """
+        record = self.record(line)
+        number = getattr(record, "iteration", None)
+        run = self._runs.get(getattr(record, "run_id", None) or "")
+        if run is None or number is None or getattr(record, "kind", None) in _TURN_LEVEL:
+            return None
+        turn = getattr(record, "turn", None)
+        if turn is None:  # fed to the turn that was current then: look in each
+            candidates = run.turns
+        else:
+            found = run._turns.get(turn)
+            candidates = [found] if found is not None else []
+        for candidate in candidates:
+            iteration = candidate.iteration(number)
+            if iteration is not None and iteration.first_line <= line <= iteration.last_line:
+                return iteration
+        return None
 
     @property
     def events(self) -> int:

@@ -54,7 +54,7 @@ from fpdebug.trace.clock import Clock, SystemClock
 from fpdebug.trace.records import parse_header, read_first_line
 from fpdebug.trace.schema import SCHEMA_VERSION, TraceEvent, TraceHeader
 
-__all__ = ["DEFAULT_BATCH_SIZE", "DURABILITIES", "Durability", "TraceWriter"]
+__all__ = ["DEFAULT_BATCH_SIZE", "DURABILITIES", "Durability", "TraceWriter", "dump_record"]
 
 Durability: TypeAlias = Literal["none", "batch", "every"]
 """When the writer fsyncs: never, every ``batch_size`` records, or after every record."""

@@ -253,3 +253,16 @@ def test_the_model_holds_far_less_than_the_file(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert model.events == 6001
     assert held < path.stat().st_size / 5, (held, path.stat().st_size)
+
+
+def test_locating_the_iteration_of_a_line_and_the_leases_serving_a_pass(
+    model: tuple[RunModel, dict[str, int]]
+) -> None:
+    m, at = model
+    run = m.runs[0]
+    located = m.iteration_at(at["conflict"])
+    assert located is run.iteration(1, 2)
+    assert m.iteration_at(at["turn_start"]) is None and m.iteration_at(at["run_end"]) is None
+    assert [lease.instruction_id for lease in run.leases_serving(1, 2)] == ["wire-format", "style"]
+    assert [lease.tenant for lease in run.leases_serving(1, 4)] == ["billing"]
+    assert run.leases_serving(1, 3) == []
