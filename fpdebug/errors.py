@@ -17,7 +17,8 @@ the TUI) can catch one class and show a clear message instead of a traceback::
     ├── ToolError               a tool failed in a way the loop cannot turn into a result
     ├── RunInterrupted          a run was stopped from outside (the debugger's step gate, Ctrl-C)
     ├── ScenarioError           a scenario or user module cannot be loaded
-    └── BacktrackError          a backtrack request cannot be answered (unknown call, suspect…)
+    ├── BacktrackError          a backtrack request cannot be answered (unknown call, suspect…)
+    └── ExportError             an export cannot be made or delivered (OTLP endpoint, serve host)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 __all__ = [
     "BacktrackError",
     "DefinitionError",
+    "ExportError",
     "FpdebugError",
     "LiveCallRefusedError",
     "ProviderError",
@@ -123,3 +125,8 @@ class ScenarioError(FpdebugError):
 
 class BacktrackError(FpdebugError):
     """A backtrack request names a call, suspect or sidecar that does not exist."""
+
+
+class ExportError(FpdebugError):
+    """An export cannot be made or delivered: a bad OTLP endpoint, a collector that refused the spans,
+    a missing optional dependency, or a ``serve`` host that is not loopback."""
