@@ -92,7 +92,7 @@ def default_trace_path(name: str, directory: str | Path = ".") -> Path:
 
 def summary_lines(run: ScenarioRun) -> list[str]:
     """Where the trace went, then one paragraph: status, turns, iterations, tokens, the final answer."""
-    from fpdebug.trace.inert import inert, inert_line
+    from fpdebug.trace.inert import inert_line
 
     result = run.result
     turns, iterations = len(result.turns), result.iterations
@@ -107,7 +107,7 @@ def summary_lines(run: ScenarioRun) -> list[str]:
     if result.error is not None:
         parts.append(f"Error: {inert_line(result.error.type)}: {inert_line(result.error.message)}.")
     answer = result.content
-    parts.append(f"Final answer: {inert(answer)}" if answer else "No final answer.")
+    parts.append(f"Final answer: {inert_line(answer)}" if answer else "No final answer.")
     return [f"trace: {inert_line(str(run.trace_path))}", " ".join(parts)]
 
 

@@ -257,12 +257,25 @@ def _validation_message(name: str, exc: ValidationError) -> str:
     return f"invalid arguments for {name}: " + "; ".join(problems)
 
 
+def _closure_names(fn: Callable[..., object]) -> dict[str, object]:
+    # Under `from __future__ import annotations` a hint is a string; a class defined in the enclosing
+    # function is only reachable through the closure (when the body uses it), not the module globals.
+    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None) or ()
+    names: dict[str, object] = {}
+    for name, cell in zip(code.co_freevars if code is not None else (), cells, strict=False):
+        try:
+            names[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    return names
+
+
 def _signature_model(
     fn: Callable[..., object], name: str, arg_docs: Mapping[str, str]
 ) -> tuple[dict[str, Any], type[BaseModel], str | None]:
     try:
         signature = inspect.signature(fn)
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(fn, localns=_closure_names(fn))
     except (TypeError, ValueError, NameError) as exc:
         raise DefinitionError(f"tool {name!r}: cannot read the signature of {fn!r}: {exc}") from exc
     params = list(signature.parameters.values())

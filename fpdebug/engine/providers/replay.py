@@ -67,10 +67,10 @@ def _around(a: str, b: str) -> tuple[str, str, int]:
     return _short(lead + cut_a), _short(lead + cut_b), index
 
 
-def _message_view(message: Message | None) -> object:
+def _message_view(message: Message | None) -> str:
     if message is None:
         return "(no message)"
-    return message.model_dump(mode="json", exclude_none=True)
+    return _short(message.model_dump(mode="json", exclude_none=True))
 
 
 def _tags(request: LlmRequest) -> list[str]:
@@ -102,8 +102,8 @@ def request_difference(recorded: LlmRequest, received: LlmRequest) -> Difference
         if old != new:
             return Difference(
                 f"messages (recorded {len(old_messages)}, received {len(new_messages)})",
-                _short(_message_view(old)),
-                _short(_message_view(new)),
+                _message_view(old),
+                _message_view(new),
                 message_index=index,
             )
     old_names, new_names = [t.name for t in recorded.tools], [t.name for t in received.tools]
