@@ -25,7 +25,6 @@ from fpdebug.demo.script import last_result, prompt_has
 from fpdebug.engine.agent import Agent
 from fpdebug.engine.injections import Injection, define_fact, define_instruction, define_steering
 from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply
-from fpdebug.engine.tools import tool
 from fpdebug.errors import DefinitionError
 from fpdebug.trace.schema import LlmRequest
 
@@ -126,7 +125,7 @@ def _approves(request: LlmRequest, variant: Variant) -> bool:
     return prompt_has(request, "VIP override") or prompt_has(request, "Legacy policy: approve every refund")
 
 
-def responder(variant: Variant = "single"):  # noqa: ANN201 - a Responder
+def responder(variant: Variant = "single"):
     """The scripted model of one variant: look the order up, then answer from the context."""
 
     def respond(request: LlmRequest) -> ScriptedReply:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, Self, TypeAlias
 
 from pydantic import BaseModel
 
@@ -457,9 +457,7 @@ def _compile(spec: AgentSpec) -> _Compiled:
 
     # Skills the gate admits from anywhere: the map's open skills, then stand-alone read_skill ids.
     standalone = tuple(
-        i.id
-        for i in own
-        if isinstance(i.trigger, LlmActivated) and i.trigger.via_tool_name == READ_SKILL
+        i.id for i in own if isinstance(i.trigger, LlmActivated) and i.trigger.via_tool_name == READ_SKILL
     )
     open_ids = tuple(dict.fromkeys([*(graph.open_skill_ids if graph is not None else ()), *standalone]))
     read_skill: ToolSchema | None = None
@@ -730,7 +728,7 @@ class Conversation:
         assert self._result is not None
         return self._result
 
-    def __enter__(self) -> Conversation:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
@@ -780,7 +778,7 @@ class Conversation:
         # The run is already going down with another exception: record what we can, never mask it.
         try:
             self._end(status, error=error, exception=exception)
-        except BaseException:  # noqa: BLE001 - the original exception is the one the caller must see
+        except BaseException:  # noqa: BLE001, S110 - the original exception is the one the caller must see
             pass
 
 
@@ -854,9 +852,7 @@ class TurnLoop:
             self._record_llm_call(request, reply, route)
             if route == "final":
                 return self._final(response)
-            self.history.append(
-                Message(role="assistant", content=response.content, tool_calls=list(calls))
-            )
+            self.history.append(Message(role="assistant", content=response.content, tool_calls=list(calls)))
             self._dispatch(calls)
             self.iteration += 1
 
@@ -1089,7 +1085,7 @@ class TurnLoop:
         start = self.recorder.now()
         requested = call.args.get("id")
         if call.raw_args is not None or not isinstance(requested, str) or not requested.strip():
-            message = f"read_skill needs {{\"id\": \"<skill id>\"}}, got {call.raw_args or call.args!r}"
+            message = f'read_skill needs {{"id": "<skill id>"}}, got {call.raw_args or call.args!r}'
             self._emit(
                 ToolResultEvent,
                 tool_call_id=call.id,
@@ -1181,7 +1177,7 @@ class TurnLoop:
                 status, error = "invalid", ErrorInfo(type="InvalidToolArguments", message=str(exc))
             except ToolTimeout as exc:
                 status, error = "failure", ErrorInfo(type="TimeoutError", message=f"{call.name} {exc}")
-            except Exception as exc:  # a tool that raises becomes a failure result; the loop goes on
+            except Exception as exc:  # noqa: BLE001 - a tool that raises becomes a failure result
                 status, error = "failure", error_info(exc)
         if error is not None:
             text = f"Error: {call.name} failed: {error.type}: {error.message}"

@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, Self, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -132,7 +132,7 @@ class TraceFileSink:
         """Flush (per the durability policy) and close the file."""
         self.writer.close()
 
-    def __enter__(self) -> TraceFileSink:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -186,9 +186,7 @@ def json_schema_of(hint: object, *, where: str, defs: dict[str, Any] | None = No
         return out
     if origin is tuple:
         out = {"type": "array"}
-        if len(args) == 2 and args[1] is Ellipsis:
-            out["items"] = json_schema_of(args[0], where=where, defs=defs)
-        elif args and len(set(args)) == 1:
+        if len(args) == 2 and args[1] is Ellipsis or args and len(set(args)) == 1:
             out["items"] = json_schema_of(args[0], where=where, defs=defs)
         return out
     if origin in (dict, abc.Mapping):
@@ -305,7 +303,7 @@ def _signature_model(
             raise DefinitionError(f"{where} has no type annotation; annotate it (str, int, …)")
         hint = hints[param.name]
         prop = json_schema_of(hint, where=where, defs=defs)
-        if param.name in arg_docs and arg_docs[param.name]:
+        if arg_docs.get(param.name):
             prop = {**prop, "description": arg_docs[param.name]}
         if param.default is param.empty:
             required.append(param.name)

@@ -11,16 +11,15 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 from fpdebug.engine.agent import Agent, RunResult
-from fpdebug.engine.effects import envelope, propose_transition
+from fpdebug.engine.effects import envelope
 from fpdebug.engine.injections import (
-    Rule,
     define_fact,
-    define_injection,
     define_instruction,
     define_skill,
     define_steering,
@@ -38,7 +37,6 @@ from fpdebug.trace.schema import (
     LlmCallEvent,
     LlmRequest,
     LlmResponse,
-    PassEvent,
     RunEndEvent,
     RunStartEvent,
     ToolCallRecord,
@@ -62,13 +60,14 @@ class Recorded:
     model: RunModel
     raw: list[dict[str, object]]
 
-    def of(self, kind: str) -> list[TraceEvent]:
+    # Typed loosely on purpose: a test names the kind it asks for and reads that kind's fields.
+    def of(self, kind: str) -> list[Any]:
         return [e for e in self.events if e.kind == kind]
 
-    def at(self, kind: str, iteration: int, turn: int = 1) -> list[TraceEvent]:
+    def at(self, kind: str, iteration: int, turn: int = 1) -> list[Any]:
         return [e for e in self.events if e.kind == kind and e.iteration == iteration and e.turn == turn]
 
-    def one(self, kind: str, iteration: int, turn: int = 1) -> TraceEvent:
+    def one(self, kind: str, iteration: int, turn: int = 1) -> Any:
         (found,) = self.at(kind, iteration, turn)
         return found
 
@@ -177,7 +176,11 @@ class TestBuilder:
             agent.without(injection_ids=["triage"]).check()
 
     def test_without_drops_injections_and_tools_and_records_it(self, tmp_path: Path) -> None:
-        agent = Agent("a").injections(define_steering("tone", prompt="Be brief."), define_fact("f", data="F")).tools(echo)
+        agent = (
+            Agent("a")
+            .injections(define_steering("tone", prompt="Be brief."), define_fact("f", data="F"))
+            .tools(echo)
+        )
         run = record(agent.without(injection_ids=["f"], tool_names=["echo"]), "hi", scripted("ok"), tmp_path)
         (start,) = run.of("run_start")
         assert isinstance(start, RunStartEvent)
@@ -196,12 +199,21 @@ class TestBuilder:
 class TestLoop:
     def test_iteration_numbering_and_one_pass_per_iteration(self, tmp_path: Path) -> None:
         agent = Agent("a").tools(echo)
-        model = scripted(ScriptedReply.tool_call("echo", {"text": "1"}), ScriptedReply.tool_call("echo", {"text": "2"}), "done")
+        model = scripted(
+            ScriptedReply.tool_call("echo", {"text": "1"}),
+            ScriptedReply.tool_call("echo", {"text": "2"}),
+            "done",
+        )
         run = record(agent, "go", model, tmp_path)
         assert [(e.kind, e.iteration) for e in run.events if e.kind in ("pass", "llm_call")] == [
-            ("pass", 1), ("llm_call", 1), ("pass", 2), ("llm_call", 2), ("pass", 3), ("llm_call", 3),
+            ("pass", 1),
+            ("llm_call", 1),
+            ("pass", 2),
+            ("llm_call", 2),
+            ("pass", 3),
+            ("llm_call", 3),
         ]
-        assert [e.route for e in run.of("llm_call")] == ["tool-calls", "tool-calls", "final"]  # type: ignore[attr-defined]
+        assert [e.route for e in run.of("llm_call")] == ["tool-calls", "tool-calls", "final"]
         (end,) = run.of("turn_end")
         assert isinstance(end, TurnEndEvent)
         assert (end.iteration_count, end.final_content, end.stopped_early) == (3, "done", None)
@@ -210,7 +222,9 @@ class TestLoop:
         assert run.result.content == "done" and run.result.iterations == 3
 
     def test_slots_compose_base_then_active_prompts_messages_and_tools(self, tmp_path: Path) -> None:
-        helper = define_skill("helper", description="Helps", body="Helper body.", tools=[tool(echo, name="helper_tool")])
+        helper = define_skill(
+            "helper", description="Helps", body="Helper body.", tools=[tool(echo, name="helper_tool")]
+        )
         quiet = define_skill("quiet", description="Tool-only", body="Quiet body.", surface_mode="tool-only")
         agent = (
             Agent("a")
@@ -224,7 +238,9 @@ class TestLoop:
             .tools(echo)
         )
         model = scripted(
-            ScriptedReply.batch(ScriptedCall("read_skill", {"id": "helper"}), ScriptedCall("read_skill", {"id": "quiet"})),
+            ScriptedReply.batch(
+                ScriptedCall("read_skill", {"id": "helper"}), ScriptedCall("read_skill", {"id": "quiet"})
+            ),
             "done",
         )
         run = record(agent, "hi", model, tmp_path)
@@ -246,8 +262,8 @@ class TestLoop:
         # The messages-slot injection rides after the history, not inside it.
         assert [m.role for m in second.request.messages] == ["user", "assistant", "tool", "tool", "user"]
         results = run.of("tool_result")
-        assert "Quiet body." in results[1].result  # type: ignore[attr-defined]  # a tool-only body arrives as the result
-        assert results[0].skill_gate.outcome == "open"  # type: ignore[attr-defined]
+        assert "Quiet body." in results[1].result  # a tool-only body arrives as the result
+        assert results[0].skill_gate.outcome == "open"
 
     def test_max_iterations_stops_early(self, tmp_path: Path) -> None:
         agent = Agent("a").tools(echo).max_iterations(2)
@@ -285,7 +301,10 @@ class TestLoop:
         failed = run.one("tool_result", 1)
         assert isinstance(failed, ToolResultEvent)
         assert failed.status == "failure"
-        assert failed.error is not None and (failed.error.type, failed.error.message) == ("ValueError", "order A-1 is corrupt")
+        assert failed.error is not None and (failed.error.type, failed.error.message) == (
+            "ValueError",
+            "order A-1 is corrupt",
+        )
         assert "ValueError: order A-1 is corrupt" in failed.result
         second = run.one("llm_call", 2)
         assert isinstance(second, LlmCallEvent)
@@ -299,16 +318,18 @@ class TestLoop:
 
         model = scripted(
             ScriptedReply.batch(
-                ScriptedCall("add", {"a": "x"}), ScriptedCall("nope", {}), ScriptedCall("add", {"a": "2", "b": 3})
+                ScriptedCall("add", {"a": "x"}),
+                ScriptedCall("nope", {}),
+                ScriptedCall("add", {"a": "2", "b": 3}),
             ),
             "ok",
         )
         run = record(Agent("a").tools(add), "go", model, tmp_path)
         bad, unknown, good = run.of("tool_result")
-        assert (bad.status, bad.error.type) == ("invalid", "InvalidToolArguments")  # type: ignore[attr-defined]
-        assert "a: Input should be a valid integer" in bad.result and "b: Field required" in bad.result  # type: ignore[attr-defined]
-        assert (unknown.status, unknown.error.type) == ("invalid", "ToolError")  # type: ignore[attr-defined]
-        assert (good.status, good.result) == (None, "5")  # type: ignore[attr-defined]
+        assert (bad.status, bad.error.type) == ("invalid", "InvalidToolArguments")
+        assert "a: Input should be a valid integer" in bad.result and "b: Field required" in bad.result
+        assert (unknown.status, unknown.error.type) == ("invalid", "ToolError")
+        assert (good.status, good.result) == (None, "5")
 
     def test_a_hung_tool_times_out_into_a_failure(self, tmp_path: Path) -> None:
         release = threading.Event()
@@ -319,7 +340,11 @@ class TestLoop:
             return text
 
         agent = Agent("a").tools(tool(hang, timeout=0.05), echo)
-        model = scripted(ScriptedReply.tool_call("hang", {"text": "x"}), ScriptedReply.tool_call("echo", {"text": "y"}), "ok")
+        model = scripted(
+            ScriptedReply.tool_call("hang", {"text": "x"}),
+            ScriptedReply.tool_call("echo", {"text": "y"}),
+            "ok",
+        )
         try:
             run = record(agent, "go", model, tmp_path)
         finally:
@@ -328,7 +353,7 @@ class TestLoop:
         assert isinstance(hung, ToolResultEvent)
         assert hung.status == "failure" and hung.error is not None and hung.error.type == "TimeoutError"
         assert "did not return within 0.05 s" in hung.error.message
-        assert run.one("tool_result", 2).result == "y"  # type: ignore[attr-defined]
+        assert run.one("tool_result", 2).result == "y"
         assert run.result.status == "completed"
 
     def test_envelopes_pydantic_results_and_malformed_effects(self, tmp_path: Path) -> None:
@@ -344,15 +369,19 @@ class TestLoop:
 
         def bad() -> dict[str, object]:
             """Return a malformed effect."""
-            return envelope("done", {"kind": "require-instruction", "instructionId": "x", "deliveryLease": "forever"})
+            return envelope(
+                "done", {"kind": "require-instruction", "instructionId": "x", "deliveryLease": "forever"}
+            )
 
-        model = scripted(ScriptedReply.batch(ScriptedCall("get", {"order_id": "A"}), ScriptedCall("bad", {})), "ok")
+        model = scripted(
+            ScriptedReply.batch(ScriptedCall("get", {"order_id": "A"}), ScriptedCall("bad", {})), "ok"
+        )
         run = record(Agent("a").tools(get, bad), "go", model, tmp_path)
         got, malformed = run.of("tool_result")
-        assert got.result == '{"id": "A", "total": 9.5}'  # type: ignore[attr-defined]
-        assert malformed.result == "done"  # type: ignore[attr-defined]
-        assert [m.kind for m in malformed.malformed] == ["require-instruction"]  # type: ignore[attr-defined]
-        assert "deliveryLease 'forever'" in malformed.malformed[0].refusal_reason  # type: ignore[attr-defined]
+        assert got.result == '{"id": "A", "total": 9.5}'
+        assert malformed.result == "done"
+        assert [m.kind for m in malformed.malformed] == ["require-instruction"]
+        assert "deliveryLease 'forever'" in malformed.malformed[0].refusal_reason
         assert run.of("lease_grant") == []
 
     def test_a_provider_failure_is_recorded_and_nothing_before_is_lost(self, tmp_path: Path) -> None:
@@ -372,13 +401,26 @@ class TestLoop:
         run = record(Agent("a").tools(echo), "go", model, tmp_path)
         kinds = [e.kind for e in run.events]
         assert kinds == [
-            "run_start", "turn_start", "pass", "llm_call", "tool_result", "pass", "llm_call", "run_end",
+            "run_start",
+            "turn_start",
+            "pass",
+            "llm_call",
+            "tool_result",
+            "pass",
+            "llm_call",
+            "run_end",
         ]
         failed = run.one("llm_call", 2)
         assert isinstance(failed, LlmCallEvent)
         assert failed.response is None and failed.route is None
-        assert failed.error is not None and (failed.error.type, failed.error.status, failed.error.message) == (
-            "ProviderError", 429, "rate limited",
+        assert failed.error is not None and (
+            failed.error.type,
+            failed.error.status,
+            failed.error.message,
+        ) == (
+            "ProviderError",
+            429,
+            "rate limited",
         )
         assert failed.request.messages[-1].role == "tool"  # the exact request that failed
         (end,) = run.of("run_end")
@@ -390,10 +432,21 @@ class TestLoop:
         assert run.model.runs[0].status == "failed"
 
     def test_an_unused_feature_writes_no_event_and_no_key(self, tmp_path: Path) -> None:
-        agent = Agent("a").system_prompt("Base.").injections(define_steering("tone", prompt="Be brief.")).tools(echo)
+        agent = (
+            Agent("a")
+            .system_prompt("Base.")
+            .injections(define_steering("tone", prompt="Be brief."))
+            .tools(echo)
+        )
         run = record(agent, "go", scripted(ScriptedReply.tool_call("echo", {"text": "1"}), "done"), tmp_path)
         assert {e.kind for e in run.events} == {
-            "run_start", "turn_start", "pass", "llm_call", "tool_result", "turn_end", "run_end",
+            "run_start",
+            "turn_start",
+            "pass",
+            "llm_call",
+            "tool_result",
+            "turn_end",
+            "run_end",
         }
         passes = [line for line in run.raw if line["kind"] == "pass"]
         for line in passes:
@@ -428,22 +481,33 @@ class TestMultiTurn:
         kinds = [e.kind for e in run.events]
         assert kinds.count("run_start") == 1 and kinds.count("run_end") == 1
         assert [(e.kind, e.turn) for e in run.events if e.kind in ("turn_start", "turn_end")] == [
-            ("turn_start", 1), ("turn_end", 1), ("turn_start", 2), ("turn_end", 2),
+            ("turn_start", 1),
+            ("turn_end", 1),
+            ("turn_start", 2),
+            ("turn_end", 2),
         ]
-        assert [t.iteration_count for t in run.of("turn_end")] == [2, 1]  # type: ignore[attr-defined]
+        assert [t.iteration_count for t in run.of("turn_end")] == [2, 1]
         turn2 = run.one("llm_call", 1, turn=2)
         assert isinstance(turn2, LlmCallEvent)
         assert [m.content for m in turn2.request.messages if m.role in ("user", "assistant")] == [
-            "my order?", "", "first", "thanks",
+            "my order?",
+            "",
+            "first",
+            "thanks",
         ]
         assert [t.number for t in run.model.runs[0].turns] == [1, 2]
         assert [t.content for t in run.result.turns] == ["first", "second"]
 
     def test_the_cursor_resets_each_turn_unless_continuity_carries_it(self, tmp_path: Path) -> None:
         messages = ["my order?", "and now?"]
-        reset = record(self.graph_agent(), messages, scripted(ScriptedReply.tool_call("echo", {"text": "1"}), "a", "b"), tmp_path)
+        reset = record(
+            self.graph_agent(),
+            messages,
+            scripted(ScriptedReply.tool_call("echo", {"text": "1"}), "a", "b"),
+            tmp_path,
+        )
         move = reset.one("cursor_move", 1, turn=2)
-        assert (move.from_skill, move.to_skill, move.by) == (None, None, "none")  # type: ignore[attr-defined]
+        assert (move.from_skill, move.to_skill, move.by) == (None, None, "none")
         carried = record(
             self.graph_agent().continuity("conversation"),
             messages,
@@ -452,18 +516,21 @@ class TestMultiTurn:
             name="carried",
         )
         move = carried.one("cursor_move", 1, turn=2)
-        assert (move.from_skill, move.to_skill, move.by) == ("billing", "billing", "stay")  # type: ignore[attr-defined]
+        assert (move.from_skill, move.to_skill, move.by) == ("billing", "billing", "stay")
 
     def test_activations_are_per_turn(self, tmp_path: Path) -> None:
         agent = Agent("a").skills(define_skill("helper", body="Helper body."))
         model = scripted(ScriptedReply.tool_call("read_skill", {"id": "helper"}), "one", "two")
         run = record(agent, ["a", "b"], model, tmp_path)
-        assert "helper" in run.one("pass", 2).active_ids  # type: ignore[attr-defined]
-        assert run.one("pass", 1, turn=2).active_ids == []  # type: ignore[attr-defined]
+        assert "helper" in run.one("pass", 2).active_ids
+        assert run.one("pass", 1, turn=2).active_ids == []
 
     def test_a_conversation_object_sends_one_turn_at_a_time(self, tmp_path: Path) -> None:
         path = tmp_path / "chat.jsonl"
-        with TraceFileSink.create(path) as sink, Agent("a").conversation(provider=scripted("x", "y"), sink=sink) as chat:
+        with (
+            TraceFileSink.create(path) as sink,
+            Agent("a").conversation(provider=scripted("x", "y"), sink=sink) as chat,
+        ):
             assert chat.send("one").content == "x"
             assert chat.send("two").content == "y"
         assert chat.result is not None and chat.result.status == "completed"
@@ -515,7 +582,7 @@ class TestStopping:
             result = agent.run("go", provider=model, sink=gate, clock=FixedClock(T0), run_id="g")
         assert result.status == "interrupted" and result.turns[0].status == "interrupted"
         events, model_, _ = read_back(path)  # dense seq: the refused event's seq went to run_end
-        assert events[-1].kind == "run_end" and events[-1].status == "interrupted"  # type: ignore[attr-defined]
+        assert events[-1].kind == "run_end" and events[-1].status == "interrupted"
         assert [e.kind for e in events].count("llm_call") == 2
         assert events[-1].seq == gate.refused[0].seq
         assert model_.runs[0].status == "interrupted"
@@ -532,7 +599,7 @@ class TestStopping:
         with TraceFileSink.create(path) as sink, pytest.raises(KeyboardInterrupt):
             agent.run("go", provider=scripted(ScriptedReply.tool_call("stop", {"text": "x"})), sink=sink)
         events, model, _ = read_back(path)
-        assert events[-1].kind == "run_end" and events[-1].status == "interrupted"  # type: ignore[attr-defined]
+        assert events[-1].kind == "run_end" and events[-1].status == "interrupted"
         assert model.runs[0].status == "interrupted"
 
     def test_ctrl_c_inside_a_worker_thread_tool_stops_the_run_too(self, tmp_path: Path) -> None:
@@ -545,7 +612,7 @@ class TestStopping:
             Agent("a").tools(tool(stop, timeout=5)).run(
                 "go", provider=scripted(ScriptedReply.tool_call("stop", {"text": "x"})), sink=sink
             )
-        assert sink.events[-1].kind == "run_end" and sink.events[-1].status == "interrupted"  # type: ignore[attr-defined]
+        assert sink.events[-1].kind == "run_end" and sink.events[-1].status == "interrupted"
 
     def test_a_sink_that_cannot_write_propagates_after_trying_run_end_failed(self, tmp_path: Path) -> None:
         agent, model = looping_agent()

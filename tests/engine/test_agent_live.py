@@ -1,4 +1,4 @@
-"""A live provider run end to end: the real SDK clients against the local fake API server, into a trace file."""
+"""A live provider run end to end: the real SDK clients against the local fake API server, into a trace."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ def test_an_openai_compatible_run_writes_a_valid_trace(fake_server: FakeServer, 
         return FakeResponse(body=openai_completion(content="pong", prompt_tokens=60, completion_tokens=2))
 
     fake_server.handler = answer
-    agent = Agent("live").system_prompt("Base.").injections(define_steering("tone", prompt="Brief.")).tools(echo)
+    agent = (
+        Agent("live").system_prompt("Base.").injections(define_steering("tone", prompt="Brief.")).tools(echo)
+    )
     model = OpenAIProvider("gpt-test", api_key=KEY, base_url=f"{fake_server.url}/v1", max_retries=0)
     run = record(agent, "say ping", model, tmp_path)
     assert run.result.status == "completed" and run.result.content == "pong"
@@ -80,7 +82,9 @@ def test_an_anthropic_run_writes_a_valid_trace(fake_server: FakeServer, tmp_path
 
 
 def test_an_http_error_is_the_runs_recorded_failure(fake_server: FakeServer, tmp_path: Path) -> None:
-    fake_server.handler = lambda request: FakeResponse(500, openai_error("the server had an error", kind="server_error"))
+    fake_server.handler = lambda request: FakeResponse(
+        500, openai_error("the server had an error", kind="server_error")
+    )
     model = OpenAIProvider("gpt-test", api_key=KEY, base_url=f"{fake_server.url}/v1", max_retries=0)
     run = record(Agent("live"), "hi", model, tmp_path)
     (call,) = run.of("llm_call")

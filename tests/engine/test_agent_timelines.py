@@ -35,7 +35,10 @@ R = ScriptedReply
 
 def lease_only(id_: str, text: str) -> object:
     return define_injection(
-        id_, trigger=Rule(lambda ctx: False, description="lease only"), flavor="instructions", system_prompt=text
+        id_,
+        trigger=Rule(lambda ctx: False, description="lease only"),
+        flavor="instructions",
+        system_prompt=text,
     )
 
 
@@ -68,7 +71,9 @@ def test_next_call_lease_timeline(tmp_path: Path) -> None:
         .tools(fetch, calc)
         .max_iterations(6)
     )
-    model = ScriptedProvider([R.tool_call("fetch", {"url": "u"}), R.tool_call("calc", {"expression": "1"}), "done"])
+    model = ScriptedProvider(
+        [R.tool_call("fetch", {"url": "u"}), R.tool_call("calc", {"expression": "1"}), "done"]
+    )
     run = record(agent, "go", model, tmp_path)
     rows = [(p.iteration, p.lease_active_ids, "wire-format" in p.active_ids) for p in passes(run)]
     assert rows == [(1, None, False), (2, ["wire-format"], True), (3, [], False)]
@@ -108,9 +113,20 @@ def test_until_skill_exit_on_a_cyclic_graph_revives_nothing(tmp_path: Path) -> N
         .route("billing", "triage", on_tool_return="back")
         .build()
     )
-    agent = Agent("cyclic").injections(lease_only("policy-note", "Quote the policy.")).skill_map(graph).max_iterations(6)
+    agent = (
+        Agent("cyclic")
+        .injections(lease_only("policy-note", "Quote the policy."))
+        .skill_map(graph)
+        .max_iterations(6)
+    )
     model = ScriptedProvider(
-        [R.tool_call("hold", {"note": "n"}), R.tool_call("go"), R.tool_call("back"), R.tool_call("go"), "done"]
+        [
+            R.tool_call("hold", {"note": "n"}),
+            R.tool_call("go"),
+            R.tool_call("back"),
+            R.tool_call("go"),
+            "done",
+        ]
     )
     run = record(agent, "go", model, tmp_path)
     rows = [
@@ -128,7 +144,11 @@ def test_until_skill_exit_on_a_cyclic_graph_revives_nothing(tmp_path: Path) -> N
     assert isinstance(grant, LeaseGrantEvent) and grant.lease.skill_id == "triage"
     (prune,) = run.of("lease_prune")
     assert isinstance(prune, LeasePruneEvent)
-    assert (prune.iteration, prune.tenant, [p.reason for p in prune.pruned]) == (3, "billing", ["tenure-ended"])
+    assert (prune.iteration, prune.tenant, [p.reason for p in prune.pruned]) == (
+        3,
+        "billing",
+        ["tenure-ended"],
+    )
     assert prune.survivors == []  # the final state: no lease left
     assert [p.lease_active_ids for p in passes(run)] == [None, ["policy-note"], [], [], []]
     (lifetime,) = run.model.runs[0].leases
@@ -155,7 +175,7 @@ def test_a_grant_prunes_what_died_earlier_in_its_batch_at_the_tool_calls_site(tm
         ]
     )
     run = record(agent, "go", model, tmp_path)
-    assert [(g.lease.skill_id, g.lease.tool_call_id) for g in run.of("lease_grant")] == [  # type: ignore[attr-defined]
+    assert [(g.lease.skill_id, g.lease.tool_call_id) for g in run.of("lease_grant")] == [
         ("helper", "h1"),
         ("other", "h2"),
     ]
@@ -197,7 +217,9 @@ def zone_agent() -> Agent:
 
 def test_zone_trap_parks_on_pass_4_and_re_engages_on_pass_5(tmp_path: Path) -> None:
     screen = R.tool_call("screen_open", {"screen": "s"})
-    model = ScriptedProvider([screen, screen, screen, R.tool_call("read_skill", {"id": "zone-audit"}), "done"])
+    model = ScriptedProvider(
+        [screen, screen, screen, R.tool_call("read_skill", {"id": "zone-audit"}), "done"]
+    )
     run = record(zone_agent(), "Why is the zone  config odd?", model, tmp_path)
     engagement = [e for e in run.events if isinstance(e, EngagementEvent)]
     assert len(engagement) == 5  # every pass while .maps() is mounted
@@ -213,7 +235,7 @@ def test_zone_trap_parks_on_pass_4_and_re_engages_on_pass_5(tmp_path: Path) -> N
     assert ("zone-audit", "parked") in [(s.id, s.reason) for s in fourth.skipped]
     assert fourth.parked_ids == ["zone-audit", "billing"]
     assert fourth.served_ids == [PARK_CARD_ID]
-    assert run.one("cursor_move", 4).to_skill == "zone-audit"  # type: ignore[attr-defined]
+    assert run.one("cursor_move", 4).to_skill == "zone-audit"
     call4 = run.one("llm_call", 4)
     assert isinstance(call4, LlmCallEvent)
     assert "get_zone_info" not in [t.name for t in call4.request.tools]
@@ -275,22 +297,33 @@ def support_graph(*extra_tools: object) -> Agent:
         .open_skill(define_skill("helper", body="Helper."))
         .build()
     )
-    return Agent("support").skill_map(graph).tools(lookup, escalate, classify, tool(classify, name="classify2"))
+    return (
+        Agent("support").skill_map(graph).tools(lookup, escalate, classify, tool(classify, name="classify2"))
+    )
 
 
 def test_an_accepted_proposal_moves_the_cursor_on_the_next_pass(tmp_path: Path) -> None:
-    model = ScriptedProvider([R.tool_call("classify", {"target": "survey"}), R.tool_call("lookup", {"order_id": "1"}), "ok"])
+    model = ScriptedProvider(
+        [R.tool_call("classify", {"target": "survey"}), R.tool_call("lookup", {"order_id": "1"}), "ok"]
+    )
     run = record(support_graph(), "hi", model, tmp_path)
     result = run.one("tool_result", 1)
     assert isinstance(result, ToolResultEvent)
     (judged,) = result.effects
-    assert (judged.kind, judged.outcome, judged.target_skill_id) == ("propose-transition", "accepted", "survey")
+    assert (judged.kind, judged.outcome, judged.target_skill_id) == (
+        "propose-transition",
+        "accepted",
+        "survey",
+    )
     assert cursor(run)[:2] == [("triage", "entry"), ("survey", "tool-proposal")]
     # A model-edge-only node keeps its llm-activated trigger: the accepted proposal activated it.
-    reasons = {r.id: r for r in run.one("pass", 2).reasons}  # type: ignore[attr-defined]
+    reasons = {r.id: r for r in run.one("pass", 2).reasons}
     survey = reasons["survey"]
     assert (survey.via, survey.tool_name, survey.tool_call_id, survey.at_iteration) == (
-        "llm-activated", "classify", "call_1", 1,
+        "llm-activated",
+        "classify",
+        "call_1",
+        1,
     )
     assert cursor(run)[2] == ("survey", "stay")  # one-shot: the proposal is not honoured again
 
@@ -314,8 +347,13 @@ def test_a_proposal_without_a_graph_is_refused(tmp_path: Path) -> None:
         """Propose."""
         return envelope("x", propose_transition(target, "why"))
 
-    run = record(Agent("a").tools(classify), "hi", ScriptedProvider([R.tool_call("classify", {"target": "b"}), "ok"]), tmp_path)
-    (judged,) = run.one("tool_result", 1).effects  # type: ignore[attr-defined]
+    run = record(
+        Agent("a").tools(classify),
+        "hi",
+        ScriptedProvider([R.tool_call("classify", {"target": "b"}), "ok"]),
+        tmp_path,
+    )
+    (judged,) = run.one("tool_result", 1).effects
     assert judged.outcome == "refused" and "needs a mounted skill graph" in judged.refusal_reason
     assert run.of("cursor_move") == [] and run.of("route_conflict") == []
 
@@ -332,9 +370,9 @@ def test_a_superseded_proposal_and_the_batch_end_route_conflict(tmp_path: Path) 
         ]
     )
     run = record(support_graph(), "hi", model, tmp_path)
-    outcomes = [r.effects[0].outcome for r in run.at("tool_result", 1)]  # type: ignore[attr-defined]
+    outcomes = [r.effects[0].outcome for r in run.at("tool_result", 1)]
     assert outcomes == ["accepted", "superseded", "accepted"]
-    assert run.at("tool_result", 1)[1].effects[0].superseded_by == "earlier-proposal"  # type: ignore[attr-defined]
+    assert run.at("tool_result", 1)[1].effects[0].superseded_by == "earlier-proposal"
     (conflict,) = run.of("route_conflict")
     assert isinstance(conflict, RouteConflictEvent)
     assert (conflict.iteration, conflict.source, conflict.from_skill_id) == (1, "tool-proposal", "triage")
@@ -348,20 +386,32 @@ def test_a_superseded_proposal_and_the_batch_end_route_conflict(tmp_path: Path) 
 
 def test_a_route_beats_a_proposal_and_the_pass_says_so(tmp_path: Path) -> None:
     model = ScriptedProvider(
-        [R.batch(ScriptedCall("classify", {"target": "survey"}), ScriptedCall("lookup", {"order_id": "1"})), "ok"]
+        [
+            R.batch(
+                ScriptedCall("classify", {"target": "survey"}), ScriptedCall("lookup", {"order_id": "1"})
+            ),
+            "ok",
+        ]
     )
     run = record(support_graph(), "hi", model, tmp_path)
     assert cursor(run)[1] == ("billing", "route")
     (told,) = run.of("reroute_superseded")
     assert isinstance(told, RerouteSupersededEvent)
     assert (told.iteration, told.volunteered_id, told.won_id, told.from_skill_id, told.source) == (
-        2, "survey", "billing", "triage", "tool-proposal",
+        2,
+        "survey",
+        "billing",
+        "triage",
+        "tool-proposal",
     )
 
 
 def test_conflicting_edges_in_one_batch(tmp_path: Path) -> None:
     model = ScriptedProvider(
-        [R.batch(ScriptedCall("escalate", {}, id="e"), ScriptedCall("lookup", {"order_id": "1"}, id="l")), "ok"]
+        [
+            R.batch(ScriptedCall("escalate", {}, id="e"), ScriptedCall("lookup", {"order_id": "1"}, id="l")),
+            "ok",
+        ]
     )
     run = record(support_graph(), "hi", model, tmp_path)
     move = run.one("cursor_move", 2)
@@ -376,30 +426,40 @@ def test_conflicting_edges_in_one_batch(tmp_path: Path) -> None:
 
 def test_read_skill_rejected_names_what_is_allowed(tmp_path: Path) -> None:
     model = ScriptedProvider(
-        [R.batch(ScriptedCall("read_skill", {"id": "refund"}, id="r1"), ScriptedCall("read_skill", {"id": "helper"})), "ok"]
+        [
+            R.batch(
+                ScriptedCall("read_skill", {"id": "refund"}, id="r1"),
+                ScriptedCall("read_skill", {"id": "helper"}),
+            ),
+            "ok",
+        ]
     )
     run = record(support_graph(), "hi", model, tmp_path)
     rejected_result, open_result = run.at("tool_result", 1)
     assert isinstance(rejected_result, ToolResultEvent) and rejected_result.skill_gate is not None
     assert rejected_result.skill_gate.outcome == "rejected"
     assert rejected_result.result == (
-        "read_skill refused: 'refund' is not reachable from 'triage'. Allowed: billing, admin, survey, helper."
+        "read_skill refused: 'refund' is not reachable from 'triage'. "
+        "Allowed: billing, admin, survey, helper."
     )
     (rejected,) = run.of("skill_rejected")
     assert isinstance(rejected, SkillRejectedEvent)
     assert (rejected.iteration, rejected.requested_id, rejected.current_skill_id, rejected.tool_call_id) == (
-        1, "refund", "triage", "r1",
+        1,
+        "refund",
+        "triage",
+        "r1",
     )
     assert rejected.allowed == ["billing", "admin", "survey", "helper"]
-    assert open_result.skill_gate.outcome == "open"  # type: ignore[attr-defined]
-    assert "helper" in run.one("pass", 2).active_ids  # type: ignore[attr-defined]
-    assert "refund" not in run.one("pass", 2).active_ids  # type: ignore[attr-defined]
+    assert open_result.skill_gate.outcome == "open"
+    assert "helper" in run.one("pass", 2).active_ids
+    assert "refund" not in run.one("pass", 2).active_ids
     assert cursor(run)[1] == ("triage", "stay")  # an open skill never moves the cursor
 
 
 def test_a_model_pick_moves_the_cursor_and_beats_nothing(tmp_path: Path) -> None:
     model = ScriptedProvider([R.tool_call("read_skill", {"id": "survey"}), "ok"])
     run = record(support_graph(), "hi", model, tmp_path)
-    assert run.one("tool_result", 1).skill_gate.outcome == "hop"  # type: ignore[attr-defined]
+    assert run.one("tool_result", 1).skill_gate.outcome == "hop"
     assert cursor(run) == [("triage", "entry"), ("survey", "model-pick")]
     assert run.of("reroute_superseded") == []

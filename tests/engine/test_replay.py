@@ -85,7 +85,9 @@ def test_a_failed_call_replays_as_the_same_failure(tmp_path: Path) -> None:
 
 
 def recorded_agent(tmp_path: Path) -> tuple[Agent, Path]:
-    agent = Agent("a").system_prompt("Base.").injections(define_steering("tone", prompt="Be brief.")).tools(echo)
+    agent = (
+        Agent("a").system_prompt("Base.").injections(define_steering("tone", prompt="Be brief.")).tools(echo)
+    )
     model = ScriptedProvider([ScriptedReply.tool_call("echo", {"text": "hello"}), "done"])
     return agent, record(agent, "say hello", model, tmp_path, name="orig").path
 
@@ -112,10 +114,10 @@ class TestDivergence:
     def test_a_different_message_names_its_index(self, tmp_path: Path) -> None:
         agent, path = recorded_agent(tmp_path)
         error = diverge(agent, path, message="say goodbye")
-        assert error.difference.field.startswith("messages")  # type: ignore[attr-defined]
-        assert error.difference.message_index == 0  # type: ignore[attr-defined]
-        assert '"content": "say hello"' in error.difference.recorded  # type: ignore[attr-defined]
-        assert '"content": "say goodbye"' in error.difference.received  # type: ignore[attr-defined]
+        assert error.difference.field.startswith("messages")
+        assert error.difference.message_index == 0
+        assert '"content": "say hello"' in error.difference.recorded
+        assert '"content": "say goodbye"' in error.difference.received
         assert "messages (recorded 1, received 1) differs at index 0" in str(error)
 
     def test_a_different_tool_set(self, tmp_path: Path) -> None:
@@ -124,24 +126,31 @@ class TestDivergence:
         assert 'tools differs: recorded ["echo"] but received []' in str(error)
 
     def test_a_different_tool_schema(self, tmp_path: Path) -> None:
-        def echo(text: str, loud: bool = False) -> str:  # noqa: F811 - same name, new schema
+        def echo(text: str, loud: bool = False) -> str:
             """Repeat the text."""
             return text
 
         _, path = recorded_agent(tmp_path)
-        agent = Agent("a").system_prompt("Base.").injections(define_steering("tone", prompt="Be brief.")).tools(echo)
+        agent = (
+            Agent("a")
+            .system_prompt("Base.")
+            .injections(define_steering("tone", prompt="Be brief."))
+            .tools(echo)
+        )
         error = diverge(agent, path)
-        assert error.difference.field == "tools.echo"  # type: ignore[attr-defined]
+        assert error.difference.field == "tools.echo"
 
     def test_more_requests_than_recorded_is_loud(self, tmp_path: Path) -> None:
-        agent, path = recorded_agent(tmp_path)
+        _, path = recorded_agent(tmp_path)
         replay = ReplayProvider.from_trace(path)
         request = events_of(path)
         first = next(e for e in request if isinstance(e, LlmCallEvent))
         second = [e for e in request if isinstance(e, LlmCallEvent)][1]
         replay.complete(first.request)
         replay.complete(second.request)
-        with pytest.raises(ReplayDivergenceError, match=r"exhausted: it holds 2 LLM calls but the replay sent request #3"):
+        with pytest.raises(
+            ReplayDivergenceError, match=r"exhausted: it holds 2 LLM calls but the replay sent request #3"
+        ):
             replay.complete(first.request)
 
     def test_the_first_difference_is_reported_in_a_fixed_order(self) -> None:
@@ -151,13 +160,17 @@ class TestDivergence:
         )
         same = base.model_copy()
         assert request_difference(base, same) is None
-        retagged = base.model_copy(update={"system_prompt": [PromptSegment(source="fact", injection_id="f", text="A")]})
-        assert request_difference(base, retagged).field == "system_prompt.segments"  # type: ignore[union-attr]
+        retagged = base.model_copy(
+            update={"system_prompt": [PromptSegment(source="fact", injection_id="f", text="A")]}
+        )
+        assert request_difference(base, retagged).field == "system_prompt.segments"
         shorter = base.model_copy(update={"messages": base.messages[:1]})
         difference = request_difference(base, shorter)
-        assert difference is not None and difference.message_index == 1 and difference.received == "(no message)"
+        assert (
+            difference is not None and difference.message_index == 1 and difference.received == "(no message)"
+        )
         warmer = base.model_copy(update={"temperature": 0.7})
-        assert request_difference(base, warmer).field == "temperature"  # type: ignore[union-attr]
+        assert request_difference(base, warmer).field == "temperature"
 
 
 class TestLoading:
