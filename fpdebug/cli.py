@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "summary",
     "run",
     "demo",
+    "export",
 )
 """Sub-command names, in the order ``fpdebug --help`` lists them; each is ``fpdebug.commands.<name>``."""
 

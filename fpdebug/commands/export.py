@@ -1,0 +1,129 @@
+"""``fpdebug export TRACE [--format otlp-json] [-o FILE] [--endpoint URL]``: a trace as OTel spans."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fpdebug.trace.reader import TraceReader
+    from fpdebug.trace.schema import TraceEvent
+
+HELP = "Export a trace as OpenTelemetry spans (GenAI conventions): OTLP/JSON, or OTLP/HTTP to a collector."
+
+FORMATS = ("otlp-json",)
+"""The file formats ``--format`` accepts."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``TRACE``, ``--format``, ``-o``, ``--endpoint``, ``--header``, ``--timeout``,
+    ``--service-name`` and ``--include-content``."""
+    parser.add_argument("trace", metavar="TRACE", help="the trace file (.jsonl) to export")
+    parser.add_argument("--format", choices=FORMATS, default="otlp-json",
+                        help="the file format (default otlp-json: an OTLP ExportTraceServiceRequest in JSON)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write to FILE (created 0600), not stdout; with --endpoint, write it as well")
+    parser.add_argument("--endpoint", metavar="URL",
+                        help="send the spans over OTLP/HTTP (protobuf) to this collector, e.g. "
+                             "http://localhost:4318 (/v1/traces is added to a URL without a path)")
+    parser.add_argument("--header", metavar="KEY=VALUE", action="append", default=[],
+                        help="an HTTP header for --endpoint (repeatable); without any, the SDK reads "
+                             "OTEL_EXPORTER_OTLP_HEADERS")
+    parser.add_argument("--timeout", metavar="SECONDS", type=float, default=10.0,
+                        help="seconds per OTLP/HTTP request, retries included (default 10)")
+    parser.add_argument("--service-name", metavar="NAME", default="fpdebug",
+                        help="the service.name resource attribute (default fpdebug)")
+    parser.add_argument("--include-content", action="store_true",
+                        help="also export prompts, replies, tool arguments and results (may be sensitive)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the trace once into spans, then write them as OTLP/JSON and/or send them over OTLP/HTTP."""
+    from fpdebug.errors import ExportError
+    from fpdebug.export.spans import build_spans
+    from fpdebug.trace.reader import TraceReader
+
+    headers = _headers(args.header)
+    if args.timeout <= 0:
+        raise ExportError(f"--timeout must be positive, got {args.timeout}")
+    try:
+        from fpdebug.export import otlp
+    except ImportError as error:
+        raise ExportError(
+            f"OpenTelemetry is not installed ({error.name}); install the extra: pip install 'fpdebug[otel]'"
+        ) from error
+    if args.endpoint is not None:
+        otlp.traces_endpoint(args.endpoint)  # a bad URL fails before the trace is read
+    with TraceReader(args.trace) as reader:
+        producer = reader.header.producer
+        events = _Events(reader)
+        spans = build_spans(events, include_content=args.include_content)
+    if events.skipped:
+        print(f"fpdebug export: {events.skipped} invalid or unknown line(s) of {args.trace} were left out "
+              "(`fpdebug validate` lists them)", file=sys.stderr)
+    if args.endpoint is None or args.output is not None:
+        document = otlp.otlp_json(spans, service_name=args.service_name, producer=producer)
+        _write(document, args.output, trace=args.trace)
+    if args.endpoint is not None:
+        sent = otlp.send_spans(spans, args.endpoint, headers=headers, timeout=args.timeout,
+                               service_name=args.service_name, producer=producer)
+        target = otlp.traces_endpoint(args.endpoint)
+        print(f"fpdebug export: sent {sent} span(s) to {target}", file=sys.stderr)
+    return 0
+
+
+def _headers(pairs: list[str]) -> dict[str, str] | None:
+    from fpdebug.errors import ExportError
+
+    if not pairs:
+        return None
+    headers: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            # Never echo the value: a header is often an API key.
+            raise ExportError(f"--header needs KEY=VALUE, got a value without '=' (key {key.strip()[:40]!r})")
+        headers[key.strip()] = value.strip()
+    return headers
+
+
+class _Events:
+    """The trace's events in file order; invalid and unknown lines are counted in :attr:`skipped`."""
+
+    def __init__(self, reader: TraceReader) -> None:
+        self.reader = reader
+        self.skipped = 0
+        """Invalid or opaque lines met so far."""
+
+    def __iter__(self) -> Iterator[TraceEvent]:
+        from fpdebug.trace.records import InvalidRecord, OpaqueRecord
+        from fpdebug.trace.schema import TraceHeader
+
+        for _line, record in self.reader.iter_records(1):
+            if isinstance(record, InvalidRecord | OpaqueRecord | TraceHeader):
+                self.skipped += not isinstance(record, TraceHeader)
+                continue
+            yield record
+
+
+def _write(document: dict[str, object], output: str | None, *, trace: str) -> None:
+    import json
+    import os
+
+    from fpdebug.errors import ExportError
+
+    # ensure_ascii: every control or bidi character from the trace comes out escaped, on a terminal too.
+    text = json.dumps(document, indent=2, ensure_ascii=True) + "\n"
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        return
+    if os.path.exists(output) and os.path.samefile(output, trace):
+        raise ExportError(f"refusing to overwrite the trace itself: {output}")
+    try:
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise ExportError(f"cannot write {output}: {error.strerror or error}") from error

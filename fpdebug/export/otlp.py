@@ -1,0 +1,261 @@
+"""Spans → OTLP: SDK ``ReadableSpan`` s, the protobuf request, its OTLP/JSON form, and OTLP/HTTP delivery.
+
+One path for both outputs: :class:`~fpdebug.export.spans.SpanRecord` s become OpenTelemetry SDK
+``ReadableSpan`` s, which the SDK's OTLP encoder turns into an ``ExportTraceServiceRequest``. The
+OTLP/HTTP exporter (``OTLPSpanExporter``) sends exactly that request; the file export writes the
+same request in the OTLP/JSON encoding, which differs from protobuf's canonical JSON mapping in one
+respect this module handles: trace and span ids are hex strings, not base64. Everything else is the
+canonical mapping (lowerCamelCase keys, enums as integers, 64-bit integers as decimal strings,
+attribute values as ``AnyValue`` objects such as ``{"stringValue": …}``, ``{"intValue": "3"}``,
+``{"arrayValue": {"values": […]}}``, ``{"kvlistValue": {"values": […]}}``).
+
+The resource is built from explicit attributes only (``service.name``, the trace's producer), never
+from the environment, so a file export is the same on every machine. Headers for the HTTP exporter
+(a collector's API key) come from ``--header`` or from ``OTEL_EXPORTER_OTLP_HEADERS`` /
+``OTEL_EXPORTER_OTLP_TRACES_HEADERS``; they are never written anywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from fpdebug import __version__
+from fpdebug.errors import ExportError
+from fpdebug.export.spans import SpanRecord
+
+__all__ = [
+    "DEFAULT_SERVICE_NAME",
+    "DEFAULT_TIMEOUT",
+    "SCOPE_NAME",
+    "TRACES_PATH",
+    "export_request",
+    "make_exporter",
+    "otlp_json",
+    "request_to_json",
+    "resource_for",
+    "send_spans",
+    "to_readable_spans",
+    "traces_endpoint",
+]
+
+DEFAULT_SERVICE_NAME = "fpdebug"
+"""The ``service.name`` of exported spans unless the caller names another."""
+
+SCOPE_NAME = "fpdebug.export"
+"""The instrumentation scope every exported span carries."""
+
+TRACES_PATH = "/v1/traces"
+"""The OTLP/HTTP traces path, appended to an endpoint given without a path."""
+
+DEFAULT_TIMEOUT = 10.0
+"""Seconds the HTTP exporter may spend on one request, retries included."""
+
+_BATCH = 512  # spans per OTLP/HTTP request: small enough for any collector's default body limit
+_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+_KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
+
+
+def resource_for(*, service_name: str = DEFAULT_SERVICE_NAME, producer: str | None = None) -> Resource:
+    """The resource of exported spans: ``service.name`` and the trace's producer (never the environment).
+
+    Args:
+        service_name: The ``service.name`` attribute.
+        producer: The trace header's producer (``fpdebug 0.1.0``), as ``fpdebug.trace.producer``.
+    """
+    attributes: dict[str, str] = {"service.name": service_name}
+    if producer:
+        attributes["fpdebug.trace.producer"] = producer
+    return Resource(attributes)
+
+
+def _scope() -> InstrumentationScope:
+    return InstrumentationScope(SCOPE_NAME, __version__)
+
+
+def to_readable_spans(
+    spans: Sequence[SpanRecord], *, resource: Resource | None = None
+) -> list[ReadableSpan]:
+    """Build OpenTelemetry SDK spans (what any ``SpanExporter`` accepts) from span records.
+
+    Args:
+        spans: The records (:func:`~fpdebug.export.spans.build_spans`).
+        resource: Their resource (:func:`resource_for` by default). Spans sharing one resource
+            object are encoded in one ``ResourceSpans``.
+    """
+    resource = resource if resource is not None else resource_for()
+    scope = _scope()
+    sampled = TraceFlags(TraceFlags.SAMPLED)
+    out: list[ReadableSpan] = []
+    for span in spans:
+        context = SpanContext(span.trace_id, span.span_id, is_remote=False, trace_flags=sampled)
+        parent = (
+            SpanContext(span.trace_id, span.parent_span_id, is_remote=False, trace_flags=sampled)
+            if span.parent_span_id is not None
+            else None
+        )
+        status = Status(StatusCode.UNSET)
+        if span.status == "error":
+            status = Status(StatusCode.ERROR, span.status_message)
+        events = [Event(event.name, dict(event.attributes), timestamp=event.time_ns) for event in span.events]
+        out.append(ReadableSpan(
+            name=span.name, context=context, parent=parent, resource=resource,
+            attributes=dict(span.attributes), events=events, kind=_KINDS[span.kind], status=status,
+            start_time=span.start_ns, end_time=span.end_ns, instrumentation_scope=scope,
+        ))
+    return out
+
+
+def export_request(
+    spans: Sequence[SpanRecord], *, service_name: str = DEFAULT_SERVICE_NAME, producer: str | None = None
+) -> ExportTraceServiceRequest:
+    """The OTLP ``ExportTraceServiceRequest`` for the spans, as the SDK's encoder builds it."""
+    resource = resource_for(service_name=service_name, producer=producer)
+    return encode_spans(to_readable_spans(spans, resource=resource))
+
+
+def _hex_ids(node: object) -> None:
+    # The OTLP/JSON encoding's one departure from protobuf's JSON mapping: ids are hex, not base64.
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _ID_FIELDS and isinstance(value, str):
+                node[key] = base64.b64decode(value).hex()
+            else:
+                _hex_ids(value)
+    elif isinstance(node, list):
+        for item in node:
+            _hex_ids(item)
+
+
+def request_to_json(request: ExportTraceServiceRequest) -> dict[str, object]:
+    """A request in the OTLP/JSON encoding (hex ids, integer enums, int64 as strings, camelCase keys)."""
+    document: dict[str, object] = MessageToDict(request, use_integers_for_enums=True)
+    _hex_ids(document)
+    return document
+
+
+def otlp_json(
+    spans: Sequence[SpanRecord], *, service_name: str = DEFAULT_SERVICE_NAME, producer: str | None = None
+) -> dict[str, object]:
+    """The spans as one OTLP/JSON ``ExportTraceServiceRequest`` (what ``--format otlp-json`` writes)."""
+    return request_to_json(export_request(spans, service_name=service_name, producer=producer))
+
+
+def traces_endpoint(url: str) -> str:
+    """The OTLP/HTTP traces URL for ``url``: a base URL (``http://host:4318``) gets ``/v1/traces``.
+
+    A URL that already has a path is used as given (``https://cloud.example/api/otel/v1/traces``).
+
+    Raises:
+        ExportError: Not an ``http``/``https`` URL with a host.
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ExportError(f"not an OTLP/HTTP endpoint: {url!r} (expected http://HOST:PORT or https://…)")
+    path = parts.path if parts.path not in ("", "/") else TRACES_PATH
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def make_exporter(
+    endpoint: str, *, headers: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> OTLPSpanExporter:
+    """The SDK's OTLP/HTTP (protobuf) span exporter for ``endpoint`` (see :func:`traces_endpoint`).
+
+    Args:
+        endpoint: A base or full traces URL.
+        headers: Extra request headers; ``None`` lets the SDK read ``OTEL_EXPORTER_OTLP_HEADERS``.
+        timeout: Seconds per request, retries included.
+    """
+    return OTLPSpanExporter(endpoint=traces_endpoint(endpoint), headers=headers, timeout=timeout)
+
+
+class _LastMessage(logging.Handler):
+    """Keeps the last warning or error the SDK logged, to say why an export failed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.message: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.message = record.getMessage()
+        except Exception:  # a malformed log record must not hide the export's own failure
+            self.message = str(record.msg)
+
+
+@contextmanager
+def _capture_sdk_log() -> Iterator[_LastMessage]:
+    # The exporter reports why it failed only through logging: catch that text for our error
+    # message, and keep the SDK's own lines (with their tracebacks) off the user's terminal.
+    logger = logging.getLogger("opentelemetry")
+    handler = _LastMessage()
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def send_spans(
+    spans: Sequence[SpanRecord],
+    endpoint: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    service_name: str = DEFAULT_SERVICE_NAME,
+    producer: str | None = None,
+    exporter: SpanExporter | None = None,
+) -> int:
+    """Send the spans to an OTLP/HTTP collector (Jaeger, Tempo, Phoenix, Langfuse…) with the SDK's exporter.
+
+    Args:
+        spans: The records.
+        endpoint: A base URL (``http://localhost:4318``) or a full traces URL.
+        headers: Extra request headers (an API key); ``None`` reads ``OTEL_EXPORTER_OTLP_HEADERS``.
+        timeout: Seconds per request, retries included.
+        service_name: The ``service.name`` resource attribute.
+        producer: The trace's producer, as ``fpdebug.trace.producer``.
+        exporter: Use this exporter instead of a new ``OTLPSpanExporter`` (tests).
+
+    Returns:
+        How many spans were delivered.
+
+    Raises:
+        ExportError: The endpoint is invalid, or a batch was refused or could not be delivered.
+    """
+    target = traces_endpoint(endpoint)
+    own = exporter is None
+    exporter = exporter if exporter is not None else make_exporter(target, headers=headers, timeout=timeout)
+    readable = to_readable_spans(spans, resource=resource_for(service_name=service_name, producer=producer))
+    sent = 0
+    try:
+        with _capture_sdk_log() as log:
+            for start in range(0, len(readable), _BATCH):
+                batch = readable[start : start + _BATCH]
+                if exporter.export(batch) is not SpanExportResult.SUCCESS:
+                    why = f": {log.message}" if log.message else ""
+                    raise ExportError(
+                        f"{target} did not accept spans {start + 1}-{start + len(batch)} of {len(readable)} "
+                        f"({sent} delivered){why}"
+                    )
+                sent += len(batch)
+    finally:
+        if own:
+            exporter.shutdown()
+    return sent

@@ -1,0 +1,92 @@
+"""OTLP/HTTP delivery with the SDK's exporter, to a receiver on loopback that decodes what it gets."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from google.protobuf.json_format import MessageToDict
+
+from fpdebug.errors import ExportError
+from fpdebug.export.otlp import export_request, send_spans, traces_endpoint
+from fpdebug.export.spans import build_spans
+from tests.export.otlp_helpers import SAMPLES, attrs, raw_records, trace_events
+from tests.export.receiver import OtlpReceiver
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name.split(".")[0])
+def test_the_receiver_decodes_the_same_span_tree_as_the_file_export(sample: Path) -> None:
+    spans = build_spans(trace_events(sample))
+    with OtlpReceiver() as receiver:
+        assert send_spans(spans, receiver.endpoint, producer="fpdebug test") == len(spans)
+    received = receiver.spans
+    records = raw_records(sample)
+    assert len(received) == len(spans)
+    names = [span.name for span in received]
+    assert names.count(f"run {records[0]['agent_name']}") == 1
+    assert sum(name.startswith("chat ") for name in names) == sum(r["kind"] == "llm_call" for r in records)
+    tools = sum(r["kind"] == "tool_result" for r in records)
+    assert sum(name.startswith("execute_tool ") for name in names) == tools
+    by_id = {span.span_id: span for span in received}
+    for span in received:
+        if span.name.startswith(("chat ", "execute_tool ")):
+            assert by_id[span.parent_span_id].name.startswith("invoke_agent ")
+        elif span.name.startswith("invoke_agent "):
+            assert by_id[span.parent_span_id].name.startswith("run ")
+    # What went over the wire is exactly what the file export encodes.
+    wire = MessageToDict(receiver.received[0])
+    assert wire == MessageToDict(export_request(spans, producer="fpdebug test"))
+
+
+def test_headers_reach_the_collector() -> None:
+    spans = build_spans(trace_events(SAMPLES[0]))
+    with OtlpReceiver() as receiver:
+        send_spans(spans, receiver.endpoint, headers={"Authorization": "Bearer k-123"})
+    assert receiver.requests[0].headers["authorization"] == "Bearer k-123"
+    assert receiver.requests[0].path == "/v1/traces"
+
+
+def test_a_refusing_collector_is_a_clear_error() -> None:
+    spans = build_spans(trace_events(SAMPLES[0]))
+    with OtlpReceiver(status=400) as receiver:
+        with pytest.raises(ExportError, match=r"did not accept spans 1-\d+ .*400"):
+            send_spans(spans, receiver.endpoint)
+
+
+def test_nobody_listening_is_a_clear_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    spans = build_spans(trace_events(SAMPLES[0]))
+    with pytest.raises(ExportError, match="did not accept"):
+        send_spans(spans, f"http://127.0.0.1:{port}", timeout=1.0)
+
+
+def test_large_exports_go_in_batches() -> None:
+    spans = build_spans(trace_events(SAMPLES[0]))
+    many = [span for _ in range(60) for span in spans]  # more than one request's worth
+    with OtlpReceiver() as receiver:
+        assert send_spans(many, receiver.endpoint) == len(many)
+    assert len(receiver.received) > 1
+    assert len(receiver.spans) == len(many)
+    assert attrs(receiver.spans[0].attributes)["fpdebug.run.id"] == records_run_id(SAMPLES[0])
+
+
+def records_run_id(path: Path) -> str:
+    return raw_records(path)[0]["run_id"]
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("http://localhost:4318", "http://localhost:4318/v1/traces"),
+    ("http://localhost:4318/", "http://localhost:4318/v1/traces"),
+    ("https://cloud.example/api/public/otel/v1/traces", "https://cloud.example/api/public/otel/v1/traces"),
+])
+def test_a_base_url_gets_the_traces_path(url: str, expected: str) -> None:
+    assert traces_endpoint(url) == expected
+
+
+@pytest.mark.parametrize("url", ["localhost:4318", "ftp://host/x", "http://", ""])
+def test_a_bad_endpoint_is_refused(url: str) -> None:
+    with pytest.raises(ExportError, match="not an OTLP/HTTP endpoint"):
+        traces_endpoint(url)
