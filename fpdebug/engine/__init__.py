@@ -76,9 +76,24 @@ from fpdebug.engine.skillmap import (
     gate_skill_pick,
 )
 from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult, ToolStatus
+from fpdebug.engine.agent import Agent, AgentSpec, Conversation, HonestyHooks, RunResult, TurnResult
+from fpdebug.engine.sink import EventSink, MemorySink, NullSink, Recorder, TraceFileSink
+from fpdebug.engine.tools import tool
 
 __all__ = [
     "Activation",
+    "Agent",
+    "AgentSpec",
+    "Conversation",
+    "EventSink",
+    "HonestyHooks",
+    "MemorySink",
+    "NullSink",
+    "Recorder",
+    "RunResult",
+    "TraceFileSink",
+    "TurnResult",
+    "tool",
     "ActiveInjection",
     "Always",
     "CallJudgment",

@@ -18,6 +18,7 @@ from fpdebug.engine.providers.base import (
     check_live_call,
     live_calls_allowed,
 )
+from fpdebug.engine.providers.replay import ReplayProvider
 from fpdebug.engine.providers.scripted import ScriptedCall, ScriptedProvider, ScriptedReply
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "MalformedArgs",
     "OpenAIProvider",
     "Provider",
+    "ReplayProvider",
     "ScriptedCall",
     "ScriptedProvider",
     "ScriptedReply",
