@@ -25,6 +25,7 @@ COMMANDS: tuple[str, ...] = (
     "run",
     "demo",
     "export",
+    "report",
 )
 """Sub-command names, in the order ``fpdebug --help`` lists them; each is ``fpdebug.commands.<name>``."""
 

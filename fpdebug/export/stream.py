@@ -72,7 +72,7 @@ class _CountingExporter(SpanExporter):
 
 
 class OtlpStreamSink:
-    """An :class:`~fpdebug.engine.sink.EventSink` keeping events in ``inner`` and streaming them as OTLP spans.
+    """An :class:`~fpdebug.engine.sink.EventSink`: keeps events in ``inner``, streams them as OTLP spans.
 
     Args:
         inner: The sink that keeps the events (a ``TraceFileSink``, a ``MemorySink``…). It is closed

@@ -1,0 +1,50 @@
+"""``fpdebug report TRACE [--format md|json] [-o FILE]``: a run report to paste into a ticket."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "Write a run report for a ticket: header, iteration timeline, leases, parks, routing, verdicts."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``TRACE``, ``--format``, ``-o`` and ``--backtrack``."""
+    parser.add_argument("trace", metavar="TRACE", help="the trace file (.jsonl) to report on")
+    parser.add_argument("--format", choices=("md", "json"), default="md",
+                        help="Markdown (default) or JSON (for scripts)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--backtrack", metavar="FILE",
+                        help="the backtrack sidecar to include (default: TRACE.backtrack.jsonl if it exists)")
+    parser.epilog = (
+        "The report holds ids, names, counts and states, never a prompt, reply or tool output; every "
+        "string from the trace is made inert and Markdown-escaped."
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the report and print or write it."""
+    import json
+    import os
+
+    from fpdebug.errors import ExportError
+    from fpdebug.export.report import render_markdown, report_trace
+
+    if args.backtrack is not None and not os.path.isfile(args.backtrack):
+        raise ExportError(f"no backtrack sidecar at {args.backtrack}")
+    report = report_trace(args.trace, sidecar=args.backtrack)
+    if args.format == "json":
+        text = json.dumps(report, indent=2, ensure_ascii=True) + "\n"
+    else:
+        text = render_markdown(report)
+    if args.output is None or args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    if os.path.exists(args.output) and os.path.samefile(args.output, args.trace):
+        raise ExportError(f"refusing to overwrite the trace itself: {args.output}")
+    try:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise ExportError(f"cannot write {args.output}: {error.strerror or error}") from error
+    return 0

@@ -1,0 +1,756 @@
+"""A run report for a ticket: header, iteration timeline, lease lifetimes, parks, routing trouble, verdicts.
+
+:func:`build_report` reads a trace once (through :class:`~fpdebug.trace.model.RunModel`) and returns
+plain data (what ``fpdebug report --format json`` prints); :func:`render_markdown` turns it into
+Markdown to paste into an issue. Per run:
+
+- **header**: run id, agent, provider, model, status (and error), turns, iterations, calls, tokens;
+- **timeline**: one row per iteration: the cursor move, how many injections were active, which
+  ones a lease served, the tool calls, the route, tokens, and badges for what stood out
+  (engagement changes, grants and prunes, conflicts, rejected picks, superseded reroutes, failed
+  calls or tools, a turn stopped early, the route recorder's ``ping-pong`` and ``rejected ×3``
+  trips of DOMAIN §8.5b);
+- **lease lifetimes**: each lease, who granted it (tool, call, iteration), the passes it served,
+  and when and why it was pruned;
+- **parks and re-engagements**: every engagement change of every mounted map;
+- **route conflicts**, **rejected picks**, **superseded reroutes**;
+- **unsupported values**: counted from the answer layer's ``finding`` rows;
+- **backtrack verdicts**, when a backtrack sidecar lies beside the trace.
+
+**The backtrack sidecar** is ``<trace>.backtrack.jsonl`` (the trace's file name with
+``.backtrack.jsonl`` appended; ``<trace without .jsonl>.backtrack.jsonl`` is accepted too). It is
+read tolerantly: each line that is a JSON object holding ``verdicts`` (a list), or that is itself a
+verdict (``kind`` one of confirmed / not-confirmed / inconclusive, or a ``tier``), contributes its
+verdicts; other lines are counted, never fatal. No sidecar, no section.
+
+Every string that came from the trace or the sidecar is passed through
+:func:`~fpdebug.trace.inert.inert_line` and Markdown-escaped (``|``, backticks, brackets, emphasis
+characters, ``<``/``>``; newlines are folded) before it reaches the Markdown. The JSON keeps the
+values as recorded (``json.dumps(..., ensure_ascii=True)`` escapes every control character).
+The report carries no prompt, reply or tool output: ids, names, counts and states only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from fpdebug.trace.inert import inert_line
+from fpdebug.trace.schema import (
+    AnswerAssessmentRow,
+    FindingEvent,
+    LlmCallEvent,
+    PassEvent,
+    RerouteSupersededEvent,
+    RouteConflictEvent,
+    SkillRejectedEvent,
+    ToolResultEvent,
+)
+
+if TYPE_CHECKING:
+    from fpdebug.trace.model import Iteration, Run, RunModel
+    from fpdebug.trace.reader import TraceReader
+    from fpdebug.trace.records import Record
+
+__all__ = [
+    "REPORT_FORMATS",
+    "SIDECAR_SUFFIX",
+    "BacktrackSection",
+    "LeaseRow",
+    "MapChangeRow",
+    "RunReport",
+    "TimelineRow",
+    "TraceReport",
+    "build_report",
+    "md_cell",
+    "read_sidecar",
+    "render_markdown",
+    "report_trace",
+    "sidecar_path",
+]
+
+REPORT_FORMATS = ("md", "json")
+"""The formats ``fpdebug report --format`` accepts."""
+
+SIDECAR_SUFFIX = ".backtrack.jsonl"
+"""Appended to a trace's file name to find its backtrack sidecar."""
+
+_FAILED_TOOL = frozenset({"failure", "denied", "invalid"})
+_VERDICT_KINDS = frozenset({"confirmed", "not-confirmed", "inconclusive"})
+_MD_SPECIAL = "\\`*_[]<>|~"
+_PING_PONG_WINDOW = 4  # DOMAIN §8.5b routeRecorder defaults
+_REJECTED_CAP = 3
+
+
+class TimelineRow(TypedDict):
+    """One iteration of the timeline."""
+
+    turn: int
+    iteration: int
+    cursor_from: str | None
+    cursor_to: str | None
+    cursor_by: str | None
+    active_count: int | None
+    leases_served: list[str]
+    tool_calls: list[str]
+    failed_tools: list[str]
+    route: str | None
+    input_tokens: int
+    output_tokens: int
+    badges: list[str]
+
+
+class LeaseRow(TypedDict):
+    """One lease, grant to prune."""
+
+    instruction_id: str
+    delivery_lease: str
+    tenant: str | None
+    granted_by_tool: str
+    granted_by_call: str | None
+    granted_turn: int | None
+    granted_iteration: int
+    served: list[str]
+    state: str
+    pruned_turn: int | None
+    pruned_iteration: int | None
+    prune_site: str | None
+    prune_tenant: str | None
+
+
+class MapChangeRow(TypedDict):
+    """One engagement change of a map."""
+
+    map_id: str
+    turn: int | None
+    iteration: int | None
+    change: str
+    standing: str
+    by: str
+    idle: int
+    at: str | None
+
+
+class MapSummaryRow(TypedDict):
+    """A map's totals."""
+
+    map_id: str
+    standing: str | None
+    parks: int
+    reengagements: int
+
+
+class ConflictRow(TypedDict):
+    """A route conflict."""
+
+    turn: int | None
+    iteration: int | None
+    from_skill: str | None
+    winner: str
+    losers: list[str]
+    source: str | None
+
+
+class RejectedRow(TypedDict):
+    """A read_skill pick the gate refused."""
+
+    turn: int | None
+    iteration: int | None
+    requested: str
+    current: str | None
+    allowed: list[str]
+    tool_call_id: str | None
+
+
+class SupersededRow(TypedDict):
+    """A pick or proposal the pass did not honour."""
+
+    turn: int | None
+    iteration: int | None
+    volunteered: str
+    won: str | None
+    from_skill: str | None
+    source: str | None
+
+
+class UnsupportedRow(TypedDict):
+    """The answer layer's count for one assessed answer."""
+
+    turn: int | None
+    iteration: int | None
+    stated: int
+    unsupported: int
+
+
+class VerdictRow(TypedDict):
+    """One backtrack verdict from the sidecar."""
+
+    call: str | None
+    label: str | None
+    verdict: str | None
+    tier: str | None
+    flips: int | None
+    samples: int | None
+    claim: str | None
+
+
+class BacktrackSection(TypedDict):
+    """What the sidecar held."""
+
+    path: str
+    verdicts: list[VerdictRow]
+    unreadable_lines: int
+
+
+class RunReport(TypedDict):
+    """Everything the report says about one run."""
+
+    run_id: str
+    agent: str | None
+    provider: str | None
+    model: str | None
+    status: str
+    error: str | None
+    turns: int
+    iterations: int
+    llm_calls: int
+    tool_calls: int
+    input_tokens: int
+    output_tokens: int
+    started: str | None
+    ended: str | None
+    stopped_early: list[str]
+    answer_layer: bool
+    timeline: list[TimelineRow]
+    leases: list[LeaseRow]
+    maps: list[MapSummaryRow]
+    map_changes: list[MapChangeRow]
+    route_conflicts: list[ConflictRow]
+    rejected_picks: list[RejectedRow]
+    superseded_reroutes: list[SupersededRow]
+    unsupported_values: list[UnsupportedRow]
+
+
+class TraceReport(TypedDict):
+    """The whole report (what ``--format json`` prints)."""
+
+    trace: str
+    producer: str
+    schema_version: int
+    invalid_lines: int
+    opaque_lines: int
+    runs: list[RunReport]
+    backtrack: BacktrackSection | None
+
+
+# ----------------------------------------------------------------------------------------------
+# Building
+
+
+def _where(turn: int | None, iteration: int | None) -> str:
+    if turn is None and iteration is None:
+        return "–"
+    return f"{turn if turn is not None else '?'}.{iteration if iteration is not None else '–'}"
+
+
+def _ts(model: RunModel, line: int | None) -> str | None:
+    if line is None:
+        return None
+    record = model.record(line)
+    ts = getattr(record, "ts", None)
+    return ts.isoformat().replace("+00:00", "Z") if ts is not None else None
+
+
+def _records(model: RunModel, run: Run, kind: str) -> Iterator[Record]:
+    """The run's records of one kind, in file order (iteration records and turn-level ones)."""
+    lines: list[int] = []
+    for turn in run.turns:
+        for iteration in turn.iterations:
+            lines.extend(iteration.lines_of(kind))
+        lines.extend(line for line in turn.lines if getattr(model.record(line), "kind", None) == kind)
+    for line in sorted(lines):
+        yield model.record(line)
+
+
+def _timeline(model: RunModel, run: Run) -> list[TimelineRow]:
+    rows: list[TimelineRow] = []
+    several_maps = len(run.maps) > 1
+    positions: list[str] = []
+    rejected_streak = 0
+    for turn in run.turns:
+        for number, iteration in enumerate(turn.iterations, start=1):
+            badges: list[str] = []
+            for note in iteration.engagement_changes:
+                badges.append(f"{note.change} ({note.map_id})" if several_maps else note.change)
+            active = None
+            if iteration.pass_line is not None:
+                record = model.record(iteration.pass_line)
+                if isinstance(record, PassEvent):
+                    active = len(record.active_ids)
+            grants = len(iteration.lease_grant_lines)
+            if grants:
+                badges.append("lease granted" if grants == 1 else f"{grants} leases granted")
+            for line in iteration.lease_prune_lines:
+                for pruned in getattr(model.record(line), "pruned", []):
+                    badges.append(f"{pruned.instruction_id} {pruned.reason}")
+            if iteration.route_conflict_lines:
+                badges.append("route conflict")
+            if iteration.skill_rejected_lines:
+                badges.append("pick rejected")
+                rejected_streak += len(iteration.skill_rejected_lines)
+                if rejected_streak >= _REJECTED_CAP:
+                    badges.append(f"rejected ×{rejected_streak}")
+            if iteration.reroute_superseded_lines:
+                badges.append("reroute superseded")
+            tools, failed = _tools(model, iteration)
+            if any(name == "read_skill" for name in tools) and not iteration.skill_rejected_lines:
+                rejected_streak = 0
+            if failed:
+                badges.append("tool failed")
+            for line in iteration.llm_lines:
+                record = model.record(line)
+                if isinstance(record, LlmCallEvent) and record.error is not None:
+                    badges.append("call failed")
+            if _ping_pong(positions, iteration):
+                badges.append("ping-pong")
+            if turn.stopped_early is not None and number == len(turn.iterations):
+                badges.append(f"stopped early ({turn.stopped_early})")
+            rows.append({
+                "turn": turn.number, "iteration": iteration.number,
+                "cursor_from": iteration.cursor_from, "cursor_to": iteration.cursor_to,
+                "cursor_by": iteration.cursor_by, "active_count": active,
+                "leases_served": list(dict.fromkeys(iteration.lease_served)),
+                "tool_calls": tools, "failed_tools": failed, "route": iteration.route,
+                "input_tokens": iteration.input_tokens, "output_tokens": iteration.output_tokens,
+                "badges": badges,
+            })
+    return rows
+
+
+def _tools(model: RunModel, iteration: Iteration) -> tuple[list[str], list[str]]:
+    names: list[str] = []
+    failed: list[str] = []
+    for line in iteration.tool_result_lines:
+        record = model.record(line)
+        if isinstance(record, ToolResultEvent):
+            names.append(record.tool_name)
+            if record.error is not None or record.status in _FAILED_TOOL:
+                failed.append(record.tool_name)
+    return names, failed
+
+
+def _ping_pong(positions: list[str], iteration: Iteration) -> bool:
+    """Track where the cursor landed on each hop; True when the last hops went X, Y, X, Y."""
+    start, end = iteration.cursor_from, iteration.cursor_to
+    if end is None or start == end:
+        return False
+    if not positions and start is not None:
+        positions.append(start)
+    positions.append(end)
+    window = positions[-_PING_PONG_WINDOW:]
+    return (
+        len(window) == _PING_PONG_WINDOW
+        and window[0] == window[2] and window[1] == window[3] and window[0] != window[1]
+    )
+
+
+def _leases(run: Run) -> list[LeaseRow]:
+    return [{
+        "instruction_id": lease.instruction_id, "delivery_lease": lease.delivery_lease,
+        "tenant": lease.tenant, "granted_by_tool": lease.tool_name, "granted_by_call": lease.tool_call_id,
+        "granted_turn": lease.turn, "granted_iteration": lease.granted_iteration,
+        "served": [_where(turn, iteration) for turn, iteration in lease.served],
+        "state": lease.state, "pruned_turn": lease.pruned_turn, "pruned_iteration": lease.pruned_iteration,
+        "prune_site": lease.prune_site, "prune_tenant": lease.prune_tenant,
+    } for lease in run.leases]
+
+
+def _run_report(model: RunModel, run: Run) -> RunReport:
+    changes: list[MapChangeRow] = []
+    for timeline in run.maps.values():
+        for point in timeline.changes:
+            changes.append({
+                "map_id": timeline.map_id, "turn": point.turn, "iteration": point.iteration,
+                "change": point.change or "", "standing": point.standing, "by": point.by,
+                "idle": point.idle, "at": point.at,
+            })
+    changes.sort(key=lambda row: (row["turn"] or 0, row["iteration"] or 0))
+    conflicts: list[ConflictRow] = [{
+        "turn": event.turn, "iteration": event.iteration, "from_skill": event.from_skill_id,
+        "winner": f"{event.winner.tool_name} → {event.winner.target}",
+        "losers": [f"{loser.tool_name} → {loser.target}" for loser in event.losers], "source": event.source,
+    } for event in _records(model, run, "route_conflict") if isinstance(event, RouteConflictEvent)]
+    rejected: list[RejectedRow] = [{
+        "turn": event.turn, "iteration": event.iteration, "requested": event.requested_id,
+        "current": event.current_skill_id, "allowed": list(event.allowed), "tool_call_id": event.tool_call_id,
+    } for event in _records(model, run, "skill_rejected") if isinstance(event, SkillRejectedEvent)]
+    superseded: list[SupersededRow] = [{
+        "turn": event.turn, "iteration": event.iteration, "volunteered": event.volunteered_id,
+        "won": event.won_id, "from_skill": event.from_skill_id, "source": event.source,
+    } for event in _records(model, run, "reroute_superseded") if isinstance(event, RerouteSupersededEvent)]
+    unsupported: list[UnsupportedRow] = []
+    for event in _records(model, run, "finding"):
+        if isinstance(event, FindingEvent):
+            for row in event.rows:
+                if isinstance(row, AnswerAssessmentRow):
+                    unsupported.append({
+                        "turn": event.turn, "iteration": event.iteration, "stated": len(row.values),
+                        "unsupported": sum(1 for value in row.values if not value.supported),
+                    })
+    return {
+        "run_id": run.run_id, "agent": run.agent_name, "provider": run.provider, "model": run.model,
+        "status": run.status, "error": run.error, "turns": len(run.turns), "iterations": run.iteration_count,
+        "llm_calls": run.counts.get("llm_call", 0), "tool_calls": run.counts.get("tool_result", 0),
+        "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
+        "started": _ts(model, run.start_line if run.start_line is not None else run.first_line),
+        "ended": _ts(model, run.end_line),
+        "stopped_early": [f"turn {turn.number}: {turn.stopped_early}" for turn in run.turns
+                          if turn.stopped_early is not None],
+        "answer_layer": _answer_layer(model, run),
+        "timeline": _timeline(model, run),
+        "leases": _leases(run),
+        "maps": [{"map_id": timeline.map_id, "standing": timeline.standing, "parks": timeline.parks,
+                  "reengagements": timeline.reengagements} for timeline in run.maps.values()],
+        "map_changes": changes,
+        "route_conflicts": conflicts,
+        "rejected_picks": rejected,
+        "superseded_reroutes": superseded,
+        "unsupported_values": unsupported,
+    }
+
+
+def _answer_layer(model: RunModel, run: Run) -> bool:
+    """Whether the run armed the answer layer (so "no assessment" means none was made, not none could be)."""
+    if run.start_line is None:
+        return False
+    honesty = getattr(model.record(run.start_line), "honesty", None)
+    return bool(honesty is not None and honesty.answer)
+
+
+def sidecar_path(trace: str | os.PathLike[str]) -> Path | None:
+    """The backtrack sidecar beside ``trace``, if one exists (see the module doc for the names tried)."""
+    path = Path(trace)
+    candidates = [path.with_name(path.name + SIDECAR_SUFFIX)]
+    if path.suffix == ".jsonl":
+        candidates.append(path.with_name(path.name[: -len(".jsonl")] + SIDECAR_SUFFIX))
+    return next((candidate for candidate in candidates if candidate.is_file()), None)
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: object) -> str | None:
+    if value is None or isinstance(value, dict | list):
+        return None
+    return str(value)
+
+
+def _verdict(item: dict[str, Any], context: dict[str, Any]) -> VerdictRow:
+    call = next((context.get(key) for key in ("decided_at", "call_index", "call", "llm_call", "answer_call")
+                 if context.get(key) is not None), None)
+    call = next((item.get(key) for key in ("call_index", "call") if item.get(key) is not None), call)
+    stats = item.get("stats") if isinstance(item.get("stats"), dict) else {}
+    return {
+        "call": _str(call),
+        "label": _str(item.get("label")),
+        "verdict": _str(item.get("kind", item.get("verdict"))),
+        "tier": _str(item.get("tier")),
+        "flips": _int(item.get("flips", stats.get("flips"))),
+        "samples": _int(item.get("samples", stats.get("samples"))),
+        "claim": _str(item.get("claim")),
+    }
+
+
+def read_sidecar(path: str | os.PathLike[str]) -> BacktrackSection:
+    """Read a backtrack sidecar tolerantly: verdicts from every line that holds some; the rest counted.
+
+    Args:
+        path: The sidecar file.
+
+    Returns:
+        The verdicts in file order and the number of lines that held none.
+    """
+    verdicts: list[VerdictRow] = []
+    unreadable = 0
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return {"path": Path(path).name, "verdicts": [], "unreadable_lines": 0}
+    for raw in data.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except ValueError:
+            unreadable += 1
+            continue
+        if not isinstance(item, dict):
+            unreadable += 1
+            continue
+        listed = item.get("verdicts")
+        if isinstance(listed, list) and listed:
+            found = [_verdict(entry, item) for entry in listed if isinstance(entry, dict)]
+            verdicts.extend(found)
+            unreadable += not found
+        elif isinstance(item.get("verdict"), dict):
+            verdicts.append(_verdict(item["verdict"], item))
+        elif item.get("kind") in _VERDICT_KINDS or "tier" in item:
+            verdicts.append(_verdict(item, {}))
+        else:
+            unreadable += 1
+    return {"path": Path(path).name, "verdicts": verdicts, "unreadable_lines": unreadable}
+
+
+def build_report(
+    model: RunModel, reader: TraceReader, *, trace_name: str, sidecar: str | os.PathLike[str] | None = None
+) -> TraceReport:
+    """The report of every run in ``model`` as plain data.
+
+    Args:
+        model: A model built over ``reader``.
+        reader: The open trace.
+        trace_name: How the report names the trace (its file name).
+        sidecar: A backtrack sidecar to include, if any.
+    """
+    header = reader.header
+    return {
+        "trace": trace_name,
+        "producer": header.producer,
+        "schema_version": header.schema_version,
+        "invalid_lines": len(model.invalid_lines),
+        "opaque_lines": len(model.opaque_lines),
+        "runs": [_run_report(model, run) for run in model.runs],
+        "backtrack": read_sidecar(sidecar) if sidecar is not None else None,
+    }
+
+
+def report_trace(
+    trace: str | os.PathLike[str], *, sidecar: str | os.PathLike[str] | None = None, find_sidecar: bool = True
+) -> TraceReport:
+    """Open a trace, build its model and report it (with the sidecar beside it, when there is one).
+
+    Raises:
+        TraceError: The trace cannot be read (see :class:`~fpdebug.trace.reader.TraceReader`).
+    """
+    from fpdebug.trace.model import RunModel
+    from fpdebug.trace.reader import TraceReader
+
+    if sidecar is None and find_sidecar:
+        sidecar = sidecar_path(trace)
+    with TraceReader(trace) as reader:
+        model = RunModel(reader)
+        for line, record in reader.iter_records(0):
+            model.feed(line, record)
+        return build_report(model, reader, trace_name=Path(trace).name, sidecar=sidecar)
+
+
+# ----------------------------------------------------------------------------------------------
+# Markdown
+
+
+def md_cell(value: object) -> str:
+    """Untrusted text as one Markdown table cell: inert (controls and bidi made visible, newlines
+    folded) and with Markdown's active characters (``|``, backticks, emphasis, brackets, ``<>``) escaped."""
+    if value is None:
+        return "–"
+    text = inert_line(str(value))
+    return "".join(f"\\{ch}" if ch in _MD_SPECIAL else ch for ch in text) or "–"
+
+
+def _ids(values: list[str]) -> str:
+    return ", ".join(md_cell(value) for value in values) if values else "–"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join("---" for _ in head) + "|",
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+
+
+def _cursor(row: TimelineRow) -> str:
+    start, end, by = row["cursor_from"], row["cursor_to"], row["cursor_by"]
+    if by is None and end is None:
+        return "–"
+    if start == end or start is None:
+        place = md_cell(end) if start == end else f"→ {md_cell(end)}"
+    else:
+        place = f"{md_cell(start)} → {md_cell(end)}"
+    return f"{place} ({md_cell(by)})" if by else place
+
+
+def _lease_end(row: LeaseRow) -> str:
+    if row["state"] == "alive":
+        return "alive at the end"
+    where = _where(row["pruned_turn"], row["pruned_iteration"])
+    tenant = f", tenant {md_cell(row['prune_tenant'])}" if row["prune_tenant"] else ""
+    return f"{md_cell(row['state'])} at {where} ({md_cell(row['prune_site'])}{tenant})"
+
+
+def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
+    level = "###" if several else "##"
+    out: list[str] = []
+    if several:
+        out += [f"## Run {md_cell(run['run_id'])}", ""]
+    status = md_cell(run["status"])
+    out += _table(
+        ["run", "agent", "provider", "model", "status", "turns", "iterations", "LLM calls", "tool calls",
+         "tokens in", "tokens out"],
+        [[md_cell(run["run_id"]), md_cell(run["agent"]), md_cell(run["provider"]), md_cell(run["model"]),
+          status, str(run["turns"]), str(run["iterations"]), str(run["llm_calls"]),
+          str(run["tool_calls"]), str(run["input_tokens"]), str(run["output_tokens"])]],
+    )
+    out.append("")
+    if run["started"]:
+        out.append(f"Started {md_cell(run['started'])}" + (f", ended {md_cell(run['ended'])}." if run["ended"]
+                                                           else ", not ended (no run\\_end record)."))
+    if run["error"]:
+        out.append(f"Error: {md_cell(run['error'])}")
+    for stopped in run["stopped_early"]:
+        out.append(f"Stopped early: {md_cell(stopped)}")
+    out.append("")
+
+    out += [f"{level} Timeline", ""]
+    if run["timeline"]:
+        out += _table(
+            ["turn.iter", "cursor", "active", "leases served", "tool calls", "route", "tokens in/out",
+             "badges"],
+            [[
+                _where(row["turn"], row["iteration"]), _cursor(row),
+                "–" if row["active_count"] is None else str(row["active_count"]),
+                _ids(row["leases_served"]),
+                _ids([name + (" ✗" if name in row["failed_tools"] else "") for name in row["tool_calls"]]),
+                md_cell(row["route"]), f"{row['input_tokens']}/{row['output_tokens']}", _ids(row["badges"]),
+            ] for row in run["timeline"]],
+        )
+    else:
+        out.append("_No iterations._")
+    out.append("")
+
+    out += [f"{level} Lease lifetimes", ""]
+    if run["leases"]:
+        out += _table(
+            ["instruction", "lease", "tenant", "granted by", "at", "served", "ended"],
+            [[
+                md_cell(row["instruction_id"]), md_cell(row["delivery_lease"]), md_cell(row["tenant"]),
+                md_cell(row["granted_by_tool"]) + (f" ({md_cell(row['granted_by_call'])})"
+                                                   if row["granted_by_call"] else ""),
+                _where(row["granted_turn"], row["granted_iteration"]), _ids(row["served"]), _lease_end(row),
+            ] for row in run["leases"]],
+        )
+    else:
+        out.append("_No leases._")
+    out.append("")
+
+    out += [f"{level} Parks and re-engagements", ""]
+    if run["maps"]:
+        totals = "; ".join(
+            f"{md_cell(m['map_id'])}: {m['parks']} park{'s' if m['parks'] != 1 else ''}, "
+            f"{m['reengagements']} re-engagement{'s' if m['reengagements'] != 1 else ''}, "
+            f"{md_cell(m['standing'])} at the end"
+            for m in run["maps"]
+        )
+        out += [totals + ".", ""]
+        out += _table(
+            ["map", "turn.iter", "change", "standing", "by", "idle", "at"],
+            [[md_cell(row["map_id"]), _where(row["turn"], row["iteration"]), md_cell(row["change"]),
+              md_cell(row["standing"]), md_cell(row["by"]), str(row["idle"]), md_cell(row["at"])]
+             for row in run["map_changes"]],
+        )
+    else:
+        out.append("_No mounted maps._")
+    out.append("")
+
+    out += [f"{level} Route conflicts", ""]
+    if run["route_conflicts"]:
+        out += _table(
+            ["turn.iter", "from", "winner", "losers", "source"],
+            [[_where(row["turn"], row["iteration"]), md_cell(row["from_skill"]), md_cell(row["winner"]),
+              _ids(row["losers"]), md_cell(row["source"])] for row in run["route_conflicts"]],
+        )
+    else:
+        out.append("_None._")
+    out.append("")
+
+    out += [f"{level} Rejected picks", ""]
+    if run["rejected_picks"]:
+        out += _table(
+            ["turn.iter", "requested", "cursor", "allowed", "call"],
+            [[_where(row["turn"], row["iteration"]), md_cell(row["requested"]), md_cell(row["current"]),
+              _ids(row["allowed"]), md_cell(row["tool_call_id"])] for row in run["rejected_picks"]],
+        )
+    else:
+        out.append("_None._")
+    out.append("")
+
+    out += [f"{level} Superseded reroutes", ""]
+    if run["superseded_reroutes"]:
+        out += _table(
+            ["turn.iter", "volunteered", "won", "from", "source"],
+            [[_where(row["turn"], row["iteration"]), md_cell(row["volunteered"]), md_cell(row["won"]),
+              md_cell(row["from_skill"]), md_cell(row["source"])] for row in run["superseded_reroutes"]],
+        )
+    else:
+        out.append("_None._")
+    out.append("")
+
+    out += [f"{level} Unsupported values", ""]
+    if run["unsupported_values"]:
+        out += _table(
+            ["turn.iter", "values stated", "unsupported"],
+            [[_where(row["turn"], row["iteration"]), str(row["stated"]), str(row["unsupported"])]
+             for row in run["unsupported_values"]],
+        )
+    elif run["answer_layer"]:
+        out.append("_The answer layer is armed; no answer was assessed._")
+    else:
+        out.append("_Not assessed: the answer layer is not armed in this run._")
+    out.append("")
+    return out
+
+
+def _flips(row: VerdictRow) -> str:
+    if row["flips"] is None:
+        return "–"
+    return f"{row['flips']}/{row['samples'] if row['samples'] is not None else '?'}"
+
+
+def render_markdown(report: TraceReport) -> str:
+    """The report as Markdown (every trace string inert and escaped; see :func:`md_cell`)."""
+    out = [f"# fpdebug report: {md_cell(report['trace'])}", ""]
+    notes = f"Schema version {report['schema_version']}, written by {md_cell(report['producer'])}."
+    bad = report["invalid_lines"] + report["opaque_lines"]
+    if bad:
+        notes += f" {bad} line(s) could not be read as known records (`fpdebug validate` lists them)."
+    out += [notes, ""]
+    runs = report["runs"]
+    if not runs:
+        out += ["_The trace holds no run._", ""]
+    for run in runs:
+        out += _run_markdown(run, several=len(runs) > 1)
+    backtrack = report["backtrack"]
+    out += ["## Backtrack verdicts", ""]
+    if backtrack is None:
+        out.append(f"_No backtrack sidecar ({md_cell(report['trace'] + SIDECAR_SUFFIX)}) beside the trace._")
+    else:
+        out.append(f"From {md_cell(backtrack['path'])}.")
+        out.append("")
+        if backtrack["verdicts"]:
+            out += _table(
+                ["call", "suspect", "verdict", "tier", "flips", "claim"],
+                [[md_cell(row["call"]), md_cell(row["label"]), md_cell(row["verdict"]), md_cell(row["tier"]),
+                  _flips(row),
+                  md_cell(row["claim"])] for row in backtrack["verdicts"]],
+            )
+        else:
+            out.append("_The sidecar holds no verdicts._")
+        if backtrack["unreadable_lines"]:
+            skipped = backtrack["unreadable_lines"]
+            out += ["", f"{skipped} line(s) of the sidecar held no verdict and were skipped."]
+    out.append("")
+    return "\n".join(out)

@@ -1,0 +1,262 @@
+"""Run reports: golden files for each demo trace, facts checked against the raw trace, hostile text, sidecars.
+
+The golden files under ``tests/export/golden/`` were generated from the committed sample traces and
+read line by line against the scenarios (SCENARIOS.md, DOMAIN §4.4 and §6.6). After a deliberate change
+to the report, regenerate them with ``FPDEBUG_UPDATE_GOLDEN=1 pytest tests/export/test_report.py`` and
+review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from fpdebug.export.report import md_cell, read_sidecar, render_markdown, report_trace, sidecar_path
+from fpdebug.trace.schema import (
+    AnswerAssessmentRow,
+    CursorMoveEvent,
+    ErrorInfo,
+    FindingEvent,
+    LlmCallEvent,
+    LlmRequest,
+    PassEvent,
+    RunEndEvent,
+    RunStartEvent,
+    SkillRejectedEvent,
+    StatedValue,
+    StoppedEarly,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from tests.export.otlp_helpers import SAMPLES, raw_records
+from tests.trace.samples import Script, support_run
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("FPDEBUG_UPDATE_GOLDEN") == "1"
+
+
+def scenario(path: Path) -> str:
+    return path.name.split(".")[0]
+
+
+def check_golden(name: str, text: str) -> None:
+    golden = GOLDEN / name
+    if UPDATE:
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(text, encoding="utf-8")
+    assert golden.is_file(), f"missing golden file {golden} (FPDEBUG_UPDATE_GOLDEN=1 writes it)"
+    assert text == golden.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=scenario)
+def test_markdown_report_matches_its_golden_file(sample: Path) -> None:
+    check_golden(f"{scenario(sample)}.report.md", render_markdown(report_trace(sample, find_sidecar=False)))
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=scenario)
+def test_json_report_matches_its_golden_file(sample: Path) -> None:
+    report = report_trace(sample, find_sidecar=False)
+    check_golden(f"{scenario(sample)}.report.json", json.dumps(report, indent=2, ensure_ascii=True) + "\n")
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=scenario)
+def test_the_report_agrees_with_the_raw_trace(sample: Path) -> None:
+    records = raw_records(sample)
+    (run,) = report_trace(sample, find_sidecar=False)["runs"]
+    run_end = next(r for r in records if r["kind"] == "run_end")
+    assert run["status"] == run_end["status"]
+    assert (run["input_tokens"], run["output_tokens"]) == (run_end["input_tokens"], run_end["output_tokens"])
+    iterations = sorted({(r["turn"], r["iteration"]) for r in records if r.get("iteration") is not None})
+    assert [(row["turn"], row["iteration"]) for row in run["timeline"]] == iterations
+    for row in run["timeline"]:
+        where = (row["turn"], row["iteration"])
+        here = [r for r in records if (r.get("turn"), r.get("iteration")) == where]
+        assert row["tool_calls"] == [r["tool_name"] for r in here if r["kind"] == "tool_result"]
+        passes = [r for r in here if r["kind"] == "pass"]
+        assert row["active_count"] == len(passes[0]["active_ids"])
+        assert row["leases_served"] == passes[0].get("lease_active_ids", [])
+    grants = [r["lease"] for r in records if r["kind"] == "lease_grant"]
+    assert [(lease["instruction_id"], lease["granted_by_call"]) for lease in run["leases"]] == [
+        (grant["instruction_id"], grant["tool_call_id"]) for grant in grants]
+    prunes = [r for r in records if r["kind"] == "lease_prune"]
+    pruned = {p["instruction_id"]: p["reason"] for r in prunes for p in r["pruned"]}
+    assert {lease["instruction_id"]: lease["state"] for lease in run["leases"]} == {
+        grant["instruction_id"]: pruned.get(grant["instruction_id"], "alive") for grant in grants}
+
+
+def test_the_zone_trap_report_shows_the_park_on_pass_4_and_the_re_engagement_on_pass_5() -> None:
+    path = next(p for p in SAMPLES if scenario(p) == "zone-trap")
+    (run,) = report_trace(path, find_sidecar=False)["runs"]
+    changes = [(row["iteration"], row["change"]) for row in run["map_changes"]]
+    assert (4, "parked") in changes and (5, "reengaged") in changes
+    assert run["maps"] == [{"map_id": "skill-map", "standing": "engaged", "parks": 1, "reengagements": 1}]
+    assert "parked" in run["timeline"][3]["badges"]
+
+
+def test_the_support_report_shows_both_leases_and_how_each_ended() -> None:
+    path = next(p for p in SAMPLES if scenario(p) == "support")
+    text = render_markdown(report_trace(path, find_sidecar=False))
+    assert ("| wire-format | next-call | billing | fetch\\_invoice (call\\_3) | 1.2 | 1.3 "
+            "| spent at 1.3") in text
+    assert ("| refund-policy | until-skill-exit | billing | check\\_policy (call\\_2) | 1.2 | 1.3 "
+            "| tenure-ended at 1.4") in text
+
+
+def test_routing_trouble_and_engagement_from_a_hand_built_run(tmp_path: Path) -> None:
+    script, _ = support_run()
+    path = script.write(tmp_path / "support.jsonl")
+    report = report_trace(path)
+    (run,) = report["runs"]
+    assert run["route_conflicts"] == [{
+        "turn": 1, "iteration": 2, "from_skill": "triage", "winner": "scan → billing",
+        "losers": ["lookup → faq"], "source": None,
+    }]
+    assert [(row["requested"], row["allowed"]) for row in run["rejected_picks"]] == [("faq", ["triage"])]
+    assert [(row["volunteered"], row["won"]) for row in run["superseded_reroutes"]] == [("faq", "billing")]
+    badges = {row["iteration"]: row["badges"] for row in run["timeline"]}
+    assert "route conflict" in badges[2] and "pick rejected" in badges[3] and "parked" in badges[3]
+    assert "reengaged" in badges[4] and "reroute superseded" in badges[4]
+    assert report["backtrack"] is None
+    text = render_markdown(report)
+    assert "## Route conflicts\n\n| turn.iter | from | winner | losers | source |" in text
+    assert "| 1.2 | triage | scan → billing | lookup → faq | – |" in text
+
+
+def failing_run() -> Script:
+    s = Script("r|1")
+    s.add(RunStartEvent, turn=None, agent_name="ops", provider="scripted", model="m", max_iterations=3)
+    s.turn = 1
+    s.add(TurnStartEvent, user_message="go")
+    moves = [("a", "b"), ("b", "a"), ("a", "b")]
+    for iteration, (start, end) in enumerate(moves, start=1):
+        s.add(PassEvent, iteration=iteration, active_ids=["x"], evaluated_total=1)
+        s.add(CursorMoveEvent, iteration=iteration, from_skill=start, to_skill=end, by="route",
+              strength="structural")
+        s.add(LlmCallEvent, iteration=iteration, call_index=iteration, provider="scripted", model="m",
+              request=LlmRequest(), route="tool-calls")
+        s.add(ToolResultEvent, iteration=iteration, tool_call_id=f"c{iteration}", tool_name="read_skill",
+              result="no", status="invalid")
+        s.add(SkillRejectedEvent, iteration=iteration, requested_id="zz", allowed=["a"])
+    s.add(FindingEvent, iteration=3, layer="answer", rows=[AnswerAssessmentRow(reads=["history"], values=[
+        StatedValue(text="$5", kind="amount", supported=True),
+        StatedValue(text="$9", kind="amount", supported=False),
+    ])])
+    s.add(TurnEndEvent, final_content="", iteration_count=3,
+          stopped_early=StoppedEarly(reason="max-iterations", iteration=3, pending_tool_calls=1,
+                                     answer_was_empty=True))
+    s.add(LlmCallEvent, iteration=1, turn=2, call_index=4, provider="scripted", model="m",
+          request=LlmRequest(),
+          error=ErrorInfo(type="ProviderError", message="HTTP 500"))
+    s.turn = None
+    s.add(RunEndEvent, status="failed", error=ErrorInfo(type="ProviderError", message="HTTP 500"))
+    return s
+
+
+def test_failures_trips_and_unsupported_values_are_reported(tmp_path: Path) -> None:
+    path = failing_run().write(tmp_path / "failing.jsonl")
+    (run,) = report_trace(path)["runs"]
+    assert run["status"] == "failed" and run["error"] == "ProviderError: HTTP 500"
+    badges = [row["badges"] for row in run["timeline"]]
+    assert badges[2][-1] == "stopped early (max-iterations)"
+    # a→b, b→a, a→b lands a, b, a, b: the route recorder's ping-pong trip, on the fourth landing
+    assert "ping-pong" in badges[2] and "ping-pong" not in badges[1]
+    assert "rejected ×3" in badges[2] and "rejected ×3" not in badges[1] and "tool failed" in badges[0]
+    assert "call failed" in badges[3]
+    assert run["unsupported_values"] == [{"turn": 1, "iteration": 3, "stated": 2, "unsupported": 1}]
+    text = render_markdown(report_trace(path))
+    assert "| 1.3 | 2 | 1 |" in text
+    assert "read\\_skill ✗" in text
+
+
+HOSTILE = "a|b`c\x1b[2J\u202eevil\n[link](http://x) <b>*x*</b>"
+
+
+def test_hostile_text_is_inert_and_escaped(tmp_path: Path) -> None:
+    s = Script(HOSTILE)
+    s.add(RunStartEvent, turn=None, agent_name=HOSTILE, provider="scripted", model=HOSTILE, max_iterations=2)
+    s.turn = 1
+    s.add(TurnStartEvent, user_message=HOSTILE)
+    s.add(PassEvent, iteration=1, active_ids=[HOSTILE], evaluated_total=1)
+    s.add(ToolResultEvent, iteration=1, tool_call_id=HOSTILE, tool_name=HOSTILE, result=HOSTILE)
+    s.add(SkillRejectedEvent, iteration=1, requested_id=HOSTILE, allowed=[HOSTILE])
+    s.add(TurnEndEvent, final_content=HOSTILE, iteration_count=1)
+    s.turn = None
+    s.add(RunEndEvent, status="failed", error=ErrorInfo(type="X", message=HOSTILE))
+    path = s.write(tmp_path / "hostile.jsonl")
+    text = render_markdown(report_trace(path))
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "\\x1b[2J" not in text  # the escape's bracket is escaped too
+    assert "\\x1b\\[2J" in text and "\\u202e" in text
+    # Every pipe that is not escaped is a cell border: each row has exactly its header's cells.
+    lines = text.splitlines()
+    tables = 0
+    for number, line in enumerate(lines[:-1]):
+        if line.startswith("| ") and lines[number + 1].startswith("|---"):
+            tables += 1
+            width = len(cells(line))
+            for row in lines[number + 2:]:
+                if not row.startswith("|"):
+                    break
+                assert len(cells(row)) == width, row
+    assert tables == 3  # the header, the timeline, the rejected picks
+    # No live markup: every bracket, angle bracket and emphasis mark from the trace is escaped.
+    assert not re.search(r"(?<!\\)[<>\[\]`*]", "".join(c for line in lines for c in cells(line)[1:-1]))
+
+
+def cells(line: str) -> list[str]:
+    return re.split(r"(?<!\\)\|", line)
+
+
+@pytest.mark.parametrize(("text", "cell"), [
+    ("plain", "plain"), ("a|b", "a\\|b"), ("x`y", "x\\`y"), ("two\nlines", "two⏎lines"),
+    (None, "–"), ("", "–"),
+    ("\x07bell", "\\\\x07bell"),
+])
+def test_md_cell(text: str | None, cell: str) -> None:
+    assert md_cell(text) == cell
+
+
+def test_a_sidecar_beside_the_trace_adds_the_verdicts(tmp_path: Path) -> None:
+    path = failing_run().write(tmp_path / "run.fptrace.jsonl")
+    sidecar = tmp_path / "run.fptrace.jsonl.backtrack.jsonl"
+    sidecar.write_text("\n".join([
+        json.dumps({"claim": "answer", "decided_at": 3, "verdicts": [
+            {"kind": "confirmed", "tier": "causal", "label": "injection vip|override", "action": "ablating",
+             "flips": 3, "samples": 3, "claim": "CAUSAL: ablating `vip` flipped 3/3"},
+            {"kind": "not-confirmed", "tier": "correlational", "label": "tone", "flips": 0, "samples": 3},
+        ]}),
+        json.dumps({"kind": "inconclusive", "tier": "correlational", "label": "limits", "call_index": 2,
+                    "flips": 1, "samples": 3}),
+        "{not json",
+        json.dumps(["a", "list"]),
+        json.dumps({"something": "else"}),
+    ]) + "\n", encoding="utf-8")
+    assert sidecar_path(path) == sidecar
+    report = report_trace(path)
+    backtrack = report["backtrack"]
+    assert backtrack is not None and backtrack["unreadable_lines"] == 3
+    got = [(v["call"], v["label"], v["verdict"], v["tier"], v["flips"], v["samples"])
+           for v in backtrack["verdicts"]]
+    assert got == [
+        ("3", "injection vip|override", "confirmed", "causal", 3, 3),
+        ("3", "tone", "not-confirmed", "correlational", 0, 3),
+        ("2", "limits", "inconclusive", "correlational", 1, 3),
+    ]
+    text = render_markdown(report)
+    assert ("| 3 | injection vip\\|override | confirmed | causal | 3/3 "
+            "| CAUSAL: ablating \\`vip\\` flipped 3/3 |") in text
+    assert "3 line(s) of the sidecar held no verdict" in text
+
+
+def test_a_sidecar_named_without_the_jsonl_suffix_is_found_too(tmp_path: Path) -> None:
+    path = failing_run().write(tmp_path / "run.fptrace.jsonl")
+    (tmp_path / "run.fptrace.backtrack.jsonl").write_text("", encoding="utf-8")
+    assert sidecar_path(path) == tmp_path / "run.fptrace.backtrack.jsonl"
+    assert read_sidecar(tmp_path / "run.fptrace.backtrack.jsonl") == {
+        "path": "run.fptrace.backtrack.jsonl", "verdicts": [], "unreadable_lines": 0}
+    assert "_The sidecar holds no verdicts._" in render_markdown(report_trace(path))
