@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "export",
     "report",
+    "serve",
 )
 """Sub-command names, in the order ``fpdebug --help`` lists them; each is ``fpdebug.commands.<name>``."""
 

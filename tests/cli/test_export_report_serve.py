@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import stat
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -129,3 +134,85 @@ def test_report_refuses_a_missing_sidecar_it_was_given(
 ) -> None:
     assert main(["report", str(support), "--backtrack", str(support.with_name("nope.jsonl"))]) == 2
     assert "no backtrack sidecar" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------
+# serve
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def get(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - a loopback URL of our own
+        return response.status, response.read().decode("utf-8")
+
+
+def test_serve_answers_on_loopback_with_the_textual_serve_page(support: Path, tmp_path: Path) -> None:
+    port = free_port()
+    log = (tmp_path / "serve.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fpdebug", "serve", str(support), "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        page = None
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                status, page = get(f"http://127.0.0.1:{port}/")
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert page is not None, (tmp_path / "serve.log").read_text(errors="replace")
+        assert status == 200
+        assert page.lstrip().startswith("<!DOCTYPE html>")
+        assert f"http://127.0.0.1:{port}/static/js/textual.js" in page  # textual-serve's client
+        assert f"ws://127.0.0.1:{port}/ws" in page
+        assert "fpdebug support.fptrace.jsonl" in page  # our title
+    finally:
+        process.terminate()
+        code = process.wait(timeout=15)
+        log.close()
+    assert code == 0, (tmp_path / "serve.log").read_text(errors="replace")
+
+
+def test_each_browser_tab_runs_fpdebug_view_on_the_trace_with_this_python() -> None:
+    import shlex
+
+    from fpdebug.commands.serve import view_command
+
+    words = shlex.split(view_command("/tmp/my traces/run; rm -rf ~.jsonl"))
+    assert words == [sys.executable, "-m", "fpdebug", "view", "/tmp/my traces/run; rm -rf ~.jsonl"]
+    assert shlex.split(view_command(None)) == [sys.executable, "-m", "fpdebug", "demo"]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "example.com", "::"])
+def test_serve_refuses_a_host_that_is_not_loopback(
+    host: str, support: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", str(support), "--host", host, "--port", str(free_port())]) == 2
+    err = capsys.readouterr().err
+    assert "not a loopback address" in err and "--allow-remote" in err
+
+
+def test_serve_checks_its_trace_and_port_before_listening(
+    support: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", str(support.with_name("missing.jsonl"))]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["serve", str(support), "--port", "0"]) == 2
+    assert "--port must be between 1 and 65535" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.8.9.10", True), ("localhost", True), ("::1", True), ("[::1]", True),
+    ("0.0.0.0", False), ("10.0.0.1", False), ("example.com", False), ("", False),
+])
+def test_what_counts_as_loopback(host: str, loopback: bool) -> None:
+    from fpdebug.commands.serve import is_loopback
+
+    assert is_loopback(host) is loopback
