@@ -109,6 +109,20 @@ class LineIndex:
             raise IndexError(line)
         return self._starts[line]
 
+    def offsets(self, first: int, last: int) -> array[int]:
+        """The start offsets of lines ``first`` through ``last`` inclusive, as one slice (a copy).
+
+        ``offsets(a, b)[k]`` is where line ``a + k`` starts; the last item (line ``b``'s start) is
+        where line ``b - 1`` ends, so ``b`` may be ``len(self)``. Cheaper than ``b - a`` calls to
+        :meth:`span` when streaming consecutive lines.
+
+        Raises:
+            IndexError: The range is not within ``[0, len(self)]``.
+        """
+        if not 0 <= first <= last < len(self._starts):
+            raise IndexError(f"lines {first}..{last} are not within 0..{len(self._starts) - 1}")
+        return self._starts[first : last + 1]
+
     def line_at(self, offset: int) -> int:
         """The line containing byte ``offset`` (``len(self)`` when it is past the indexed lines)."""
         return max(bisect_right(self._starts, offset) - 1, 0) if offset < self.indexed_size else len(self)

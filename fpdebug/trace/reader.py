@@ -256,24 +256,40 @@ class TraceReader:
             start: The first line (0 yields the header first).
             stop: Stop before this line (default: the end of the index, as it grows).
         """
-        line = max(start, 0)
-        if line == 0 and len(self.index):
+        if start <= 0 and len(self.index) and (stop is None or stop > 0):
             yield 0, self.header
-            line = 1
+        for line, offset, raw in self.iter_raw(max(start, 1), stop=stop):
+            yield line, classify_line(line, offset, raw)
+
+    def iter_raw(self, start: int = 1, *, stop: int | None = None) -> Iterator[tuple[int, int, bytes]]:
+        """Yield ``(line, offset, bytes without the newline)`` of event lines, read in blocks; nothing parsed.
+
+        The end is re-read at each block, so lines indexed by a concurrent :meth:`refresh` are
+        included. Line 0 (the header) is never yielded: ``start`` is at least 1.
+
+        Args:
+            start: The first line.
+            stop: Stop before this line (default: the end of the index, as it grows).
+        """
+        line = max(start, 1)
+        index = self.index
         while True:
-            last = len(self.index) if stop is None else min(stop, len(self.index))
+            last = len(index) if stop is None else min(stop, len(index))
             if line >= last:
                 return
             block_end = min(last, line + _BATCH_LINES)
-            first_offset = self.index.offset(line)
-            while block_end > line + 1 and self.index.offset(block_end) - first_offset > _BATCH_BYTES:
+            first_offset = index.offset(line)
+            while block_end > line + 1 and index.offset(block_end) - first_offset > _BATCH_BYTES:
                 block_end = line + max((block_end - line) // 2, 1)
-            data = self._pread(first_offset, self.index.offset(block_end) - first_offset)
-            for current in range(line, block_end):
-                begin, end = self.index.span(current)
-                raw = data[begin - first_offset : end - first_offset].removesuffix(b"\n")
-                yield current, classify_line(current, begin, raw)
-            line = block_end
+            starts = index.offsets(line, block_end)
+            data = self._pread(first_offset, starts[-1] - first_offset)
+            begin = 0
+            for k in range(1, len(starts)):
+                end = starts[k] - first_offset
+                # Every indexed line ends with its newline: drop it by slicing, not by searching.
+                yield line, first_offset + begin, data[begin : end - 1]
+                begin = end
+                line += 1
 
     def __iter__(self) -> Iterator[Record]:
         """Every record from line 0, as the index grows."""
