@@ -3,9 +3,10 @@
 The model is built incrementally from the records of a trace, in line order (from a reader, from
 each line's *facts*: its envelope and the few fields projected here, see :mod:`fpdebug.trace.facts`),
 and keeps only *addresses and small facts*: line numbers, ids, counters, short strings. Whole
-records stay in the file; a view asks :meth:`RunModel.record` (which goes to the reader and its cache) for the record
-on a line when it needs to show it. An iteration costs the model a few hundred bytes (one 8-byte
-slot per record plus its small facts) however large its prompts and results are.
+records stay in the file; a view asks :meth:`RunModel.record` (which goes to the reader and its
+cache) for the record on a line when it needs to show it. An iteration costs the model a few
+hundred bytes (one 8-byte slot per record plus its small facts) however large its prompts and
+results are.
 
 Shape::
 
