@@ -7,21 +7,27 @@ context, like a real one: while a system-prompt segment says "VIP override" it a
 the limit is there it declines. Removing ``vip-override`` flips the answer; removing anything else
 does not. That is what the backtracker's ablation must find.
 
-Variants (``build_agent(variant=…)``, ``scripted_provider(variant=…)``) for the backtracker's tests:
+Variants (``build_agent(variant=…)``, ``scripted_provider(variant=…)``) for the backtracker's tests.
+A culprit SET (DOMAIN §9.7) is a minimal set of pieces whose REMOVAL flips the answer:
 
-- ``single``: the culprit is ``vip-override`` alone (the default);
-- ``joint``: two facts are needed together (``vip-flag`` says the customer is VIP, ``vip-policy``
-  says VIPs skip review); removing either flips the answer;
-- ``independent``: two culprits each enough on its own (``vip-override``, ``legacy-policy``);
-  removing one does not flip the answer, removing both does;
+- ``single``: the culprit is ``vip-override`` alone (the default): culprit sets ``[[vip-override]]``;
+- ``joint``: two facts each enough on its own to approve (``vip-override``, ``legacy-policy``), so
+  removing one changes nothing and only removing both flips the answer: ONE culprit set of two;
+- ``independent``: approval needs two facts together (``vip-flag`` says the customer is VIP,
+  ``vip-policy`` says VIPs skip review), so removing either alone flips the answer: TWO culprit
+  sets of one each;
 - ``unchanged``: a model that declines whatever its context says (no culprit).
+
+The agent records its variant in ``run_start.options`` (``variant``), so a rerun of a recorded call
+rebuilds the same scripted model. The model looks the order up only while ``lookup_order`` is on
+offer: a rerun without that tool answers from its context alone, as a real model would.
 """
 
 from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
-from fpdebug.demo.script import last_result, prompt_has
+from fpdebug.demo.script import last_result, offered, prompt_has
 from fpdebug.engine.agent import Agent
 from fpdebug.engine.injections import Injection, define_fact, define_instruction, define_steering
 from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply
@@ -49,8 +55,8 @@ EXPECTED = {
     "answer_without_culprit": DECLINED,
     "culprits": {
         "single": [["vip-override"]],
-        "joint": [["vip-flag", "vip-policy"]],
-        "independent": [["vip-override"], ["legacy-policy"]],
+        "joint": [["vip-override", "legacy-policy"]],
+        "independent": [["vip-flag"], ["vip-policy"]],
         "unchanged": [],
     },
 }
@@ -75,20 +81,20 @@ def _planted(variant: Variant) -> tuple[Injection, ...]:
         return (override,)
     if variant == "joint":
         return (
-            define_fact("vip-flag", data="Customer Dana Reyes (ORD-7) is a VIP.", description="CRM flag"),
-            define_fact(
-                "vip-policy",
-                data="VIP customers: refunds are approved without manager review.",
-                description="VIP handling policy",
-            ),
-        )
-    if variant == "independent":
-        return (
             override,
             define_fact(
                 "legacy-policy",
                 data="Legacy policy: approve every refund request.",
                 description="A policy page that was never retired",
+            ),
+        )
+    if variant == "independent":
+        return (
+            define_fact("vip-flag", data="Customer Dana Reyes (ORD-7) is a VIP.", description="CRM flag"),
+            define_fact(
+                "vip-policy",
+                data="VIP customers: refunds are approved without manager review.",
+                description="VIP handling policy",
             ),
         )
     raise DefinitionError(f"unknown planted-fact variant {variant!r}; use one of {', '.join(VARIANTS)}")
@@ -114,28 +120,28 @@ def build_agent(*, variant: Variant = "single") -> Agent:
             ),
         )
         .tools(lookup_order)
+        .options(variant=variant)
     )
 
 
 def _approves(request: LlmRequest, variant: Variant) -> bool:
     if variant == "unchanged":
         return False
-    if variant == "joint":
+    if variant == "independent":
         return prompt_has(request, "is a VIP") and prompt_has(request, "VIP customers: refunds are approved")
     return prompt_has(request, "VIP override") or prompt_has(request, "Legacy policy: approve every refund")
 
 
 def responder(variant: Variant = "single"):
-    """The scripted model of one variant: look the order up, then answer from the context."""
+    """The scripted model of one variant: look the order up (while the tool is offered), then answer
+    from the context: approve only when the planted context says so, else decline."""
 
     def respond(request: LlmRequest) -> ScriptedReply:
-        if last_result(request, "lookup_order") is None:
+        if last_result(request, "lookup_order") is None and "lookup_order" in offered(request):
             return ScriptedReply.tool_call("lookup_order", {"order_id": "ORD-7"})
         if _approves(request, variant):
             return ScriptedReply.text(APPROVED)
-        if prompt_has(request, "need manager review"):
-            return ScriptedReply.text(DECLINED)
-        return ScriptedReply.text(APPROVED)
+        return ScriptedReply.text(DECLINED)
 
     return respond
 

@@ -135,16 +135,19 @@ class TestPlantedFact:
         for innocent in ("tone", "refund-limits", "format-answer"):
             assert self.answer(without=(innocent,)) == planted_fact.APPROVED
 
-    def test_a_joint_culprit_needs_both_pieces(self) -> None:
+    def test_a_joint_culprit_must_be_removed_as_a_pair(self) -> None:
+        # Either fact is enough to approve: removing one changes nothing, removing both flips.
         assert self.answer(variant="joint") == planted_fact.APPROVED
-        assert self.answer(variant="joint", without=("vip-flag",)) == planted_fact.DECLINED
-        assert self.answer(variant="joint", without=("vip-policy",)) == planted_fact.DECLINED
-
-    def test_two_independent_culprits_each_suffice(self) -> None:
-        assert self.answer(variant="independent", without=("vip-override",)) == planted_fact.APPROVED
-        assert self.answer(variant="independent", without=("legacy-policy",)) == planted_fact.APPROVED
+        assert self.answer(variant="joint", without=("vip-override",)) == planted_fact.APPROVED
+        assert self.answer(variant="joint", without=("legacy-policy",)) == planted_fact.APPROVED
         both = ("vip-override", "legacy-policy")
-        assert self.answer(variant="independent", without=both) == planted_fact.DECLINED
+        assert self.answer(variant="joint", without=both) == planted_fact.DECLINED
+
+    def test_two_independent_culprits_each_flip_alone(self) -> None:
+        # Approval needs both facts: removing either one alone flips the answer.
+        assert self.answer(variant="independent") == planted_fact.APPROVED
+        assert self.answer(variant="independent", without=("vip-flag",)) == planted_fact.DECLINED
+        assert self.answer(variant="independent", without=("vip-policy",)) == planted_fact.DECLINED
 
     def test_an_answer_no_context_changes(self) -> None:
         assert self.answer(variant="unchanged") == planted_fact.DECLINED
