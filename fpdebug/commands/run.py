@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fpdebug.demo.registry import ScenarioRun
+    from fpdebug.engine.sink import EventSink
+    from fpdebug.export.stream import OtlpStreamSink
 
 HELP = "Run a demo scenario or your own agent module (build_agent()) and write its trace."
 
@@ -68,6 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--run-id", metavar="ID", help="the run's id (default: random; a replay keeps the recorded one)"
+    )
+    parser.add_argument(
+        "--otlp",
+        metavar="URL",
+        help="also stream the run's spans over OTLP/HTTP to a collector (e.g. http://127.0.0.1:4318)",
     )
     parser.epilog = (
         "A module for `fpdebug run` defines build_agent() -> fpdebug.engine.agent.Agent and, to run "
@@ -142,6 +149,14 @@ def run(args: argparse.Namespace) -> int:
         replay_run_id=args.replay_run,
     )
     trace = Path(args.trace) if args.trace else default_trace_path(scenario.name)
+    streams: list[OtlpStreamSink] = []
+
+    def stream_to_collector(sink: EventSink) -> EventSink:
+        from fpdebug.export.stream import OtlpStreamSink
+
+        streams.append(OtlpStreamSink(sink, args.otlp))
+        return streams[-1]
+
     result = run_target(
         scenario,
         trace_path=trace,
@@ -150,5 +165,8 @@ def run(args: argparse.Namespace) -> int:
         messages=args.messages,
         max_iterations=args.max_iterations,
         overwrite=args.overwrite,
+        wrap_sink=stream_to_collector if args.otlp else None,
     )
+    for stream in streams:
+        print(f"otlp: {stream.exported} span(s) exported, {stream.failed} failed")
     return finish(result)

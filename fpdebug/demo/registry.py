@@ -11,7 +11,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ from types import ModuleType
 from fpdebug.engine.agent import Agent, RunResult
 from fpdebug.engine.providers.base import Provider
 from fpdebug.engine.providers.replay import ReplayProvider
-from fpdebug.engine.sink import TraceFileSink
+from fpdebug.engine.sink import EventSink, TraceFileSink
 from fpdebug.errors import FpdebugError, ProviderError, ScenarioError
 from fpdebug.trace.clock import Clock, FixedClock, SystemClock
 from fpdebug.trace.writer import Durability
@@ -296,6 +296,7 @@ def run_target(
     max_iterations: int | None = None,
     overwrite: bool = False,
     durability: Durability = "batch",
+    wrap_sink: Callable[[EventSink], EventSink] | None = None,
 ) -> ScenarioRun:
     """Run a scenario (or a user's module) into a new trace file.
 
@@ -311,6 +312,8 @@ def run_target(
         max_iterations: Overrides the agent's per-turn limit.
         overwrite: Replace an existing trace file.
         durability: The trace writer's fsync policy.
+        wrap_sink: Wraps the trace file's sink (e.g. an OTLP stream); the wrapper is closed after
+            the run and must close the sink it wraps.
 
     Returns:
         The :class:`ScenarioRun` (a failed run is a result with ``status == "failed"``, not an error).
@@ -337,10 +340,15 @@ def run_target(
     path = Path(trace_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clock = clock or SystemClock()
-    with TraceFileSink.create(path, clock=clock, overwrite=overwrite, durability=durability) as sink:
-        result = agent.run(
-            turns, provider=provider, sink=sink, clock=clock, run_id=run_id, options=scenario.options
-        )
+    with TraceFileSink.create(path, clock=clock, overwrite=overwrite, durability=durability) as file_sink:
+        sink: EventSink = wrap_sink(file_sink) if wrap_sink is not None else file_sink
+        try:
+            result = agent.run(
+                turns, provider=provider, sink=sink, clock=clock, run_id=run_id, options=scenario.options
+            )
+        finally:
+            if sink is not file_sink:
+                sink.close()
     return ScenarioRun(scenario=scenario, trace_path=path, result=result)
 
 
