@@ -59,6 +59,7 @@ from fpdebug.trace.schema import (
     CursorMoveEvent,
     EngagementEvent,
     ErrorInfo,
+    HonestyArms,
     LeaseGrantEvent,
     LeasePruneEvent,
     LlmCallEvent,
@@ -135,7 +136,16 @@ class MapsOptions:
 
 
 class HonestyHooks(Protocol):
-    """What the honesty layers plug into the loop (DOMAIN §12). Unset on an unarmed agent."""
+    """What the honesty layers plug into the loop (DOMAIN §12). Unset on an unarmed agent.
+
+    The builder's arming methods (:meth:`Agent.findings`, :meth:`Agent.inputs_layer`,
+    :meth:`Agent.results_layer`, :meth:`Agent.answer_layer`) install
+    :class:`~fpdebug.engine.honesty_hooks.HonestyLayers`, which implements it.
+    """
+
+    def run_arms(self, conversation: Conversation) -> HonestyArms | None:
+        """Called once per run before ``run_start`` is written; returns ``run_start.honesty``."""
+        ...
 
     def loop_head(self, loop: TurnLoop) -> None:
         """Results layer: called at the loop head of every iteration, before the Evaluate pass."""
@@ -143,6 +153,14 @@ class HonestyHooks(Protocol):
 
     def after_llm_call(self, loop: TurnLoop, request: LlmRequest, response: LlmResponse) -> LlmResponse:
         """Inputs layer: called after the LLM call, before Route; returns what Route may dispatch."""
+        ...
+
+    def after_llm_record(self, loop: TurnLoop) -> None:
+        """Inputs layer's write: called right after the ``llm_call`` record, before any tool runs.
+
+        The rows follow the call they are about, and a gate that stops the run on them loses no
+        reply the provider already gave.
+        """
         ...
 
     def before_final(self, loop: TurnLoop, content: str) -> None:
@@ -311,8 +329,87 @@ class Agent:
         return self._with(options=MappingProxyType({**self.spec.options, **values}))
 
     def honesty(self, hooks: HonestyHooks | None) -> Agent:
-        """Arm (or, with ``None``, disarm) the honesty layers' hooks."""
+        """Install custom honesty hooks, or with ``None`` disarm every honesty layer."""
         return self._with(honesty=hooks)
+
+    def _arm(self, **arms: object) -> Agent:
+        from fpdebug.engine.honesty_hooks import HonestyLayers
+
+        layers = self.spec.honesty if self.spec.honesty is not None else HonestyLayers()
+        if not isinstance(layers, HonestyLayers):
+            raise DefinitionError(
+                "this agent carries custom honesty hooks (agent.honesty(hooks)); arm the built-in "
+                "layers on an agent without them, or call agent.honesty(None) first"
+            )
+        return self._with(honesty=layers.arm(**arms))
+
+    def findings(
+        self,
+        *,
+        argument_sources: bool | None = None,
+        external_grounds: Mapping[str, object] | None = None,
+        declared_sources: Mapping[str, object] | None = None,
+        standing_line: Literal["always", "unsupported"] | bool | None = None,
+    ) -> Agent:
+        """Arm the whole findings ledger: the inputs, results and answer layers (DOMAIN §12).
+
+        Args:
+            argument_sources: Read the model's ``_from`` citations (stripped before the call runs)
+                and search the app's grounds and declared sources.
+            external_grounds: Values the app vouches for, label → value (arms argument sources).
+            declared_sources: Documents the app declares, name → JSON data or text (arms argument
+                sources).
+            standing_line: Compose a one-line standing for prose answers: ``True``/``"always"``,
+                or ``"unsupported"`` (only when a value is unsupported).
+
+        Returns:
+            A new agent; ``run_start.honesty`` records the arms.
+        """
+        return self._arm(
+            inputs=True, results=True, answer=True, argument_sources=argument_sources,
+            external_grounds=external_grounds, declared_sources=declared_sources, standing_line=standing_line,
+        )
+
+    def inputs_layer(
+        self,
+        *,
+        argument_sources: bool | None = None,
+        external_grounds: Mapping[str, object] | None = None,
+        declared_sources: Mapping[str, object] | None = None,
+    ) -> Agent:
+        """Arm the inputs layer: after each LLM call, where every tool argument's value came from.
+
+        Args:
+            argument_sources: Read ``_from`` citations and search grounds and declared sources.
+            external_grounds: Values the app vouches for, label → value (arms argument sources).
+            declared_sources: Documents the app declares, name → data (arms argument sources).
+
+        Returns:
+            A new agent.
+        """
+        return self._arm(
+            inputs=True, argument_sources=argument_sources, external_grounds=external_grounds,
+            declared_sources=declared_sources,
+        )
+
+    def results_layer(self) -> Agent:
+        """Arm the results layer: at the loop head, each tool batch judged once (status, coverage, values).
+
+        Returns:
+            A new agent.
+        """
+        return self._arm(results=True)
+
+    def answer_layer(self, *, standing_line: Literal["always", "unsupported"] | bool | None = None) -> Agent:
+        """Arm the answer layer: each final answer's values, supported by which rows or unsupported.
+
+        Args:
+            standing_line: ``True``/``"always"``, ``"unsupported"``, or ``False`` for no line.
+
+        Returns:
+            A new agent.
+        """
+        return self._arm(answer=True, standing_line=standing_line)
 
     def without(self, *, injection_ids: Iterable[str] = (), tool_names: Iterable[str] = ()) -> Agent:
         """The same agent with some context left out (what a backtrack rerun ablates).
@@ -417,7 +514,10 @@ class Agent:
 
 
 def _tool_key(t: Tool) -> tuple[object, ...]:
-    return (t.name, t.description, repr(dict(t.parameters)), id(t.handler) if t.handler is not None else None)
+    handler = id(t.handler) if t.handler is not None else None
+    coverage = t.coverage if isinstance(t.coverage, str | None) else id(t.coverage)
+    honesty = (t.hides_arguments, t.display_name, coverage)
+    return (t.name, t.description, repr(dict(t.parameters)), handler, *honesty)
 
 
 def _compile(spec: AgentSpec) -> _Compiled:
@@ -586,6 +686,20 @@ def _ms(start: datetime, end: datetime) -> float:
     return round((end - start).total_seconds() * 1000.0, 3)
 
 
+def _coverage_of(declared: Tool | None, args: Mapping[str, object], result: object) -> str | None:
+    """What a successful call's result covers, as its tool declares it (``None``: it declares none)."""
+    coverage = declared.coverage if declared is not None else None
+    if coverage is None or isinstance(coverage, str):
+        return coverage
+    try:
+        text = coverage(dict(args), result)
+    except Exception as exc:  # noqa: BLE001 - the declaration failed, not the call: say so, keep the result
+        return f"unknown (the coverage declaration raised {type(exc).__name__}: {exc})"
+    if text is None:
+        return None
+    return text if isinstance(text, str) else str(text)
+
+
 # ----------------------------------------------------------------------------------------------
 # The run
 
@@ -662,6 +776,7 @@ class Conversation:
             "tools": list(compiled.agent_tools),
             "skill_map": spec.skill_map.declaration() if spec.skill_map is not None else None,
             "maps": compiled.plan.declaration() if compiled.plan is not None else None,
+            "honesty": spec.honesty.run_arms(self) if spec.honesty is not None else None,
             "options": recorded,
         }
 
@@ -825,6 +940,12 @@ class TurnLoop:
         """The batch in place (the previous tool-calls branch's results)."""
         self.batch_iteration: int | None = None
         """The iteration that dispatched :attr:`tool_results`."""
+        self.batch_texts: tuple[str, ...] | None = None
+        """Each result of the batch in place as the model read it (aligned with :attr:`tool_results`)."""
+        self.batch_coverage: tuple[str | None, ...] | None = None
+        """The coverage each call of the batch in place declared (aligned with :attr:`tool_results`)."""
+        self.stopped_early: StoppedEarly | None = None
+        """Set on the final branch when a limit cut the turn short (before the answer layer reads it)."""
         self.input_tokens = 0
         """Prompt tokens of this turn's calls."""
         self.output_tokens = 0
@@ -850,6 +971,7 @@ class TurnLoop:
                 "tool-calls" if calls and self.iteration < max_iterations else "final"
             )
             self._record_llm_call(request, reply, route)
+            self._honesty_inputs_record()
             if route == "final":
                 return self._final(response)
             self.history.append(Message(role="assistant", content=response.content, tool_calls=list(calls)))
@@ -1011,6 +1133,7 @@ class TurnLoop:
             if pending
             else None
         )
+        self.stopped_early = stopped
         self._honesty_answer(content)
         self.history.append(Message(role="assistant", content=content))
         self.recorder.emit(
@@ -1050,7 +1173,10 @@ class TurnLoop:
         scope = EffectScope(self.iteration, self.cursor, skill_map, compiled.catalog_by_id)
         parked = parked_member_ids(plan, self.engagement) if plan is not None else frozenset()
         batch: list[ToolResult] = []
+        texts: list[str] = []
+        coverage: list[str | None] = []
         for call in calls:
+            declared: str | None = None
             if call.name == READ_SKILL and compiled.read_skill is not None:
                 pick, text, status = self._read_skill(call, skill_map, parked)
                 if pick is not None:
@@ -1063,7 +1189,9 @@ class TurnLoop:
                         self.provenance[pick.skill_id] = Activation(READ_SKILL, self.iteration, call.id)
                 batch.append(ToolResult(READ_SKILL, text, call.id, status))
             else:
-                state, text = self._run_tool(call, scope, state, batch)
+                state, text, declared = self._run_tool(call, scope, state, batch)
+            texts.append(text)
+            coverage.append(declared)
             # The model reads each result as a tool message, in call order.
             self.history.append(Message(role="tool", content=text, tool_call_id=call.id, tool_name=call.name))
         self.activated = state.activated_injection_ids
@@ -1075,6 +1203,8 @@ class TurnLoop:
         self.pending_transition = state.pending_tool_transition
         self.tool_results = tuple(batch)
         self.batch_iteration = self.iteration
+        self.batch_texts = tuple(texts)
+        self.batch_coverage = tuple(coverage)
         conflict = proposal_conflict(state, from_skill_id=self.cursor)
         if conflict is not None:
             self._emit(RouteConflictEvent, **conflict.fields())
@@ -1146,7 +1276,8 @@ class TurnLoop:
 
     def _run_tool(
         self, call: ToolCallRecord, scope: EffectScope, state: EffectState, batch: list[ToolResult]
-    ) -> tuple[EffectState, str]:
+    ) -> tuple[EffectState, str, str | None]:
+        """Run one call, record its ``tool_result``; return the effect state, the text read, the coverage."""
         start = self.recorder.now()
         found = None if call.name in self.spec.ignored_tools else self.compiled.tools_by_name.get(call.name)
         value: object = None
@@ -1192,12 +1323,13 @@ class TurnLoop:
                 duration_ms=_ms(start, self.recorder.now()),
             )
             batch.append(ToolResult(call.name, text, call.id, status))
-            return state, text
+            return state, text, None
         if isinstance(value, BaseModel):
             value = value.model_dump(mode="json")
         envelope = parse_envelope(value)
         if envelope is None:
             text = text_of(value)
+            coverage = _coverage_of(found, call.args, value)
             self._emit(
                 ToolResultEvent,
                 tool_call_id=call.id,
@@ -1205,13 +1337,15 @@ class TurnLoop:
                 args=dict(call.args),
                 result=text,
                 duration_ms=_ms(start, self.recorder.now()),
+                coverage=coverage,
             )
             batch.append(ToolResult(call.name, value, call.id))
-            return state, text
+            return state, text, coverage
         judged = judge_effects(envelope, tool_name=call.name, tool_call_id=call.id, scope=scope, state=state)
         for sid, activation in judged.activations:
             self.provenance.setdefault(sid, activation)
         text = text_of(envelope.content) + judged.suffix
+        coverage = _coverage_of(found, call.args, envelope.content)
         self._emit(
             ToolResultEvent,
             tool_call_id=call.id,
@@ -1222,13 +1356,14 @@ class TurnLoop:
             effects=list(judged.judgments),
             malformed=list(envelope.malformed),
             duration_ms=_ms(start, self.recorder.now()),
+            coverage=coverage,
         )
         for lease in judged.grants:
             self._emit(LeaseGrantEvent, lease=lease.record())
         for prune in judged.prunes:
             self._emit(LeasePruneEvent, **prune.fields())
         batch.append(ToolResult(call.name, envelope.content, call.id, envelope.status))
-        return judged.state, text
+        return judged.state, text, coverage
 
     # -- HONESTY HOOKS (DOMAIN §12): plain calls that do nothing on an unarmed agent -------------
 
@@ -1244,6 +1379,12 @@ class TurnLoop:
         if hooks is None:
             return response
         return hooks.after_llm_call(self, request, response)
+
+    def _honesty_inputs_record(self) -> None:
+        # HONESTY HOOK — inputs layer's write, right after the llm_call record.
+        hooks = self.spec.honesty
+        if hooks is not None:
+            hooks.after_llm_record(self)
 
     def _honesty_answer(self, content: str) -> None:
         # HONESTY HOOK — answer layer, first on the final branch.

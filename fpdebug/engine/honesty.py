@@ -537,10 +537,14 @@ class InputsVerdict:
     Attributes:
         rows: The basis and argument rows for ONE ``finding`` event (empty: write nothing).
         dispatch: Resolve: for each call id, the arguments Route may dispatch (``_from`` stripped).
+        resolved: Resolve, call by call: the calls Route may dispatch, in the reply's order, each with
+            its dispatch arguments (a reply that repeats a call id keeps each call's own arguments,
+            which ``dispatch`` cannot).
     """
 
     rows: tuple[ArgumentRow | BasisRow, ...]
     dispatch: Mapping[str, dict[str, object]]
+    resolved: tuple[ToolCallRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -712,10 +716,12 @@ def judge_inputs(
     by_path = {(r.tool_call_id, r.path): r for r in rewrites}
     rows: list[ArgumentRow | BasisRow] = []
     dispatch: dict[str, dict[str, object]] = {}
+    resolved: list[ToolCallRecord] = []
     for call in calls:
         declares = config.argument_sources and BASIS_KEY in call.args
         body = {k: v for k, v in call.args.items() if not (declares and k == BASIS_KEY)}
         dispatch[call.id] = body
+        resolved.append(call.model_copy(update={"args": body}) if declares else call)
         values = _leaf_map(body)
         entries, dropped = _parse_basis(call.args.get(BASIS_KEY), list(values)) if declares else ([], 0)
         # Verify: a kept entry grounds its values; a refused one is named on each value it failed.
@@ -745,7 +751,7 @@ def judge_inputs(
         elif declares:
             call_rows[0] = call_rows[0].model_copy(update={"dropped_from": dropped})
         rows.extend(call_rows)
-    return InputsVerdict(tuple(rows), dispatch)
+    return InputsVerdict(tuple(rows), dispatch, tuple(resolved))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -46,18 +46,36 @@ from fpdebug.engine.honesty import (
 from fpdebug.errors import TraceFormatError
 from fpdebug.trace.schema import (
     FindingEvent,
+    InjectionDecl,
     LlmCallEvent,
     Message,
     RunEndEvent,
     RunStartEvent,
     ToolCallRecord,
     ToolResultEvent,
+    ToolSchema,
     TraceEvent,
     TurnEndEvent,
     TurnStartEvent,
 )
 
-__all__ = ["has_tool_surface", "recompute_findings", "recorded_findings"]
+__all__ = ["has_tool_surface", "recompute_findings", "recorded_findings", "tool_surface"]
+
+
+def tool_surface(tools: Sequence[ToolSchema], injections: Sequence[InjectionDecl]) -> bool:
+    """Whether an agent so declared can run a tool: its own tools, a skill's tools, or ``read_skill``.
+
+    The loop's hooks and the replay both decide the ``tools`` arm here, from what ``run_start``
+    records, so the two folds read the same keys.
+
+    Args:
+        tools: The agent's own tools (``run_start.tools``).
+        injections: The catalog (``run_start.injections``).
+
+    Returns:
+        True when some tool can run (the ``tools`` arm of :func:`answer_fold_reads`).
+    """
+    return bool(tools) or any(inj.tool_names or inj.trigger.kind == "llm-activated" for inj in injections)
 
 
 def has_tool_surface(run_start: RunStartEvent) -> bool:
@@ -69,9 +87,7 @@ def has_tool_surface(run_start: RunStartEvent) -> bool:
     Returns:
         True when some tool can run (the ``tools`` arm of :func:`answer_fold_reads`).
     """
-    return bool(run_start.tools) or any(
-        inj.tool_names or inj.trigger.kind == "llm-activated" for inj in run_start.injections
-    )
+    return tool_surface(run_start.tools, run_start.injections)
 
 
 def recorded_findings(events: Iterable[TraceEvent]) -> list[Finding]:

@@ -23,6 +23,11 @@ them). Anything else is refused with a :class:`~fpdebug.errors.DefinitionError` 
 Arguments the model sends are validated (lax pydantic rules: ``"5"`` is accepted for an ``int``)
 before the function runs; a call that does not validate is answered with an ``invalid`` result.
 
+**Honesty declarations** (DOMAIN §12; read by the honesty layers, inert otherwise):
+``hides_arguments=True`` keeps the model's values off every finding row while the tool is in reach,
+``display_name=`` names the tool in the app's words, and ``coverage=`` declares what a result
+covers (recorded on the call's ``tool_result``).
+
 **Timeouts.** With a timeout, the function runs in a daemon worker thread and the loop waits at most
 that long; a call that does not return in time becomes a ``failure`` result. Python cannot kill a
 thread: the abandoned call keeps running in the background until it returns on its own, and its
@@ -40,8 +45,8 @@ import types
 import typing
 from collections import abc
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin, overload
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -50,6 +55,7 @@ from fpdebug.errors import DefinitionError
 
 __all__ = [
     "TOOL_NAME_PATTERN",
+    "Coverage",
     "InvalidToolArguments",
     "ToolFunction",
     "ToolTimeout",
@@ -57,6 +63,9 @@ __all__ = [
     "json_schema_of",
     "tool",
 ]
+
+Coverage: TypeAlias = str | Callable[[Mapping[str, object], object], str | None]
+"""A tool's coverage declaration: a fixed text, or a function of the call's arguments and its result."""
 
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """What a tool name may look like (the strictest of the providers' rules)."""
@@ -342,6 +351,9 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    hides_arguments: bool = False,
+    display_name: str | None = None,
+    coverage: Coverage | None = None,
 ) -> Tool: ...
 
 
@@ -352,6 +364,9 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    hides_arguments: bool = False,
+    display_name: str | None = None,
+    coverage: Coverage | None = None,
 ) -> Callable[[Callable[..., object]], Tool]: ...
 
 
@@ -361,27 +376,46 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    hides_arguments: bool = False,
+    display_name: str | None = None,
+    coverage: Coverage | None = None,
 ) -> Tool | Callable[[Callable[..., object]], Tool]:
     """Make a tool of a Python function (also usable as a decorator, ``@tool`` or ``@tool(timeout=5)``).
 
     Args:
-        fn: The function.
+        fn: The function (or a :class:`~fpdebug.engine.types.Tool`, returned with the honesty
+            declarations below applied when any is given).
         name: The tool name; the function's ``__name__`` by default.
         description: What the model reads; the docstring's first paragraph by default.
         timeout: Seconds before a call is abandoned (a ``failure`` result); ``None`` inherits the
             agent's ``tool_timeout``; ``math.inf`` runs the function inline with no timeout.
+        hides_arguments: Honesty layers: while this tool is in reach, no finding row shows a value
+            the model wrote (where each value came from is still shown).
+        display_name: Honesty layers: the tool in the app's words, used by an answer's standing line.
+        coverage: What a result covers: a fixed text (``"the last 90 days only"``) or a function
+            ``(args, result) -> str | None`` called after each successful call; recorded on the
+            call's ``tool_result``.
 
     Returns:
         A :class:`~fpdebug.engine.types.Tool` whose handler is a :class:`ToolFunction`.
 
     Raises:
-        DefinitionError: A bad name or timeout, or a parameter whose annotation is missing or not
-            supported.
+        DefinitionError: A bad name, timeout or honesty declaration, or a parameter whose annotation
+            is missing or not supported.
     """
+    honesty: dict[str, object] = {}
+    if hides_arguments:
+        honesty["hides_arguments"] = hides_arguments
+    if display_name is not None:
+        honesty["display_name"] = display_name
+    if coverage is not None:
+        honesty["coverage"] = coverage
     if fn is None:
-        return lambda f: tool(f, name=name, description=description, timeout=timeout)
+        return lambda f: tool(
+            f, name=name, description=description, timeout=timeout, **honesty  # type: ignore[arg-type]
+        )
     if isinstance(fn, Tool):
-        return fn
+        return replace(fn, **honesty) if honesty else fn  # type: ignore[arg-type]
     if not callable(fn):
         raise DefinitionError(f"a tool must be a callable or a Tool, got {fn!r}")
     tool_name = name or getattr(fn, "__name__", "")
@@ -399,6 +433,7 @@ def tool(
         description=description if description is not None else summary,
         parameters=schema,
         handler=handler,
+        **honesty,  # type: ignore[arg-type]
     )
 
 

@@ -127,9 +127,31 @@ class Tool:
     """The JSON schema of its arguments."""
     handler: Callable[..., object] | None = None
     """The Python callable that runs it (``None`` for a schema-only declaration)."""
+    hides_arguments: bool = False
+    """Honesty layers: while this tool is in reach, no finding row shows a value the model wrote."""
+    display_name: str | None = None
+    """Honesty layers: the tool in the app's words (an answer's standing line names it so)."""
+    coverage: str | Callable[[Mapping[str, object], object], str | None] | None = None
+    """What a result covers (``first 50 of 300``): a fixed text, or a function of the call's
+    arguments and what the tool returned (an envelope's content) giving a text or ``None``.
+    Recorded on the call's ``tool_result`` and read by the results and answer layers."""
 
     def __post_init__(self) -> None:
         require_id(self.name, "tool name")
+        if not isinstance(self.hides_arguments, bool):
+            raise DefinitionError(
+                f"tool {self.name!r}: hides_arguments must be a bool, got {self.hides_arguments!r}"
+            )
+        named = isinstance(self.display_name, str) and self.display_name.strip()
+        if self.display_name is not None and not named:
+            raise DefinitionError(
+                f"tool {self.name!r}: display_name must be a non-empty string, got {self.display_name!r}"
+            )
+        if self.coverage is not None and not (isinstance(self.coverage, str) or callable(self.coverage)):
+            raise DefinitionError(
+                f"tool {self.name!r}: coverage must be a text or a function (args, result) -> text, "
+                f"got {self.coverage!r}"
+            )
 
     def schema(self, *, injection_id: str | None = None) -> ToolSchema:
         """The schema as offered to the model.

@@ -1,0 +1,418 @@
+"""The honesty layers armed on an agent: what ``run_start`` records and the hooks that file findings.
+
+:class:`HonestyLayers` is the :class:`~fpdebug.engine.agent.HonestyHooks` the builder's arming
+methods install (``Agent.findings()``, ``.inputs_layer()``, ``.results_layer()``,
+``.answer_layer()``). It is an immutable value, like the agent that carries it: the state of one
+run (the findings ledger, the tool results read so far, the declared coverage) lives in a
+:class:`HonestyRun` opened per :class:`~fpdebug.engine.agent.Conversation`.
+
+Every decision is made by the pure core (:mod:`fpdebug.engine.honesty`) from the arms this module
+records in ``run_start.honesty`` and from facts the trace records, so
+:func:`~fpdebug.engine.honesty_replay.recompute_findings` over the saved trace files the same rows
+(the equality law, DOMAIN §12.4). The filing points:
+
+=========  ===========================================================================================
+results    at the loop head, before the pass: the batch ``batch_to_judge(iteration, stamp)`` names
+inputs     rows judged after the LLM call and before Route; written right after the ``llm_call``
+answer     first on the final branch, before ``turn_end``
+=========  ===========================================================================================
+
+Each visit writes at most ONE ``finding`` event; a visit with no rows writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fpdebug.engine.honesty import (
+    AnswerFoldKey,
+    Finding,
+    Grounds,
+    HonestyRow,
+    InputsConfig,
+    Layer,
+    PriorResult,
+    RanCall,
+    SourcesInReach,
+    StandingLineWhen,
+    answer_fold_reads,
+    assess_answer,
+    batch_to_judge,
+    file_finding,
+    judge_inputs,
+    results_at_loop_head,
+)
+from fpdebug.engine.honesty_replay import tool_surface
+from fpdebug.engine.types import Tool
+from fpdebug.errors import DefinitionError
+from fpdebug.trace.schema import (
+    DeclaredSource,
+    ExternalGround,
+    FindingEvent,
+    HonestyArms,
+    LlmRequest,
+    LlmResponse,
+)
+
+if TYPE_CHECKING:
+    from fpdebug.engine.agent import Conversation, TurnLoop
+
+__all__ = ["HonestyLayers", "HonestyRun", "declared_sources_of", "external_grounds_of"]
+
+
+def _json_value(value: object, where: str) -> object:
+    """The value as the trace will hold it (so the run and the saved trace read the same data)."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise DefinitionError(
+            f"{where} must be JSON data (str, number, bool, None, list, dict): {exc}"
+        ) from None
+
+
+def _labelled(items: Mapping[str, object] | Iterable[object], kind: str) -> list[tuple[str, object]]:
+    if isinstance(items, Mapping):
+        pairs = list(items.items())
+    elif isinstance(items, (str, bytes)):
+        raise DefinitionError(f"{kind} must be a mapping of label to value, got {items!r}")
+    else:
+        pairs = []
+        for item in items:
+            if isinstance(item, ExternalGround):
+                pairs.append((item.label, item.value))
+            elif isinstance(item, DeclaredSource):
+                pairs.append((item.name, item.content))
+            else:
+                raise DefinitionError(f"{kind} takes a mapping of label to value, got the item {item!r}")
+    seen: set[str] = set()
+    for label, _ in pairs:
+        if not isinstance(label, str) or not label.strip():
+            raise DefinitionError(f"{kind}: a label must be a non-empty string, got {label!r}")
+        if label in seen:
+            raise DefinitionError(f"{kind}: the label {label!r} is given twice")
+        seen.add(label)
+    return pairs
+
+
+def external_grounds_of(
+    grounds: Mapping[str, object] | Iterable[ExternalGround],
+) -> tuple[ExternalGround, ...]:
+    """Values the app vouches for, checked and in the form the trace records them.
+
+    Args:
+        grounds: Label → value (``{"account_balance": 1250.0}``), or :class:`ExternalGround` values.
+
+    Returns:
+        The grounds, in the order given; each value is JSON data exactly as ``run_start`` holds it.
+
+    Raises:
+        DefinitionError: A label that is empty or repeated, or a value that is not JSON data.
+    """
+    return tuple(
+        ExternalGround(label=label, value=_json_value(value, f"external ground {label!r}"))
+        for label, value in _labelled(grounds, "external_grounds")
+    )
+
+
+def declared_sources_of(
+    sources: Mapping[str, object] | Iterable[DeclaredSource],
+) -> tuple[DeclaredSource, ...]:
+    """Documents the app declares as argument sources, checked and in the form the trace records them.
+
+    Args:
+        sources: Name → document (JSON data, or a text), or :class:`DeclaredSource` values.
+
+    Returns:
+        The sources, in the order given.
+
+    Raises:
+        DefinitionError: A name that is empty or repeated, or a document that is not JSON data.
+    """
+    return tuple(
+        DeclaredSource(name=name, content=_json_value(content, f"declared source {name!r}"))
+        for name, content in _labelled(sources, "declared_sources")
+    )
+
+
+def _standing_line(value: StandingLineWhen | bool | None) -> StandingLineWhen | None:
+    if value is True:
+        return "always"
+    if value is False or value is None:
+        return None
+    if value in ("always", "unsupported"):
+        return value
+    raise DefinitionError(f"standing_line must be True, False, 'always' or 'unsupported', got {value!r}")
+
+
+@dataclass
+class HonestyRun:
+    """One run's honesty state: what the layers have read and filed so far.
+
+    Attributes:
+        arms: What ``run_start`` recorded (every decision below is made from it).
+        reads: The committed keys the answer layer's fold reads (``answer_fold_reads``).
+        config: The inputs layer's configuration (``InputsConfig.from_arms``).
+        grounds: The app's external grounds and declared sources.
+        ledger: Every finding written in this run, in order (``findingsLedger``).
+        prior: Every tool result the model has read in this run, oldest first.
+        coverage: Call id → the coverage its tool declared (``coverageDeclared``).
+        pending: The inputs finding judged after the LLM call, written after its ``llm_call``.
+    """
+
+    arms: HonestyArms
+    reads: tuple[AnswerFoldKey, ...]
+    config: InputsConfig
+    grounds: Grounds
+    ledger: list[Finding] = field(default_factory=list)
+    prior: list[PriorResult] = field(default_factory=list)
+    coverage: dict[str, str] = field(default_factory=dict)
+    pending: Finding | None = None
+
+    def file(self, loop: TurnLoop, layer: Layer, rows: Sequence[HonestyRow], *, iteration: int) -> None:
+        """Write one layer visit's rows as ONE ``finding`` event (nothing when there are none)."""
+        self.write(loop, file_finding(layer, rows, turn=loop.turn, iteration=iteration))
+
+    def write(self, loop: TurnLoop, finding: Finding | None) -> None:
+        """Emit a finding and add it to the ledger once the sink has accepted it."""
+        if finding is None:
+            return
+        loop.recorder.emit(
+            FindingEvent, turn=finding.turn, iteration=finding.iteration, layer=finding.layer,
+            rows=list(finding.rows),
+        )
+        self.ledger.append(finding)
+
+
+@dataclass(frozen=True)
+class HonestyLayers:
+    """Which honesty layers an agent arms (DOMAIN §12) and the app's facts they read.
+
+    The agent's :class:`~fpdebug.engine.agent.HonestyHooks`: an immutable value, shared by every
+    run of the agent; a run's state is a :class:`HonestyRun`. Build it with the agent's arming
+    methods rather than by hand.
+
+    Attributes:
+        inputs: The inputs layer: where every tool argument came from.
+        results: The results layer: each tool batch judged once.
+        answer: The answer layer: each final answer assessed against the findings.
+        argument_sources: Declared sources are armed: the ``_from`` citation is read (and stripped
+            from what runs), and external grounds and declared sources are searched.
+        external_grounds: Values the app vouches for, each with its label.
+        declared_sources: Documents the app declares as argument sources, each with its name.
+        standing_line: Compose a standing line for prose answers: ``always`` or only when a value is
+            ``unsupported``; ``None`` composes none.
+    """
+
+    inputs: bool = False
+    results: bool = False
+    answer: bool = False
+    argument_sources: bool = False
+    external_grounds: tuple[ExternalGround, ...] = ()
+    declared_sources: tuple[DeclaredSource, ...] = ()
+    standing_line: StandingLineWhen | None = None
+    _runs: weakref.WeakKeyDictionary[Conversation, HonestyRun] = field(
+        default_factory=weakref.WeakKeyDictionary, init=False, repr=False, compare=False
+    )
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+
+    @property
+    def armed(self) -> bool:
+        """Whether any layer is armed (an agent with none writes exactly the trace it always did)."""
+        return self.inputs or self.results or self.answer
+
+    def arm(
+        self,
+        *,
+        inputs: bool = False,
+        results: bool = False,
+        answer: bool = False,
+        argument_sources: bool | None = None,
+        external_grounds: Mapping[str, object] | Iterable[ExternalGround] | None = None,
+        declared_sources: Mapping[str, object] | Iterable[DeclaredSource] | None = None,
+        standing_line: StandingLineWhen | bool | None = None,
+    ) -> HonestyLayers:
+        """These layers with more armed: a layer once armed stays armed; an option given replaces.
+
+        Giving external grounds or declared sources arms argument sources (they are searched only
+        then), unless ``argument_sources=False`` says otherwise, which is refused.
+
+        Args:
+            inputs: Arm the inputs layer.
+            results: Arm the results layer.
+            answer: Arm the answer layer.
+            argument_sources: Arm (``True``) or disarm (``False``) declared sources; ``None`` keeps.
+            external_grounds: Replace the external grounds (label → value); ``None`` keeps.
+            declared_sources: Replace the declared sources (name → document); ``None`` keeps.
+            standing_line: ``True``/``"always"``, ``"unsupported"``, ``False`` (none); ``None`` keeps.
+
+        Returns:
+            The new layers.
+
+        Raises:
+            DefinitionError: A bad option.
+        """
+        changes: dict[str, object] = {
+            "inputs": self.inputs or bool(inputs),
+            "results": self.results or bool(results),
+            "answer": self.answer or bool(answer),
+        }
+        if external_grounds is not None:
+            changes["external_grounds"] = external_grounds_of(external_grounds)
+        if declared_sources is not None:
+            changes["declared_sources"] = declared_sources_of(declared_sources)
+        if argument_sources is not None and not isinstance(argument_sources, bool):
+            raise DefinitionError(f"argument_sources must be a bool, got {argument_sources!r}")
+        gives_sources = bool(changes.get("external_grounds") or changes.get("declared_sources"))
+        if gives_sources and argument_sources is False:
+            raise DefinitionError(
+                "external_grounds and declared_sources are searched only with argument_sources=True"
+            )
+        if argument_sources is not None or gives_sources:
+            changes["argument_sources"] = bool(argument_sources) or gives_sources
+        if standing_line is not None:
+            changes["standing_line"] = _standing_line(standing_line)
+        fields = {
+            "inputs": self.inputs, "results": self.results, "answer": self.answer,
+            "argument_sources": self.argument_sources, "external_grounds": self.external_grounds,
+            "declared_sources": self.declared_sources, "standing_line": self.standing_line,
+        }
+        fields.update(changes)
+        return HonestyLayers(**fields)  # type: ignore[arg-type]
+
+    def arms(self, tools: Iterable[Tool]) -> HonestyArms | None:
+        """What ``run_start.honesty`` records for an agent whose tools are ``tools``.
+
+        Args:
+            tools: Every tool the agent can dispatch (its own and its skills'), in declaration order.
+
+        Returns:
+            The arms, with the hiding tools and display names the tools declare; ``None`` when no
+            layer is armed.
+        """
+        if not self.armed:
+            return None
+        tools = list(tools)
+        hidden = [t.name for t in tools if t.hides_arguments]
+        names = {t.name: t.display_name for t in tools if t.display_name is not None}
+        return HonestyArms(
+            inputs=self.inputs,
+            results=self.results,
+            answer=self.answer,
+            argument_sources=self.argument_sources,
+            hidden_argument_tools=hidden or None,
+            external_grounds=list(self.external_grounds) or None,
+            declared_sources=list(self.declared_sources) or None,
+            standing_line=self.standing_line,
+            display_names=names or None,
+        )
+
+    # -- HonestyHooks ----------------------------------------------------------------------------
+
+    def run_arms(self, conversation: Conversation) -> HonestyArms | None:
+        """Open this run's state and say what ``run_start`` records (``None``: no layer armed).
+
+        Args:
+            conversation: The run being opened (``run_start`` is not written yet).
+
+        Returns:
+            ``run_start.honesty``.
+        """
+        arms = self.arms(conversation.compiled.tools_by_name.values())
+        if arms is None:
+            return None
+        compiled = conversation.compiled
+        surface = tool_surface(
+            compiled.agent_tools, [injection.declaration() for injection in compiled.setup.injections]
+        )
+        reads = answer_fold_reads(
+            tools=surface, evidence_gate=bool(arms.evidence_gate),
+            answer_validation=bool(arms.answer_validation), inputs=arms.inputs,
+            tool_middleware=arms.tool_middleware,
+        )
+        run = HonestyRun(arms, tuple(reads), InputsConfig.from_arms(arms), Grounds.from_arms(arms))
+        with self._lock:
+            self._runs[conversation] = run
+        return arms
+
+    def _run(self, loop: TurnLoop) -> HonestyRun | None:
+        with self._lock:
+            return self._runs.get(loop.conversation)
+
+    def loop_head(self, loop: TurnLoop) -> None:
+        """Results layer: judge the batch in place when it is new on this visit (once per run).
+
+        The batch also becomes a source for later arguments and its declared coverage is noted,
+        whichever layers are armed.
+        """
+        run = self._run(loop)
+        if run is None:
+            return
+        stamp = loop.batch_iteration
+        dispatched = batch_to_judge(loop.iteration, stamp)
+        batch, texts, coverage = loop.tool_results, loop.batch_texts, loop.batch_coverage
+        if dispatched is None or batch is None or texts is None or coverage is None:
+            return  # no batch in place, or one this run has read and judged already
+        calls = [
+            RanCall(entry.tool_call_id or "", entry.tool_name, text, status=entry.status, coverage=declared)
+            for entry, text, declared in zip(batch, texts, coverage, strict=True)
+        ]
+        for call in calls:
+            run.prior.append(PriorResult(call.tool_call_id, call.tool_name, call.result, dispatched))
+            if call.coverage is not None:
+                run.coverage[call.tool_call_id] = call.coverage
+        if run.arms.results:
+            rows = results_at_loop_head(loop.iteration, stamp, calls)
+            run.file(loop, "results", rows, iteration=loop.iteration)
+
+    def after_llm_call(self, loop: TurnLoop, request: LlmRequest, response: LlmResponse) -> LlmResponse:
+        """Inputs layer, Declare → Verify → Record → Resolve: judge every call's arguments.
+
+        The rows wait for :meth:`after_llm_record` (they follow the ``llm_call`` they are about);
+        the returned reply is what Route dispatches (``_from`` stripped when argument sources are
+        armed).
+        """
+        run = self._run(loop)
+        if run is None or not run.arms.inputs or not response.tool_calls:
+            return response
+        users = tuple(message.content for message in loop.history if message.role == "user")
+        verdict = judge_inputs(
+            response.tool_calls, SourcesInReach(tuple(run.prior), users), config=run.config,
+            tools_in_reach=[schema.name for schema in request.tools],
+        )
+        run.pending = file_finding("inputs", verdict.rows, turn=loop.turn, iteration=loop.iteration)
+        if list(verdict.resolved) == list(response.tool_calls):
+            return response
+        return response.model_copy(update={"tool_calls": list(verdict.resolved)})
+
+    def after_llm_record(self, loop: TurnLoop) -> None:
+        """Inputs layer, the ONE write: the rows judged for the call just recorded."""
+        run = self._run(loop)
+        if run is None or run.pending is None:
+            return
+        finding, run.pending = run.pending, None
+        run.write(loop, finding)
+
+    def before_final(self, loop: TurnLoop, content: str) -> None:
+        """Answer layer: one fold over the committed keys this agent's arms can write."""
+        run = self._run(loop)
+        if run is None or not run.arms.answer:
+            return
+        committed: dict[str, object] = {
+            "history": tuple(loop.history),
+            "turnNumber": loop.turn,
+            "pausedToolCallId": None,
+            "findingsLedger": tuple(run.ledger),
+            "stoppedEarly": loop.stopped_early,
+            "coverageDeclared": dict(run.coverage),
+        }
+        row = assess_answer(
+            content, committed, reads=run.reads, grounds=run.grounds,
+            standing_line=run.arms.standing_line, display_names=run.arms.display_names,
+        )
+        if row is not None:
+            run.file(loop, "answer", [row], iteration=loop.iteration)
