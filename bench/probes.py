@@ -1,0 +1,165 @@
+"""Measurements that run in a child process of their own (clean memory, no warm caches of the parent).
+
+Each probe is ``python -m bench.probes NAME ARGS…`` and prints one JSON object on its last line of
+stdout; :mod:`bench.run` starts them and reads that line. Timings are taken inside the child, after
+its imports, unless a probe says otherwise.
+
+Probes of the trace layer and the engine live here; those that open the Textual app are in
+:mod:`bench.tui_probes`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeAlias
+
+__all__ = ["PROBES", "Probe", "current_rss_mb", "main", "peak_rss_mb"]
+
+
+def current_rss_mb() -> float:
+    """This process's resident set size now, in MB (from ``/proc/self/status``)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size, in MB (``ru_maxrss``)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _model(args: argparse.Namespace) -> dict[str, object]:
+    """Build a RunModel over the whole trace: time, and memory held by the model and the index."""
+    from fpdebug.trace.model import RunModel
+    from fpdebug.trace.reader import TraceReader
+
+    gc.collect()
+    before = current_rss_mb()
+    started = time.perf_counter()
+    reader = TraceReader(args.path)
+    model = RunModel.build(reader, validate=args.validate)
+    seconds = time.perf_counter() - started
+    gc.collect()
+    return {
+        "seconds": seconds,
+        "held_mb": current_rss_mb() - before,
+        "peak_mb": peak_rss_mb(),
+        "events": model.events,
+        "iterations": sum(1 for _ in model.iterations()),
+        "runs": len(model.runs),
+    }
+
+
+def _parse(args: argparse.Namespace) -> dict[str, object]:
+    """The JSON floor: read every line (blocks of ``pread``) and ``orjson.loads`` it, nothing else."""
+    import orjson
+
+    from fpdebug.trace.reader import TraceReader
+
+    started = time.perf_counter()
+    reader = TraceReader(args.path)
+    loads = orjson.loads
+    count = 0
+    for _, _, raw in reader.iter_raw(1):
+        loads(raw)
+        count += 1
+    return {"seconds": time.perf_counter() - started, "events": count}
+
+
+def _record(args: argparse.Namespace) -> dict[str, object]:
+    """Run the scripted benchmark agent for N iterations into a null sink or a trace file."""
+    from bench.scenario import bench_agent, run_iterations
+    from fpdebug.engine import NullSink, TraceFileSink
+
+    agent = bench_agent()
+    agent.check()  # compile now, outside the timing
+    run_iterations(agent, 20, sink=NullSink())  # warm the code paths both variants share
+    if args.sink == "null":
+        sink: NullSink | TraceFileSink = NullSink()
+    else:
+        sink = TraceFileSink.create(args.out, durability=args.durability, overwrite=True)
+    started = time.perf_counter()
+    runs, iterations = run_iterations(agent, args.iterations, sink=sink)
+    sink.close()  # the final fsync belongs to the run
+    seconds = time.perf_counter() - started
+    events = sink.count if isinstance(sink, NullSink) else sink.next_seq - 1
+    size = os.path.getsize(args.out) if args.sink == "file" else 0
+    if args.sink == "file" and not args.keep:
+        os.unlink(args.out)
+    return {"seconds": seconds, "runs": runs, "iterations": iterations, "events": events, "bytes": size}
+
+
+def _writer(args: argparse.Namespace) -> dict[str, object]:
+    """TraceWriter.append throughput on real events (those of a trace), and the serialisation alone."""
+    from fpdebug.trace.reader import TraceReader
+    from fpdebug.trace.writer import TraceWriter, dump_record
+
+    with TraceReader(args.path) as reader:
+        events = [record for _, record in reader.iter_records(1)]
+    gc.collect()
+    started = time.perf_counter()
+    size = sum(len(dump_record(event)) for event in events)
+    dump_seconds = time.perf_counter() - started
+    results: dict[str, object] = {"events": len(events), "bytes": size, "dump_seconds": dump_seconds}
+    for durability in ("batch", "none"):
+        started = time.perf_counter()
+        with TraceWriter.create(args.out, durability=durability, overwrite=True) as writer:
+            for event in events:
+                writer.append(event)
+        results[f"{durability}_seconds"] = time.perf_counter() - started
+    os.unlink(args.out)
+    return results
+
+
+Probe: TypeAlias = tuple[
+    Callable[[argparse.Namespace], dict[str, object]], Callable[[argparse.ArgumentParser], object]
+]
+"""A probe: the function that measures, and the declaration of its arguments."""
+
+PROBES: dict[str, Probe] = {
+    "model": (_model, lambda p: (p.add_argument("path"), p.add_argument("--validate", action="store_true"))),
+    "parse": (_parse, lambda p: p.add_argument("path")),
+    "record": (_record, lambda p: (
+        p.add_argument("--iterations", type=int, required=True),
+        p.add_argument("--sink", choices=("null", "file"), required=True),
+        p.add_argument("--durability", choices=("none", "batch", "every"), default="batch"),
+        p.add_argument("--out", type=Path, default=Path("/dev/null")),
+        p.add_argument("--keep", action="store_true"),
+    )),
+    "writer": (_writer, lambda p: (
+        p.add_argument("path"), p.add_argument("--out", type=Path, required=True),
+    )),
+}
+"""Probe name → (function, argument declarations)."""
+
+
+def main(argv: Sequence[str] | None = None, *, probes: dict[str, Probe] | None = None) -> int:
+    """Run one probe and print its JSON result as the last line.
+
+    Args:
+        argv: The arguments (``sys.argv[1:]`` by default).
+        probes: The probe table (:data:`PROBES` by default).
+    """
+    table = PROBES if probes is None else probes
+    parser = argparse.ArgumentParser(prog="python -m bench.probes")
+    commands = parser.add_subparsers(dest="probe", required=True)
+    for name, (_, declare) in table.items():
+        declare(commands.add_parser(name))
+    args = parser.parse_args(argv)
+    result = table[args.probe][0](args)
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
