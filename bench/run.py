@@ -64,8 +64,17 @@ def _child(module: str, *args: str, timeout: float = 600) -> dict[str, object]:
     )
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        raise RuntimeError(f"{module} {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()[-800:]}")
+        command = " ".join((module, *args))
+        raise RuntimeError(f"{command} failed ({done.returncode}): {done.stderr.strip()[-800:]}")
     return dict(json.loads(lines[-1]))
+
+
+def _num(result: dict[str, object], key: str) -> float:
+    """A number of a probe's result."""
+    value = result[key]
+    if not isinstance(value, int | float):
+        raise TypeError(f"{key} is {value!r}, not a number")
+    return float(value)
 
 
 def _wall(command: Sequence[str]) -> float:
@@ -130,9 +139,9 @@ def figure_model(path: Path) -> list[Figure]:
     size = path.stat().st_size
     fast = _child("bench.probes", "model", str(path))
     full = _child("bench.probes", "model", str(path), "--validate")
-    fast_s, full_s = float(fast["seconds"]), float(full["seconds"])  # type: ignore[arg-type]
-    held = float(fast["held_mb"])  # type: ignore[arg-type]
-    events = int(fast["events"])  # type: ignore[call-overload]
+    fast_s, full_s = _num(fast, "seconds"), _num(full, "seconds")
+    held = _num(fast, "held_mb")
+    events = int(_num(fast, "events"))
     return [
         Figure(
             "7", f"RunModel build, {events:,} events / {fast['iterations']:,} iterations",
@@ -143,7 +152,7 @@ def figure_model(path: Path) -> list[Figure]:
         Figure(
             "7b", "RunModel memory (model + line index)",
             f"{held:,.0f} MB ({held * 1e6 / size:.1%} of file)",
-            f"full validation {float(full['held_mb']):,.0f} MB",  # type: ignore[arg-type]
+            f"full validation {_num(full, 'held_mb'):,.0f} MB",
             raw={},
         ),
     ]
@@ -152,10 +161,11 @@ def figure_model(path: Path) -> list[Figure]:
 def figure_validate_summary(path: Path, repeat: int) -> list[Figure]:
     """8. ``fpdebug validate`` and ``fpdebug summary`` (process start included) vs parsing every line."""
     size = path.stat().st_size
-    parse = [float(_child("bench.probes", "parse", str(path))["seconds"]) for _ in range(repeat)]  # type: ignore[arg-type]
+    parses = [_child("bench.probes", "parse", str(path)) for _ in range(repeat)]
+    parse = [_num(result, "seconds") for result in parses]
     floor = _median(parse)
     rows: list[Figure] = []
-    events = int(_child("bench.probes", "parse", str(path))["events"])  # type: ignore[call-overload]
+    events = int(_num(parses[0], "events"))
     for number, command in (("8", "validate"), ("8b", "summary")):
         walls = [_wall([sys.executable, "-m", "fpdebug", command, str(path)]) for _ in range(repeat)]
         wall = _median(walls)
@@ -177,13 +187,14 @@ def figure_recording(iterations: int, repeat: int, out_dir: Path) -> list[Figure
     facts: dict[str, object] = {}
     for _ in range(repeat):
         common = ("record", "--iterations", str(iterations))
-        null.append(float(_child("bench.probes", *common, "--sink", "null")["seconds"]))  # type: ignore[arg-type]
+        null.append(_num(_child("bench.probes", *common, "--sink", "null"), "seconds"))
         facts = _child("bench.probes", *common, "--sink", "file", "--out", str(out))
-        batch.append(float(facts["seconds"]))  # type: ignore[arg-type]
-        none.append(float(_child("bench.probes", *common, "--sink", "file", "--durability", "none",
-                                 "--out", str(out))["seconds"]))  # type: ignore[arg-type]
+        batch.append(_num(facts, "seconds"))
+        unsynced = _child("bench.probes", *common, "--sink", "file", "--durability", "none",
+                          "--out", str(out))
+        none.append(_num(unsynced, "seconds"))
     base, with_file, no_sync = min(null), min(batch), min(none)
-    events = int(facts["events"])  # type: ignore[call-overload]
+    events = int(_num(facts, "events"))
     ratio = with_file / base
     return [
         Figure(
@@ -203,8 +214,8 @@ def figure_recording(iterations: int, repeat: int, out_dir: Path) -> list[Figure
 def figure_writer(path: Path, out_dir: Path) -> Figure:
     """5c. TraceWriter.append throughput on the events of a generated trace vs serialising them only."""
     result = _child("bench.probes", "writer", str(path), "--out", str(out_dir / "writer.fptrace.jsonl"))
-    events, size = int(result["events"]), int(result["bytes"])  # type: ignore[call-overload]
-    batch, dump = float(result["batch_seconds"]), float(result["dump_seconds"])  # type: ignore[arg-type]
+    events, size = int(_num(result, "events")), int(_num(result, "bytes"))
+    batch, dump = _num(result, "batch_seconds"), _num(result, "dump_seconds")
     return Figure(
         "5c", f"writer throughput, {events:,} events (durability batch)",
         f"{_rate(events, batch, 'ev')} ({size / batch / 1e6:,.0f} MB/s)",
@@ -278,7 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = time.perf_counter() - started
     machine = f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores"
     print(render(figures))
-    print(f"\n{'quick' if args.quick else 'full'} run, seed {args.seed}, {machine}: total wall time {total:.0f} s")
+    mode = "quick" if args.quick else "full"
+    print(f"\n{mode} run, seed {args.seed}, {machine}: total wall time {total:.0f} s")
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     (OUT_DIR / "results.json").write_text(json.dumps(
         {"quick": args.quick, "seed": args.seed, "total_s": total, "machine": machine,
