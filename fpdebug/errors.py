@@ -17,6 +17,7 @@ the TUI) can catch one class and show a clear message instead of a traceback::
     ├── ToolError               a tool failed in a way the loop cannot turn into a result
     ├── RunInterrupted          a run was stopped from outside (the debugger's step gate, Ctrl-C)
     ├── ScenarioError           a scenario or user module cannot be loaded
+    ├── ConfigError             a user configuration file (the debugger's keymap) is invalid
     ├── BacktrackError          a backtrack request cannot be answered (unknown call, suspect…)
     └── ExportError             an export cannot be made or delivered (OTLP endpoint, serve host)
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 __all__ = [
     "BacktrackError",
+    "ConfigError",
     "DefinitionError",
     "ExportError",
     "FpdebugError",
@@ -130,3 +132,7 @@ class BacktrackError(FpdebugError):
 class ExportError(FpdebugError):
     """An export cannot be made or delivered: a bad OTLP endpoint, a collector that refused the spans,
     a missing optional dependency, or a ``serve`` host that is not loopback."""
+
+
+class ConfigError(FpdebugError):
+    """A user configuration file (such as the debugger's keymap) is missing or invalid."""

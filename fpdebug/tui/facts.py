@@ -1,0 +1,133 @@
+"""Cheap per-iteration facts for timeline rows, read from raw lines with orjson (no pydantic models).
+
+The timeline shows a row per iteration. Most of a row comes from the model's compact facts
+(:class:`~fpdebug.trace.model.Iteration`); the few facts the model does not keep (how many
+injections were active, which maps are parked, whether a call failed) are peeked from the raw
+lines of the rows on screen with ``orjson``, defensively: a field of the wrong type counts as
+absent, never as an error.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from fpdebug.trace.model import Iteration, RunModel
+from fpdebug.trace.reader import TraceReader
+
+__all__ = ["BADGES", "RowFacts", "badges_of", "invalid_near", "row_facts"]
+
+BADGES: tuple[str, ...] = (
+    "grant",
+    "prune",
+    "park",
+    "reengage",
+    "conflict",
+    "rejected",
+    "superseded",
+    "error",
+    "invalid",
+)
+"""Every badge a timeline row can show, in display order."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowFacts:
+    """What a timeline row needs beyond the model's compact facts."""
+
+    active: int | None = None
+    """How many injections were active on the pass (``None``: no readable pass record)."""
+    evaluated: int | None = None
+    """How many injections were evaluated."""
+    parked_maps: tuple[str, ...] | None = None
+    """Maps parked after the pass (``None``: the kernel is not mounted or no engagement record)."""
+    errors: int = 0
+    """Failed LLM calls and tool calls of the iteration."""
+    prune_reasons: tuple[str, ...] = ()
+    """The reasons of the leases pruned in this iteration, in record order."""
+
+
+def _load(reader: TraceReader, line: int | None) -> dict[str, object] | None:
+    if line is None:
+        return None
+    try:
+        data = orjson.loads(reader.raw(line))
+    except (orjson.JSONDecodeError, IndexError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def row_facts(reader: TraceReader, iteration: Iteration) -> RowFacts:
+    """Peek the pass, engagement, call, tool and prune lines of one iteration.
+
+    Args:
+        reader: Where the lines are.
+        iteration: The iteration (its line numbers come from the model).
+    """
+    active = evaluated = None
+    record = _load(reader, iteration.pass_line)
+    if record is not None:
+        ids = record.get("active_ids")
+        active = len(ids) if isinstance(ids, list) else None
+        total = record.get("evaluated_total")
+        evaluated = total if type(total) is int else None
+    parked: tuple[str, ...] | None = None
+    record = _load(reader, iteration.engagement_line)
+    if record is not None and isinstance(records := record.get("records"), list):
+        parked = tuple(
+            str(item.get("map_id"))
+            for item in records
+            if isinstance(item, dict) and item.get("standing") == "parked"
+        )
+    errors = 0
+    for line in (*iteration.llm_lines, *iteration.tool_result_lines):
+        record = _load(reader, line)
+        if record is not None and isinstance(record.get("error"), dict):
+            errors += 1
+    reasons: list[str] = []
+    for line in iteration.lease_prune_lines:
+        record = _load(reader, line)
+        if record is not None and isinstance(pruned := record.get("pruned"), list):
+            reasons.extend(str(item.get("reason")) for item in pruned if isinstance(item, dict))
+    return RowFacts(active, evaluated, parked, errors, tuple(reasons))
+
+
+def invalid_near(model: RunModel, iteration: Iteration) -> int:
+    """How many invalid or opaque lines lie in or right next to the iteration's lines."""
+    if not len(iteration):
+        return 0
+    low, high = iteration.first_line - 1, iteration.last_line + 1
+    return _count_between(model.invalid_lines, low, high) + _count_between(model.opaque_lines, low, high)
+
+
+def _count_between(lines: Sequence[int], low: int, high: int) -> int:
+    # The model appends these in line order, so they are sorted.
+    start = bisect_left(lines, low)
+    end = bisect_left(lines, high + 1)
+    return max(end - start, 0)
+
+
+def badges_of(model: RunModel, iteration: Iteration, facts: RowFacts) -> list[str]:
+    """The badges of a timeline row, in :data:`BADGES` order.
+
+    Args:
+        model: For the invalid and opaque lines.
+        iteration: The iteration's compact facts.
+        facts: The peeked facts of the same iteration.
+    """
+    changes = {note.change for note in iteration.engagement_changes}
+    found = {
+        "grant": iteration.has("lease_grant"),
+        "prune": iteration.has("lease_prune"),
+        "park": "parked" in changes,
+        "reengage": "reengaged" in changes,
+        "conflict": iteration.has("route_conflict"),
+        "rejected": iteration.has("skill_rejected"),
+        "superseded": iteration.has("reroute_superseded"),
+        "error": facts.errors > 0,
+        "invalid": invalid_near(model, iteration) > 0,
+    }
+    return [name for name in BADGES if found[name]]
