@@ -1,0 +1,490 @@
+"""DocumentView: a scrollable, virtualised document made of blocks (headings, facts, untrusted contents).
+
+A document is a list of :class:`Block`. A :class:`TextBlock` is a short Rich ``Text`` built by fpdebug
+(labels, ids through :func:`~fpdebug.tui.text.plain`) and wrapped at the view's width. A
+:class:`ContentBlock` holds one untrusted string (a prompt, a reply, a tool result) of any size: it
+is made inert, wrapped by slicing, and *collapsed* to its first rows when long; ``e`` expands every
+collapsed block of the view. Only the rows on screen are rendered, so a 5 MB result costs one
+screen of work.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from collections.abc import Hashable
+from typing import ClassVar
+
+from rich.cells import cell_len, chop_cells
+from rich.console import Console
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from fpdebug.trace.inert import inert
+from fpdebug.tui.text import Palette, human_bytes, number, plain
+
+__all__ = ["Block", "ContentBlock", "DocBuilder", "DocumentView", "TextBlock", "blank", "error_block"]
+
+COLLAPSED_ROWS = 8
+"""Rows a long content shows while collapsed."""
+
+_COLLAPSED_CHARS = 4096  # characters made inert for a collapsed preview (enough for 8 rows)
+
+
+class Block:
+    """A piece of a document: some rows at a given width."""
+
+    collapsible = False
+    """Whether ``e`` changes this block."""
+
+    def height(self, console: Console, width: int, expanded: bool) -> int:
+        """How many rows the block takes."""
+        raise NotImplementedError
+
+    def row(self, console: Console, width: int, expanded: bool, y: int) -> Text:
+        """Row ``y`` of the block, as one line of Text."""
+        raise NotImplementedError
+
+
+class TextBlock(Block):
+    """A short Text (built from plain strings), wrapped at the width, with an optional indent.
+
+    Args:
+        text: The text.
+        indent: Spaces before every row.
+        hang: Extra spaces before every row after the first (a hanging indent).
+    """
+
+    def __init__(self, text: Text, *, indent: int = 0, hang: int = 0) -> None:
+        self.text = text
+        """The text."""
+        self.indent = indent
+        """Spaces before every row."""
+        self.hang = hang
+        """Extra spaces before continuation rows."""
+        self._lines: tuple[int, list[Text]] | None = None
+
+    def _layout(self, console: Console, width: int) -> list[Text]:
+        if self._lines is None or self._lines[0] != width:
+            first = max(width - self.indent, 8)
+            lines = list(self.text.wrap(console, first, overflow="fold", no_wrap=False)) or [Text("")]
+            if len(lines) > 1 and self.hang:
+                # Re-wrap what follows the first row at the narrower, hanging width.
+                rest = self.text[len(lines[0].plain) :]
+                rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
+                narrow = max(width - self.indent - self.hang, 8)
+                lines = [lines[0], *(rest.wrap(console, narrow, overflow="fold", no_wrap=False) or [])]
+            self._lines = (width, lines)
+        return self._lines[1]
+
+    def height(self, console: Console, width: int, expanded: bool) -> int:
+        return len(self._layout(console, width))
+
+    def row(self, console: Console, width: int, expanded: bool, y: int) -> Text:
+        line = self._layout(console, width)[y]
+        pad = self.indent + (self.hang if y else 0)
+        return Text(" " * pad, end="") + line if pad else line
+
+
+class ContentBlock(Block):
+    """One untrusted string of any size: inert, wrapped by slicing, collapsed when long.
+
+    Args:
+        content: The string as recorded.
+        style: Its style.
+        indent: Spaces before every row.
+        collapsed_rows: Rows shown while collapsed.
+    """
+
+    collapsible = True
+
+    def __init__(
+        self,
+        content: str,
+        *,
+        style: Style | str = "",
+        indent: int = 2,
+        collapsed_rows: int = COLLAPSED_ROWS,
+        note_style: Style | str = "",
+    ) -> None:
+        self.content = content
+        """The raw string."""
+        self.style = style
+        """Its style."""
+        self.note_style = note_style
+        """The style of the "more" row."""
+        self.indent = indent
+        """Spaces before every row."""
+        self.collapsed_rows = collapsed_rows
+        """Rows shown while collapsed."""
+        self._inert: dict[bool, str] = {}
+        self._spans: dict[tuple[int, bool], array[int]] = {}
+
+    def _text(self, expanded: bool) -> str:
+        full = expanded or len(self.content) <= _COLLAPSED_CHARS
+        text = self._inert.get(full)
+        if text is None:
+            text = self._inert[full] = inert(self.content if full else self.content[:_COLLAPSED_CHARS])
+        return text
+
+    def _layout(self, width: int, expanded: bool) -> array[int]:
+        """Row spans as a flat array ``[start0, end0, start1, end1, …]`` into :meth:`_text`."""
+        key = (width, expanded)
+        spans = self._spans.get(key)
+        if spans is None:
+            limit = None if expanded else self.collapsed_rows + 1
+            spans = self._spans[key] = _wrap(self._text(expanded), max(width - self.indent, 8), limit)
+        return spans
+
+    def _more(self, width: int) -> bool:
+        spans = self._layout(width, False)
+        return len(spans) // 2 > self.collapsed_rows or len(self.content) > _COLLAPSED_CHARS
+
+    def height(self, console: Console, width: int, expanded: bool) -> int:
+        if expanded:
+            return max(len(self._layout(width, True)) // 2, 1)
+        rows = min(len(self._layout(width, False)) // 2, self.collapsed_rows)
+        return max(rows, 1) + (1 if self._more(width) else 0)
+
+    def row(self, console: Console, width: int, expanded: bool, y: int) -> Text:
+        spans = self._layout(width, expanded)
+        pad = " " * self.indent
+        shown_rows = min(len(spans) // 2, self.collapsed_rows)
+        if not expanded and y >= shown_rows and self._more(width):
+            shown = spans[2 * shown_rows - 1] if shown_rows else 0
+            hidden = max(len(self.content) - shown, 0)
+            size = human_bytes(len(self.content.encode("utf-8", "replace")))
+            note = f"⋯ {number(hidden)} more characters ({size} "
+            note += "in all) · press e to expand"
+            return Text(pad + note, style=self.note_style, end="")
+        if not spans:
+            return Text(pad, end="")
+        text = self._text(expanded)
+        return Text(pad + text[spans[2 * y] : spans[2 * y + 1]], style=self.style, end="")
+
+
+def _wrap(text: str, width: int, limit: int | None) -> array[int]:
+    """Spans of rows of at most ``width`` cells; stops after ``limit`` rows when given."""
+    spans: array[int] = array("q")
+    start = 0
+    length = len(text)
+    while start <= length:
+        end = text.find("\n", start)
+        if end < 0:
+            end = length
+        _wrap_line(text, start, end, width, spans, limit)
+        if limit is not None and len(spans) // 2 >= limit:
+            break
+        start = end + 1
+    return spans
+
+
+def _wrap_line(text: str, start: int, end: int, width: int, spans: array[int], limit: int | None) -> None:
+    if start == end:
+        spans.extend((start, start))
+        return
+    line = text[start:end]
+    if line.isascii():
+        position = start
+        while position < end:
+            cut = min(position + width, end)
+            if cut < end:
+                # Prefer breaking after a space near the end of the row: prompts read as prose.
+                space = text.rfind(" ", position + width * 2 // 3, cut)
+                if space > position:
+                    cut = space + 1
+            spans.extend((position, cut))
+            position = cut
+            if limit is not None and len(spans) // 2 >= limit:
+                return
+        return
+    position = start
+    for piece in chop_cells(line, width):
+        spans.extend((position, position + len(piece)))
+        position += len(piece)
+        if limit is not None and len(spans) // 2 >= limit:
+            return
+
+
+def blank() -> TextBlock:
+    """An empty row."""
+    return TextBlock(Text(""))
+
+
+def error_block(what: str, error: BaseException, palette: Palette) -> TextBlock:
+    """A row saying that part of a view could not be shown (never a crash)."""
+    return TextBlock(plain(f"⚠ {what} could not be shown: {type(error).__name__}: {error}", palette.bad))
+
+
+Part = Text | str | tuple[object, Style]
+"""A piece of a line: our own text (``str``), a built Text, or ``(untrusted value, style)``."""
+
+
+class DocBuilder:
+    """Builds a document line by line; untrusted values go in as ``(value, style)`` pairs.
+
+    Args:
+        palette: The semantic styles.
+    """
+
+    def __init__(self, palette: Palette) -> None:
+        self.palette = palette
+        """The semantic styles."""
+        self.blocks: list[Block] = []
+        """What was built."""
+
+    @staticmethod
+    def compose(*parts: Part) -> Text:
+        """One Text from parts: ``str`` is fpdebug's own wording, ``(value, style)`` is trace text."""
+        text = Text(end="")
+        for part in parts:
+            if isinstance(part, Text):
+                text.append_text(part)
+            elif isinstance(part, tuple):
+                value, style = part
+                text.append_text(plain(value, style))
+            else:
+                text.append(part)
+        return text
+
+    def line(self, *parts: Part, indent: int = 0, hang: int = 0) -> DocBuilder:
+        """Add one (wrapped) line; ``hang`` indents its continuation rows further."""
+        self.blocks.append(TextBlock(self.compose(*parts), indent=indent, hang=hang))
+        return self
+
+    def heading(self, title: str, *detail: Part) -> DocBuilder:
+        """Add a section title (preceded by a blank row unless it is the first block)."""
+        if self.blocks:
+            self.blocks.append(blank())
+        self.blocks.append(TextBlock(self.compose(Text(title, style=self.palette.heading), *detail)))
+        return self
+
+    def fact(self, key: str, *value: Part, indent: int = 2, width: int = 12) -> DocBuilder:
+        """Add a ``key  value`` line (continuation rows align under the value)."""
+        return self.line(
+            Text(f"{key:<{width}} ", style=self.palette.key), *value, indent=indent, hang=width + 1
+        )
+
+    def content(
+        self, value: str, *, indent: int = 4, rows: int = COLLAPSED_ROWS, style: Style | str = ""
+    ) -> DocBuilder:
+        """Add an untrusted multi-line string (collapsed when long)."""
+        if value == "":
+            return self.line(Text("(empty)", style=self.palette.dim), indent=indent)
+        self.blocks.append(
+            ContentBlock(value, indent=indent, collapsed_rows=rows, style=style, note_style=self.palette.dim)
+        )
+        return self
+
+    def error(self, what: str, error: BaseException) -> DocBuilder:
+        """Add a row saying that a part could not be shown."""
+        self.blocks.append(error_block(what, error, self.palette))
+        return self
+
+
+class DocumentView(ScrollView, can_focus=True):
+    """A scrollable document of blocks; subclasses build the blocks in :meth:`build`."""
+
+    DEFAULT_CSS = """
+    DocumentView {
+        overflow-x: hidden;
+        overflow-y: auto;
+        padding: 0 1;
+        & > .document--heading { text-style: bold; color: $text-primary; }
+        & > .document--key { text-style: bold; }
+        & > .document--dim { color: $text-muted; }
+        & > .document--accent { color: $text-accent; text-style: bold; }
+        & > .document--good { color: $text-success; }
+        & > .document--bad { color: $text-error; }
+        & > .document--warn { color: $text-warning; }
+        & > .document--match { background: $warning 40%; }
+    }
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "document--heading",
+        "document--key",
+        "document--dim",
+        "document--accent",
+        "document--good",
+        "document--bad",
+        "document--warn",
+        "document--match",
+    }
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "j,down",
+            "scroll_down",
+            "Down",
+            show=False,
+            id="scroll-down",
+            tooltip="Scroll the document one row down.",
+        ),
+        Binding(
+            "k,up", "scroll_up", "Up", show=False, id="scroll-up", tooltip="Scroll the document one row up."
+        ),
+        Binding(
+            "g,home",
+            "scroll_home",
+            "Top",
+            show=False,
+            id="scroll-top",
+            tooltip="Scroll to the top of the document.",
+        ),
+        Binding(
+            "G,end",
+            "scroll_end",
+            "Bottom",
+            show=False,
+            id="scroll-bottom",
+            tooltip="Scroll to the bottom of the document.",
+        ),
+        Binding(
+            "e",
+            "toggle_expand",
+            "Expand",
+            id="expand",
+            tooltip="Expand (or collapse again) every long content of this view.",
+        ),
+    ]
+
+    expanded: reactive[bool] = reactive(False, init=False)
+    """Whether long contents are shown in full."""
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.blocks: list[Block] = []
+        """The document."""
+        self._generation = 0
+        self._layout_key: tuple[int, int, bool] | None = None
+        self._offsets: array[int] = array("q", [0])
+        self._cache: LRUCache[Hashable, Strip] = LRUCache(512)
+        self._palette: Palette | None = None
+
+    @property
+    def palette(self) -> Palette:
+        """Semantic styles from this widget's component classes."""
+        if self._palette is None:
+            get = self.get_component_rich_style
+            self._palette = Palette(
+                heading=get("document--heading", partial=True),
+                key=get("document--key", partial=True),
+                dim=get("document--dim", partial=True),
+                accent=get("document--accent", partial=True),
+                good=get("document--good", partial=True),
+                bad=get("document--bad", partial=True),
+                warn=get("document--warn", partial=True),
+                match=get("document--match", partial=True),
+            )
+        return self._palette
+
+    def build(self) -> list[Block]:
+        """The blocks of the document (subclasses override; called by :meth:`rebuild`)."""
+        return list(self.blocks)
+
+    def rebuild(self, *, keep_scroll: bool = False) -> None:
+        """Build the blocks again (the data or the theme changed)."""
+        try:
+            blocks = self.build()
+        except Exception as error:  # noqa: BLE001 - a bad record must not crash the view
+            blocks = [error_block("this view", error, self.palette)]
+        self.set_blocks(blocks, keep_scroll=keep_scroll)
+
+    def set_blocks(self, blocks: list[Block], *, keep_scroll: bool = False) -> None:
+        """Show ``blocks``."""
+        self.blocks = blocks
+        self._generation += 1
+        self._layout_key = None
+        self._cache.clear()
+        self._relayout()
+        if not keep_scroll:
+            self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    @property
+    def document_height(self) -> int:
+        """Rows of the whole document at the current width."""
+        self._relayout()
+        return self._offsets[-1]
+
+    def text_lines(self) -> list[str]:
+        """The document's rows as plain text at the current width (for tests and copying)."""
+        console = self.app.console
+        width = self._width()
+        self._relayout()
+        rows: list[str] = []
+        for block in self.blocks:
+            for y in range(block.height(console, width, self.expanded)):
+                rows.append(block.row(console, width, self.expanded, y).plain)
+        return rows
+
+    def _width(self) -> int:
+        width = self.scrollable_content_region.width
+        return width if width > 0 else 80
+
+    def _relayout(self) -> None:
+        width = self._width()
+        key = (self._generation, width, self.expanded)
+        if key == self._layout_key:
+            return
+        console = self.app.console
+        offsets = array("q", [0])
+        total = 0
+        for block in self.blocks:
+            try:
+                total += block.height(console, width, self.expanded)
+            except Exception:  # noqa: BLE001
+                total += 1
+            offsets.append(total)
+        self._offsets = offsets
+        self._layout_key = key
+        self.virtual_size = Size(0, total)
+
+    def on_resize(self) -> None:
+        self._relayout()
+
+    def watch_expanded(self) -> None:
+        self._cache.clear()
+        self._relayout()
+        self.refresh()
+
+    def action_toggle_expand(self) -> None:
+        """Expand or collapse every long content."""
+        self.expanded = not self.expanded
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if self._palette is not None:
+            self._palette = None
+            if self.is_mounted:
+                self.rebuild(keep_scroll=True)
+
+    def render_line(self, y: int) -> Strip:
+        self._relayout()
+        position = int(self.scroll_offset.y) + y
+        width = self._width()
+        if position >= self._offsets[-1]:
+            return Strip.blank(width, self.rich_style)
+        key = (self._generation, width, self.expanded, position)
+        strip = self._cache.get(key)
+        if strip is None:
+            index = bisect_right(self._offsets, position) - 1
+            block = self.blocks[index]
+            console = self.app.console
+            try:
+                text = block.row(console, width, self.expanded, position - self._offsets[index])
+            except Exception as error:  # noqa: BLE001
+                message = f"⚠ could not show this row: {type(error).__name__}: {error}"
+                text = plain(message, self.palette.bad)
+            text.no_wrap = True
+            text.end = ""
+            strip = Strip(text.render(console), cell_len(text.plain)).crop_extend(0, width, None)
+            strip = self._cache[key] = strip.apply_style(self.rich_style)
+        return strip
