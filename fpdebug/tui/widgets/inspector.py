@@ -1,0 +1,661 @@
+"""PassInspector: why the context of one iteration was what it was (DOMAIN §3–§6).
+
+For the selected iteration it shows, from the full records of that iteration only:
+
+- the cursor move (from → to, by, its strength, witness, reachable set, conflict, guards);
+- the active injections in declaration order, each with the reason it rode (its trigger, the
+  cursor, a lease and who granted it, the tool return that matched) and the slot(s) it landed in;
+  skipped injections with their reason; parked and superseded ids; the per-slot delta;
+- the leases served, granted and pruned (with the site, tenant and reason);
+- the engagement kernel: renewal evidence per map placed on the strength ladder
+  (explicit > structural > semantic > lexical > assumed), the changes and each map's record
+  (founded by / at / on, at / at_by / at_since, by, since, idle, standing), the park card;
+- the tool batch with effect judgments, read_skill gate outcomes, errors; rejected picks, route
+  conflicts and superseded reroutes; findings; invalid or opaque lines nearby.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.text import Text
+
+from fpdebug.trace.model import Iteration
+from fpdebug.trace.records import InvalidRecord, OpaqueRecord
+from fpdebug.trace.schema import (
+    ActiveReason,
+    CursorMoveEvent,
+    EngagementEvent,
+    FindingEvent,
+    LeaseGrantEvent,
+    LeasePruneEvent,
+    LeaseRecord,
+    LlmCallEvent,
+    PassEvent,
+    RerouteSupersededEvent,
+    RouteConflictEvent,
+    RunStartEvent,
+    SkillRejectedEvent,
+    SlotRouting,
+    ToolResultEvent,
+)
+from fpdebug.tui.session import TraceSession
+from fpdebug.tui.text import Palette, clip, compact_json, number
+from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView, Part
+
+__all__ = ["LADDER", "PassInspector", "inspect_iteration", "ladder_text", "reason_text"]
+
+LADDER: tuple[str, ...] = ("explicit", "structural", "semantic", "lexical", "assumed")
+"""The evidence strength ladder, strongest first (DOMAIN §6.1)."""
+
+_TENTATIVE = frozenset({"semantic", "lexical", "assumed"})
+_SLOT_NAMES = (("system_prompt", "system-prompt"), ("messages", "messages"), ("tools", "tools"))
+
+
+def _records(session: TraceSession, lines: Iterable[int], cls: type) -> list:
+    found = []
+    for line in lines:
+        record = session.record(line)
+        if isinstance(record, cls):
+            found.append(record)
+    return found
+
+
+def _one(session: TraceSession, line: int | None, cls: type):
+    if line is None:
+        return None
+    record = session.record(line)
+    return record if isinstance(record, cls) else None
+
+
+def _lease_phrase(lease: LeaseRecord, palette: Palette) -> list[Part]:
+    tenant = lease.skill_id if lease.skill_id is not None else "(no tenant)"
+    return [
+        (lease.instruction_id, palette.accent),
+        " ",
+        (lease.delivery_lease, palette.key),
+        " granted by ",
+        (lease.tool_name, ""),
+        " (call ",
+        (lease.tool_call_id or "?", ""),
+        f", iteration {lease.iteration}), tenant ",
+        (tenant, ""),
+    ]
+
+
+def reason_text(reason: ActiveReason | None, trigger: str | None, palette: Palette) -> Text:
+    """Why an active injection rode, in words (from its :class:`ActiveReason`, else its trigger)."""
+    if reason is None:
+        return DocBuilder.compose(("trigger " + (trigger or "?"), palette.dim))
+    via = reason.via
+    call = []
+    if reason.tool_call_id is not None or reason.at_iteration is not None:
+        call = [" (call ", (reason.tool_call_id or "?", ""), f", iteration {reason.at_iteration or '?'})"]
+    if via == "lease":
+        tenant = reason.tenant if reason.tenant is not None else "(no tenant)"
+        return DocBuilder.compose(
+            ("lease ", palette.good),
+            (reason.delivery_lease or "?", palette.key),
+            " granted by ",
+            (reason.tool_name or "?", ""),
+            *call,
+            ", tenant ",
+            (tenant, ""),
+        )
+    if via == "on-tool-return":
+        return DocBuilder.compose("on tool return: ", (reason.tool_name or "?", ""), *call)
+    if via == "llm-activated":
+        return DocBuilder.compose("activated by ", (reason.tool_name or "read_skill", ""), *call)
+    if via == "cursor":
+        return DocBuilder.compose(("cursor", palette.accent), " is on this skill-map node")
+    if via == "park-card":
+        return DocBuilder.compose(("park card", palette.bad), " (the kernel's map-status row)")
+    if via == "rule" and trigger:
+        return DocBuilder.compose("rule")
+    return DocBuilder.compose((via, ""))
+
+
+def ladder_text(strengths: list[str], strongest: str | None, palette: Palette) -> Text:
+    """The ladder with the rungs that have evidence counted and the strongest one marked."""
+    text = Text(end="")
+    for index, rung in enumerate(LADDER):
+        if index:
+            text.append(" > ", palette.dim)
+        count = strengths.count(rung)
+        label = f"{rung}×{count}" if count > 1 else rung
+        if rung == strongest:
+            text.append(f"[{label}]", palette.accent)
+        elif count:
+            text.append(label, palette.key)
+        else:
+            text.append(label, palette.dim)
+    return text
+
+
+def _strength(value: str | None, palette: Palette) -> Part:
+    if value is None:
+        return ("—", palette.dim)
+    return (
+        f"{value} (tentative)" if value in _TENTATIVE else value,
+        palette.warn if value in _TENTATIVE else palette.good,
+    )
+
+
+def _slots_of(routing: SlotRouting) -> dict[str, list[str]]:
+    slots: dict[str, list[str]] = {}
+    for field, name in _SLOT_NAMES:
+        for entry in getattr(routing, field):
+            slots.setdefault(entry.id, []).append(name)
+    return slots
+
+
+def inspect_iteration(session: TraceSession, iteration: Iteration, palette: Palette) -> list[Block]:
+    """The inspector document of one iteration.
+
+    Args:
+        session: The trace.
+        iteration: The iteration to explain.
+        palette: Styles.
+    """
+    doc = DocBuilder(palette)
+    run = session.run_of(iteration)
+    doc.line(
+        Text(f"Iteration {iteration.number}", style=palette.heading),
+        f" · turn {iteration.turn} · run ",
+        (iteration.run_id, palette.accent),
+        (f"   lines {iteration.first_line}–{iteration.last_line}", palette.dim),
+    )
+    start = session.run_start(iteration.run_id)
+    sections = (
+        ("cursor", lambda: _cursor_section(doc, session, iteration)),
+        ("the pass", lambda: _pass_section(doc, session, iteration, start)),
+        ("leases", lambda: _lease_section(doc, session, iteration)),
+        ("engagement", lambda: _engagement_section(doc, session, iteration)),
+        ("the tool batch", lambda: _tool_section(doc, session, iteration)),
+        ("the routing events", lambda: _routing_section(doc, session, iteration)),
+        ("the call", lambda: _call_section(doc, session, iteration)),
+        ("the bad lines", lambda: _bad_lines_section(doc, session, iteration)),
+    )
+    for what, build in sections:
+        try:
+            build()
+        except Exception as error:  # noqa: BLE001 - one bad record must not hide the rest
+            doc.error(what, error)
+    if run is not None and run.max_iterations is not None and iteration.number >= run.max_iterations:
+        doc.line(("this is the iteration limit of the turn (max_iterations)", palette.warn))
+    return doc.blocks
+
+
+def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
+    palette = doc.palette
+    move = _one(session, iteration.cursor_line, CursorMoveEvent)
+    doc.heading("Cursor")
+    if move is None:
+        doc.line(("no cursor move recorded (no skill map mounted)", palette.dim), indent=2)
+        return
+    doc.fact(
+        "move",
+        (move.from_skill or "(none)", ""),
+        " → ",
+        (move.to_skill or "(none)", palette.accent),
+        "   by ",
+        (move.by, palette.key),
+        " · strength ",
+        _strength(move.strength, palette),
+    )
+    if move.witness is not None:
+        keyword = [" (keyword ", (move.witness.keyword, palette.key), ")"] if move.witness.keyword else []
+        doc.fact("witness", "“", (move.witness.text, ""), "”", *keyword)
+    doc.fact("reachable", (", ".join(move.reachable) or "(nothing)", ""))
+    if move.conflict is not None:
+        winner = move.conflict.winner
+        losers = ", ".join(f"{p.tool_name}→{p.target}" for p in move.conflict.losers)
+        doc.fact(
+            "conflict",
+            ("winner ", palette.warn),
+            (f"{winner.tool_name}→{winner.target}", ""),
+            " (call ",
+            (winner.tool_call_id or "?", ""),
+            "); losers ",
+            (losers, ""),
+        )
+    if move.guard is not None:
+        doc.fact("guard", (move.guard, ""))
+    if move.guards_closed:
+        doc.fact("closed", (", ".join(move.guards_closed), palette.dim))
+
+
+def _pass_section(
+    doc: DocBuilder, session: TraceSession, iteration: Iteration, start: RunStartEvent | None
+) -> None:
+    palette = doc.palette
+    record = _one(session, iteration.pass_line, PassEvent)
+    if record is None:
+        doc.heading("Active injections")
+        doc.line(("no pass record in this iteration", palette.dim), indent=2)
+        return
+    catalog = {decl.id: decl for decl in (start.injections if start is not None else [])}
+    reasons = {reason.id: reason for reason in record.reasons}
+    slots = _slots_of(record.by_slot)
+    summary = (
+        f"  {len(record.active_ids)} of {record.evaluated_total} evaluated, in declaration order:"
+        " flavor · slot(s) it landed in · why it rode"
+    )
+    doc.heading("Active injections", (summary, palette.dim))
+    rows = list(record.active_ids)
+    if any(reason.via == "park-card" for reason in record.reasons):
+        rows += [
+            reason.id for reason in record.reasons if reason.via == "park-card" and reason.id not in rows
+        ]
+    width = min(max((len(id_) for id_ in rows), default=4), 26)
+    if not rows:
+        doc.line(("nothing was active", palette.dim), indent=2)
+    landed = {id_: ", ".join(slots.get(id_, [])) or "no slot" for id_ in rows}
+    slot_width = min(max((len(value) for value in landed.values()), default=7), 24)
+    for number_, id_ in enumerate(rows, 1):
+        decl = catalog.get(id_)
+        flavor = decl.flavor if decl is not None else ("steering" if id_ in reasons else "?")
+        trigger = decl.trigger.kind if decl is not None else None
+        doc.line(
+            f"{number_:>2} ",
+            (f"{clip(id_, width):<{width}}", palette.accent),
+            " ",
+            (f"{flavor:<13}", palette.dim),
+            (f"{landed[id_]:<{slot_width}}", palette.key),
+            "  ",
+            reason_text(reasons.get(id_), trigger, palette),
+            indent=1,
+            hang=width + slot_width + 19,
+        )
+    if record.skipped:
+        doc.heading("Skipped", (f"  {len(record.skipped)}", palette.dim))
+        for skipped in record.skipped:
+            error = ["  ", (skipped.error, palette.dim)] if skipped.error else []
+            doc.line(
+                (skipped.id, palette.accent), "  ", (skipped.reason, palette.bad), *error, indent=2, hang=4
+            )
+    facts: list[tuple[str, list[str] | None]] = [
+        ("parked", record.parked_ids),
+        ("superseded", record.superseded_ids),
+        ("served", record.served_ids),
+    ]
+    shown = [(key, ids) for key, ids in facts if ids]
+    if shown or record.trigger_kind_counts:
+        doc.heading("Pass facts")
+        for key, ids in shown:
+            doc.fact(key, (", ".join(ids or []), palette.bad if key == "parked" else ""))
+        if record.trigger_kind_counts:
+            counts = ", ".join(f"{kind} {count}" for kind, count in record.trigger_kind_counts.items())
+            doc.fact("triggers", (counts, palette.dim))
+    delta_rows = []
+    for field, name in _SLOT_NAMES:
+        delta = getattr(record.delta, field)
+        if delta.added or delta.removed:
+            delta_rows.append((name, delta))
+    if delta_rows:
+        doc.heading("Slot delta", ("  against the previous pass", palette.dim))
+        for name, delta in delta_rows:
+            parts: list[Part] = []
+            for id_ in delta.added:
+                parts += [(f"+{id_}", palette.good), " "]
+            for id_ in delta.removed:
+                parts += [(f"−{id_}", palette.bad), " "]
+            if delta.kept:
+                parts += [(f"kept {len(delta.kept)}", palette.dim)]
+            doc.fact(name, *parts, width=14)
+
+
+def _lease_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
+    palette = doc.palette
+    grants = _records(session, iteration.lease_grant_lines, LeaseGrantEvent)
+    prunes = _records(session, iteration.lease_prune_lines, LeasePruneEvent)
+    run = session.run_of(iteration)
+    serving = run.leases_serving(iteration.turn, iteration.number) if run is not None else []
+    if not (grants or prunes or iteration.lease_served or serving):
+        return
+    doc.heading("Leases")
+    unexplained = [
+        id_ for id_ in iteration.lease_served if id_ not in {lease.instruction_id for lease in serving}
+    ]
+    if unexplained:
+        doc.fact(
+            "served",
+            (", ".join(unexplained), palette.good),
+            (" (no matching grant in the trace)", palette.dim),
+        )
+    for lease in serving:
+        doc.line(
+            ("served  ", palette.good),
+            (lease.instruction_id, palette.accent),
+            " ",
+            (lease.delivery_lease, palette.key),
+            " granted by ",
+            (lease.tool_name, ""),
+            " (call ",
+            (lease.tool_call_id or "?", ""),
+            f", T{lease.turn}·I{lease.granted_iteration}), tenant ",
+            (lease.tenant if lease.tenant is not None else "(no tenant)", ""),
+            indent=2,
+            hang=8,
+        )
+    for prune in prunes:
+        site = "the pass's tenure sweep" if prune.site == "evaluate" else "the prune beside a grant"
+        doc.line(
+            ("pruned  ", palette.bad),
+            f"at {prune.site} ({site}), tenant ",
+            (prune.tenant if prune.tenant is not None else "(none)", ""),
+            indent=2,
+        )
+        for pruned in prune.pruned:
+            doc.line((pruned.reason, palette.bad), "  ", *_lease_phrase(pruned, palette), indent=6, hang=4)
+        if prune.survivors:
+            doc.line("survivors: ", (", ".join(s.instruction_id for s in prune.survivors), ""), indent=6)
+    for grant in grants:
+        doc.line(("granted ", palette.good), *_lease_phrase(grant.lease, palette), indent=2, hang=8)
+
+
+def _engagement_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
+    palette = doc.palette
+    record = _one(session, iteration.engagement_line, EngagementEvent)
+    if record is None:
+        return
+    doc.heading("Engagement", ("  the mount kernel's pass (DOMAIN §6)", palette.dim))
+    facts = record.pass_facts
+    doc.fact(
+        "cursor",
+        (facts.current_node or "(none)", palette.accent),
+        " · moved by ",
+        (facts.move_by or "(nothing)", palette.key),
+        *([" · witness “", (facts.witness, ""), "”"] if facts.witness else []),
+    )
+    if facts.tool_names:
+        doc.fact("batch", (", ".join(facts.tool_names), ""))
+    if facts.pending_skill_pick or facts.accepted_skill_picks:
+        doc.fact(
+            "picks",
+            ("pending " + (facts.pending_skill_pick or "—"), ""),
+            " · accepted ",
+            (", ".join(facts.accepted_skill_picks) or "—", ""),
+        )
+    if facts.served_last_pass:
+        doc.fact("served last", (", ".join(facts.served_last_pass), palette.dim))
+    evidence = {item.map_id: item for item in record.evidence}
+    changes = {change.map_id: change for change in record.changes}
+    map_ids = list(dict.fromkeys([*evidence, *(r.map_id for r in record.records), *changes]))
+    for map_id in map_ids:
+        doc.line(("map ", palette.key), (map_id, palette.accent), indent=2)
+        found = evidence.get(map_id)
+        items = found.items if found is not None else []
+        strongest = found.strongest if found is not None else None
+        doc.fact("evidence", ladder_text([item.strength for item in items], strongest, palette), indent=4)
+        if not items:
+            doc.line(("no renewal evidence on this pass", palette.dim), indent=17)
+        for item in items:
+            what = item.tool_name or item.by or item.skill_id or ""
+            doc.line(
+                (item.kind, ""),
+                " ",
+                (what, palette.accent),
+                "  → ",
+                _strength(item.strength, palette),
+                indent=17,
+            )
+        change = changes.get(map_id)
+        if change is not None:
+            flags = [
+                name
+                for name, on in (
+                    ("re-engaged", change.reengaged),
+                    ("upgraded", change.upgraded),
+                    ("tenant changed", change.tenant_changed),
+                )
+                if on
+            ]
+            parts: list[Part] = [
+                (change.kind.upper(), palette.bad if change.kind == "parked" else palette.good),
+                " by ",
+                _strength(change.by, palette),
+            ]
+            if flags:
+                parts += [" · ", (", ".join(flags), palette.key)]
+            if change.idle_calls is not None:
+                parts += [f" · after {change.idle_calls} idle passes"]
+            if change.at is not None:
+                parts += [" · at ", (change.at, "")]
+            if change.witness:
+                parts += [" · witness “", (change.witness, ""), "”"]
+            doc.fact("change", *parts, indent=4)
+        standing = next((r for r in record.records if r.map_id == map_id), None)
+        if standing is not None:
+            doc.fact(
+                "standing",
+                (standing.standing.upper(), palette.bad if standing.standing == "parked" else palette.good),
+                f" since I{standing.since} · by ",
+                _strength(standing.by, palette),
+                f" · idle {standing.idle}",
+                indent=4,
+            )
+            doc.fact(
+                "founded",
+                "by ",
+                _strength(standing.founded_by, palette),
+                f" at I{standing.founded_at}",
+                *([" on ", (standing.founded_on, palette.accent)] if standing.founded_on else []),
+                *([" · witness “", (standing.witness, ""), "”"] if standing.witness else []),
+                indent=4,
+            )
+            if standing.at is not None:
+                doc.fact(
+                    "position",
+                    "at ",
+                    (standing.at, palette.accent),
+                    " · by ",
+                    _strength(standing.at_by, palette),
+                    f" · since I{standing.at_since}" if standing.at_since is not None else "",
+                    indent=4,
+                )
+    if record.parked_injection_ids or record.parked_tool_names:
+        doc.fact(
+            "suppressed",
+            (", ".join(record.parked_injection_ids) or "—", palette.bad),
+            " · tools off the wire: ",
+            (", ".join(record.parked_tool_names) or "—", palette.bad),
+        )
+    if record.park_card:
+        doc.line(("park card (what the model read):", palette.key), indent=2)
+        doc.content(record.park_card, indent=4, rows=4)
+
+
+def _tool_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
+    palette = doc.palette
+    results = _records(session, iteration.tool_result_lines, ToolResultEvent)
+    if not results:
+        return
+    doc.heading("Tool batch", (f"  {len(results)} call(s)", palette.dim))
+    for result in results:
+        status = result.status or ("failure" if result.error else "returned")
+        doc.line(
+            (result.tool_name, palette.accent),
+            " · ",
+            (result.tool_call_id, palette.dim),
+            " → ",
+            (
+                status,
+                palette.bad
+                if status in ("failure", "denied", "invalid")
+                else palette.dim
+                if result.status is None
+                else "",
+            ),
+            f" · {number(result.duration_ms)} ms",
+            indent=2,
+        )
+        if result.args:
+            doc.line(("args ", palette.dim), (compact_json(result.args), ""), indent=4)
+        if result.skill_gate is not None:
+            gate = result.skill_gate
+            doc.line(
+                ("read_skill gate: ", palette.key),
+                (gate.skill_id, palette.accent),
+                " → ",
+                (gate.outcome, palette.bad if gate.outcome == "rejected" else palette.good),
+                indent=4,
+            )
+        for effect in result.effects:
+            target = effect.instruction_id or effect.target_skill_id or "?"
+            extra: list[Part] = []
+            if effect.delivery_lease:
+                extra += [" ", (effect.delivery_lease, palette.key)]
+            if effect.refusal_reason:
+                extra += [" — ", (effect.refusal_reason, palette.dim)]
+            if effect.superseded_by:
+                extra += [" — superseded by ", (effect.superseded_by, "")]
+            doc.line(
+                ("effect ", palette.key),
+                (effect.kind, ""),
+                " ",
+                (target, palette.accent),
+                " → ",
+                (effect.outcome, palette.good if effect.outcome == "accepted" else palette.bad),
+                *extra,
+                indent=4,
+            )
+        for malformed in result.malformed:
+            doc.line(
+                ("malformed ", palette.bad),
+                (malformed.kind, ""),
+                " — ",
+                (malformed.refusal_reason, ""),
+                indent=4,
+            )
+        if result.error is not None:
+            doc.line(("error ", palette.bad), (f"{result.error.type}: {result.error.message}", ""), indent=4)
+        doc.content(result.result, indent=4, rows=3, style=palette.dim)
+
+
+def _routing_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
+    palette = doc.palette
+    rejected = _records(session, iteration.skill_rejected_lines, SkillRejectedEvent)
+    conflicts = _records(session, iteration.route_conflict_lines, RouteConflictEvent)
+    superseded = _records(session, iteration.reroute_superseded_lines, RerouteSupersededEvent)
+    findings = _records(session, iteration.finding_lines, FindingEvent)
+    if not (rejected or conflicts or superseded or findings):
+        return
+    doc.heading("Routing and findings")
+    for event in rejected:
+        doc.line(
+            ("rejected pick ", palette.warn),
+            (event.requested_id, palette.accent),
+            " from ",
+            (event.current_skill_id or "(no cursor)", ""),
+            " · allowed ",
+            (", ".join(event.allowed) or "(nothing)", ""),
+            indent=2,
+        )
+    for event in conflicts:
+        losers = ", ".join(f"{p.tool_name}→{p.target}" for p in event.losers)
+        source = " (tool proposals)" if event.source else ""
+        doc.line(
+            ("route conflict ", palette.warn),
+            f"from {event.from_skill_id or '(none)'}{source}: winner ",
+            (f"{event.winner.tool_name}→{event.winner.target}", palette.accent),
+            " · losers ",
+            (losers, ""),
+            indent=2,
+        )
+    for event in superseded:
+        source = " (tool proposal)" if event.source else ""
+        doc.line(
+            ("superseded ", palette.warn),
+            (event.volunteered_id, palette.accent),
+            f"{source} — the cursor went to ",
+            (event.won_id or "(none)", ""),
+            indent=2,
+        )
+    for event in findings:
+        doc.line(("finding ", palette.key), f"{event.layer} layer: {len(event.rows)} row(s)", indent=2)
+
+
+def _call_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
+    palette = doc.palette
+    calls = _records(session, iteration.llm_lines, LlmCallEvent)
+    if not calls:
+        return
+    doc.heading("LLM call", ("  the exact prompt is in the Calls view", palette.dim))
+    for call in calls:
+        usage = call.response.usage if call.response is not None else None
+        tokens = (
+            f"{number(usage.input_tokens)} in / {number(usage.output_tokens)} out" if usage else "no reply"
+        )
+        doc.line(
+            f"call {call.call_index} · ",
+            (f"{call.provider}/{call.model}", palette.accent),
+            f" · {tokens} · {number(call.latency_ms)} ms · route ",
+            (call.route or "—", palette.key),
+            indent=2,
+        )
+        if call.response is not None and call.response.tool_calls:
+            names = ", ".join(f"{tc.name}({tc.id})" for tc in call.response.tool_calls)
+            doc.line(("asked for ", palette.dim), (names, ""), indent=4)
+        if call.error is not None:
+            doc.line(("error ", palette.bad), (f"{call.error.type}: {call.error.message}", ""), indent=4)
+
+
+def _bad_lines_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
+    palette = doc.palette
+    low, high = iteration.first_line - 1, iteration.last_line + 1
+    bad = {
+        line for line in (*session.model.invalid_lines, *session.model.opaque_lines) if low <= line <= high
+    }
+    # The model reads only a line's facts; a line whose other fields break the schema shows
+    # up only when it is read in full, as it is here.
+    bad.update(line for line in iteration.lines if isinstance(session.record(line), InvalidRecord))
+    if not bad:
+        return
+    doc.heading("Bad lines nearby", ("  kept, never fatal", palette.dim))
+    for line in sorted(bad):
+        record = session.record(line)
+        if isinstance(record, InvalidRecord):
+            doc.line(
+                (f"line {line} ", palette.key),
+                ("invalid record: ", palette.bad),
+                (record.error, ""),
+                indent=2,
+            )
+        elif isinstance(record, OpaqueRecord):
+            doc.line(
+                (f"line {line} ", palette.key),
+                ("opaque record ", palette.warn),
+                (record.kind, ""),
+                (" (a kind this fpdebug does not know)", palette.dim),
+                indent=2,
+            )
+
+
+class PassInspector(DocumentView):
+    """The pass inspector of the selected iteration."""
+
+    def __init__(self, session: TraceSession, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.session = session
+        """The trace."""
+        self.row: int | None = None
+        """The timeline row shown."""
+        self._shown: tuple[int, int] | None = None
+
+    def show(self, row: int | None, *, force: bool = False) -> None:
+        """Explain timeline row ``row`` (rebuilt only when the row or its records changed)."""
+        version = None if row is None else (row, len(self.session.iterations[row]))
+        if version == self._shown and not force:
+            return
+        same_row = self.row == row
+        self.row = row
+        self._shown = version
+        self.rebuild(keep_scroll=same_row)
+
+    def build(self) -> list[Block]:
+        if self.row is None or self.row >= len(self.session.iterations):
+            doc = DocBuilder(self.palette)
+            doc.line(("No iteration selected yet.", self.palette.dim))
+            return doc.blocks
+        return inspect_iteration(self.session, self.session.iterations[self.row], self.palette)

@@ -1,0 +1,119 @@
+"""IterationTimeline: one row per iteration (cursor skill, active count, leases, parks, tools, route, badges).
+
+Rows come from the model's compact facts plus a few facts peeked with orjson from the lines of
+the rows on screen (:mod:`fpdebug.tui.facts`); no pydantic model is built for a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from rich.style import Style
+from rich.text import Text
+
+from fpdebug.tui.session import TraceSession
+from fpdebug.tui.text import Palette, clip, plain
+from fpdebug.tui.widgets.row_list import RowList
+
+__all__ = ["BADGE_LETTERS", "IterationTimeline", "timeline_header"]
+
+BADGE_LETTERS: dict[str, str] = {
+    "grant": "g",
+    "prune": "x",
+    "park": "P",
+    "reengage": "E",
+    "conflict": "C",
+    "rejected": "R",
+    "superseded": "S",
+    "error": "!",
+    "invalid": "?",
+}
+"""One-letter badges used when the timeline is too narrow for words (listed in the help)."""
+
+_LABEL, _SKILL, _ACTIVE, _LEASES, _PARKED, _TOOLS, _ROUTE = 9, 13, 5, 3, 3, 3, 5
+_FIXED = _LABEL + _SKILL + _ACTIVE + _LEASES + _PARKED + _TOOLS + _ROUTE + 7
+_WORDS_MIN = 14  # below this much room, badges are letters
+
+
+def timeline_header(width: int) -> Text:
+    """The column titles above the timeline."""
+    badges = "badges" if width - _FIXED >= _WORDS_MIN else "bdg"
+    text = (
+        f"{'iter':<{_LABEL}} {'cursor':<{_SKILL}} {'act':>{_ACTIVE}} {'ls':>{_LEASES}} "
+        f"{'pk':>{_PARKED}} {'tl':>{_TOOLS}} {'route':<{_ROUTE}} {badges}"
+    )
+    return Text(text, no_wrap=True, end="")
+
+
+def _badge_style(name: str, palette: Palette) -> Style:
+    if name in ("grant", "reengage"):
+        return palette.good
+    if name in ("prune", "park", "error", "invalid"):
+        return palette.bad
+    return palette.warn
+
+
+class IterationTimeline(RowList):
+    """The iteration timeline of a trace session."""
+
+    def __init__(self, session: TraceSession, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.session = session
+        """Where the rows come from."""
+
+    def total_rows(self) -> int:
+        return len(self.session.iterations)
+
+    def row_version(self, row: int) -> Hashable:
+        model = self.session.model
+        return (
+            len(self.session.iterations[row]),
+            len(model.invalid_lines) + len(model.opaque_lines),
+            len(model.runs) > 1,
+        )
+
+    def render_row(self, row: int, width: int) -> Text:
+        session = self.session
+        palette = self.palette
+        with session.model.lock:
+            iteration = session.iterations[row]
+            label = session.label(iteration)
+            skill = iteration.cursor_to
+            moved = iteration.cursor_by not in (None, "stay", "none")
+            served = len(iteration.lease_served)
+            tools = len(iteration.tool_result_lines)
+            route = iteration.route
+        facts = session.facts(row)
+        badges = session.badges(row)
+
+        text = Text(no_wrap=True, end="")
+        text.append(f"{clip(label, _LABEL):<{_LABEL}} ")
+        if skill is None:
+            text.append(f"{'—':<{_SKILL}} ", palette.dim)
+        else:
+            shown = clip(("→" if moved else " ") + skill, _SKILL)
+            text.append_text(plain(f"{shown:<{_SKILL}} ", palette.accent if moved else ""))
+        active = "—" if facts.active is None else str(facts.active)
+        if facts.evaluated is not None and facts.active is not None and width - _FIXED >= _WORDS_MIN:
+            active = f"{facts.active}/{facts.evaluated}"
+        text.append(f"{clip(active, _ACTIVE):>{_ACTIVE}} ")
+        text.append(f"{served or '·':>{_LEASES}} ", palette.good if served else palette.dim)
+        parked = facts.parked_maps
+        text.append(
+            f"{(len(parked) or '·') if parked is not None else '·':>{_PARKED}} ",
+            palette.bad if parked else palette.dim,
+        )
+        text.append(f"{tools or '·':>{_TOOLS}} ", "" if tools else palette.dim)
+        if route == "tool-calls":
+            text.append(f"{'tools':<{_ROUTE}} ")
+        elif route == "final":
+            text.append(f"{'final':<{_ROUTE}} ", palette.good)
+        else:
+            text.append(f"{'—':<{_ROUTE}} ", palette.dim)
+        words = width - _FIXED >= _WORDS_MIN
+        for name in badges:
+            shown = name if words else BADGE_LETTERS[name]
+            text.append(shown, _badge_style(name, palette))
+            if words:
+                text.append(" ")
+        return text
