@@ -1,0 +1,284 @@
+"""EventList and EventDetail: the raw trace, one row per line, and the selected record in full.
+
+Every line of the file is a row, the header included. A row is rendered from the validated record
+of that line (the reader validates only the lines on screen and caches them): a corrupt line is an
+*invalid record* row, a kind this fpdebug does not know is an *opaque* row. Neither ever stops the
+view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from rich.text import Text
+
+from fpdebug.trace.records import InvalidRecord, OpaqueRecord, Record
+from fpdebug.trace.schema import (
+    CursorMoveEvent,
+    EngagementEvent,
+    FindingEvent,
+    LeaseGrantEvent,
+    LeasePruneEvent,
+    LlmCallEvent,
+    PassEvent,
+    RerouteSupersededEvent,
+    RouteConflictEvent,
+    RunEndEvent,
+    RunStartEvent,
+    SkillRejectedEvent,
+    ToolResultEvent,
+    TraceHeader,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from fpdebug.tui.session import TraceSession
+from fpdebug.tui.text import Palette, clip, compact_json, number, plain
+from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView
+from fpdebug.tui.widgets.row_list import RowList
+
+__all__ = ["EventDetail", "EventList", "event_document", "summarize"]
+
+_MAX_DEPTH = 12
+_MAX_ITEMS = 200
+_INLINE = 100
+
+
+def summarize(record: Record) -> str:
+    """One line saying what a record is about (untrusted parts included: display through ``plain``)."""
+    if isinstance(record, InvalidRecord):
+        return f"invalid record: {record.error}"
+    if isinstance(record, OpaqueRecord):
+        return f"opaque record of a kind this fpdebug does not know ({record.kind!r})"
+    if isinstance(record, TraceHeader):
+        return f"{record.producer} · schema {record.schema_version} · created {record.created.isoformat()}"
+    if isinstance(record, RunStartEvent):
+        return (
+            f"{record.agent_name} · {record.provider}/{record.model} · {len(record.injections)} injections"
+            f" · max {record.max_iterations} iterations"
+        )
+    if isinstance(record, TurnStartEvent):
+        return f"user: {clip(record.user_message, 300)}"
+    if isinstance(record, TurnEndEvent):
+        early = f" · stopped early ({record.stopped_early.reason})" if record.stopped_early else ""
+        return f"answer: {clip(record.final_content, 300)}{early}"
+    if isinstance(record, PassEvent):
+        leases = f" · leases {', '.join(record.lease_active_ids)}" if record.lease_active_ids else ""
+        parked = f" · parked {len(record.parked_ids)}" if record.parked_ids else ""
+        return (
+            f"{len(record.active_ids)} active of {record.evaluated_total} · skipped {len(record.skipped)}"
+            f"{leases}{parked}"
+        )
+    if isinstance(record, CursorMoveEvent):
+        moved = f"{record.from_skill or '(none)'} → {record.to_skill or '(none)'}"
+        return f"{moved} by {record.by} ({record.strength})"
+    if isinstance(record, LeaseGrantEvent):
+        lease = record.lease
+        lease_text = f"{lease.instruction_id} {lease.delivery_lease}"
+        return f"{lease_text} granted by {lease.tool_name} (tenant {lease.skill_id})"
+    if isinstance(record, LeasePruneEvent):
+        pruned = ", ".join(f"{item.instruction_id} {item.reason}" for item in record.pruned)
+        return f"{record.site} sweep, tenant {record.tenant}: {pruned}"
+    if isinstance(record, EngagementEvent):
+        changes = ", ".join(f"{c.map_id} {c.kind}" for c in record.changes) or "no change"
+        standing = ", ".join(f"{r.map_id} {r.standing} ({r.by}, idle {r.idle})" for r in record.records)
+        return f"{changes} · {standing}"
+    if isinstance(record, LlmCallEvent):
+        if record.error is not None:
+            return f"call {record.call_index} failed: {record.error.type}: {record.error.message}"
+        usage = record.response.usage if record.response is not None else None
+        tokens = (
+            f"{number(usage.input_tokens)} in / {number(usage.output_tokens)} out" if usage else "no reply"
+        )
+        latency = f"{number(record.latency_ms)} ms"
+        return f"call {record.call_index} · {record.model} · {tokens} · {latency} · {record.route}"
+    if isinstance(record, ToolResultEvent):
+        status = record.status or ("failure" if record.error else "returned")
+        return f"{record.tool_name} ({record.tool_call_id}) → {status}: {clip(record.result, 200)}"
+    if isinstance(record, FindingEvent):
+        return f"{record.layer} layer · {len(record.rows)} row(s)"
+    if isinstance(record, SkillRejectedEvent):
+        return f"read_skill {record.requested_id} rejected (cursor {record.current_skill_id})"
+    if isinstance(record, RouteConflictEvent):
+        return f"winner {record.winner.tool_name}→{record.winner.target}, {len(record.losers)} loser(s)"
+    if isinstance(record, RerouteSupersededEvent):
+        return f"{record.volunteered_id} volunteered, cursor went to {record.won_id}"
+    if isinstance(record, RunEndEvent):
+        error = f": {record.error.type}: {record.error.message}" if record.error else ""
+        return f"{record.status}{error} · {record.turns} turn(s)"
+    return getattr(record, "kind", type(record).__name__)
+
+
+def _where(record: Record) -> str:
+    turn = getattr(record, "turn", None)
+    iteration = getattr(record, "iteration", None)
+    if isinstance(record, OpaqueRecord):
+        turn = record.data.get("turn")
+        iteration = record.data.get("iteration")
+        turn = turn if type(turn) is int else None
+        iteration = iteration if type(iteration) is int else None
+    if turn is None:
+        return ""
+    return f"T{turn}" + (f"·I{iteration}" if iteration is not None else "")
+
+
+class EventList(RowList):
+    """Every line of the trace, one row each."""
+
+    def __init__(self, session: TraceSession, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.session = session
+        """The trace."""
+
+    def total_rows(self) -> int:
+        return self.session.lines
+
+    def row_version(self, row: int) -> Hashable:
+        return None  # a line never changes once it is indexed
+
+    def render_row(self, row: int, width: int) -> Text:
+        palette = self.palette
+        record = self.session.record(row)
+        text = Text(no_wrap=True, end="")
+        text.append(f"{row:>7} ", palette.dim)
+        seq = getattr(record, "seq", None)
+        text.append(f"{seq if seq is not None else '':>6} ", palette.dim)
+        if isinstance(record, InvalidRecord):
+            text.append(f"{'INVALID':<18} ", palette.bad)
+            text.append(f"{'':<8} ")
+            text.append_text(plain(summarize(record), palette.bad))
+            return text
+        kind = getattr(record, "kind", "?")
+        style = palette.warn if isinstance(record, OpaqueRecord) else palette.accent
+        text.append_text(plain(f"{clip(kind, 18):<18} ", style))
+        text.append(f"{_where(record):<8} ")
+        text.append_text(plain(summarize(record)))
+        return text
+
+
+def event_document(session: TraceSession, line: int, palette: Palette) -> list[Block]:
+    """Everything one line holds, as a readable tree.
+
+    Args:
+        session: The trace.
+        line: The line.
+        palette: Styles.
+    """
+    doc = DocBuilder(palette)
+    record = session.record(line)
+    offset = session.reader.offset(line)
+    if isinstance(record, InvalidRecord):
+        doc.line(
+            Text(f"Line {line}", style=palette.heading),
+            " · ",
+            ("invalid record", palette.bad),
+            (f"   byte {number(offset)} · {number(record.length)} bytes", palette.dim),
+        )
+        doc.fact("error", (record.error, palette.bad))
+        if record.kind is not None:
+            doc.fact(
+                "claims",
+                "kind ",
+                (record.kind, palette.accent),
+                *([f" · seq {record.seq}"] if record.seq is not None else []),
+            )
+        doc.heading("First bytes", ("  as recorded, escapes shown", palette.dim))
+        doc.content(record.preview, indent=2)
+        return doc.blocks
+    if isinstance(record, OpaqueRecord):
+        doc.line(
+            Text(f"Line {line}", style=palette.heading),
+            " · ",
+            ("opaque record ", palette.warn),
+            (record.kind, palette.accent),
+            (f"   byte {number(offset)}", palette.dim),
+        )
+        doc.line(("a kind this fpdebug does not know: kept as written by a newer producer", palette.dim))
+        data: object = record.data
+    else:
+        kind = getattr(record, "kind", "?")
+        doc.line(
+            Text(f"Line {line}", style=palette.heading),
+            " · ",
+            (kind, palette.accent),
+            (f"   byte {number(offset)}", palette.dim),
+        )
+        data = record.model_dump(mode="json", exclude_none=True)
+    doc.line("")
+    _tree(doc, data, 0, 0)
+    return doc.blocks
+
+
+def _tree(doc: DocBuilder, value: object, indent: int, depth: int, key: str | None = None) -> None:
+    palette = doc.palette
+    label = [(f"{key}: ", palette.key)] if key is not None else []
+    if depth > _MAX_DEPTH:
+        doc.line(*label, (clip(compact_json(value), 2000), palette.dim), indent=indent)
+        return
+    if isinstance(value, dict):
+        if not value:
+            doc.line(*label, ("{}", palette.dim), indent=indent)
+            return
+        if key is not None:
+            doc.line(*label, indent=indent)
+            indent += 2
+        for index, (name, item) in enumerate(value.items()):
+            if index >= _MAX_ITEMS:
+                doc.line((f"… {len(value) - _MAX_ITEMS} more keys", palette.dim), indent=indent)
+                break
+            _tree(doc, item, indent, depth + 1, str(name))
+        return
+    if isinstance(value, list):
+        if not value:
+            doc.line(*label, ("[]", palette.dim), indent=indent)
+            return
+        if (
+            all(
+                isinstance(item, (int, float, bool))
+                or item is None
+                or (isinstance(item, str) and len(item) < 40)
+                for item in value
+            )
+            and len(compact_json(value)) <= _INLINE
+        ):
+            doc.line(*label, (compact_json(value), ""), indent=indent)
+            return
+        doc.line(*label, (f"({len(value)})", palette.dim), indent=indent)
+        for index, item in enumerate(value):
+            if index >= _MAX_ITEMS:
+                doc.line((f"… {len(value) - _MAX_ITEMS} more items", palette.dim), indent=indent + 2)
+                break
+            _tree(doc, item, indent + 2, depth + 1, f"[{index}]")
+        return
+    if isinstance(value, str):
+        if len(value) > _INLINE or "\n" in value:
+            doc.line(*label, (f"({number(len(value))} characters)", palette.dim), indent=indent)
+            doc.content(value, indent=indent + 2, rows=6)
+        else:
+            doc.line(*label, (value, ""), indent=indent)
+        return
+    doc.line(*label, (compact_json(value), palette.accent), indent=indent)
+
+
+class EventDetail(DocumentView):
+    """The selected line in full."""
+
+    def __init__(self, session: TraceSession, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.session = session
+        """The trace."""
+        self.line: int | None = None
+        """The line shown."""
+
+    def show(self, line: int | None) -> None:
+        """Show ``line``."""
+        if line == self.line:
+            return
+        self.line = line
+        self.rebuild()
+
+    def build(self) -> list[Block]:
+        if self.line is None or self.line >= self.session.lines:
+            doc = DocBuilder(self.palette)
+            doc.line(("No line selected.", self.palette.dim))
+            return doc.blocks
+        return event_document(self.session, self.line, self.palette)
