@@ -22,6 +22,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 COMMANDS: tuple[str, ...] = (
     "validate",
     "summary",
+    "view",
     "run",
     "demo",
     "export",

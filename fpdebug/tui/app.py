@@ -1,0 +1,184 @@
+"""FpdebugApp: the Textual debugger. One trace, three ways to read it (replay, follow, drive).
+
+``FpdebugApp(TraceSource(path))`` opens a saved trace; ``FpdebugApp(TraceSource(path, "follow"))``
+tails a file another process writes; ``FpdebugApp(TraceSource(path, "drive"), controller=…)``
+follows the file of a run the app itself drives (part 2 of the debugger supplies the
+:class:`RunController`). All three read the file through the same
+:class:`~fpdebug.trace.reader.TraceReader` and :class:`~fpdebug.tui.session.TraceSession`.
+
+Extension points for part 2: :class:`RunController` (started when the app is ready, stopped when it
+exits, its palette commands merged in); :attr:`FpdebugApp.SCREEN_CLASS` and
+:attr:`~fpdebug.tui.screens.trace_screen.TraceScreen.VIEWS` for more views; the messages of
+:mod:`fpdebug.tui.messages` to react to new records (a breakpoint checks each ``TraceGrew``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol, runtime_checkable
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from fpdebug.trace.reader import TraceReader
+from fpdebug.tui.commands import PaletteCommand, TraceCommands, fixed_commands
+from fpdebug.tui.screens.help_screen import HelpScreen, KeyGroup
+from fpdebug.tui.screens.trace_screen import Mode, TraceScreen
+from fpdebug.tui.session import TraceSession
+from fpdebug.tui.widgets.bars import SearchBar
+from fpdebug.tui.widgets.document import DocumentView
+from fpdebug.tui.widgets.row_list import RowList
+
+__all__ = ["READER_CACHE", "FpdebugApp", "RunController", "TraceSource", "binding_ids"]
+
+READER_CACHE = 512
+"""Parsed records the app's reader keeps (the rows on screen and the selected iteration's records)."""
+
+
+@dataclass(frozen=True)
+class TraceSource:
+    """Which trace to open and how."""
+
+    path: Path
+    """The trace file."""
+    mode: Mode = "replay"
+    """``replay`` a saved file, ``follow`` a file being written, ``drive`` a run the app drives."""
+
+
+@runtime_checkable
+class RunController(Protocol):
+    """Drives a live run whose trace file the app follows (drive mode; implemented by part 2).
+
+    The run writes its trace as usual, so what is seen live is what a replay shows later.
+    """
+
+    def start(self, app: FpdebugApp) -> None:
+        """Start the run (in a worker of its own); called once the app's screen is up."""
+
+    def stop(self) -> None:
+        """End the run cleanly (``run_end`` interrupted) when the app exits; must not block long."""
+
+    def commands(self) -> Iterable[PaletteCommand]:
+        """Palette commands (``run: step``, ``run: break on lease_prune``…)."""
+
+
+class FpdebugApp(App[None]):
+    """The fpdebug trace debugger.
+
+    Args:
+        source: The trace (a path opens it for replay).
+        follow: Follow the file as it grows (same as ``TraceSource(path, "follow")``).
+        reader: An already opened reader of the same file (else one is opened here).
+        keymap: Binding id → keys, applied with :meth:`~textual.app.App.set_keymap`.
+        controller: The run controller of drive mode.
+
+    Raises:
+        TraceError: The file cannot be opened, or is not a trace (raised before the app runs).
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "fpdebug"
+    COMMANDS = App.COMMANDS | {TraceCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="quit", tooltip="Leave fpdebug."),
+        Binding(
+            "question_mark", "help", "Keys", id="help", tooltip="Show every key, the palette and remapping."
+        ),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Palette",
+            show=False,
+            id="command-palette",
+            tooltip="Open the command palette (go:, view:, filter:…).",
+        ),
+    ]
+
+    SCREEN_CLASS: ClassVar[type[TraceScreen]] = TraceScreen
+    """The main screen (part 2 may substitute a subclass with more views)."""
+
+    def __init__(
+        self,
+        source: TraceSource | str | os.PathLike[str],
+        *,
+        follow: bool = False,
+        reader: TraceReader | None = None,
+        keymap: Mapping[str, str] | None = None,
+        controller: RunController | None = None,
+    ) -> None:
+        if not isinstance(source, TraceSource):
+            source = TraceSource(Path(source))
+        mode: Mode = source.mode
+        if controller is not None:
+            mode = "drive"
+        elif follow and mode == "replay":
+            mode = "follow"
+        super().__init__()
+        self.source = TraceSource(source.path, mode)
+        """What is open."""
+        self.keymap: dict[str, str] = dict(keymap or {})
+        """The user's key remapping (binding id → keys)."""
+        self.controller = controller
+        """The run controller (drive mode), if any."""
+        if reader is None:
+            reader = TraceReader(
+                source.path, index=False, cache_size=READER_CACHE, wait_for_header=mode != "replay"
+            )
+        self.session = TraceSession(reader)
+        """The trace."""
+
+    def get_default_screen(self) -> Screen:
+        return self.SCREEN_CLASS(self.session, mode=self.source.mode, source_name=self.source.path.name)
+
+    def on_mount(self) -> None:
+        if self.keymap:
+            self.set_keymap(self.keymap)
+        if self.controller is not None:
+            self.controller.start(self)
+
+    def on_unmount(self) -> None:
+        if self.controller is not None:
+            self.controller.stop()
+
+    @classmethod
+    def binding_groups(cls) -> list[KeyGroup]:
+        """Every binding of the debugger, grouped for the help."""
+        screen = cls.SCREEN_CLASS
+        return [
+            ("Anywhere", [*cls.BINDINGS, *screen.BINDINGS]),
+            ("Lists: timeline, leases, events", list(RowList.BINDINGS)),
+            ("Documents: inspector, calls, details", list(DocumentView.BINDINGS)),
+            ("Search prompt", list(SearchBar.BINDINGS)),
+            ("Help", list(HelpScreen.BINDINGS)),
+        ]
+
+    def action_help(self) -> None:
+        """Show every key."""
+        if isinstance(self.screen, HelpScreen):
+            return
+        commands: list[str] = []
+        if isinstance(self.screen, TraceScreen):
+            commands = [command.text for command in fixed_commands(self.screen)]
+        commands += [
+            "go: iteration 12",
+            "go: turn 2 iteration 3",
+            "go: line 120",
+            "filter: refund skill:billing",
+        ]
+        self.push_screen(HelpScreen(self.binding_groups(), self.keymap, commands))
+
+
+def binding_ids(app_class: type[FpdebugApp] = FpdebugApp) -> set[str]:
+    """Every binding id a keymap may name."""
+    return {
+        binding.id
+        for _, bindings in app_class.binding_groups()
+        for binding in bindings
+        if isinstance(binding, Binding) and binding.id is not None
+    }

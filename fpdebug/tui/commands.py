@@ -1,0 +1,209 @@
+"""The command palette (``ctrl+p``): commands named ``area: verb …`` (``go:``, ``view:``, ``filter:``…).
+
+Fixed commands are offered on an empty prompt and matched fuzzily; commands with an argument are
+recognised from what is typed:
+
+- ``go: iteration 12`` (in the selected iteration's turn first), ``go: turn 2 iteration 3``,
+  ``go: line 120`` (the Events view), ``go: first`` / ``go: last``;
+- ``filter: <query>`` filters the current view (``filter: kind lease_prune`` is ``kind:lease_prune``);
+- ``view: <name>`` for every view.
+
+A run controller (drive mode) adds its own commands through
+:meth:`~fpdebug.tui.app.RunController.commands`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from fpdebug.tui.query import FIELDS
+
+if TYPE_CHECKING:
+    from fpdebug.tui.screens.trace_screen import TraceScreen
+
+__all__ = ["PaletteCommand", "TraceCommands", "filter_query", "parametric_command"]
+
+_GO_ITERATION = re.compile(r"^go:?\s*(?:turn\s+(\d+)\s*,?\s*)?iter(?:ation)?\s+(\d+)\s*$", re.IGNORECASE)
+_GO_LINE = re.compile(r"^go:?\s*line\s+(\d+)\s*$", re.IGNORECASE)
+_FILTER = re.compile(r"^filter:\s*(.+)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class PaletteCommand:
+    """One palette command."""
+
+    text: str
+    """``area: verb …``"""
+    help: str
+    """One line."""
+    callback: Callable[[], object]
+    """What it does."""
+
+
+def filter_query(argument: str) -> str:
+    """``kind lease_prune`` → ``kind:lease_prune``; any other text is a query as typed."""
+    field, _, value = argument.strip().partition(" ")
+    if field.lower() in FIELDS and value.strip() and ":" not in field:
+        return f"{field.lower()}:{value.strip()}"
+    return argument.strip()
+
+
+def fixed_commands(screen: TraceScreen) -> list[PaletteCommand]:
+    """The commands offered on an empty prompt."""
+    commands = [
+        PaletteCommand(f"view: {view.id}", view.description, partial(screen.action_show_view, view.id))
+        for view in screen.VIEWS
+    ]
+    timeline = screen.timeline
+    commands += [
+        PaletteCommand(
+            "go: first iteration", "Select the first iteration", lambda: timeline.action_cursor_first()
+        ),
+        PaletteCommand(
+            "go: last iteration", "Select the newest iteration", lambda: timeline.action_cursor_last()
+        ),
+        PaletteCommand(
+            "go: next iteration", "Select the next iteration", partial(screen.action_step_iteration, 1)
+        ),
+        PaletteCommand(
+            "go: previous iteration",
+            "Select the previous iteration",
+            partial(screen.action_step_iteration, -1),
+        ),
+    ]
+    for query, meaning in (
+        ("kind lease_prune", "iterations where a lease was pruned"),
+        ("kind lease_grant", "iterations where a lease was granted"),
+        ("badge park", "passes on which a map parked"),
+        ("badge reengage", "passes on which a parked map came back"),
+        ("badge conflict", "route conflicts"),
+        ("badge rejected", "rejected read_skill picks"),
+        ("badge error", "failed LLM or tool calls"),
+        ("kind invalid", "invalid or opaque lines"),
+    ):
+        commands.append(
+            PaletteCommand(
+                f"filter: {query}", f"Show only {meaning}", partial(_apply, screen, filter_query(query))
+            )
+        )
+    commands += [
+        PaletteCommand("filter: clear", "Show every row of the current view", screen.action_clear_filter),
+        PaletteCommand(
+            "expand: long contents",
+            "Expand or collapse long prompts and results",
+            screen.action_toggle_expand,
+        ),
+        PaletteCommand(
+            "follow: toggle",
+            "Follow the file as it grows (fpdebug view --follow)",
+            screen.action_toggle_follow,
+        ),
+        PaletteCommand("help: keys", "Every key and how to remap it", screen.app.action_help),
+    ]
+    controller = getattr(screen.app, "controller", None)
+    if controller is not None:
+        commands += list(controller.commands())
+    return commands
+
+
+def _apply(screen: TraceScreen, query: str) -> None:
+    target = screen.current_list()
+    if target is not None:
+        screen.apply_filter(target, query)
+
+
+def _go_iteration(screen: TraceScreen, turn: int | None, number: int) -> None:
+    session = screen.session
+    near = max(screen.selected, 0)
+    if turn is None and 0 <= screen.selected < len(session.iterations):
+        row = session.find_iteration(number, turn=session.iterations[screen.selected].turn, near=0)
+        if row is None:
+            row = session.find_iteration(number, near=near)
+    else:
+        row = session.find_iteration(number, turn=turn, near=near)
+    if row is None:
+        where = f" of turn {turn}" if turn is not None else ""
+        screen.app.notify(f"No iteration {number}{where} in this trace.", severity="warning", timeout=3)
+        return
+    screen.select_row(row)
+
+
+def _go_line(screen: TraceScreen, line: int) -> None:
+    events = screen.lists["events"]
+    if line >= screen.session.lines:
+        screen.app.notify(
+            f"Line {line} is not in the trace ({screen.session.lines} lines).", severity="warning", timeout=3
+        )
+        return
+    screen.view = "events"
+    if not events.move_to_row(line, center=True):
+        screen.clear_filter(events)
+        events.move_to_row(line, center=True)
+
+
+def parametric_command(screen: TraceScreen, typed: str) -> PaletteCommand | None:
+    """The command an argument-taking prompt names (``go: iteration 12``…), if it names one."""
+    typed = typed.strip()
+    if match := _GO_ITERATION.match(typed):
+        turn = int(match.group(1)) if match.group(1) else None
+        number = int(match.group(2))
+        text = f"go: turn {turn} iteration {number}" if turn is not None else f"go: iteration {number}"
+        return PaletteCommand(text, "Select this iteration", partial(_go_iteration, screen, turn, number))
+    if match := _GO_LINE.match(typed):
+        line = int(match.group(1))
+        return PaletteCommand(
+            f"go: line {line}", "Show this line in the Events view", partial(_go_line, screen, line)
+        )
+    if (match := _FILTER.match(typed)) and match.group(1).strip().lower() != "clear":
+        query = filter_query(match.group(1))
+        return PaletteCommand(
+            f"filter: {match.group(1).strip()}",
+            f"Filter the current view with {query!r}",
+            partial(_apply, screen, query),
+        )
+    return None
+
+
+class TraceCommands(Provider):
+    """Palette commands for the trace screen."""
+
+    def _trace_screen(self) -> TraceScreen | None:
+        from fpdebug.tui.screens.trace_screen import TraceScreen
+
+        screen = self.screen
+        return screen if isinstance(screen, TraceScreen) else None
+
+    def _commands(self) -> Iterator[PaletteCommand]:
+        screen = self._trace_screen()
+        if screen is not None:
+            yield from fixed_commands(screen)
+
+    async def discover(self) -> Hits:
+        for command in self._commands():
+            yield DiscoveryHit(Text(command.text), command.callback, text=command.text, help=command.help)
+
+    async def search(self, query: str) -> Hits:
+        screen = self._trace_screen()
+        if screen is None:
+            return
+        special = parametric_command(screen, query)
+        if special is not None:
+            yield Hit(1.0, Text(special.text), special.callback, text=special.text, help=special.help)
+        matcher = self.matcher(query)
+        for command in self._commands():
+            score = matcher.match(command.text)
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(command.text),
+                    command.callback,
+                    text=command.text,
+                    help=command.help,
+                )

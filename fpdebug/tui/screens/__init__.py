@@ -1,0 +1,1 @@
+"""Screens of the debugger: the trace screen and the key help."""

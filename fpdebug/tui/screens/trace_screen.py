@@ -1,0 +1,707 @@
+"""TraceScreen: one open trace, its views, the selection they share, and the workers that feed them.
+
+State owned here and pushed down to the widgets: the current view, the selected iteration (a
+timeline row), the follow state and the count of rows that arrived while the user looked
+elsewhere. Widgets post messages up (a list's cursor moved, a row was opened); workers post
+:mod:`~fpdebug.tui.messages` after updating the session; nothing but the UI thread touches a widget.
+
+Views are declared in :data:`VIEWS` (id, tab title, key). Part 2 of the debugger adds its views
+(skill map, pass diff, backtrack pane) by subclassing, extending :data:`VIEWS`, and overriding
+:meth:`TraceScreen.compose_view` and :meth:`TraceScreen.show_selection`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceGrew
+from fpdebug.tui.query import Query
+from fpdebug.tui.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
+from fpdebug.tui.text import Palette, human_bytes, number, plain
+from fpdebug.tui.widgets.bars import RunHeader, SearchBar, StatusBar, header_text
+from fpdebug.tui.widgets.calls import CallView
+from fpdebug.tui.widgets.document import DocumentView
+from fpdebug.tui.widgets.events import EventDetail, EventList
+from fpdebug.tui.widgets.inspector import PassInspector
+from fpdebug.tui.widgets.leases import LeaseDetail, LeaseGantt
+from fpdebug.tui.widgets.row_list import RowFilter, RowList
+from fpdebug.tui.widgets.timeline import IterationTimeline, timeline_header
+
+__all__ = ["FOLLOW_INTERVAL", "VIEWS", "Mode", "TraceScreen", "ViewSpec", "view_bindings"]
+
+Mode = Literal["replay", "follow", "drive"]
+"""How the trace is read: a saved file, a file another process writes, or a run the app drives."""
+
+FOLLOW_INTERVAL = 0.05
+"""Seconds between two polls of a followed file (new events show within about this long)."""
+
+_FILTER_BATCH = 2_000
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """One view of the trace screen."""
+
+    id: str
+    """The view id (``view: <id>`` in the palette; the widget id is ``view-<id>``)."""
+    title: str
+    """The tab title."""
+    key: str
+    """The key that shows it."""
+    description: str
+    """One line for the help and the palette."""
+
+
+VIEWS: tuple[ViewSpec, ...] = (
+    ViewSpec(
+        "passes", "Passes", "1", "the iteration timeline and the pass inspector of the selected iteration"
+    ),
+    ViewSpec(
+        "leases", "Leases", "2", "every instruction lease from grant to prune, as a Gantt over iterations"
+    ),
+    ViewSpec(
+        "calls", "Calls", "3", "the exact prompt of the selected iteration's LLM call by slot, and the reply"
+    ),
+    ViewSpec("events", "Events", "4", "the raw trace, one row per line (invalid and opaque lines included)"),
+)
+"""The views, in tab order."""
+
+
+def view_bindings(views: Iterable[ViewSpec]) -> list[BindingType]:
+    """One binding per view (id ``view-<id>``), for a screen's ``BINDINGS``."""
+    return [
+        Binding(
+            view.key,
+            f"show_view('{view.id}')",
+            view.title,
+            show=False,
+            id=f"view-{view.id}",
+            tooltip=f"Show the {view.title} view: {view.description}.",
+        )
+        for view in views
+    ]
+
+
+class TraceScreen(Screen[None]):
+    """The debugger's main screen for one trace.
+
+    Args:
+        session: The trace.
+        mode: ``replay``, ``follow`` or ``drive`` (drive also follows the file).
+        source_name: What the header calls the trace (the file name).
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *view_bindings(VIEWS),
+        Binding(
+            "left_square_bracket",
+            "step_iteration(-1)",
+            "Prev iter",
+            id="prev-iteration",
+            key_display="[",
+            tooltip="Select the previous iteration (of the filtered timeline).",
+        ),
+        Binding(
+            "right_square_bracket",
+            "step_iteration(1)",
+            "Next iter",
+            id="next-iteration",
+            key_display="]",
+            tooltip="Select the next iteration (of the filtered timeline).",
+        ),
+        Binding(
+            "slash",
+            "search",
+            "Search",
+            id="search",
+            tooltip="Filter the current view's rows: words, kind:K, skill:S, badge:B.",
+        ),
+        Binding(
+            "n",
+            "next_match",
+            "Next match",
+            show=False,
+            id="next-match",
+            tooltip="Move to the next row that matches the filter.",
+        ),
+        Binding(
+            "N",
+            "previous_match",
+            "Prev match",
+            show=False,
+            id="previous-match",
+            tooltip="Move to the previous row that matches the filter.",
+        ),
+        Binding(
+            "escape",
+            "clear_filter",
+            "Clear filter",
+            show=False,
+            id="clear-filter",
+            tooltip="Show every row again.",
+        ),
+        Binding(
+            "e",
+            "toggle_expand",
+            "Expand",
+            id="expand",
+            tooltip="Expand (or collapse) long prompts, replies and results in this view.",
+        ),
+        Binding(
+            "f",
+            "toggle_follow",
+            "Follow",
+            show=False,
+            id="toggle-follow",
+            tooltip="Follow mode: keep the cursor on the newest iteration as the file grows.",
+        ),
+        Binding(
+            "tab",
+            "app.focus_next",
+            "Next pane",
+            show=False,
+            id="focus-next",
+            tooltip="Move the focus to the next pane.",
+        ),
+        Binding(
+            "shift+tab",
+            "app.focus_previous",
+            "Previous pane",
+            show=False,
+            id="focus-previous",
+            tooltip="Move the focus to the previous pane.",
+        ),
+    ]
+
+    VIEWS: tuple[ViewSpec, ...] = VIEWS
+    """The views this screen shows (subclasses may extend)."""
+
+    view: reactive[str] = reactive("passes", init=False)
+    """The view on show."""
+    selected: reactive[int] = reactive(-1, init=False)
+    """The selected iteration, as a timeline row (``-1`` before any row exists)."""
+    following: reactive[bool] = reactive(False, init=False)
+    """Follow mode: new iterations move the cursor when it is on the last one."""
+    new_rows: reactive[int] = reactive(0, init=False)
+    """Iterations that arrived while the cursor was away from the end."""
+
+    def __init__(self, session: TraceSession, *, mode: Mode = "replay", source_name: str = "") -> None:
+        super().__init__()
+        self.session = session
+        """The trace."""
+        self.mode: Mode = mode
+        """How the trace is read."""
+        self.source_name = source_name or session.reader.path.name
+        """What the header calls the trace."""
+        self.loaded = False
+        """The first load finished."""
+        self.error: str | None = None
+        """The last worker error, shown in the status bar."""
+        self._filter_generation = 0
+        self._filter_texts: dict[str, str] = {}
+        self._syncing_events = False
+        self._stop = threading.Event()
+
+    # ------------------------------------------------------------------------------------------
+    # Composition
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader(id="header")
+        yield Tabs(*(Tab(f"{view.key} {view.title}", id=f"tab-{view.id}") for view in self.VIEWS), id="tabs")
+        with ContentSwitcher(initial=f"view-{self.VIEWS[0].id}", id="views"):
+            for view in self.VIEWS:
+                yield self.compose_view(view)
+        yield SearchBar(id="search-bar")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def compose_view(self, view: ViewSpec) -> Widget:
+        """The widget of one view (its id must be ``view-<id>``)."""
+        session = self.session
+        if view.id == "passes":
+            return Horizontal(
+                Vertical(
+                    Static(id="timeline-header"),
+                    IterationTimeline(session, id="timeline"),
+                    id="timeline-pane",
+                ),
+                PassInspector(session, id="inspector"),
+                id="view-passes",
+            )
+        if view.id == "leases":
+            return Vertical(
+                Vertical(Static(id="lease-axis"), LeaseGantt(session, id="leases"), id="lease-pane"),
+                LeaseDetail(session, id="lease-detail"),
+                id="view-leases",
+            )
+        if view.id == "calls":
+            return CallView(session, id="view-calls")
+        if view.id == "events":
+            return Vertical(
+                EventList(session, id="events"), EventDetail(session, id="event-detail"), id="view-events"
+            )
+        raise ValueError(f"unknown view {view.id!r}")
+
+    @property
+    def timeline(self) -> IterationTimeline:
+        """The iteration timeline."""
+        return self.query_one("#timeline", IterationTimeline)
+
+    @property
+    def lists(self) -> dict[str, RowList]:
+        """Every filterable list, by view id."""
+        return {
+            "passes": self.timeline,
+            "calls": self.timeline,
+            "leases": self.query_one("#leases", LeaseGantt),
+            "events": self.query_one("#events", EventList),
+        }
+
+    def current_list(self) -> RowList | None:
+        """The list ``/``, ``n`` and ``N`` act on in the current view."""
+        return self.lists.get(self.view)
+
+    def on_mount(self) -> None:
+        self.tabs_widget = self.query_one(Tabs)
+        self.tabs_widget.can_focus = False
+        self.following = self.mode != "replay"
+        self.timeline.focus()
+        self._refresh_bars()
+        self._load()
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+
+    # ------------------------------------------------------------------------------------------
+    # Workers
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def _load(self) -> None:
+        """Index and model the trace in slices; rows appear as they are modelled."""
+        worker = get_current_worker()
+        session = self.session
+        added = session.index_step(chunk_size=FIRST_CHUNK)
+        session.model_step(limit=FIRST_SLICE)
+        self.post_message(TraceGrew(added))
+        while not session.index_done and not worker.is_cancelled:
+            self.post_message(TraceGrew(session.index_step()))
+        while not worker.is_cancelled and session.model_step():
+            self.post_message(TraceGrew())
+        if not worker.is_cancelled:
+            self.post_message(LoadFinished())
+
+    @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
+    def _tail(self) -> None:
+        """Poll the followed file; announce growth (the notices coalesce)."""
+        worker = get_current_worker()
+        while not worker.is_cancelled and not self._stop.is_set():
+            lines, _rows = self.session.poll()
+            if lines:
+                self.post_message(TraceGrew(lines))
+            self._stop.wait(FOLLOW_INTERVAL)
+
+    def _run_filter(self, target: RowList, row_filter: RowFilter) -> None:
+        session = self.session
+        if isinstance(target, IterationTimeline):
+            count: Callable[[], int] = lambda: len(session.iterations)
+            matches: Callable[[int, Query], bool] = session.iteration_matches
+        elif isinstance(target, LeaseGantt):
+            count, matches = (lambda: len(session.leases)), session.lease_matches
+        else:
+            count, matches = (lambda: session.lines), session.line_matches
+        target_id = target.id or ""
+
+        def scan() -> None:
+            worker = get_current_worker()
+            query, rows = row_filter.query, row_filter.rows
+            while not worker.is_cancelled:
+                total = count()
+                if row_filter.scanned >= total:
+                    break
+                end = min(total, row_filter.scanned + _FILTER_BATCH)
+                for row in range(row_filter.scanned, end):
+                    if matches(row, query):
+                        rows.append(row)
+                row_filter.scanned = end
+                self.post_message(FilterGrew(target_id, row_filter.generation))
+            row_filter.done = not worker.is_cancelled
+            self.post_message(FilterGrew(target_id, row_filter.generation))
+
+        row_filter.done = False
+        self.run_worker(scan, thread=True, exclusive=True, group=f"filter-{target_id}", exit_on_error=False)
+
+    # ------------------------------------------------------------------------------------------
+    # Worker notices
+
+    @on(TraceGrew)
+    def _trace_grew(self, message: TraceGrew) -> None:
+        timeline = self.timeline
+        was_at_end = timeline.at_end
+        before = timeline.total  # rows known before this notice
+        events = self.query_one("#events", EventList)
+        events_at_end = events.at_end
+        for row_list in {id(lst): lst for lst in self.lists.values()}.values():
+            row_list.sync()
+            row_filter = row_list.row_filter
+            if row_filter is not None and row_filter.done:
+                self._run_filter(row_list, row_filter)
+        added = timeline.total - before
+        if self.loaded and added > 0:
+            if self.following and was_at_end:
+                timeline.action_cursor_last()
+            else:
+                self.new_rows += added
+        if self.loaded and self.following and events_at_end and self.view == "events":
+            events.action_cursor_last()
+        if self.selected < 0 and len(self.session.iterations):
+            self.selected = max(timeline.cursor, 0)
+        self.show_selection(refresh=True)
+        self._refresh_bars()
+
+    @on(LoadFinished)
+    def _load_finished(self) -> None:
+        self.loaded = True
+        self._trace_grew(TraceGrew())
+        if self.mode != "replay":
+            self._tail()
+
+    @on(FilterGrew)
+    def _filter_grew(self, message: FilterGrew) -> None:
+        for row_list in self.lists.values():
+            row_filter = row_list.row_filter
+            if (
+                row_list.id == message.target
+                and row_filter is not None
+                and row_filter.generation == message.generation
+            ):
+                row_list.sync()
+        self._refresh_bars()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            error = event.worker.error
+            self.error = f"{type(error).__name__}: {error}"
+            self.app.notify(
+                self.error,
+                title="fpdebug could not read the trace",
+                severity="error",
+                markup=False,
+                timeout=8,
+            )
+            self._refresh_bars()
+
+    # ------------------------------------------------------------------------------------------
+    # Selection
+
+    @on(RowList.Highlighted, "#timeline")
+    def _timeline_moved(self, message: RowList.Highlighted) -> None:
+        self.selected = message.row
+        if self.timeline.at_end:
+            self.new_rows = 0
+
+    @on(RowList.Highlighted, "#events")
+    def _event_moved(self, message: RowList.Highlighted) -> None:
+        self.query_one("#event-detail", EventDetail).show(message.row)
+        row = self.session.row_at_line(message.row)
+        if row is not None and row != self.selected:
+            self._syncing_events = True
+            try:
+                self.selected = row
+            finally:
+                self._syncing_events = False
+
+    @on(RowList.Highlighted, "#leases")
+    def _lease_moved(self, message: RowList.Highlighted) -> None:
+        self.query_one("#lease-detail", LeaseDetail).show(message.row)
+
+    @on(RowList.Selected, "#leases")
+    def _lease_opened(self, message: RowList.Selected) -> None:
+        gantt = self.query_one("#leases", LeaseGantt)
+        span = gantt.span(message.row)
+        target = span.prune if span.prune is not None else span.grant
+        if target is not None:
+            self.select_row(target)
+            self.view = "passes"
+
+    @on(RowList.Selected, "#timeline")
+    def _timeline_opened(self, message: RowList.Selected) -> None:
+        self.view = "calls"
+
+    @on(RowList.Selected, "#events")
+    def _event_opened(self, message: RowList.Selected) -> None:
+        self.query_one("#event-detail", EventDetail).focus()
+
+    def watch_selected(self, row: int) -> None:
+        timeline = self.timeline
+        if row >= 0 and timeline.cursor != row:
+            timeline.move_to_row(row, center=True)
+        self.show_selection()
+        self._refresh_bars()
+
+    def watch_view(self, view: str) -> None:
+        self.query_one(ContentSwitcher).current = f"view-{view}"
+        if self.tabs_widget.active != f"tab-{view}":
+            self.tabs_widget.active = f"tab-{view}"
+        self.show_selection()
+        focus = {
+            "passes": "#timeline",
+            "leases": "#leases",
+            "calls": "#view-calls",
+            "events": "#events",
+        }.get(view)
+        if focus is not None:
+            self.query_one(focus).focus()
+        self._refresh_bars()
+
+    def show_selection(self, *, refresh: bool = False) -> None:
+        """Bring the current view up to date with the selected iteration."""
+        row = self.selected if self.selected >= 0 else None
+        if self.view == "passes":
+            self.query_one("#inspector", PassInspector).show(row)
+        elif self.view == "calls":
+            self.query_one("#view-calls", CallView).show(row)
+        elif self.view == "leases":
+            gantt = self.query_one("#leases", LeaseGantt)
+            if row is not None:
+                gantt.set_focus_row(row)
+            detail = self.query_one("#lease-detail", LeaseDetail)
+            detail.show(gantt.cursor if gantt.cursor >= 0 else None)
+            self._update_lease_axis()
+            self.call_after_refresh(self._update_lease_axis)  # the width is known after layout
+        elif self.view == "events":
+            events = self.query_one("#events", EventList)
+            if row is not None and not self._syncing_events:
+                iteration = self.session.iterations[row]
+                line = events.cursor
+                if not (iteration.first_line <= line <= iteration.last_line):
+                    events.move_to_row(iteration.first_line, center=True)
+            if events.cursor >= 0:
+                self.query_one("#event-detail", EventDetail).show(events.cursor)
+
+    def _update_lease_axis(self) -> None:
+        gantt = self.query_one("#leases", LeaseGantt)
+        width = gantt.scrollable_content_region.width
+        if width > 0:
+            self.query_one("#lease-axis", Static).update(gantt.axis_text(width))
+
+    def select_row(self, row: int) -> None:
+        """Select timeline row ``row`` (clearing the timeline filter if it hides the row)."""
+        timeline = self.timeline
+        if timeline.position_of(row) is None and timeline.row_filter is not None:
+            self.clear_filter(timeline)
+        self.selected = row
+
+    # ------------------------------------------------------------------------------------------
+    # Actions
+
+    def action_show_view(self, view: str) -> None:
+        """Show a view by id."""
+        if any(spec.id == view for spec in self.VIEWS):
+            self.view = view
+
+    @on(Tabs.TabActivated)
+    def _tab_activated(self, event: Tabs.TabActivated) -> None:
+        if event.tab is not None and event.tab.id and event.tab.id.startswith("tab-"):
+            self.action_show_view(event.tab.id.removeprefix("tab-"))
+
+    def action_step_iteration(self, delta: int) -> None:
+        """Select the previous (``-1``) or next (``1``) iteration of the (filtered) timeline."""
+        timeline = self.timeline
+        if timeline.position_of(self.selected) is None and self.selected >= 0:
+            timeline.move_to_row(self.selected)
+        if timeline.position_of(timeline.cursor) is None:
+            timeline.step(delta)
+        elif not timeline.step(delta):
+            self.app.bell()
+
+    def action_search(self) -> None:
+        """Open the search prompt for the current view's list."""
+        target = self.current_list()
+        if target is None:
+            return
+        self.add_class("-searching")
+        search = self.query_one("#search-input", Input)
+        search.value = self._filter_texts.get(target.id or "", "")
+        search.cursor_position = len(search.value)
+        search.focus()
+
+    @on(Input.Changed, "#search-input")
+    def _search_changed(self, event: Input.Changed) -> None:
+        target = self.current_list()
+        if target is not None:
+            self.apply_filter(target, event.value)
+
+    @on(Input.Submitted, "#search-input")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        self._close_search()
+
+    @on(SearchBar.Closed)
+    def _search_closed(self) -> None:
+        self._close_search()
+
+    def _close_search(self) -> None:
+        self.remove_class("-searching")
+        target = self.current_list()
+        if target is not None:
+            target.focus()
+
+    def apply_filter(self, target: RowList, text: str) -> None:
+        """Filter ``target`` with the query ``text`` (an empty query shows every row)."""
+        query = Query.parse(text)
+        self._filter_texts[target.id or ""] = text
+        if query.empty:
+            self.clear_filter(target)
+            return
+        self._filter_generation += 1
+        row_filter = RowFilter(query, self._filter_generation)
+        target.set_filter(row_filter)
+        self._run_filter(target, row_filter)
+        self._refresh_bars()
+
+    def clear_filter(self, target: RowList) -> None:
+        """Show every row of ``target`` again."""
+        self.workers.cancel_group(self, f"filter-{target.id}")
+        self._filter_texts.pop(target.id or "", None)
+        if target.row_filter is not None:
+            target.set_filter(None)
+        self._refresh_bars()
+
+    def action_clear_filter(self) -> None:
+        """Clear the current view's filter."""
+        target = self.current_list()
+        if target is not None and target.row_filter is not None:
+            self.clear_filter(target)
+
+    def action_next_match(self) -> None:
+        """Next row of the filter (wrapping)."""
+        self._step_match(1)
+
+    def action_previous_match(self) -> None:
+        """Previous row of the filter (wrapping)."""
+        self._step_match(-1)
+
+    def _step_match(self, delta: int) -> None:
+        target = self.current_list()
+        if target is None or target.row_filter is None:
+            self.app.notify("No filter: press / to search.", timeout=2)
+            return
+        if not target.step(delta, wrap=True):
+            self.app.bell()
+
+    def action_toggle_expand(self) -> None:
+        """Expand or collapse the long contents of the current view."""
+        view = self.query_one(f"#view-{self.view}")
+        documents = [view] if isinstance(view, DocumentView) else list(view.query(DocumentView))
+        if documents:
+            expanded = not documents[0].expanded
+            for document in documents:
+                document.expanded = expanded
+
+    def action_toggle_follow(self) -> None:
+        """Turn follow mode on or off."""
+        if self.mode == "replay":
+            self.app.notify("This trace is a saved file: open it with --follow to follow it.", timeout=3)
+            return
+        self.following = not self.following
+        if self.following:
+            self.timeline.action_cursor_last()
+        self._refresh_bars()
+
+    # ------------------------------------------------------------------------------------------
+    # Bars
+
+    def _palette(self) -> Palette:
+        return self.timeline.palette
+
+    def _refresh_bars(self) -> None:
+        if not self.is_mounted:
+            return
+        session = self.session
+        palette = self._palette()
+        run = None
+        if 0 <= self.selected < len(session.iterations):
+            run = session.run_of(session.iterations[self.selected])
+        elif session.model.runs:
+            run = session.model.runs[-1]
+        self.query_one(RunHeader).update(header_text(session, run, self.source_name, palette))
+        self.query_one("#timeline-header", Static).update(
+            timeline_header(self.timeline.scrollable_content_region.width or 80)
+        )
+        self.query_one(StatusBar).update(self.status_text(palette))
+
+    def on_resize(self) -> None:
+        self._refresh_bars()
+        if self.view == "leases":
+            self.show_selection()
+
+    def status_text(self, palette: Palette) -> Text:
+        """The status line."""
+        session = self.session
+        text = Text(no_wrap=True, end="")
+        mode = {"replay": "replay", "follow": "follow", "drive": "drive"}[self.mode]
+        if self.mode != "replay":
+            mode += " ●" if self.following else " ‖ paused"
+        text.append(mode, palette.accent)
+        text.append("  ")
+        if not session.index_done:
+            share = session.scanned / session.total if session.total else 1.0
+            text.append(f"indexing {share:.0%} of {human_bytes(session.total)}", palette.warn)
+        elif not self.loaded:
+            share = session.model.lines_fed / max(session.lines, 1)
+            text.append(f"reading {share:.0%} · {number(session.lines)} lines", palette.warn)
+        else:
+            text.append(f"{number(session.lines)} lines · {number(len(session.iterations))} iterations")
+        bad = len(session.model.invalid_lines)
+        opaque = len(session.model.opaque_lines)
+        if bad:
+            text.append(f" · {number(bad)} invalid", palette.bad)
+        if opaque:
+            text.append(f" · {number(opaque)} opaque", palette.warn)
+        target = self.current_list()
+        if target is not None and target.row_filter is not None:
+            row_filter = target.row_filter
+            found = len(row_filter.rows)
+            text.append("  filter ", palette.key)
+            text.append_text(plain(row_filter.query.text, palette.accent, limit=40))
+            text.append(f" {number(found)} match{'es' if found != 1 else ''}")
+            if not row_filter.done:
+                text.append("…", palette.warn)
+            position = target.position_of(target.cursor)
+            if position is not None and found:
+                text.append(f" ({position + 1}/{number(found)})", palette.dim)
+        if self.new_rows:
+            text.append(f"  +{number(self.new_rows)} new (G to jump)", palette.good)
+        run = session.model.runs[-1] if session.model.runs else None
+        if self.mode != "replay" and run is not None:
+            if run.ended:
+                text.append(
+                    f"  run ended: {run.status}", palette.good if run.status == "completed" else palette.bad
+                )
+            else:
+                text.append("  run in progress", palette.warn)
+        elif self.loaded and run is not None and not run.ended:
+            text.append("  no run_end: the run was cut short or is still writing", palette.warn)
+        if self.error:
+            text.append("  ")
+            text.append_text(plain(self.error, palette.bad, limit=120))
+        return text
+
+    def watch_new_rows(self) -> None:
+        self._refresh_bars()
+
+    def watch_following(self) -> None:
+        self._refresh_bars()
