@@ -1,0 +1,500 @@
+"""Pilot tests of every interaction of the debugger: open, navigate, views, search, palette, help, follow."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from textual.message import Message
+
+from fpdebug.cli import main
+from fpdebug.trace.schema import RunEndEvent
+from fpdebug.trace.writer import TraceWriter
+from fpdebug.tui.app import FpdebugApp, binding_ids
+from fpdebug.tui.messages import LoadFinished, TraceGrew
+from fpdebug.tui.screens.help_screen import HelpDocument, HelpScreen
+from fpdebug.tui.screens.trace_screen import TraceScreen
+from fpdebug.tui.widgets.calls import CallView
+from fpdebug.tui.widgets.events import EventDetail, EventList
+from fpdebug.tui.widgets.inspector import PassInspector
+from fpdebug.tui.widgets.leases import LeaseGantt
+from fpdebug.tui.widgets.timeline import IterationTimeline
+from tests.conftest import T0
+from tests.tui.helpers import loaded, screen_segments, screen_text, wait_for
+from tests.tui.traces import MARKUP, grow, sample
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (160, 48)
+
+
+def _screen(app: FpdebugApp) -> TraceScreen:
+    screen = app.screen
+    assert isinstance(screen, TraceScreen)
+    return screen
+
+
+def _inspector_text(app: FpdebugApp) -> str:
+    """The inspector's rows joined into one line of words (wrapping does not split phrases)."""
+    return " ".join(" ".join(_screen(app).query_one(PassInspector).text_lines()).split())
+
+
+class TestOpen:
+    async def test_rows_appear_and_the_first_iteration_is_explained(self) -> None:
+        seen: list[Message] = []
+        app = FpdebugApp(sample("support"))
+        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            assert screen.timeline.total == 5
+            assert screen.selected == 0
+            assert "Iteration 1 · turn 1 · run sample-support" in _inspector_text(app)
+            assert any(isinstance(message, TraceGrew) for message in seen)
+            assert any(isinstance(message, LoadFinished) for message in seen)
+            text = screen_text(app)
+            assert "run sample-support" in text and "■ completed" in text
+            assert "1,920 in / 74 out tokens" in text
+
+    async def test_a_saved_trace_is_read_in_slices(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from fpdebug.tui.screens import trace_screen
+
+        monkeypatch.setattr(trace_screen, "FIRST_SLICE", 6)
+        monkeypatch.setattr(trace_screen, "FIRST_CHUNK", 512)
+        grew: list[int] = []
+        app = FpdebugApp(sample("support"))
+        async with app.run_test(
+            size=SIZE, message_hook=lambda m: grew.append(1) if isinstance(m, TraceGrew) else None
+        ) as pilot:
+            await loaded(pilot)
+            assert _screen(app).timeline.total == 5
+        assert len(grew) >= 2  # the first slice, then the rest
+
+
+class TestNavigation:
+    async def test_keys_move_the_cursor_and_the_inspector_follows(self) -> None:
+        app = FpdebugApp(sample("support"))
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            await pilot.press("j", "j")
+            assert screen.selected == 2
+            assert "Iteration 3" in _inspector_text(app)
+            assert "lease until-skill-exit granted by check_policy" in _inspector_text(app)
+            await pilot.press("G")
+            assert screen.selected == 4
+            await pilot.press("k")
+            assert screen.selected == 3
+            await pilot.press("g")
+            assert screen.selected == 0
+            await pilot.press("down", "end", "home")
+            assert screen.selected == 0
+
+    async def test_brackets_step_iterations_from_any_view(self) -> None:
+        app = FpdebugApp(sample("support"))
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            await pilot.press("3", "right_square_bracket", "right_square_bracket")
+            await pilot.pause()
+            assert screen.view == "calls" and screen.selected == 2
+            lines = screen.query_one(CallView).text_lines()
+            assert lines[0].startswith("Call 3 · scripted / scripted-support · T1·I3")
+            assert any("[3] instructions · refund-policy" in line for line in lines)
+            await pilot.press("left_square_bracket")
+            assert screen.selected == 1
+
+    async def test_enter_opens_the_call_and_views_switch_by_key_and_click(self) -> None:
+        app = FpdebugApp(sample("support"))
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert screen.view == "calls"
+            await pilot.press("2")
+            assert screen.view == "leases"
+            await pilot.press("4")
+            assert screen.view == "events"
+            await pilot.click("#tab-passes")
+            await pilot.pause()
+            assert screen.view == "passes"
+
+    async def test_a_mouse_click_selects_a_row(self) -> None:
+        app = FpdebugApp(sample("support"))
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            await pilot.click("#timeline", offset=(3, 3))
+            await pilot.pause()
+            assert _screen(app).selected == 3
+
+    async def test_events_and_timeline_stay_in_step(self) -> None:
+        app = FpdebugApp(sample("support"))
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            await pilot.press("j", "4")
+            await pilot.pause()
+            events = screen.query_one(EventList)
+            assert events.cursor == screen.session.iterations[1].first_line
+            await wait_for(pilot, lambda: screen.query_one(EventDetail).line == events.cursor)
+            for _ in range(7):
+                await pilot.press("j")
+            assert screen.selected == screen.session.row_at_line(events.cursor)
+            assert screen.selected == 2
+
+    async def test_opening_a_lease_selects_the_pass_that_pruned_it(self) -> None:
+        app = FpdebugApp(sample("support"))
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            await pilot.press("2")
+            await pilot.pause()
+            gantt = screen.query_one(LeaseGantt)
+            assert gantt.cursor == 0
+            assert "tenure-ended T1·I4" in screen_text(app)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert screen.view == "passes" and screen.selected == 3
+
+
+class TestSearch:
+    async def test_slash_filters_rows_and_n_cycles_through_matches(
+        self, support_run_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, _ = support_run_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            timeline = screen.query_one(IterationTimeline)
+            await pilot.press("slash", *"kind:lease_prune")
+            await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert timeline.visible_count == 2
+            assert [timeline.row_at(i) for i in range(2)] == [1, 2]
+            assert screen.selected == 1
+            assert "filter kind:lease_prune 2 matches" in screen_text(app)
+            await pilot.press("n")
+            assert screen.selected == 2
+            await pilot.press("n")
+            assert screen.selected == 1
+            await pilot.press("N")
+            assert screen.selected == 2
+            await pilot.press("escape")
+            assert timeline.row_filter is None and timeline.visible_count == 4
+
+    async def test_brackets_walk_the_filtered_timeline(
+        self, support_run_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, _ = support_run_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            screen.apply_filter(screen.timeline, "badge:grant")
+            await wait_for(pilot, lambda: screen.timeline.row_filter.done)  # type: ignore[union-attr]
+            await pilot.pause()
+            await pilot.press("3")
+            assert screen.selected == 0
+            await pilot.press("right_square_bracket")
+            assert screen.selected == 2  # iteration 2 has no grant: it is hidden
+
+    async def test_the_events_view_has_its_own_filter(
+        self, support_run_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, at = support_run_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            await pilot.press("4", "slash", *"kind:lease_grant", "enter")
+            events = screen.query_one(EventList)
+            await wait_for(pilot, lambda: events.row_filter is not None and events.row_filter.done)
+            await pilot.pause()
+            assert [events.row_at(i) for i in range(events.visible_count)] == [
+                at["grant1"],
+                at["grant2"],
+                at["grant3"],
+            ]
+            assert screen.timeline.row_filter is None
+
+    async def test_typing_refines_and_an_empty_query_shows_everything(
+        self, support_run_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, _ = support_run_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            timeline = _screen(app).timeline
+            await pilot.press("slash", *"fetch")
+            await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)
+            await pilot.pause()
+            assert timeline.visible_count == 3  # the fetch call, and the two prunes of its leases
+            await pilot.press(*["backspace"] * 5, *"refund")
+            await wait_for(
+                pilot,
+                lambda: (
+                    timeline.row_filter is not None
+                    and timeline.row_filter.done
+                    and timeline.row_filter.query.text == "refund"
+                ),
+            )
+            await pilot.pause()
+            assert [timeline.row_at(i) for i in range(timeline.visible_count)] == [2]
+            await pilot.press(*["backspace"] * 6)
+            await pilot.pause()
+            assert timeline.row_filter is None and timeline.visible_count == 4
+
+
+class TestPalette:
+    async def test_go_view_and_filter_commands(self, support_run_trace: tuple[Path, dict[str, int]]) -> None:
+        path, _ = support_run_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            await pilot.press("ctrl+p", *"go: iteration 3")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: screen.selected == 2)
+            assert screen.selected == 2
+            await pilot.press("ctrl+p", *"view: leases")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: screen.view == "leases")
+            await pilot.press("1", "ctrl+p", *"filter: kind lease_prune")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await wait_for(
+                pilot, lambda: screen.timeline.row_filter is not None and screen.timeline.row_filter.done
+            )
+            assert screen.timeline.row_filter.query.kinds == ("lease_prune",)  # type: ignore[union-attr]
+
+
+class TestHelpAndKeymap:
+    async def test_help_lists_every_binding(self) -> None:
+        app = FpdebugApp(sample("leases"))
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            text = "\n".join(app.screen.query_one(HelpDocument).text_lines())
+            for binding_id in binding_ids():
+                assert binding_id in text
+            assert "keymap.toml" in text and "go: iteration 12" in text
+            await pilot.press("escape")
+            assert isinstance(app.screen, TraceScreen)
+
+    async def test_a_keymap_remaps_keys(self) -> None:
+        app = FpdebugApp(sample("support"), keymap={"next-iteration": "l", "cursor-down": "ctrl+n"})
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            await pilot.press("l")
+            assert screen.selected == 1
+            await pilot.press("ctrl+n")
+            assert screen.selected == 2
+            await pilot.press("question_mark")
+            await pilot.pause()
+            text = "\n".join(app.screen.query_one(HelpDocument).text_lines())
+            assert any(
+                line.strip().startswith("l ") and "next-iteration" in line for line in text.splitlines()
+            )
+
+    def test_every_binding_has_an_id_and_a_tooltip(self) -> None:
+        from textual.binding import Binding
+
+        for _, bindings in FpdebugApp.binding_groups():
+            for binding in bindings:
+                assert isinstance(binding, Binding) and binding.id and binding.tooltip, binding
+
+
+def _copy(name: str, tmp_path: Path, *, drop_last: int = 0) -> Path:
+    path = tmp_path / f"{name}.fptrace.jsonl"
+    shutil.copy(sample(name), path)
+    if drop_last:
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(b"".join(lines[:-drop_last]))
+    return path
+
+
+class TestFollow:
+    async def test_new_events_show_quickly_and_the_end_is_followed(self, tmp_path: Path) -> None:
+        path = _copy("leases", tmp_path, drop_last=2)  # no turn_end / run_end yet
+        seen: list[Message] = []
+        app = FpdebugApp(path, follow=True)
+        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+            screen = _screen(app)
+            await wait_for(pilot, lambda: screen.loaded)
+            await pilot.press("G")
+            assert "run in progress" in screen_text(app)
+            rows = screen.timeline.total
+            run_id = screen.session.model.runs[0].run_id
+            started = time.perf_counter()
+            grow(path, run_id=run_id, first_seq=screen.session.lines, iteration=1, turn=2)
+            assert await wait_for(pilot, lambda: screen.timeline.total == rows + 1, step=0.005)
+            elapsed = time.perf_counter() - started
+            assert elapsed < 1.0  # 100 ms on an idle machine; generous for a loaded CI box
+            assert await wait_for(pilot, lambda: screen.selected == rows)  # it was on the end: it followed
+            assert any(isinstance(message, TraceGrew) and message.lines for message in seen)
+
+    async def test_new_rows_are_counted_when_the_user_looks_elsewhere(self, tmp_path: Path) -> None:
+        path = _copy("leases", tmp_path, drop_last=2)
+        app = FpdebugApp(path, follow=True)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = _screen(app)
+            await wait_for(pilot, lambda: screen.loaded)
+            await pilot.press("g")
+            run_id = screen.session.model.runs[0].run_id
+            seq = grow(path, run_id=run_id, first_seq=screen.session.lines, iteration=1, turn=2)
+            grow(path, run_id=run_id, first_seq=seq, iteration=2, turn=2)
+            assert await wait_for(pilot, lambda: screen.new_rows == 2)
+            assert screen.selected == 0
+            assert "+2 new (G to jump)" in screen_text(app)
+            await pilot.press("G")
+            assert screen.new_rows == 0 and screen.selected == screen.timeline.total - 1
+
+    async def test_a_run_that_ends_says_so(self, tmp_path: Path) -> None:
+        path = _copy("leases", tmp_path, drop_last=1)
+        app = FpdebugApp(path, follow=True)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = _screen(app)
+            await wait_for(pilot, lambda: screen.loaded)
+            assert "run in progress" in screen_text(app)
+            run_id = screen.session.model.runs[0].run_id
+            with TraceWriter.resume(path, durability="none") as writer:
+                writer.append(RunEndEvent(seq=writer.next_seq, ts=T0, run_id=run_id, status="completed"))
+            assert await wait_for(pilot, lambda: "run ended: completed" in screen_text(app))
+
+    async def test_pause_and_resume_following(self, tmp_path: Path) -> None:
+        path = _copy("leases", tmp_path, drop_last=2)
+        app = FpdebugApp(path, follow=True)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = _screen(app)
+            await wait_for(pilot, lambda: screen.loaded)
+            await pilot.press("f")
+            assert not screen.following and "paused" in screen_text(app)
+            await pilot.press("G")
+            run_id = screen.session.model.runs[0].run_id
+            grow(path, run_id=run_id, first_seq=screen.session.lines, iteration=1, turn=2)
+            assert await wait_for(pilot, lambda: screen.new_rows == 1)
+            await pilot.press("f")
+            assert screen.following and screen.selected == screen.timeline.total - 1
+
+    async def test_follow_a_file_whose_header_has_not_arrived(self, tmp_path: Path) -> None:
+        path = tmp_path / "empty.fptrace.jsonl"
+        path.touch()
+        app = FpdebugApp(path, follow=True)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = _screen(app)
+            await wait_for(pilot, lambda: screen.loaded)
+            assert screen.timeline.total == 0
+            path.write_bytes(sample("leases").read_bytes())
+            assert await wait_for(pilot, lambda: screen.timeline.total == 3)
+            assert screen.selected >= 0
+
+
+class TestUntrusted:
+    async def test_hostile_content_is_inert_in_every_view(
+        self, hostile_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, _ = hostile_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            for keys in (("1",), ("3",), ("3", "e"), ("4",), ("4", "G"), ("2",), ("question_mark",)):
+                await pilot.press(*keys)
+                await pilot.pause()
+                for segment in screen_segments(app):
+                    assert not any(
+                        ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or 0x202A <= ord(c) <= 0x202E for c in segment
+                    ), (keys, segment)
+                if keys == ("question_mark",):
+                    await pilot.press("escape")
+            await pilot.press("1")
+            text = screen_text(app)
+            assert MARKUP in text  # literal, not styled and not a link
+            assert "\\x1b[2J" in text or "\\x1b" in text
+
+    async def test_bad_lines_are_rows_not_crashes(self, hostile_trace: tuple[Path, dict[str, int]]) -> None:
+        path, at = hostile_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            await pilot.press("4", "G")
+            await pilot.pause()
+            text = screen_text(app)
+            assert "INVALID" in text and "not valid JSON" in text and "not valid UTF-8" in text
+            assert "pass record does not match the schema" in text
+            assert "telemetry_v9" in text
+            screen = _screen(app)
+            assert screen.query_one(EventDetail).line == at["opaque"]
+            assert "2 invalid · 1 opaque" in text
+
+    async def test_huge_contents_are_collapsed_until_expanded(
+        self, hostile_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, _ = hostile_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            await pilot.press("3")
+            await pilot.pause()
+            call = _screen(app).query_one(CallView)
+            collapsed = call.document_height
+            assert collapsed < 200
+            assert "press e to expand" in screen_text(app)
+            await pilot.press("e")
+            await pilot.pause()
+            assert call.expanded and call.document_height > 70_000  # every row of 5 MB, wrapped
+            await pilot.press("G")  # the last rows render at once
+            await pilot.pause()
+            await pilot.press("e")
+            assert call.document_height == collapsed
+
+    async def test_the_inspector_flags_a_line_that_breaks_the_schema(
+        self, hostile_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, at = hostile_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            await pilot.press("G")
+            text = _inspector_text(app)
+            assert f"line {at['wrong_types']} invalid record: pass record does not match the schema" in text
+            assert "no pass record in this iteration" in text
+
+
+class TestViewCommand:
+    def test_missing_trace(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["view", str(tmp_path / "nope.jsonl")]) == 2
+        err = capsys.readouterr().err
+        assert "no such file" in err and "Traceback" not in err
+
+    def test_not_a_trace(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        path = tmp_path / "x.jsonl"
+        path.write_text('{"hello": 1}\n', encoding="utf-8")
+        assert main(["view", str(path)]) == 2
+        assert "not an fpdebug trace header" in capsys.readouterr().err
+
+    def test_newer_schema(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        path = tmp_path / "x.jsonl"
+        path.write_text(
+            '{"kind":"trace_header","format":"fpdebug.trace","schema_version":99,"producer":"x",'
+            '"created":"2026-01-01T00:00:00Z"}\n',
+            encoding="utf-8",
+        )
+        assert main(["view", str(path)]) == 2
+        assert "newer" in capsys.readouterr().err
+
+    def test_bad_keymap(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        keymap = tmp_path / "k.toml"
+        keymap.write_text('[keys]\nno-such-binding = "x"\n', encoding="utf-8")
+        assert main(["view", str(sample("leases")), "--keymap", str(keymap)]) == 2
+        assert "unknown binding id 'no-such-binding'" in capsys.readouterr().err
