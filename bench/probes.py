@@ -99,6 +99,53 @@ def _record(args: argparse.Namespace) -> dict[str, object]:
     return {"seconds": seconds, "runs": runs, "iterations": iterations, "events": events, "bytes": size}
 
 
+def _record_costs(args: argparse.Namespace) -> dict[str, object]:
+    """Where a recorded event's time goes: the engine, serialising it, writing it, its share of fsyncs.
+
+    The run goes to a memory sink (the engine's own cost, its events kept); then the same events are
+    serialised with the writer's ``dump_record``, written with one ``os.write`` each to an
+    ``O_APPEND`` file, and written again with an ``fdatasync`` every 64 records (the default
+    ``batch`` policy).
+    """
+    from bench.scenario import bench_agent, run_iterations
+    from fpdebug.engine import MemorySink
+    from fpdebug.trace.writer import DEFAULT_BATCH_SIZE, dump_record
+
+    agent = bench_agent()
+    run_iterations(agent, 20, sink=MemorySink())
+    sink = MemorySink()
+    started = time.perf_counter()
+    run_iterations(agent, args.iterations, sink=sink)
+    engine = time.perf_counter() - started
+    events = sink.events
+    started = time.perf_counter()
+    lines = [dump_record(event) for event in events]
+    dump = time.perf_counter() - started
+    fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    try:
+        started = time.perf_counter()
+        for line in lines:
+            os.write(fd, line)
+        write = time.perf_counter() - started
+        os.ftruncate(fd, 0)
+        started = time.perf_counter()
+        for k, line in enumerate(lines, 1):
+            os.write(fd, line)
+            if k % DEFAULT_BATCH_SIZE == 0:
+                os.fdatasync(fd)
+        synced = time.perf_counter() - started
+    finally:
+        os.close(fd)
+        os.unlink(args.out)
+    count = len(events)
+    return {
+        "events": count, "bytes": sum(map(len, lines)), "engine_us": engine / count * 1e6,
+        "dump_us": dump / count * 1e6, "write_us": write / count * 1e6,
+        "fsync_us": max(synced - write, 0.0) / count * 1e6,
+        "fsync_ms_each": max(synced - write, 0.0) / max(count // DEFAULT_BATCH_SIZE, 1) * 1e3,
+    }
+
+
 def _writer(args: argparse.Namespace) -> dict[str, object]:
     """TraceWriter.append throughput on real events (those of a trace), and the serialisation alone."""
     from fpdebug.trace.reader import TraceReader
@@ -135,6 +182,10 @@ PROBES: dict[str, Probe] = {
         p.add_argument("--durability", choices=("none", "batch", "every"), default="batch"),
         p.add_argument("--out", type=Path, default=Path("/dev/null")),
         p.add_argument("--keep", action="store_true"),
+    )),
+    "record-costs": (_record_costs, lambda p: (
+        p.add_argument("--iterations", type=int, required=True),
+        p.add_argument("--out", type=Path, required=True),
     )),
     "writer": (_writer, lambda p: (
         p.add_argument("path"), p.add_argument("--out", type=Path, required=True),
