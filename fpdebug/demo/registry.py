@@ -49,6 +49,8 @@ SCENARIOS: Mapping[str, str] = {
     "planted-fact": "fpdebug.demo.planted_fact",
     "leases": "fpdebug.demo.leases",
     "leases-cyclic": "fpdebug.demo.leases_cyclic",
+    "unsupported-amount": "fpdebug.demo.unsupported_amount",
+    "traced-argument": "fpdebug.demo.traced_argument",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 

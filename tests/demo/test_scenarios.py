@@ -54,7 +54,10 @@ def of(events: list[TraceEvent], cls: type) -> list:  # type: ignore[type-arg]
 
 
 def test_the_registry_lists_every_scenario_with_the_contract() -> None:
-    assert list(SCENARIOS) == ["support", "zone-trap", "planted-fact", "leases", "leases-cyclic"]
+    assert list(SCENARIOS) == [
+        "support", "zone-trap", "planted-fact", "leases", "leases-cyclic", "unsupported-amount",
+        "traced-argument",
+    ]
     for name in SCENARIOS:
         scenario = load_scenario(name)
         assert scenario.name == name and scenario.builtin and scenario.description
