@@ -1,4 +1,8 @@
-"""``fpdebug summary TRACE [--json]``: runs, turns, iterations, events by kind, leases, parks, tokens."""
+"""``fpdebug summary TRACE [--json]``: runs, turns, iterations, events by kind, leases, parks, tokens.
+
+With the honesty answer layer armed, each run also counts the values its answers stated that no
+source holds (``unsupported_values``, from the answer layer's ``finding`` rows).
+"""
 
 from __future__ import annotations
 
@@ -51,7 +55,16 @@ class RunSummary(TypedDict):
     route_conflicts: int
     skills_rejected: int
     reroutes_superseded: int
+    answers_assessed: int
+    unsupported_values: int
     counts: dict[str, int]
+
+
+class AnswerCounts(TypedDict):
+    """The answer layer's assessments of one run, counted."""
+
+    assessed: int
+    unsupported: int
 
 
 class TraceSummary(TypedDict):
@@ -86,18 +99,26 @@ def run(args: argparse.Namespace) -> int:
     """Read the trace once (building the model and finding problems in the same sweep) and print."""
     from fpdebug.trace.model import RunModel
     from fpdebug.trace.reader import ProblemScanner, TraceReader
+    from fpdebug.trace.schema import AnswerAssessmentRow, FindingEvent
 
     with TraceReader(args.trace) as reader:
         model = RunModel(reader)
         scanner = ProblemScanner(reader)
         problems: dict[str, int] = {}
+        answers: dict[str, AnswerCounts] = {}
         for line, record in reader.iter_records(0):
             model.feed(line, record)
             for problem in scanner.check(line, record):
                 problems[problem.code] = problems.get(problem.code, 0) + 1
+            if isinstance(record, FindingEvent) and record.layer == "answer":
+                counted = answers.setdefault(record.run_id, {"assessed": 0, "unsupported": 0})
+                for row in record.rows:
+                    if isinstance(row, AnswerAssessmentRow):
+                        counted["assessed"] += 1
+                        counted["unsupported"] += sum(1 for value in row.values if not value.supported)
         for problem in scanner.finish():
             problems[problem.code] = problems.get(problem.code, 0) + 1
-        facts = summarise(args.trace, reader, model, problems)
+        facts = summarise(args.trace, reader, model, problems, answers=answers)
     if args.json:
         # ensure_ascii: every control or bidi character from the trace comes out escaped.
         print(json.dumps(facts, indent=2, ensure_ascii=True))
@@ -106,8 +127,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def summarise(path: str, reader: TraceReader, model: RunModel, problems: dict[str, int]) -> TraceSummary:
-    """The summary as plain data (what ``--json`` prints); lists of lines are capped at 100."""
+def summarise(
+    path: str,
+    reader: TraceReader,
+    model: RunModel,
+    problems: dict[str, int],
+    *,
+    answers: dict[str, AnswerCounts] | None = None,
+) -> TraceSummary:
+    """The summary as plain data (what ``--json`` prints); lists of lines are capped at 100.
+
+    ``answers`` holds each run's answer assessments counted (run id → counts); a run without any
+    counts zero.
+    """
+    answers = answers or {}
     header = reader.header
     return {
         "trace": path,
@@ -123,11 +156,13 @@ def summarise(path: str, reader: TraceReader, model: RunModel, problems: dict[st
         "invalid_lines": model.invalid_lines[:100],
         "opaque_lines": model.opaque_lines[:100],
         "counts": dict(sorted(model.counts.items())),
-        "runs": [_run_facts(run) for run in model.runs],
+        "runs": [
+            _run_facts(run, answers.get(run.run_id, {"assessed": 0, "unsupported": 0})) for run in model.runs
+        ],
     }
 
 
-def _run_facts(run: Run) -> RunSummary:
+def _run_facts(run: Run, answers: AnswerCounts) -> RunSummary:
     leases = run.leases
     return {
         "run_id": run.run_id,
@@ -163,6 +198,8 @@ def _run_facts(run: Run) -> RunSummary:
         "route_conflicts": run.counts.get("route_conflict", 0),
         "skills_rejected": run.counts.get("skill_rejected", 0),
         "reroutes_superseded": run.counts.get("reroute_superseded", 0),
+        "answers_assessed": answers["assessed"],
+        "unsupported_values": answers["unsupported"],
         "counts": dict(sorted(run.counts.items())),
     }
 
@@ -211,6 +248,11 @@ def render(facts: TraceSummary) -> str:
             f"{_plural(run['skills_rejected'], 'skill')} rejected, "
             f"{_plural(run['reroutes_superseded'], 'reroute')} superseded"
         )
+        if run["answers_assessed"]:
+            lines.append(
+                f"  honesty: {_plural(run['unsupported_values'], 'unsupported value')} in "
+                f"{_plural(run['answers_assessed'], 'assessed answer')}"
+            )
     counts = facts["counts"]
     if counts:
         width = max(map(len, counts))
