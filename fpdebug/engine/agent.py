@@ -20,9 +20,11 @@ gate and effect judging; every fact goes to the :class:`~fpdebug.engine.sink.Eve
 event. Several user messages in one run form a :class:`Conversation`.
 
 Hook points for the honesty layers (DOMAIN §12) are marked ``HONESTY HOOK``: the results layer at
-the loop head, the inputs layer after the LLM call and before Route, the answer layer on the final
-branch. They are plain method calls that do nothing unless the agent carries
-:class:`HonestyHooks`, so an unarmed agent's trace is unchanged.
+the loop head, the inputs layer after the LLM call and before Route (its rows written right after
+the ``llm_call`` record), the answer layer on the final branch. They are plain method calls that do
+nothing unless the agent carries :class:`HonestyHooks` (the arming methods :meth:`Agent.findings`,
+:meth:`Agent.inputs_layer`, :meth:`Agent.results_layer` and :meth:`Agent.answer_layer` install
+them), so an unarmed agent's trace is unchanged.
 """
 
 from __future__ import annotations
@@ -902,8 +904,10 @@ class TurnLoop:
 
     The honesty hooks receive this object; its public attributes are the loop's state: ``turn``,
     ``iteration``, ``user_message``, ``history`` (the conversation so far), ``tool_results`` and
-    ``batch_iteration`` (the batch in place and the iteration that dispatched it), ``activated``,
-    ``cursor``, ``recorder`` (to emit ``finding`` events), ``conversation``.
+    ``batch_iteration`` (the batch in place and the iteration that dispatched it), ``batch_texts``
+    and ``batch_coverage`` (that batch as the model read it, and what each call declared it
+    covers), ``stopped_early`` (set on the final branch), ``activated``, ``cursor``, ``recorder``
+    (to emit ``finding`` events), ``conversation``.
     """
 
     def __init__(self, conversation: Conversation, turn: int, user_message: str) -> None:
