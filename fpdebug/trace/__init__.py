@@ -13,6 +13,8 @@ read it.
 - :mod:`~fpdebug.trace.model`: :class:`RunModel`, the projections views and the backtracker read.
 - :mod:`~fpdebug.trace.clock`: :class:`Clock`, :class:`SystemClock`, :class:`FixedClock`.
 - :mod:`~fpdebug.trace.inert`: :func:`inert` / :func:`inert_line` for printing trace text.
+- :mod:`~fpdebug.trace.redact`: :class:`Redactor`, :func:`default_redactor`: secrets out of every
+  line the writer, sidecars and exports write.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from fpdebug.trace.model import (
 )
 from fpdebug.trace.reader import ProblemScanner, TraceReader
 from fpdebug.trace.records import InvalidRecord, OpaqueRecord, Peek, Problem, Record, TornTail
+from fpdebug.trace.redact import Redactor, default_redactor
 from fpdebug.trace.schema import (
     EVENT_ADAPTER,
     EVENT_KINDS,
@@ -84,6 +87,7 @@ __all__ = [
     "ProblemScanner",
     "Record",
     "RecordSource",
+    "Redactor",
     "RerouteSupersededEvent",
     "RouteConflictEvent",
     "Run",
@@ -101,6 +105,7 @@ __all__ = [
     "Turn",
     "TurnEndEvent",
     "TurnStartEvent",
+    "default_redactor",
     "inert",
     "inert_line",
     "scan_line_ends",

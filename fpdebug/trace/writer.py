@@ -18,6 +18,9 @@ Guarantees:
   record when resuming); anything else is refused with :class:`~fpdebug.errors.TraceFormatError`
   before a byte is written.
 - **Private files.** A trace holds prompts and tool results: it is created with mode ``0600``.
+- **No secrets.** Every line passes through a :class:`~fpdebug.trace.redact.Redactor` before it
+  is written (``redactor=``; by default :func:`~fpdebug.trace.redact.default_redactor`: API keys,
+  Authorization headers, configured values and patterns become ``[redacted]``).
 
 Durability policies (``durability=``):
 
@@ -52,6 +55,7 @@ from pydantic_core import PydanticSerializationError
 from fpdebug.errors import TraceError, TraceFormatError, TraceLockedError, TraceWriteError
 from fpdebug.trace.clock import Clock, SystemClock
 from fpdebug.trace.records import parse_header, read_first_line
+from fpdebug.trace.redact import Redactor, default_redactor
 from fpdebug.trace.schema import SCHEMA_VERSION, TraceEvent, TraceHeader
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DURABILITIES", "Durability", "TraceWriter", "dump_record"]
@@ -100,6 +104,7 @@ class TraceWriter:
         offset: int,
         durability: Durability,
         batch_size: int,
+        redactor: Redactor | None = None,
     ) -> None:
         """Wrap an already opened and locked descriptor; use :meth:`create` or :meth:`resume`."""
         self.path = path
@@ -116,6 +121,9 @@ class TraceWriter:
         self._unsynced = 0
         self._fragment = False  # a failed write left bytes we could not truncate away
         self._lock = threading.Lock()
+        self.redactor: Redactor = redactor if redactor is not None else default_redactor()
+        """Runs over every serialised line before it is written."""
+        self._redact = self.redactor.redact_line if self.redactor.active else _unchanged
 
     # ------------------------------------------------------------------------------------------
     # Opening
@@ -130,6 +138,7 @@ class TraceWriter:
         durability: Durability = "batch",
         batch_size: int = DEFAULT_BATCH_SIZE,
         overwrite: bool = False,
+        redactor: Redactor | None = None,
     ) -> TraceWriter:
         """Create a new trace (mode ``0600``), lock it and write its header as line 0.
 
@@ -140,6 +149,8 @@ class TraceWriter:
             durability: ``none``, ``batch`` or ``every`` (see the module docstring).
             batch_size: Records between fsyncs under ``batch``.
             overwrite: Replace an existing non-empty file instead of refusing.
+            redactor: Removes secrets from each line; :func:`~fpdebug.trace.redact.default_redactor`
+                when ``None`` (pass ``Redactor.off()`` to write lines unchanged).
 
         Returns:
             A writer whose :attr:`next_seq` is 1.
@@ -149,8 +160,10 @@ class TraceWriter:
             TraceError: The path is a directory, its directory is missing, it is not writable,
                 or it is a non-empty file and ``overwrite`` is false.
             TraceWriteError: The header could not be written.
+            ConfigError: ``FPDEBUG_REDACT_PATTERNS`` holds an invalid pattern (nothing is opened).
         """
         _check_policy(durability, batch_size)
+        redactor = redactor if redactor is not None else default_redactor()  # bad config: fail before opening
         target = Path(path)
         fd = _open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
@@ -181,11 +194,12 @@ class TraceWriter:
             producer = f"fpdebug {__version__}"
         header = TraceHeader(producer=producer, created=(clock or SystemClock()).now())
         writer = cls(
-            target, fd, header=header, next_seq=1, offset=0, durability=durability, batch_size=batch_size
+            target, fd, header=header, next_seq=1, offset=0, durability=durability, batch_size=batch_size,
+            redactor=redactor,
         )
         try:
             with writer._lock:
-                writer._write(dump_record(header), "the trace header")
+                writer._write(writer._redact(dump_record(header)), "the trace header")
                 writer._after_write(1)
             if durability == "every":
                 _sync_directory(target)
@@ -201,6 +215,7 @@ class TraceWriter:
         *,
         durability: Durability = "batch",
         batch_size: int = DEFAULT_BATCH_SIZE,
+        redactor: Redactor | None = None,
     ) -> TraceWriter:
         """Open an existing trace to append after its last record.
 
@@ -214,6 +229,7 @@ class TraceWriter:
             path: The trace to continue.
             durability: ``none``, ``batch`` or ``every``.
             batch_size: Records between fsyncs under ``batch``.
+            redactor: Removes secrets from each line (see :meth:`create`).
 
         Raises:
             TraceLockedError: Another writer holds the file.
@@ -222,6 +238,7 @@ class TraceWriter:
                 another schema version.
         """
         _check_policy(durability, batch_size)
+        redactor = redactor if redactor is not None else default_redactor()
         target = Path(path)
         fd = _open(target, os.O_RDWR | os.O_APPEND)
         try:
@@ -249,7 +266,7 @@ class TraceWriter:
             raise
         writer = cls(
             target, fd, header=header, next_seq=next_seq, offset=size, durability=durability,
-            batch_size=batch_size,
+            batch_size=batch_size, redactor=redactor,
         )
         if os.pread(fd, 1, size - 1) != b"\n":
             writer._fragment = True
@@ -285,7 +302,7 @@ class TraceWriter:
         """
         with self._lock:
             self._check(event, self._next_seq)
-            self._write(_dump_event(event), f"record seq {event.seq}")
+            self._write(self._redact(_dump_event(event)), f"record seq {event.seq}")
             self._next_seq += 1
             self._after_write(1)
 
@@ -307,7 +324,7 @@ class TraceWriter:
             seq = self._next_seq
             for event in events:
                 self._check(event, seq)
-                chunks.append(_dump_event(event))
+                chunks.append(self._redact(_dump_event(event)))
                 seq += 1
             if not chunks:
                 return 0
@@ -445,6 +462,10 @@ class TraceWriter:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)  # closing the descriptor releases the flock
+
+
+def _unchanged(line: bytes) -> bytes:
+    return line
 
 
 def _dump_event(event: TraceEvent) -> bytes:

@@ -1,0 +1,379 @@
+"""The Redactor: what it removes, what it leaves, and that JSON stays the same JSON (issue 9 §3)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fpdebug.errors import ConfigError
+from fpdebug.trace import redact as redact_module
+from fpdebug.trace.reader import TraceReader
+from fpdebug.trace.records import InvalidRecord, OpaqueRecord
+from fpdebug.trace.redact import (
+    BUILTIN_RULES,
+    ENV_LIST_VAR,
+    MIN_LITERAL,
+    PATTERNS_ENV_VAR,
+    REPLACEMENT,
+    Redactor,
+)
+from fpdebug.trace.schema import ErrorInfo, ToolResultEvent
+from fpdebug.trace.writer import TraceWriter
+from tests.conftest import T0
+
+ANTHROPIC = "sk-ant-api03-" + "Zq7" * 30
+OPENAI = "sk-proj-" + "Ab9_" * 12
+LEGACY = "sk-" + "T3BlbkFJ" * 6
+AWS = "AKIAIOSFODNN7EXAMPLE"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.sig-Nature_42"
+GITHUB = "ghp_" + "a1B2c3D4e5" * 4
+GOOGLE = "AIza" + "Sy0123456789abcdefghijklmnopqrstuvw"
+SLACK = "xoxb-1234567890-abcdefghij"
+OPAQUE = "s3cr3t-Value_99"
+
+# (text containing the secret, the secret): each built-in rule, in the shapes it meets in practice.
+PLANTED: list[tuple[str, str]] = [
+    (f"the key is {ANTHROPIC}.", ANTHROPIC),
+    (f"use {OPENAI}", OPENAI),
+    (f"legacy={LEGACY}", LEGACY),
+    (f"aws_access_key_id {AWS}", AWS),
+    (f"Authorization: Bearer {JWT}", JWT),
+    (f"authorization: {OPAQUE}", OPAQUE),
+    (f"AUTHORIZATION=Basic {OPAQUE}", OPAQUE),
+    (f"Proxy-Authorization: Token {OPAQUE}", OPAQUE),
+    (f"curl -H 'Authorization: Bearer {JWT}' https://api", JWT),
+    (json.dumps({"headers": {"Authorization": f"Bearer {JWT}"}}), JWT),
+    (json.dumps({"Authorization": OPAQUE}), OPAQUE),
+    (f"sent bearer {JWT} upstream", JWT),
+    (f"x-api-key: {OPAQUE}", OPAQUE),
+    (json.dumps({"x-api-key": OPAQUE}), OPAQUE),
+    (f"api_key={OPAQUE}&page=2", OPAQUE),
+    (json.dumps({"apiKey": OPAQUE}), OPAQUE),
+    (f"{{'api_key': '{OPAQUE}'}}", OPAQUE),
+    (f"OPENAI_API_KEY={OPAQUE}", OPAQUE),
+    (f"aws_secret_access_key = {OPAQUE}", OPAQUE),
+    (json.dumps({"access_token": OPAQUE, "refresh_token": OPAQUE + "2"}), OPAQUE),
+    (json.dumps({"clientSecret": OPAQUE}), OPAQUE),
+    (f"password: {OPAQUE}", OPAQUE),
+    (f'DB_PASSWORD="{OPAQUE}"', OPAQUE),
+    (json.dumps({"token": OPAQUE}), OPAQUE),
+    (f"token {GITHUB} pushed", GITHUB),
+    (f"maps key {GOOGLE}", GOOGLE),
+    (f"slack {SLACK}", SLACK),
+]
+
+# Text that looks a little like a secret and must survive: lookup keys, token counts, ids, prose.
+KEPT = [
+    json.dumps({"key": "order-17", "input_tokens": 412, "output_tokens": 9}),
+    "monkey: banana; keyboard: qwerty; tokens: 10",
+    "risk-management-framework-for-teams and task-0123456789abcdefghij",
+    "the sk-learning-paths-for-everyone skill",
+    "the bearer of this letter",
+    "Key points: refunds over 100 EUR need approval",
+    "AKIA is a prefix; AKIAIOSFODNN7EXAMPLE2 is too long to be a key id",
+    "password reset requested",
+]
+
+
+@pytest.fixture
+def redactor() -> Redactor:
+    return Redactor()
+
+
+@pytest.mark.parametrize(("text", "secret"), PLANTED)
+def test_a_planted_secret_is_removed_from_plain_text(redactor: Redactor, text: str, secret: str) -> None:
+    out = redactor.redact(text)
+    assert secret not in out and REPLACEMENT in out
+
+
+@pytest.mark.parametrize(("text", "secret"), PLANTED)
+def test_a_planted_secret_is_removed_from_json_at_any_depth_and_the_json_is_unchanged_otherwise(
+    redactor: Redactor, text: str, secret: str
+) -> None:
+    # As a string value, as a string in a string (a tool returning JSON text), and escaped twice.
+    document = {"kind": "tool_result", "seq": 3, "result": text, "nested": json.dumps({"body": text}), "n": 7}
+    for encoded in (json.dumps(document), json.dumps(document, ensure_ascii=False, separators=(",", ":"))):
+        out = redactor.redact_json(encoded)
+        assert secret not in out
+        decoded = json.loads(out)
+        assert decoded.keys() == document.keys()
+        assert (decoded["kind"], decoded["seq"], decoded["n"]) == ("tool_result", 3, 7)
+        assert secret not in json.loads(decoded["nested"])["body"]
+        assert REPLACEMENT in decoded["result"]
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_look_alikes_are_kept(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == text
+    line = json.dumps({"text": text})
+    assert redactor.redact_json(line) == line
+
+
+def test_a_secret_right_after_a_json_escape_is_found_and_the_escape_kept(redactor: Redactor) -> None:
+    line = json.dumps({"result": f"line one\n{ANTHROPIC}\tand\x1b{AWS}\npassword: {OPAQUE}"})
+    out = redactor.redact_json(line)
+    for secret in (ANTHROPIC, AWS, OPAQUE):
+        assert secret not in out
+    assert json.loads(out)["result"] == (
+        f"line one\n{REPLACEMENT}\tand\x1b{REPLACEMENT}\npassword: {REPLACEMENT}"
+    )
+
+
+def test_redaction_is_idempotent(redactor: Redactor) -> None:
+    for text, _ in PLANTED:
+        once = redactor.redact(text)
+        assert redactor.redact(once) == once
+
+
+def test_redact_line_keeps_the_newline_and_returns_the_same_bytes_when_clean(redactor: Redactor) -> None:
+    clean = b'{"kind":"turn_start","user_message":"hello"}\n'
+    assert redactor.redact_line(clean) is clean
+    dirty = json.dumps({"kind": "x", "m": f"Bearer {JWT}"}).encode() + b"\n"
+    out = redactor.redact_line(dirty)
+    assert out.endswith(b"\n") and out.count(b"\n") == 1 and JWT.encode() not in out
+    assert redactor.redact_line(dirty.rstrip(b"\n")) == out.rstrip(b"\n")
+
+
+# ----------------------------------------------------------------------------------------------
+# Configured values and patterns
+
+
+def test_environment_values_are_redacted_in_every_encoding() -> None:
+    # A value with characters JSON escapes: found raw in text, escaped in JSON, \u-escaped in ASCII JSON.
+    value = 'pa"ss\\wörd-0123'
+    redactor = Redactor.from_env({"MY_DB_PASSWORD": value, ENV_LIST_VAR: "MY_DB_PASSWORD, OTHER"})
+    assert redactor.redact(f"connect with {value} now") == f"connect with {REPLACEMENT} now"
+    document = {"args": {"dsn": f"postgres://u:{value}@db"}, "count": 12345678901234567890123}
+    for ascii_only in (True, False):
+        text = json.dumps(document, ensure_ascii=ascii_only, indent=2)
+        out = redactor.redact_json(text)
+        expected = {"args": {"dsn": f"postgres://u:{REPLACEMENT}@db"}, "count": 12345678901234567890123}
+        assert json.loads(out) == expected
+        if ascii_only:
+            assert out.isascii()  # an ASCII export stays ASCII (it is written with that codec)
+        assert "\n  " in out  # the layout is kept: only the string changed
+
+
+def test_the_provider_keys_of_the_environment_are_redacted_whatever_their_shape() -> None:
+    redactor = Redactor.from_env({"ANTHROPIC_API_KEY": "plain-words-key-value", "OPENAI_API_KEY": "short"})
+    assert redactor.redact("x plain-words-key-value y") == f"x {REPLACEMENT} y"
+    assert redactor.redact("short") == "short"  # below MIN_LITERAL: it would match ordinary text
+    assert len("short") < MIN_LITERAL
+
+
+def test_user_patterns_from_the_environment_and_the_constructor() -> None:
+    redactor = Redactor.from_env(
+        {PATTERNS_ENV_VAR: r"cust-\d{6}" + "\n\n" + r"acct=(?P<secret>\w+)"}, patterns=[re.compile("zz-top")]
+    )
+    out = redactor.redact("cust-123456 paid from acct=XYZ987 via zz-top")
+    assert out == f"{REPLACEMENT} paid from acct={REPLACEMENT} via {REPLACEMENT}"
+
+
+def test_a_user_pattern_that_touches_the_json_syntax_only_changes_strings() -> None:
+    # \d{6} also matches the number 1234567 outside any string; a quote pattern crosses tokens.
+    redactor = Redactor(patterns=[r"\d{6}", r'"ab'], builtin=False)
+    text = json.dumps({"seq": 1234567, "note": "ref 987654 and 'abc'", "ab": ['"abc"']})
+    out = redactor.redact_json(text)
+    expected = {"seq": 1234567, "note": f"ref {REPLACEMENT} and 'abc'", "ab": [f"{REPLACEMENT}c\""]}
+    assert json.loads(out) == expected
+
+
+def test_a_secret_too_deep_to_parse_is_still_found_and_the_json_kept() -> None:
+    redactor = Redactor(secrets=["literal-secret-0001"])
+    depth = 5000  # beyond the recursion limit of json.loads
+    text = "[" * depth + json.dumps("a literal-secret-0001 and \"q\" " + ANTHROPIC) + "]" * depth
+    out = redactor.redact_json(text)
+    assert "literal-secret-0001" not in out and ANTHROPIC not in out
+    assert out.startswith("[" * depth) and out.endswith("]" * depth)
+    inner = out[depth:-depth]
+    assert json.loads(inner) == f'a {REPLACEMENT} and "q" {REPLACEMENT}'
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"patterns": ["(unclosed"]}, "not a valid regular expression"),
+        ({"patterns": ["x*"]}, "matches the empty string"),
+        ({"replacement": '"'}, "without quotes"),
+    ],
+)
+def test_bad_configuration_is_a_clear_error(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Redactor(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_bad_pattern_in_the_environment_names_the_pattern() -> None:
+    with pytest.raises(ConfigError, match=r"\[a-"):
+        Redactor.from_env({PATTERNS_ENV_VAR: "[a-"})
+
+
+def test_the_repr_never_shows_a_value() -> None:
+    redactor = Redactor(secrets=["the-value-itself-1"], patterns=["p+"])
+    assert "the-value-itself-1" not in repr(redactor) and "secrets=1" in repr(redactor)
+
+
+def test_off_changes_nothing() -> None:
+    off = Redactor.off()
+    assert not off.active
+    text = f"Bearer {JWT} {ANTHROPIC}"
+    assert off.redact(text) == text
+
+
+# ----------------------------------------------------------------------------------------------
+# Properties
+
+
+def _brute_force_spans(text: str) -> list[tuple[int, int]]:
+    """Every built-in span, found without the fast literal pre-check."""
+    spans = []
+    for rule, compiled in zip(BUILTIN_RULES, redact_module._COMPILED, strict=True):
+        for anchor in rule.anchors:
+            at = text.find(anchor)
+            while at != -1:
+                span = redact_module._match_rule(rule, compiled, text, at, len(anchor))
+                if span is not None:
+                    spans.append(span)
+                at = text.find(anchor, at + 1)
+    return sorted(spans)
+
+
+# Fragments that assemble into near-misses and hits of every rule.
+_PIECES = st.sampled_from([
+    "sk-", "ant-", "proj-", "AKIA", "ASIA", "ghp_", "AIza", "xoxb-", "Bearer", "bearer", "Authorization",
+    "AUTHORIZATION", "api_key", "apiKey", "KEY", "key", "token", "Token", "secret", "password", "PASSWD",
+    ":", "=", " ", "\t", "\n", "\\n", "\\", '"', "'", "\\\"", "-", "_", "0123456789", "ABCDEFGHIJKLMNOP",
+    "abcdefghij", "é", "\u202e", "\x1b", "Basic ",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=30).map("".join))
+def test_the_fast_pre_check_never_hides_a_match(text: str) -> None:
+    redactor = Redactor()
+    expected = _brute_force_spans(text)
+    assert sorted(redactor._builtin_spans(text)) == expected
+    if expected:
+        assert redactor.redact(text) != text
+
+
+_SAFE = st.text(alphabet="abcdefg0123456789 \"\\\n\x1bé\u202e{}[]:,=", max_size=20)  # cannot form a trigger
+_SECRETS = st.sampled_from([ANTHROPIC, OPENAI, AWS, f"Bearer {JWT}", f"password={OPAQUE}", GITHUB])
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _SAFE,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(_SAFE, children, max_size=4),
+    max_leaves=12,
+)
+
+
+def _plant(value: object, secret: str, counter: list[int]) -> object:
+    """Append the secret to every third string (keys included); count the plantings."""
+    if isinstance(value, str):
+        counter[0] += 1
+        return value + " " + secret if counter[0] % 3 == 0 else value
+    if isinstance(value, list):
+        return [_plant(v, secret, counter) for v in value]
+    if isinstance(value, dict):
+        return {_plant(k, secret, counter): _plant(v, secret, counter) for k, v in value.items()}
+    return value
+
+
+def _same_shape(before: object, after: object, secret: str) -> None:
+    if isinstance(before, str):
+        assert isinstance(after, str)
+        if secret in before:
+            assert secret not in after and REPLACEMENT in after
+        else:
+            assert after == before
+    elif isinstance(before, list):
+        assert isinstance(after, list) and len(after) == len(before)
+        for b, a in zip(before, after, strict=True):
+            _same_shape(b, a, secret)
+    elif isinstance(before, dict):
+        assert isinstance(after, dict) and len(after) == len(before)
+        for (kb, vb), (ka, va) in zip(before.items(), after.items(), strict=True):
+            _same_shape(kb, ka, secret)
+            _same_shape(vb, va, secret)
+    else:
+        assert after == before and type(after) is type(before)
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_values, _SECRETS, st.booleans())
+def test_redacted_json_parses_to_the_same_structure_without_the_secret(
+    value: object, secret: str, ascii_only: bool
+) -> None:
+    planted = _plant(value, secret, [0])
+    text = json.dumps(planted, ensure_ascii=ascii_only)
+    out = Redactor(secrets=["configured-literal-value"]).redact_json(text)
+    bare = secret.split()[-1].split("=")[-1]
+    assert bare not in out
+    _same_shape(planted, json.loads(out), bare)
+
+
+# ----------------------------------------------------------------------------------------------
+# The writer
+
+
+def test_the_writer_redacts_every_line_and_every_line_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    secrets = [ANTHROPIC, AWS, JWT, OPAQUE]
+    with TraceWriter.create(path) as writer:
+        writer.append(ToolResultEvent(
+            seq=1, ts=T0, run_id="r", turn=1, iteration=1, tool_call_id="c1", tool_name="http",
+            args={"headers": {"Authorization": f"Bearer {JWT}"}, "api_key": OPAQUE},
+            result=f'{{"echo": "{ANTHROPIC}", "aws": "{AWS}"}}',
+        ))
+        writer.append_many([
+            ToolResultEvent(
+                seq=2, ts=T0 + timedelta(seconds=1), run_id="r", turn=1, iteration=2, tool_call_id="c2",
+                tool_name="fail", result="Error", status="failure",
+                error=ErrorInfo(type="ProviderError", message=f"401 for key {ANTHROPIC}: password={OPAQUE}"),
+            ),
+        ])
+    data = path.read_bytes()
+    for secret in secrets:
+        assert secret.encode() not in data
+    with TraceReader(path) as reader:
+        records = [reader[i] for i in range(1, len(reader))]
+        assert reader.problems() == []
+    assert not any(isinstance(r, InvalidRecord | OpaqueRecord) for r in records)
+    first, second = records
+    assert isinstance(first, ToolResultEvent) and isinstance(second, ToolResultEvent)
+    assert first.args == {"headers": {"Authorization": f"Bearer {REPLACEMENT}"}, "api_key": REPLACEMENT}
+    assert second.error is not None and second.error.message == (
+        f"401 for key {REPLACEMENT}: password={REPLACEMENT}"
+    )
+
+
+def test_a_writer_given_no_redaction_writes_the_bytes_as_they_are(tmp_path: Path) -> None:
+    path = tmp_path / "raw.jsonl"
+    with TraceWriter.create(path, redactor=Redactor.off()) as writer:
+        writer.append(ToolResultEvent(
+            seq=1, ts=T0, run_id="r", tool_call_id="c", tool_name="t", result=ANTHROPIC
+        ))
+    assert ANTHROPIC.encode() in path.read_bytes()
+
+
+def test_the_default_writer_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "env-key-that-has-no-shape")
+    monkeypatch.setenv(PATTERNS_ENV_VAR, r"order-\d+")
+    path = tmp_path / "env.jsonl"
+    with TraceWriter.create(path) as writer:
+        writer.append(ToolResultEvent(
+            seq=1, ts=T0, run_id="r", tool_call_id="c", tool_name="t",
+            result="env-key-that-has-no-shape for order-1234",
+        ))
+    with TraceReader(path) as reader:
+        record = reader[1]
+    assert isinstance(record, ToolResultEvent) and record.result == f"{REPLACEMENT} for {REPLACEMENT}"
