@@ -19,12 +19,14 @@ the TUI) can catch one class and show a clear message instead of a traceback::
     ├── ScenarioError           a scenario or user module cannot be loaded
     ├── ConfigError             a user configuration file (the debugger's keymap) is invalid
     ├── BacktrackError          a backtrack request cannot be answered (unknown call, suspect…)
+    │   └── BacktrackCancelled  its caller cancelled a backtrack; what finished is kept
     └── ExportError             an export cannot be made or delivered (OTLP endpoint, serve host)
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "BacktrackCancelled",
     "BacktrackError",
     "ConfigError",
     "DefinitionError",
@@ -127,6 +129,10 @@ class ScenarioError(FpdebugError):
 
 class BacktrackError(FpdebugError):
     """A backtrack request names a call, suspect or sidecar that does not exist."""
+
+
+class BacktrackCancelled(BacktrackError):
+    """The caller of a backtrack cancelled it between two reruns; the verdicts that finished are kept."""
 
 
 class ExportError(FpdebugError):

@@ -1,0 +1,851 @@
+"""The backtrack report (DOMAIN §9.9, adapted) and its sidecar file beside the trace.
+
+:class:`BacktrackReport` is what the CLI prints and the TUI's backtrack pane renders: the claim,
+the tier (``correlational`` until seeded reruns with a stable baseline say more), the answer and
+the call that decided it, at most six suspect cards (each with its chain, where it was born, its
+score, an upper-bound flag and, after reruns, a verdict stamp), the missing-context candidates with
+their restoring verdicts, the baseline line, a score note, honesty lines, and the answer layer's
+unsupported values. It is built from a provenance and a ranking (:func:`build_report`), then
+updated probe by probe (:meth:`BacktrackReport.with_baseline`, :meth:`~BacktrackReport.with_probe`,
+:meth:`~BacktrackReport.with_bisect`, :meth:`~BacktrackReport.finished`).
+
+**The sidecar** is ``<trace path>.backtrack.jsonl`` beside the trace (a backtrack never opens the
+trace for writing; ARCHITECTURE §2). It is append-only, created with mode ``0600``, one JSON object
+per line, each line written by one ``write()``:
+
+- ``{"record": "report", …}``: the report as it stands before any rerun (correlational);
+- ``{"record": "baseline", …}``: the baseline probe;
+- ``{"record": "verdict", …, "verdict": {kind, tier, label, action, flips, samples, claim}}``: one
+  per probed suspect or missing piece, written as soon as it completes;
+- ``{"record": "bisect", …, "verdict": {kind, tier, label, claim}}``: the culprit sets;
+- ``{"record": "end", "status": "complete" | "cancelled" | "failed"}``.
+
+Every record carries the backtrack's ``id`` and the explained call (``call_index``, ``call_line``,
+``call_seq``), so several backtracks of one trace share the file. A cancelled or crashed backtrack
+keeps every record that completed. :func:`load_sidecar` reads it back (tolerating a torn last line
+and lines it cannot read) and replays the records onto the report, so the TUI pane can reopen saved
+verdicts exactly as they were shown.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal, TypeAlias
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from fpdebug.backtrack.ablation import AblationVerdict, BisectResult, ProbeStats, SuspectProbe
+from fpdebug.backtrack.provenance import HonestyFlag, Hop, Provenance
+from fpdebug.backtrack.suspects import EdgeHop, Suspect, SuspectRanking, suspect_label
+from fpdebug.errors import BacktrackError
+
+__all__ = [
+    "CARD_LIMIT",
+    "CLAIM_DISCIPLINE",
+    "SIDECAR_SUFFIX",
+    "BacktrackReport",
+    "BaselineRecord",
+    "BisectRecord",
+    "BisectSummary",
+    "BornAt",
+    "CardEdge",
+    "DecidedAt",
+    "EndRecord",
+    "MissingCard",
+    "ProbeVerdict",
+    "ReportRecord",
+    "SavedBacktrack",
+    "Sidecar",
+    "SidecarRecord",
+    "SidecarWriter",
+    "SuspectCard",
+    "UnsupportedCard",
+    "VerdictRecord",
+    "VerdictStamp",
+    "build_report",
+    "load_sidecar",
+    "sidecar_path_for",
+]
+
+SIDECAR_SUFFIX = ".backtrack.jsonl"
+"""Appended to the trace's file name: ``run.fptrace.jsonl`` → ``run.fptrace.jsonl.backtrack.jsonl``."""
+
+CARD_LIMIT = 6
+"""Suspect cards shown at most; the rest fold into one line (DOMAIN §9.9)."""
+
+CLAIM_DISCIPLINE: tuple[str, str] = (
+    "Scores, rankings and chains are correlational: a high score means a piece is aligned with the "
+    "answer, never that it caused it.",
+    "Only a seeded ablation verdict is causal: N ≥ 2 reruns, a strict majority of flips, and zero "
+    "flips in the baseline with nothing removed.",
+)
+"""The two lines every report ends its honesty block with."""
+
+_TEXT_LIMIT = 280
+Mode: TypeAlias = Literal["correlational", "causal"]
+Status: TypeAlias = Literal["running", "complete", "cancelled", "failed"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _clip(text: str | None, limit: int = _TEXT_LIMIT) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
+
+
+# ----------------------------------------------------------------------------------------------
+# The report's parts
+
+
+class DecidedAt(_Frozen):
+    """The call whose answer is explained."""
+
+    id: str
+    """``llm_call#<call_index>``."""
+    label: str
+    """``llm_call #5 (seq 26, turn 1, iteration 5)``."""
+    kind: Literal["llm"] = "llm"
+    """Always an LLM call here (the reference also knows rule decisions)."""
+
+
+class BornAt(_Frozen):
+    """Where a suspect was born."""
+
+    id: str
+    """The record (``run_start``, ``turn_start``…) or ``unknown``."""
+    label: str
+    """The BORN hop's words."""
+    via: str | None = None
+    """How it was admitted to the call (``always``, ``lease``, ``cursor``…)."""
+    seq: int | None = None
+    """The record's seq."""
+
+
+class CardEdge(_Frozen):
+    """The hop adjacent to the suspect (DOMAIN §9.9 ``edge``)."""
+
+    key: str | None = None
+    """What was carried (the slot, a lease…)."""
+    weight: float = 1.0
+    """The hop's weight."""
+    kind: Literal["data", "control"] = "data"
+    """A value read, or a decision that admitted it."""
+
+
+class VerdictStamp(_Frozen):
+    """The stamp on a card after reruns. Inconclusive probes get no stamp (DOMAIN §9.9)."""
+
+    kind: Literal["confirmed", "not-confirmed"]
+    """Confirmed is causal; not-confirmed leaves the ranking a correlational proxy."""
+    flips: int
+    """Reruns that flipped."""
+    samples: int
+    """Reruns made."""
+    claim: str
+    """The verdict's sentence."""
+
+
+class ProbeVerdict(_Frozen):
+    """One probe's verdict on one suspect or missing piece."""
+
+    source: str
+    """The suspect's piece id."""
+    label: str
+    """``injection 'vip-override'``."""
+    action: Literal["ablating", "restoring"]
+    """Removed, or put back."""
+    verdict: AblationVerdict
+    """The verdict (confirmed, not-confirmed or inconclusive)."""
+    mean_similarity: float
+    """Mean similarity of the reruns' answers to the original."""
+    answers: list[str] = Field(default_factory=list)
+    """The distinct answers the reruns gave, clipped (the first few)."""
+
+
+class SuspectCard(_Frozen):
+    """One suspect as the pane shows it (DOMAIN §9.9 ``Card``)."""
+
+    rank: int
+    """The TRUE rank in the ranking (display order may differ)."""
+    source: str
+    """The piece id (``injection:vip-override``)."""
+    kind: str
+    """``injection``, ``memory`` or ``tool``."""
+    flavor: str | None = None
+    """The injection's flavor."""
+    name: str
+    """The injection id or tool name."""
+    label: str
+    """``injection 'vip-override'``."""
+    text: str | None = None
+    """What the model read (clipped)."""
+    score: float
+    """The ranking score (correlational)."""
+    upper_bound: bool = False
+    """True when no text was scored: the score is an upper bound."""
+    edge: CardEdge | None = None
+    """The hop adjacent to the suspect."""
+    path: list[EdgeHop] = Field(default_factory=list)
+    """Every hop, only when there is more than one."""
+    reason: str
+    """``rode because …``."""
+    chain: list[Hop] = Field(default_factory=list)
+    """The walk back from the call (READ … BORN)."""
+    born_at: BornAt
+    """Where it was born."""
+    verdict: VerdictStamp | None = None
+    """The stamp, after a confirmed or not-confirmed probe."""
+    probe: ProbeVerdict | None = None
+    """The probe behind it, inconclusive ones included."""
+
+
+class MissingCard(_Frozen):
+    """A piece that was available but not sent, with its restoring verdict when probed."""
+
+    rank: int
+    """Its rank among the missing candidates."""
+    source: str
+    """The piece id (``missing:injection:wire-format``)."""
+    kind: str
+    """``injection``, ``memory`` or ``tool``."""
+    name: str
+    """The injection id or tool name."""
+    label: str
+    """``injection 'wire-format'``."""
+    reason: str
+    """``not sent: …``."""
+    text: str | None = None
+    """What a restoration would send (clipped)."""
+    score: float
+    """Its ranking score (correlational)."""
+    upper_bound: bool = False
+    """True when no text was scored."""
+    verdict: VerdictStamp | None = None
+    """The stamp after a restoring probe."""
+    probe: ProbeVerdict | None = None
+    """The probe behind it."""
+
+
+class UnsupportedCard(_Frozen):
+    """A value the answer states and no source holds: a suspect of its own kind, not ablatable."""
+
+    kind: Literal["unsupported-value"] = "unsupported-value"
+    """Always ``unsupported-value``."""
+    text: str
+    """The value as written in the answer."""
+    value_kind: str
+    """``number``, ``amount``, ``date``, ``id`` or ``quoted``."""
+    start: int | None = None
+    """Where it starts in the answer."""
+    end: int | None = None
+    """Where it ends."""
+    seq: int | None = None
+    """The ``finding`` record's seq."""
+    note: str = "stated in the answer, held by no tool result, user message or declared source; not ablatable"
+    """Why it is a suspect."""
+
+
+class BisectSummary(_Frozen):
+    """What a multi-culprit bisection found (DOMAIN §9.7)."""
+
+    verdict: Literal["confirmed", "not-reproducible", "inconclusive"]
+    """Confirmed (causal), not-reproducible, or inconclusive."""
+    tier: Literal["causal", "correlational"]
+    """``causal`` exactly when confirmed."""
+    culprits: list[list[str]] = Field(default_factory=list)
+    """Minimal culprit sets, by label: each set must be removed TOGETHER to flip the answer."""
+    sources: list[list[str]] = Field(default_factory=list)
+    """The same sets, by piece id."""
+    probes: int
+    """Probes run."""
+    runs_used: int
+    """Reruns made."""
+    baseline_flips: int | None = None
+    """Flips of its baseline probe."""
+    baseline_samples: int | None = None
+    """Reruns of its baseline probe."""
+    reason: str
+    """One sentence."""
+
+    @classmethod
+    def of(cls, result: BisectResult) -> BisectSummary:
+        """Summarise a :class:`~fpdebug.backtrack.ablation.BisectResult`."""
+        return cls(verdict=result.verdict, tier=result.tier,
+                   culprits=[[suspect_label(s) for s in group] for group in result.culprits],
+                   sources=[[s.source for s in group] for group in result.culprits],
+                   probes=len(result.probes), runs_used=result.runs_used,
+                   baseline_flips=result.baseline.flips if result.baseline else None,
+                   baseline_samples=result.baseline.samples if result.baseline else None,
+                   reason=result.reason)
+
+
+# ----------------------------------------------------------------------------------------------
+# The report
+
+
+class BacktrackReport(_Frozen):
+    """Why did the model answer this? The whole answer, tier by tier (DOMAIN §9.9, adapted)."""
+
+    format: Literal["fpdebug.backtrack"] = "fpdebug.backtrack"
+    """Always ``fpdebug.backtrack``."""
+    version: int = 1
+    """The report's shape version."""
+    claim: str
+    """The question answered (``Why did the model answer this at iteration N?``)."""
+    mode: Mode = "correlational"
+    """``causal`` only once seeded reruns ran with a stable baseline; else ``correlational``."""
+    mode_label: str
+    """One line on what the mode rests on."""
+    trace: str | None = None
+    """The trace path."""
+    run_id: str
+    """The run."""
+    agent: str | None = None
+    """The agent's name."""
+    model: str
+    """The model that answered."""
+    turn: int | None = None
+    """The call's turn."""
+    iteration: int
+    """The call's iteration."""
+    call_line: int
+    """The explained ``llm_call`` record."""
+    call_seq: int
+    """Its seq (``--call``)."""
+    call_index: int
+    """Its call index."""
+    answer: str
+    """What the call answered."""
+    decided_at: DecidedAt
+    """The call that decided it."""
+    cards: list[SuspectCard] = Field(default_factory=list)
+    """At most :data:`CARD_LIMIT` suspects: those with content evidence first, shown in rank order."""
+    folded: str | None = None
+    """``N more suspect(s) folded — #r source · …``."""
+    folded_count: int = 0
+    """How many suspects were folded (those beyond the ranking's cut included)."""
+    score_note: str | None = None
+    """A warning when the top two scores are within 0.05."""
+    missing: list[MissingCard] = Field(default_factory=list)
+    """Missing-context candidates, ranked."""
+    unsupported: list[UnsupportedCard] = Field(default_factory=list)
+    """Values the answer states without support (from the answer layer's findings)."""
+    assessed: bool = False
+    """Whether the answer layer assessed this answer."""
+    verdicts: list[ProbeVerdict] = Field(default_factory=list)
+    """Every probe's verdict, in the order they completed (folded suspects' included)."""
+    baseline: str | None = None
+    """``f/n flipped with no ablation``."""
+    baseline_flips: int | None = None
+    """The baseline's flips."""
+    baseline_samples: int | None = None
+    """The baseline's reruns."""
+    bisect: BisectSummary | None = None
+    """The culprit sets, when a bisection ran."""
+    flags: list[HonestyFlag] = Field(default_factory=list)
+    """The honesty flags that apply."""
+    rerun_provider: str | None = None
+    """Where the reruns' model came from."""
+    flip_test: str | None = None
+    """How "the answer changed" was judged."""
+    runs_used: int = 0
+    """Reruns made so far."""
+    status: Status = "complete"
+    """``running`` while probes are still to come; ``cancelled`` or ``failed`` when stopped early."""
+
+    # -- derived lines ---------------------------------------------------------------------------
+
+    @property
+    def honesty(self) -> list[str]:
+        """``⚠ <flag>: <note>`` for each flag, then the two claim-discipline lines."""
+        return [f"⚠ {flag.flag}: {flag.note}" for flag in self.flags] + list(CLAIM_DISCIPLINE)
+
+    @property
+    def stable_baseline(self) -> bool | None:
+        """Zero baseline flips (``None`` before any baseline ran)."""
+        return None if self.baseline_flips is None else self.baseline_flips == 0
+
+    # -- updates -----------------------------------------------------------------------------------
+
+    def with_baseline(self, stats: ProbeStats) -> BacktrackReport:
+        """The report after the baseline probe (nothing removed)."""
+        report = self.model_copy(update={
+            "baseline": f"{stats.flips}/{stats.samples} flipped with no ablation",
+            "baseline_flips": stats.flips, "baseline_samples": stats.samples,
+            "runs_used": self.runs_used + stats.samples,
+        })
+        return report._remoded()
+
+    def with_probe(self, probe: SuspectProbe) -> BacktrackReport:
+        """The report after one suspect's (or missing piece's) probe."""
+        verdict = _probe_verdict(probe.suspect.source, probe.verdict, probe.stats)
+        return self.with_verdict(verdict, probe.stats)
+
+    def with_verdict(self, verdict: ProbeVerdict, stats: ProbeStats) -> BacktrackReport:
+        """The report after one probe, given as its verdict and stats (what the sidecar saves)."""
+        stamp = _stamp(verdict.verdict)
+        update = {"verdict": stamp, "probe": verdict}
+        cards = [card.model_copy(update=update) if card.source == verdict.source else card
+                 for card in self.cards]
+        missing = [card.model_copy(update=update) if card.source == verdict.source else card
+                   for card in self.missing]
+        report = self.model_copy(update={"cards": cards, "missing": missing,
+                                         "verdicts": [*self.verdicts, verdict],
+                                         "runs_used": self.runs_used + stats.samples})
+        return report._remoded()
+
+    def with_bisect(self, result: BisectSummary) -> BacktrackReport:
+        """The report after a bisection."""
+        update: dict[str, object] = {"bisect": result, "runs_used": self.runs_used + result.runs_used}
+        # The bisection's own baseline counts when there was none yet, and whenever it was unstable.
+        if (self.baseline_flips is None and result.baseline_flips is not None) or result.baseline_flips:
+            baseline = f"{result.baseline_flips}/{result.baseline_samples} flipped with no ablation"
+            update |= {"baseline": baseline, "baseline_flips": result.baseline_flips,
+                       "baseline_samples": result.baseline_samples}
+        return self.model_copy(update=update)._remoded()
+
+    def finished(self, status: Status) -> BacktrackReport:
+        """The report with its final status."""
+        return self.model_copy(update={"status": status})
+
+    def _remoded(self) -> BacktrackReport:
+        flags = [flag for flag in self.flags if flag.flag != "baseline-unstable"]
+        if self.baseline_flips:
+            flags.append(HonestyFlag(flag="baseline-unstable", note=(
+                f"{self.baseline_flips}/{self.baseline_samples} reruns changed the answer with nothing "
+                "removed; no rerun can prove anything (every verdict is inconclusive)")))
+        ran = self.baseline_flips is not None
+        if not ran:
+            mode: Mode = "correlational"
+            label = "correlational: chains and rankings only, no reruns"
+        elif self.baseline_flips:
+            mode = "correlational"
+            label = ("correlational: the baseline changed outcome with nothing removed, so no rerun proves "
+                     "anything")
+        else:
+            mode = "causal"
+            label = (f"causal: seeded reruns against a stable baseline ({self.baseline}); only verdicts "
+                     "stamped CAUSAL say \"because\"")
+        return self.model_copy(update={"flags": flags, "mode": mode, "mode_label": label})
+
+
+def _probe_verdict(source: str, verdict: AblationVerdict, stats: ProbeStats) -> ProbeVerdict:
+    answers = list(dict.fromkeys(_clip(output, 160) or "" for output in stats.outputs))[:3]
+    return ProbeVerdict(source=source, label=verdict.label, action=verdict.action, verdict=verdict,
+                        mean_similarity=stats.similarity.mean, answers=answers)
+
+
+def _stamp(verdict: AblationVerdict) -> VerdictStamp | None:
+    if verdict.kind == "inconclusive":
+        return None
+    return VerdictStamp(kind=verdict.kind, flips=verdict.flips, samples=verdict.samples, claim=verdict.claim)
+
+
+def _name(suspect: Suspect) -> str:
+    return suspect.detail.injection_id or suspect.detail.tool_name or suspect.source
+
+
+def _card(suspect: Suspect, provenance: Provenance) -> SuspectCard:
+    origin = provenance.origin(suspect.source)
+    born = origin.born if origin is not None else None
+    via = None
+    parts = provenance.pieces_of(suspect.source)
+    if parts and parts[0].admission is not None:
+        via = parts[0].admission.via
+    edge = suspect.edge_path[-1] if suspect.edge_path else None
+    return SuspectCard(
+        rank=suspect.rank or 0, source=suspect.source, kind=suspect.kind, flavor=suspect.detail.flavor,
+        name=_name(suspect), label=suspect_label(suspect), text=_clip(suspect.detail.text),
+        score=suspect.score, upper_bound=not suspect.has_content_evidence,
+        edge=CardEdge(key=edge.key, weight=edge.weight, kind=edge.kind) if edge else None,
+        path=list(suspect.edge_path) if len(suspect.edge_path) > 1 else [],
+        reason=origin.reason if origin is not None else "the trace does not say why it rode",
+        chain=list(origin.chain) if origin is not None else [],
+        born_at=BornAt(id=_born_id(born, provenance), label=born.text if born else "unknown", via=via,
+                       seq=born.seq if born else None),
+    )
+
+
+def _born_id(born: Hop | None, provenance: Provenance) -> str:
+    if born is None or born.line is None:
+        return "unknown"
+    if born.line == provenance.run_start_line:
+        return "run_start"
+    return f"seq {born.seq}" if born.seq is not None else f"line {born.line}"
+
+
+def _missing_card(suspect: Suspect, provenance: Provenance) -> MissingCard:
+    origin = provenance.origin(suspect.source)
+    return MissingCard(rank=suspect.rank or 0, source=suspect.source, kind=suspect.kind, name=_name(suspect),
+                       label=suspect_label(suspect),
+                       reason=origin.reason if origin is not None else "not sent",
+                       text=_clip(suspect.detail.text), score=suspect.score,
+                       upper_bound=not suspect.has_content_evidence)
+
+
+def _select(suspects: Sequence[Suspect], limit: int) -> tuple[list[Suspect], list[Suspect]]:
+    # Cards with content evidence first (a real measurement beats an upper bound), then rank order.
+    preferred = sorted(suspects, key=lambda s: not s.has_content_evidence)  # stable: rank order within
+    chosen = {s.source for s in preferred[:limit]}
+    shown = [s for s in suspects if s.source in chosen]
+    rest = [s for s in suspects if s.source not in chosen]
+    return shown, rest
+
+
+def build_report(
+    provenance: Provenance,
+    ranking: SuspectRanking,
+    *,
+    claim: str | None = None,
+    card_limit: int = CARD_LIMIT,
+) -> BacktrackReport:
+    """The correlational report of one call: cards, folded line, score note, missing context, flags.
+
+    Args:
+        provenance: The call's provenance.
+        ranking: Its suspects, ranked (``rank_pieces(provenance.suspects, provenance.answer, …)``).
+        claim: The question; ``Why did the model answer this at iteration N?`` by default.
+        card_limit: Cards shown at most.
+
+    Returns:
+        The report, ``mode`` correlational (no reruns yet).
+    """
+    shown, rest = _select(ranking.suspects, card_limit)
+    folded_count = len(rest) + ranking.folded
+    folded = None
+    if folded_count:
+        listed = " · ".join(f"#{s.rank} {s.source}" for s in rest)
+        beyond = f" (+{ranking.folded} beyond the ranking's cut)" if ranking.folded else ""
+        folded = f"{folded_count} more suspect(s) folded — {listed}{beyond}" if listed else (
+            f"{folded_count} more suspect(s) folded{beyond}")
+    score_note = None
+    margin = ranking.confidence.margin
+    if margin is not None and margin < 0.05:
+        score_note = (f"the top two suspects score within {margin:.3f} of each other (< 0.05): the ranking "
+                      "does not single out a leader")
+    unsupported = [UnsupportedCard(text=value.text, value_kind=value.value_kind, start=value.start,
+                                   end=value.end, seq=value.line) for value in provenance.unsupported]
+    return BacktrackReport(
+        claim=claim or f"Why did the model answer this at iteration {provenance.iteration}?",
+        mode="correlational", mode_label="correlational: chains and rankings only, no reruns",
+        trace=provenance.trace, run_id=provenance.run_id, agent=provenance.agent, model=provenance.model,
+        turn=provenance.turn, iteration=provenance.iteration, call_line=provenance.call_line,
+        call_seq=provenance.call_seq, call_index=provenance.call_index, answer=provenance.answer,
+        decided_at=DecidedAt(id=f"llm_call#{provenance.call_index}",
+                             label=f"llm_call #{provenance.call_index} (seq {provenance.call_seq}, turn "
+                                   f"{provenance.turn}, iteration {provenance.iteration})"),
+        cards=[_card(s, provenance) for s in shown], folded=folded, folded_count=folded_count,
+        score_note=score_note, missing=[_missing_card(s, provenance) for s in ranking.missing],
+        unsupported=unsupported, assessed=provenance.assessed, flags=list(provenance.flags),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Sidecar records
+
+
+class _Record(_Frozen):
+    id: str
+    """The backtrack this record belongs to."""
+    call_index: int
+    """The explained call's index."""
+    call_line: int
+    """Its line."""
+    call_seq: int
+    """Its seq."""
+
+
+class ReportRecord(_Record):
+    """The report before any rerun."""
+
+    record: Literal["report"] = "report"
+    format: Literal["fpdebug.backtrack"] = "fpdebug.backtrack"
+    """Always ``fpdebug.backtrack``."""
+    created: datetime
+    """When the backtrack started (UTC)."""
+    trace: str | None = None
+    """The trace path."""
+    report: BacktrackReport
+    """The report."""
+
+
+class BaselineRecord(_Record):
+    """The baseline probe."""
+
+    record: Literal["baseline"] = "baseline"
+    stats: ProbeStats
+    """Its stats."""
+
+
+class VerdictRecord(_Record):
+    """One probe's verdict."""
+
+    record: Literal["verdict"] = "verdict"
+    source: str
+    """The suspect's piece id."""
+    action: Literal["ablating", "restoring"]
+    """Removed or put back."""
+    verdict: AblationVerdict
+    """The verdict."""
+    stats: ProbeStats
+    """The probe's stats."""
+
+
+class BisectStamp(_Frozen):
+    """A bisection's outcome in the shape of a verdict (what a generic sidecar reader looks for)."""
+
+    kind: Literal["confirmed", "not-reproducible", "inconclusive"]
+    """The outcome."""
+    tier: Literal["causal", "correlational"]
+    """``causal`` exactly when confirmed."""
+    label: str
+    """``bisect: [injection 'x'] · [tool 'y']``."""
+    claim: str
+    """The reason."""
+
+
+class BisectRecord(_Record):
+    """A bisection's culprit sets."""
+
+    record: Literal["bisect"] = "bisect"
+    bisect: BisectSummary
+    """The summary."""
+    verdict: BisectStamp
+    """The same outcome as a verdict."""
+
+
+class EndRecord(_Record):
+    """How the backtrack ended."""
+
+    record: Literal["end"] = "end"
+    status: Literal["complete", "cancelled", "failed"]
+    """Finished, cancelled by its caller, or stopped by an error."""
+    runs_used: int = 0
+    """Reruns made."""
+    error: str | None = None
+    """The error, when it failed."""
+
+
+SidecarRecord = Annotated[
+    ReportRecord | BaselineRecord | VerdictRecord | BisectRecord | EndRecord, Field(discriminator="record")
+]
+"""Any sidecar line."""
+
+_RECORD: TypeAdapter[SidecarRecord] = TypeAdapter(SidecarRecord)
+_AnyRecord: TypeAlias = ReportRecord | BaselineRecord | VerdictRecord | BisectRecord | EndRecord
+
+
+def sidecar_path_for(trace: str | os.PathLike[str]) -> Path:
+    """``<trace path>.backtrack.jsonl``, beside the trace."""
+    path = Path(trace)
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+class SidecarWriter:
+    """Appends one backtrack's records to the sidecar beside a trace (never the trace itself).
+
+    The file is opened per record with ``O_APPEND`` (created ``0600``), so a crash loses at most the
+    record being written, and several backtracks may append to one file in turn.
+
+    Args:
+        trace: The trace path.
+        report: The report before any rerun (written as the first record).
+        path: The sidecar path (``<trace>.backtrack.jsonl`` by default).
+        backtrack_id: The backtrack's id (random by default).
+
+    Raises:
+        BacktrackError: The sidecar path is the trace itself, or cannot be written.
+    """
+
+    def __init__(
+        self,
+        trace: str | os.PathLike[str],
+        report: BacktrackReport,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        backtrack_id: str | None = None,
+    ) -> None:
+        self.trace = Path(trace)
+        """The trace (only its name is used)."""
+        self.path = Path(path) if path is not None else sidecar_path_for(trace)
+        """The sidecar file."""
+        if self.path.resolve() == self.trace.resolve():
+            raise BacktrackError(f"refusing to write backtrack records into the trace itself ({self.trace})")
+        self.id = backtrack_id or uuid.uuid4().hex[:12]
+        """This backtrack's id in the file."""
+        self._call = {"call_index": report.call_index, "call_line": report.call_line,
+                      "call_seq": report.call_seq}
+        self.append(ReportRecord(id=self.id, created=datetime.now(UTC), trace=str(self.trace), report=report,
+                                 **self._call))
+
+    def append(self, record: _AnyRecord) -> None:
+        """Append one record as one line, in one ``write()``.
+
+        Raises:
+            BacktrackError: The disk refused it.
+        """
+        data = orjson.dumps(record.model_dump(mode="json", exclude_none=True)) + b"\n"
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise BacktrackError(f"cannot write the backtrack sidecar {self.path}: {exc.strerror}") from exc
+        try:
+            if _ends_torn(fd):
+                # A crashed writer left half a line: start ours on a line of its own.
+                data = b"\n" + data
+            written = os.write(fd, data)
+            if written != len(data):
+                raise BacktrackError(f"short write to the backtrack sidecar {self.path}")
+        except OSError as exc:
+            raise BacktrackError(f"cannot write the backtrack sidecar {self.path}: {exc.strerror}") from exc
+        finally:
+            os.close(fd)
+
+    def baseline(self, stats: ProbeStats) -> None:
+        """Record the baseline probe."""
+        self.append(BaselineRecord(id=self.id, stats=stats, **self._call))
+
+    def verdict(self, probe: SuspectProbe) -> None:
+        """Record one probe's verdict."""
+        self.append(VerdictRecord(id=self.id, source=probe.suspect.source, action=probe.verdict.action,
+                                  verdict=probe.verdict, stats=probe.stats, **self._call))
+
+    def bisect(self, summary: BisectSummary) -> None:
+        """Record a bisection."""
+        sets = " · ".join("[" + ", ".join(group) + "]" for group in summary.culprits) or "no culprit set"
+        stamp = BisectStamp(kind=summary.verdict, tier=summary.tier, label=f"bisect: {sets}",
+                            claim=summary.reason)
+        self.append(BisectRecord(id=self.id, bisect=summary, verdict=stamp, **self._call))
+
+    def end(self, status: Literal["complete", "cancelled", "failed"], *, runs_used: int = 0,
+            error: str | None = None) -> None:
+        """Record how the backtrack ended."""
+        self.append(EndRecord(id=self.id, status=status, runs_used=runs_used, error=error, **self._call))
+
+
+def _ends_torn(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading the sidecar back
+
+
+class SavedBacktrack(_Frozen):
+    """One backtrack reopened from the sidecar."""
+
+    id: str
+    """Its id."""
+    created: datetime
+    """When it started."""
+    report: BacktrackReport
+    """The report with every saved record applied."""
+    status: Literal["complete", "cancelled", "failed", "unfinished"]
+    """``unfinished`` when no end record was written (a crash, or still running)."""
+    records: int
+    """Records read for it."""
+
+
+class Sidecar(_Frozen):
+    """What a sidecar holds."""
+
+    path: str
+    """The file."""
+    backtracks: list[SavedBacktrack] = Field(default_factory=list)
+    """Backtracks in the order they started."""
+    unreadable_lines: int = 0
+    """Lines that were not valid records (or belonged to no report), skipped."""
+    torn_tail: bool = False
+    """The file ends in half a line (a writer stopped mid-record); it was skipped."""
+
+    def latest(self, *, call_seq: int | None = None) -> SavedBacktrack | None:
+        """The most recent backtrack (of one call, when ``call_seq`` is given)."""
+        for saved in reversed(self.backtracks):
+            if call_seq is None or saved.report.call_seq == call_seq:
+                return saved
+        return None
+
+
+def load_sidecar(path: str | os.PathLike[str]) -> Sidecar:
+    """Read a sidecar back: each backtrack's report with its baseline, verdicts and bisection applied.
+
+    Tolerant: a torn last line, lines that are not JSON, unknown records and records of a backtrack
+    whose report line is missing are skipped and counted, never fatal.
+
+    Args:
+        path: The sidecar (``sidecar_path_for(trace)``).
+
+    Returns:
+        The backtracks it holds.
+
+    Raises:
+        BacktrackError: The file does not exist or cannot be read.
+    """
+    file = Path(path)
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError:
+        raise BacktrackError(f"no backtrack sidecar at {file}") from None
+    except OSError as exc:
+        raise BacktrackError(f"cannot read the backtrack sidecar {file}: {exc.strerror}") from exc
+    lines = data.split(b"\n")
+    torn = bool(lines and lines[-1].strip())
+    if lines:
+        lines = lines[:-1]  # the part after the last newline: empty, or a torn record
+    unreadable = 0
+    order: list[str] = []
+    reports: dict[str, tuple[datetime, BacktrackReport]] = {}
+    status: dict[str, Literal["complete", "cancelled", "failed", "unfinished"]] = {}
+    counts: dict[str, int] = {}
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            record = _RECORD.validate_json(raw)
+        except ValidationError:
+            unreadable += 1
+            continue
+        if isinstance(record, ReportRecord):
+            order.append(record.id)
+            reports[record.id] = (record.created, record.report.finished("running"))
+            status[record.id], counts[record.id] = "unfinished", 1
+            continue
+        if record.id not in reports:
+            unreadable += 1
+            continue
+        created, report = reports[record.id]
+        counts[record.id] += 1
+        reports[record.id] = (created, _apply(report, record))
+        if isinstance(record, EndRecord):
+            status[record.id] = record.status
+    backtracks = []
+    for backtrack_id in order:
+        created, report = reports[backtrack_id]
+        state = status[backtrack_id]
+        report = report.finished("running" if state == "unfinished" else state)
+        backtracks.append(SavedBacktrack(id=backtrack_id, created=created, report=report, status=state,
+                                         records=counts[backtrack_id]))
+    return Sidecar(path=str(file), backtracks=backtracks, unreadable_lines=unreadable, torn_tail=torn)
+
+
+def _apply(report: BacktrackReport, record: _AnyRecord) -> BacktrackReport:
+    match record:
+        case BaselineRecord():
+            return report.with_baseline(record.stats)
+        case VerdictRecord():
+            verdict = _probe_verdict(record.source, record.verdict, record.stats)
+            return report.with_verdict(verdict, record.stats)
+        case BisectRecord():
+            return report.with_bisect(record.bisect)
+        case EndRecord():
+            return report.model_copy(update={"runs_used": max(report.runs_used, record.runs_used)})
+    return report
