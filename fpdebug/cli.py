@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "run",
     "demo",
     "export",
+    "backtrack",
     "report",
     "serve",
 )

@@ -1,0 +1,232 @@
+"""``fpdebug backtrack TRACE``: from an answer back to the context that caused it, with causal reruns."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from fpdebug.backtrack.provenance import ContextPiece, Hop
+    from fpdebug.backtrack.report import BacktrackReport, ProbeVerdict, VerdictStamp
+    from fpdebug.backtrack.rerun import ModuleLoader
+    from fpdebug.backtrack.session import Backtrack
+
+HELP = "Explain an answer: the chain of every piece of context, ranked suspects, and seeded rerun verdicts."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``TRACE``, the call, the reruns, the provider and the output options."""
+    parser.add_argument("trace", metavar="TRACE", help="the trace file")
+    parser.add_argument("--call", type=int, metavar="SEQ",
+                        help="the llm_call to explain, by seq (default: the final answer of the last turn)")
+    parser.add_argument("--ablate", action="store_true",
+                        help="rerun the call without each top suspect (after a baseline): causal verdicts")
+    parser.add_argument("--restore", action="store_true",
+                        help="rerun the call with each missing-context candidate put back")
+    parser.add_argument("--bisect", action="store_true", help="find the minimal sets of culprits (ddmin)")
+    parser.add_argument("--samples", type=int, default=3, metavar="N",
+                        help="seeded reruns per probe (at least 2; default 3)")
+    parser.add_argument("--provider", choices=("scripted", "anthropic", "openai"),
+                        help="the model reruns use: the run's scripted model (default), or a live one "
+                             "(only when named here, with --model)")
+    parser.add_argument("--model", metavar="M", help="the live model to rerun with")
+    parser.add_argument("--base-url", metavar="URL", help="another endpoint for the live provider")
+    parser.add_argument("--flip-test", choices=("auto", "exact", "normalized", "similarity"), default="auto",
+                        help="how a rerun's answer counts as changed (default auto: normalized text for "
+                             "short answers, lexical similarity < 0.8 for long ones)")
+    parser.add_argument("--max-probes", type=int, default=24, metavar="N",
+                        help="the bisection's probe budget (default 24)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--no-save", action="store_true",
+                        help="do not append the report and verdicts to TRACE.backtrack.jsonl")
+
+
+def _loader(trace: Path) -> ModuleLoader:
+    from fpdebug.demo import load_target
+    from fpdebug.errors import ScenarioError
+
+    def load(name: str) -> ModuleType:
+        try:
+            return load_target(name).module
+        except ScenarioError:
+            # A module recorded by a relative path: try it beside the trace too.
+            beside = trace.parent / name
+            if not Path(name).is_absolute() and beside.is_file():
+                return load_target(str(beside)).module
+            raise
+
+    return load
+
+
+def run(args: argparse.Namespace) -> int:
+    """Explain the call, rerun it as asked, print the report; exit 0 (errors exit 2 through cli.main)."""
+    from fpdebug.backtrack.session import backtrack
+    from fpdebug.errors import BacktrackError
+
+    if args.samples < 2:
+        raise BacktrackError(f"--samples must be at least 2 (a causal verdict needs N ≥ 2), "
+                             f"got {args.samples}")
+    if args.model and args.provider in (None, "scripted"):
+        raise BacktrackError("--model names a live model: pass --provider anthropic or --provider openai too")
+    if args.max_probes < 1:
+        raise BacktrackError(f"--max-probes must be at least 1, got {args.max_probes}")
+    trace = Path(args.trace)
+    reruns = args.ablate or args.restore or args.bisect
+    progress = _progress if reruns and sys.stderr.isatty() else None
+    result = backtrack(
+        trace, seq=args.call, ablate=args.ablate, restore=args.restore, bisect=args.bisect,
+        samples=args.samples, provider=args.provider, model=args.model, base_url=args.base_url,
+        load_module=_loader(trace), flip_test=args.flip_test, max_probes=args.max_probes,
+        save=not args.no_save, progress=progress,
+    )
+    if progress is not None:
+        print(file=sys.stderr)
+    if args.json:
+        print(json.dumps(_as_json(result), indent=2, ensure_ascii=True))
+    else:
+        sys.stdout.write(render(result))
+    return 0
+
+
+def _progress(done: int, total: int) -> None:
+    print(f"\r  reruns {done}/{total}", end="", file=sys.stderr, flush=True)
+
+
+def _as_json(result: Backtrack) -> dict[str, object]:
+    context = [
+        {"id": piece.id, "kind": piece.kind, "source": piece.source, "injection_id": piece.injection_id,
+         "tool_name": piece.tool_name, "tool_call_id": piece.tool_call_id, "reason": piece.reason,
+         "suspect": piece.suspect_id,
+         "chain": [hop.model_dump(mode="json", exclude_none=True) for hop in piece.chain]}
+        for piece in result.provenance.pieces
+    ]
+    missing = [candidate.model_dump(mode="json", exclude_none=True)
+               for candidate in result.provenance.missing]
+    report = result.report.model_dump(mode="json", exclude_none=True)
+    report["honesty"] = result.report.honesty
+    return {"report": report, "context": context, "available_not_sent": missing,
+            "sidecar": str(result.sidecar) if result.sidecar is not None else None}
+
+
+# ----------------------------------------------------------------------------------------------
+# Text
+
+
+def render(result: Backtrack) -> str:
+    """The report as text; every line passes through ``inert_line`` (trace text is untrusted)."""
+    from fpdebug.trace.inert import inert_line
+
+    report = result.report
+    lines: list[str] = []
+    lines += _header(report)
+    lines += ["", f"context that rode {report.decided_at.label}: correlational, how each piece got there"]
+    lines += [f"  {_where(piece):<16} {_what(piece):<40} {piece.reason}"
+              for piece in result.provenance.pieces]
+    lines += ["", "suspects (correlational: aligned with the answer, never \"because\")"]
+    if not report.cards:
+        lines.append("  none: nothing engineered rode this call (only the base prompt, the user and replies)")
+    for card in report.cards:
+        bound = " (upper bound: no text to score)" if card.upper_bound else ""
+        stamp = _card_stamp(card.verdict, card.probe)
+        flavor = f" ({card.flavor})" if card.flavor and card.kind != "tool" else ""
+        lines.append(f"  #{card.rank} {card.label}{flavor}  score {card.score:.3f}{bound}{stamp}")
+        if card.text:
+            lines.append(f"     text: {card.text}")
+        lines.append(f"     {card.reason}")
+        lines += _chain(report.answer, card.chain)
+    if report.folded:
+        lines.append(f"  {report.folded}")
+    if report.score_note:
+        lines.append(f"  ⚠ {report.score_note}")
+    lines += ["", "available but not sent (missing-context candidates, correlational)"]
+    candidates = result.provenance.missing
+    if not candidates:
+        lines.append("  none")
+    ranked = {card.source: card for card in report.missing}
+    for candidate in candidates:
+        card = ranked.get(candidate.id)
+        name = candidate.injection_id or candidate.tool_name or candidate.id
+        stamp = _card_stamp(card.verdict, card.probe) if card is not None else ""
+        restorable = "" if candidate.restorable else " (cannot be restored)"
+        lines.append(f"  {candidate.kind} '{name}' — {candidate.reason}: {candidate.detail}{restorable}"
+                     f"{stamp}")
+    if report.baseline is not None or report.bisect is not None:
+        lines += ["", "verdicts (causal tier: seeded reruns of the recorded call)"]
+        lines.append(f"  reruns: {report.rerun_provider}; flip test: {report.flip_test}")
+        if report.baseline is not None:
+            stable = "stable" if report.baseline_flips == 0 else "UNSTABLE"
+            lines.append(f"  baseline: {report.baseline} ({stable})")
+        for verdict in report.verdicts:
+            lines.append(f"  {verdict.verdict.claim}")
+            if verdict.verdict.kind != "not-confirmed" and verdict.answers:
+                lines.append(f"     reruns answered: {' | '.join(verdict.answers)}")
+        if report.bisect is not None:
+            bisect = report.bisect
+            sets = " · ".join("[" + ", ".join(group) + "]" for group in bisect.culprits) or "none"
+            lines.append(f"  bisect: {bisect.verdict} ({bisect.tier}) — culprit sets: {sets}; "
+                         f"{bisect.probes} probes, {bisect.runs_used} reruns")
+            lines.append(f"     {bisect.reason}")
+        if report.status == "cancelled":
+            lines.append("  cancelled: the verdicts above are the ones that finished")
+    if report.assessed or report.unsupported:
+        lines += ["", "answer assessment (answer layer)"]
+        if not report.unsupported:
+            lines.append("  every value the answer states has a source")
+        for value in report.unsupported:
+            lines.append(f"  unsupported-value {value.text!r} ({value.value_kind}): {value.note}")
+    lines += ["", "honesty"]
+    lines += [f"  {line}" for line in report.honesty]
+    if result.sidecar is not None:
+        lines += ["", f"saved to {result.sidecar}"]
+    return "".join(inert_line(line) + "\n" for line in lines)
+
+
+def _header(report: BacktrackReport) -> list[str]:
+    agent = f", agent {report.agent}" if report.agent else ""
+    return [
+        f"backtrack {report.trace} (run {report.run_id}{agent}, model {report.model})",
+        f"claim:  {report.claim}",
+        f"tier:   {report.mode_label}",
+        f"answer: {report.decided_at.label} answered",
+        f"        {report.answer!r}",
+    ]
+
+
+def _chain(answer: str, chain: list[Hop]) -> list[str]:
+    shown = answer if len(answer) <= 80 else answer[:79] + "…"
+    lines = [f"       ANSWER   {shown!r}"]
+    for hop in chain:
+        seq = f"  [seq {hop.seq}]" if hop.seq is not None else ""
+        lines.append(f"     {'   ' * hop.level}  ← {hop.verb:<8} {hop.text}{seq}")
+    return lines
+
+
+def _where(piece: ContextPiece) -> str:
+    slot = {"system-prompt": "system-prompt", "messages": "message", "tools": "tool"}[piece.slot]
+    return f"{slot} {piece.position + 1}"
+
+
+def _what(piece: ContextPiece) -> str:
+    if piece.kind in ("injection", "memory", "park-card"):
+        return f"{piece.source} '{piece.injection_id}'"
+    if piece.kind == "tool-result":
+        return f"result of `{piece.tool_name}` {piece.tool_call_id or ''}".rstrip()
+    if piece.kind == "tool-schema":
+        owner = f" of '{piece.injection_id}'" if piece.injection_id else ""
+        return f"tool `{piece.tool_name}`{owner}"
+    return piece.kind
+
+
+def _card_stamp(verdict: VerdictStamp | None, probe: ProbeVerdict | None) -> str:
+    # Inconclusive probes carry no stamp (DOMAIN §9.9), but the text still says a probe ran.
+    if verdict is not None:
+        words = "CAUSAL" if verdict.kind == "confirmed" else "not confirmed"
+        return f"   [{words} {verdict.flips}/{verdict.samples}]"
+    if probe is not None:
+        return f"   [inconclusive {probe.verdict.flips}/{probe.verdict.samples}]"
+    return ""
