@@ -63,7 +63,8 @@ def main(mode: str, path: str, count: int) -> None:
     agent = agent.max_iterations(21)
     with TraceFileSink.create(path, durability="none") as sink:
         for number in range(1, 1_000_000):
-            agent.run("do the steps", provider=ScriptedProvider(respond=respond), sink=sink, run_id=f"r{number}")
+            model = ScriptedProvider(respond=respond)
+            agent.run("do the steps", provider=model, sink=sink, run_id=f"r{number}")
 
 
 def fast(path: str, count: int) -> None:

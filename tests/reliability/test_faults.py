@@ -230,7 +230,9 @@ class _DiskFiller:
     With ``once``, only that record fails (space was freed meanwhile); otherwise every later one too.
     """
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, sink: TraceFileSink, *, after: int, once: bool) -> None:
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, sink: TraceFileSink, *, after: int, once: bool
+    ) -> None:
         self.fd = sink.writer._fd
         self.count = 0
         self.failed = 0
@@ -313,7 +315,8 @@ def test_a_follower_keeps_up_with_a_writer_appending_as_fast_as_it_can(tmp_path:
     child = start_child("fast", path, count)
     deadline = time.monotonic() + 60
     while not path.exists():
-        assert child.poll() is None and time.monotonic() < deadline, child.stderr.read() if child.stderr else ""
+        alive = child.poll() is None and time.monotonic() < deadline
+        assert alive, child.stderr.read() if child.stderr else ""
         time.sleep(0.001)
     reader = TraceReader(path, index=False, wait_for_header=True)
     model = RunModel(reader)
