@@ -21,6 +21,7 @@ from fpdebug.backtrack.provenance import (
     trace_provenance,
 )
 from fpdebug.backtrack.suspects import rank_pieces
+from fpdebug.demo import scenario_names
 from fpdebug.engine.agent import Agent
 from fpdebug.engine.injections import define_fact
 from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply
@@ -71,7 +72,7 @@ def result_seq(path: Path, call_id: str) -> int:
 # Every piece of the request, in order
 
 
-@pytest.mark.parametrize("name", ["support", "zone-trap", "planted-fact", "leases", "leases-cyclic"])
+@pytest.mark.parametrize("name", scenario_names())
 def test_every_piece_of_the_final_call_is_listed_in_request_order(name: str) -> None:
     path = sample(name)
     provenance = provenance_of(path)
@@ -284,6 +285,42 @@ def test_leases_cyclic_tenure_lease_then_route_back_to_triage() -> None:
         in triage.reason
     ended = next(m for m in final.missing if m.injection_id == "triage-notes")
     assert ended.reason == "lease-ended" and "ended its tenure at iteration 3" in ended.detail
+
+
+# ----------------------------------------------------------------------------------------------
+# unsupported-amount and traced-argument: the honesty layers' demos
+
+
+def test_unsupported_amount_final_answer_and_its_unsupported_value() -> None:
+    path = sample("unsupported-amount")
+    provenance = provenance_of(path)
+    reminder = piece(provenance, "late-fee-reminder")
+    assert reminder.reason == "rode because its trigger is always"
+    assert hop(reminder, "BORN").seq == events(path, "run_start")[0]["seq"]
+    invoice = next(p for p in provenance.pieces if p.kind == "tool-result")
+    call_id = invoice.tool_call_id
+    assert call_id is not None
+    assert (hop(invoice, "RETURNED").seq, hop(invoice, "ASKED").seq) == (result_seq(path, call_id),
+                                                                          asked_seq(path, call_id))
+    assessment = next(r for r in events(path, "finding") if r["layer"] == "answer")
+    unsupported = [v["text"] for row in assessment["rows"] for v in row["values"] if not v["supported"]]
+    assert provenance.assessed and [v.text for v in provenance.unsupported] == unsupported
+    assert all(v.line == assessment["seq"] for v in provenance.unsupported)
+
+
+def test_traced_argument_final_answer_reads_two_tool_results() -> None:
+    path = sample("traced-argument")
+    provenance = provenance_of(path)
+    results = [p for p in provenance.pieces if p.kind == "tool-result"]
+    recorded = events(path, "tool_result")
+    assert [(p.tool_name, p.tool_call_id) for p in results] == [(r["tool_name"], r["tool_call_id"])
+                                                                for r in recorded]
+    for p, record in zip(results, recorded, strict=True):
+        assert hop(p, "RETURNED").seq == record["seq"]
+        assert hop(p, "ASKED").seq == asked_seq(path, record["tool_call_id"])
+        assert hop(p, "BORN").text == f"agent tool {record['tool_name']!r} declared in run_start"
+    assert [s.id for s in provenance.suspects] == [f"tool:{r['tool_name']}" for r in recorded]
+    assert provenance.assessed and provenance.unsupported == []
 
 
 # ----------------------------------------------------------------------------------------------
