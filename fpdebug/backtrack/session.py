@@ -298,8 +298,8 @@ def backtrack(
     usable = [s for s in ranking.suspects if s.ablation is not None and s.ablation.kind != "arg"]
     probed = usable[: max(0, max_probed)]
     restored = [s for s in ranking.missing if s.ablation is not None][:max(0, max_restored)]
-    total = ((1 + (len(probed) if ablate else 0) + (len(restored) if restore else 0)) * count
-             if ablate or restore else 0) + (max_probes * count if bisect else 0)
+    queued = (len(probed) if ablate else 0) + (len(restored) if restore else 0)
+    total = ((1 + queued) * count if queued else 0) + (max_probes * count if bisect else 0)
     watched = _Watched(runner, total=total, progress=progress, cancelled=cancelled)
     try:
         _run(result, watched, writer, ablate=ablate, restore=restore, bisect=bisect, probed=probed,
@@ -341,13 +341,13 @@ def _run(
     max_culprits: int,
 ) -> None:
     original = result.provenance.answer
-    if ablate or restore:
+    queue = (probed if ablate else []) + (restored if restore else [])
+    if queue:  # a baseline only when something will be judged against it
         baseline = run_ablation_probe(runner, [], original=original, samples=samples, answer_changed=changed)
         result.baseline = baseline
         result.report = result.report.with_baseline(baseline)
         if writer is not None:
             writer.baseline(baseline)
-        queue = (probed if ablate else []) + (restored if restore else [])
         for suspect in queue:
             # One suspect at a time, against the shared baseline: each verdict is saved as it completes.
             found = probe_suspects([suspect], runner, original=original, samples=samples, max_suspects=1,

@@ -155,6 +155,8 @@ def render(result: Backtrack) -> str:
         restorable = "" if candidate.restorable else " (cannot be restored)"
         lines.append(f"  {candidate.kind} '{name}' — {candidate.reason}: {candidate.detail}{restorable}"
                      f"{stamp}")
+    if report.rerun_provider is not None and report.baseline is None and report.bisect is None:
+        lines += ["", "verdicts: nothing to rerun (no suspect or missing piece that a rerun can apply)"]
     if report.baseline is not None or report.bisect is not None:
         lines += ["", "verdicts (causal tier: seeded reruns of the recorded call)"]
         lines.append(f"  reruns: {report.rerun_provider}; flip test: {report.flip_test}")

@@ -175,6 +175,15 @@ def test_explain_reads_only_and_no_save_writes_nothing(tmp_path: Path) -> None:
     assert [line["record"] for line in records(saved.sidecar)] == ["report", "end"]  # type: ignore[arg-type]
 
 
+def test_restore_with_nothing_missing_reruns_nothing(tmp_path: Path) -> None:
+    path = planted_trace(tmp_path)
+    counted: list[int] = []
+    result = backtrack(path, restore=True, load_module=demo_loader, progress=lambda d, _: counted.append(d))
+    assert result.provenance.missing == [] and counted == [0] and result.baseline is None
+    assert result.report.mode == "correlational" and result.report.runs_used == 0
+    assert [line["record"] for line in records(result.sidecar)] == ["report", "end"]  # type: ignore[arg-type]
+
+
 def test_a_cancelled_backtrack_keeps_what_finished(tmp_path: Path) -> None:
     path = planted_trace(tmp_path)
     done: list[int] = []

@@ -91,6 +91,12 @@ def test_restore_probes_the_missing_context(tmp_path: Path, capsys: pytest.Captu
     assert "restoring injection 'zone-audit'" in out and "restoring tool 'get_zone_info'" in out
 
 
+def test_reruns_with_nothing_to_probe_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = copy_sample("planted-fact", tmp_path)
+    code, out, _ = run(capsys, str(path), "--restore", "--no-save")
+    assert code == 0 and "verdicts: nothing to rerun" in out and "baseline:" not in out
+
+
 def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = planted_trace(tmp_path, "joint")
     code, out, _ = run(capsys, str(path), "--bisect", "--json")
