@@ -785,6 +785,7 @@ class _Builder:
     max_hops: int
     flags: dict[str, str] = field(default_factory=dict)
     admissions: dict[str, Admission] = field(default_factory=dict)
+    _known_tools: list[ToolSchema] | None = None
 
     # -- small lookups ----------------------------------------------------------------------------
 
@@ -1352,6 +1353,8 @@ class _Builder:
         return None
 
     def known_tools(self) -> list[ToolSchema]:
+        if self._known_tools is not None:
+            return self._known_tools
         seen: dict[str, ToolSchema] = {}
         if self.run_start is not None:
             for schema in self.run_start.tools:
@@ -1359,7 +1362,8 @@ class _Builder:
         for _, call in self.index.calls:
             for schema in call.request.tools:
                 seen.setdefault(schema.name, schema)
-        return list(seen.values())
+        self._known_tools = list(seen.values())
+        return self._known_tools
 
     # -- the answer layer ------------------------------------------------------------------------------
 
@@ -1460,12 +1464,18 @@ def _suspects(builder: _Builder, pieces: list[ContextPiece], missing: list[Missi
         if not texts:
             texts = [p.text for p in group if p.text]
         flavor = builder._flavor(injection_id) if injection_id != PARK_CARD_ID else "steering"
-        edge = [EdgeHop(from_id=call_node, to_id=suspect_id, to_name=injection_id, key=first.slot,
-                        kind="data")]
+        # The path runs from the call to the suspect: through the decision that admitted it (a
+        # control hop) when something other than its own always-on trigger did, then the slot it
+        # was read from (the data hop adjacent to the suspect).
         admission = first.admission
-        if admission is not None and admission.via not in ("always", "unknown"):
-            edge.append(EdgeHop(from_id=suspect_id, to_id=f"{admission.via}:{injection_id}", kind="control",
-                                key=admission.via))
+        via = admission.via if admission is not None else "unknown"
+        edge: list[EdgeHop] = []
+        source = call_node
+        if via not in ("always", "unknown"):
+            source = f"{via}:{injection_id}"
+            edge.append(EdgeHop(from_id=call_node, to_id=source, kind="control", key=via))
+        edge.append(EdgeHop(from_id=source, to_id=suspect_id, to_name=injection_id, key=first.slot,
+                            kind="data"))
         suspects.append(Piece(id=suspect_id, kind=kind, text="\n".join(texts) or None,
                               injection_id=injection_id, flavor=flavor, iteration=builder.iteration,
                               ancestor_texts=ancestors, edge_path=edge))

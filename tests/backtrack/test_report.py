@@ -28,7 +28,15 @@ from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply
 from fpdebug.errors import BacktrackError
 from fpdebug.trace.schema import AnswerAssessmentRow, FindingEvent, LlmRequest, StatedValue
 from fpdebug.trace.writer import dump_record
-from tests.backtrack.traces import copy_sample, demo_loader, planted_trace, provenance_of, records, sample
+from tests.backtrack.traces import (
+    copy_sample,
+    demo_loader,
+    events,
+    planted_trace,
+    provenance_of,
+    records,
+    sample,
+)
 from tests.conftest import T0
 
 
@@ -67,6 +75,23 @@ def test_the_correlational_report_of_the_support_answer() -> None:
         assert card.born_at.via == ("tool-result" if card.kind == "tool" else "always")
     assert [m.source for m in report.missing] == [s.source for s in ranking.missing]
     assert report.honesty == list(CLAIM_DISCIPLINE)
+
+
+def test_a_card_shows_the_hop_next_to_the_suspect_and_the_path_when_there_are_more() -> None:
+    path = sample("support")
+    seq = next(r["seq"] for r in events(path, "llm_call") if r["iteration"] == 3)
+    provenance = provenance_of(path, seq)
+    ranking = rank_pieces(provenance.suspects, provenance.answer, at_iteration=provenance.iteration)
+    report = build_report(provenance, ranking, card_limit=len(ranking.suspects))
+    cards = {c.source: c for c in report.cards}
+    leased = cards["injection:refund-policy"]
+    assert leased.edge is not None and (leased.edge.kind, leased.edge.key) == ("data", "system-prompt")
+    assert [(h.kind, h.key) for h in leased.path] == [("control", "lease"), ("data", "system-prompt")]
+    assert leased.path[0].from_id == f"llm_call#{provenance.call_index}"
+    always = cards["injection:tone"]
+    assert always.edge is not None and always.edge.key == "system-prompt" and always.path == []
+    tool = cards["tool:check_policy"]
+    assert tool.edge is not None and tool.edge.key == "messages"
 
 
 def test_cards_with_content_evidence_come_first_and_a_close_race_gets_a_note() -> None:
