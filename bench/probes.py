@@ -154,16 +154,21 @@ def _writer(args: argparse.Namespace) -> dict[str, object]:
     with TraceReader(args.path) as reader:
         events = [record for _, record in reader.iter_records(1)]
     gc.collect()
-    started = time.perf_counter()
-    size = sum(len(dump_record(event)) for event in events)
-    dump_seconds = time.perf_counter() - started
+    dump_seconds = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        size = sum(len(dump_record(event)) for event in events)
+        dump_seconds = min(dump_seconds, time.perf_counter() - started)
     results: dict[str, object] = {"events": len(events), "bytes": size, "dump_seconds": dump_seconds}
     for durability in ("batch", "none"):
-        started = time.perf_counter()
-        with TraceWriter.create(args.out, durability=durability, overwrite=True) as writer:
-            for event in events:
-                writer.append(event)
-        results[f"{durability}_seconds"] = time.perf_counter() - started
+        best = float("inf")
+        for _ in range(3):  # the best of three: the cost of the work, not of a noisy neighbour
+            started = time.perf_counter()
+            with TraceWriter.create(args.out, durability=durability, overwrite=True) as writer:
+                for event in events:
+                    writer.append(event)
+            best = min(best, time.perf_counter() - started)
+        results[f"{durability}_seconds"] = best
     os.unlink(args.out)
     return results
 
