@@ -68,6 +68,7 @@ class TraceSession:
         self._facts: OrderedDict[tuple[int, int], RowFacts] = OrderedDict()
         self._facts_lock = threading.Lock()
         self._run_starts: dict[str, RunStartEvent | None] = {}
+        self._run_numbers: dict[str, int] = {}
 
     # ------------------------------------------------------------------------------------------
     # Loading steps (called from one worker thread at a time)
@@ -162,10 +163,13 @@ class TraceSession:
 
     def run_number(self, run_id: str) -> int:
         """The 1-based position of a run in the file (for ``2:T1·I3`` labels)."""
-        for number, run in enumerate(self.model.runs, 1):
-            if run.run_id == run_id:
-                return number
-        return 0
+        number = self._run_numbers.get(run_id)
+        if number is None:
+            runs = self.model.runs
+            for position in range(len(self._run_numbers), len(runs)):
+                self._run_numbers.setdefault(runs[position].run_id, position + 1)
+            number = self._run_numbers.get(run_id, 0)
+        return number
 
     def row_of(self, iteration: Iteration) -> int | None:
         """The timeline row of an iteration."""

@@ -12,6 +12,7 @@ Views are declared in :data:`VIEWS` (id, tab title, key). Part 2 of the debugger
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -25,14 +26,14 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs
+from textual.widgets import ContentSwitcher, Footer, Input, Tab, Tabs
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceGrew
 from fpdebug.tui.query import Query
 from fpdebug.tui.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
 from fpdebug.tui.text import Palette, human_bytes, number, plain
-from fpdebug.tui.widgets.bars import RunHeader, SearchBar, StatusBar, header_text
+from fpdebug.tui.widgets.bars import RunHeader, SearchBar, StatusBar, TextBar, header_text
 from fpdebug.tui.widgets.calls import CallView
 from fpdebug.tui.widgets.document import DocumentView
 from fpdebug.tui.widgets.events import EventDetail, EventList
@@ -41,13 +42,16 @@ from fpdebug.tui.widgets.leases import LeaseDetail, LeaseGantt
 from fpdebug.tui.widgets.row_list import RowFilter, RowList
 from fpdebug.tui.widgets.timeline import IterationTimeline, timeline_header
 
-__all__ = ["FOLLOW_INTERVAL", "VIEWS", "Mode", "TraceScreen", "ViewSpec", "view_bindings"]
+__all__ = ["FIRST_PAINT_WAIT", "FOLLOW_INTERVAL", "VIEWS", "Mode", "TraceScreen", "ViewSpec", "view_bindings"]
 
 Mode = Literal["replay", "follow", "drive"]
 """How the trace is read: a saved file, a file another process writes, or a run the app drives."""
 
 FOLLOW_INTERVAL = 0.05
 """Seconds between two polls of a followed file (new events show within about this long)."""
+
+FIRST_PAINT_WAIT = 1.0
+"""Seconds the loader waits for the first screen to be painted before it reads on."""
 
 _FILTER_BATCH = 2_000
 
@@ -215,6 +219,7 @@ class TraceScreen(Screen[None]):
         self._filter_texts: dict[str, str] = {}
         self._syncing_events = False
         self._stop = threading.Event()
+        self._first_paint = threading.Event()
 
     # ------------------------------------------------------------------------------------------
     # Composition
@@ -235,7 +240,7 @@ class TraceScreen(Screen[None]):
         if view.id == "passes":
             return Horizontal(
                 Vertical(
-                    Static(id="timeline-header"),
+                    TextBar(id="timeline-header"),
                     IterationTimeline(session, id="timeline"),
                     id="timeline-pane",
                 ),
@@ -244,7 +249,7 @@ class TraceScreen(Screen[None]):
             )
         if view.id == "leases":
             return Vertical(
-                Vertical(Static(id="lease-axis"), LeaseGantt(session, id="leases"), id="lease-pane"),
+                Vertical(TextBar(id="lease-axis"), LeaseGantt(session, id="leases"), id="lease-pane"),
                 LeaseDetail(session, id="lease-detail"),
                 id="view-leases",
             )
@@ -285,6 +290,7 @@ class TraceScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self._stop.set()
+        self._first_paint.set()
 
     # ------------------------------------------------------------------------------------------
     # Workers
@@ -297,6 +303,8 @@ class TraceScreen(Screen[None]):
         added = session.index_step(chunk_size=FIRST_CHUNK)
         session.model_step(limit=FIRST_SLICE)
         self.post_message(TraceGrew(added))
+        # The first screen comes first: let the UI thread paint it before the long haul.
+        self._first_paint.wait(FIRST_PAINT_WAIT)
         while not session.index_done and not worker.is_cancelled:
             self.post_message(TraceGrew(session.index_step()))
         while not worker.is_cancelled and session.model_step():
@@ -371,10 +379,15 @@ class TraceScreen(Screen[None]):
             self.selected = max(timeline.cursor, 0)
         self.show_selection(refresh=True)
         self._refresh_bars()
+        if not self._first_paint.is_set():
+            self.call_after_refresh(self._first_paint.set)
 
     @on(LoadFinished)
     def _load_finished(self) -> None:
         self.loaded = True
+        # The model of a big trace is millions of long-lived objects: move them out of the
+        # collector's view, or every full collection walks them all (hundreds of ms per jump).
+        gc.freeze()
         self._trace_grew(TraceGrew())
         if self.mode != "replay":
             self._tail()
@@ -463,7 +476,7 @@ class TraceScreen(Screen[None]):
             "calls": "#view-calls",
             "events": "#events",
         }.get(view)
-        if focus is not None:
+        if focus is not None and not self.has_class("-searching"):
             self.query_one(focus).focus()
         self._refresh_bars()
 
@@ -496,7 +509,7 @@ class TraceScreen(Screen[None]):
         gantt = self.query_one("#leases", LeaseGantt)
         width = gantt.scrollable_content_region.width
         if width > 0:
-            self.query_one("#lease-axis", Static).update(gantt.axis_text(width))
+            self.query_one("#lease-axis", TextBar).show(gantt.axis_text(width))
 
     def select_row(self, row: int) -> None:
         """Select timeline row ``row`` (clearing the timeline filter if it hides the row)."""
@@ -637,11 +650,13 @@ class TraceScreen(Screen[None]):
             run = session.run_of(session.iterations[self.selected])
         elif session.model.runs:
             run = session.model.runs[-1]
-        self.query_one(RunHeader).update(header_text(session, run, self.source_name, palette))
-        self.query_one("#timeline-header", Static).update(
+        self.query_one(RunHeader).show(
+            header_text(session, run, self.source_name, palette, live=self.mode != "replay")
+        )
+        self.query_one("#timeline-header", TextBar).show(
             timeline_header(self.timeline.scrollable_content_region.width or 80)
         )
-        self.query_one(StatusBar).update(self.status_text(palette))
+        self.query_one(StatusBar).show(self.status_text(palette))
 
     def on_resize(self) -> None:
         self._refresh_bars()

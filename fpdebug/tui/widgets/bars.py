@@ -4,22 +4,34 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import Input, Label, Static
+from textual.widget import Widget
+from textual.widgets import Input, Label
 
 from fpdebug.trace.model import Run
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, number, plain
 
-__all__ = ["RunHeader", "SearchBar", "StatusBar", "header_text"]
+__all__ = ["RunHeader", "SearchBar", "StatusBar", "TextBar", "header_text"]
 
 
-def header_text(session: TraceSession, run: Run | None, source_name: str, palette: Palette) -> Text:
-    """Two lines: the trace and run; the run's size, tokens and status."""
+def header_text(
+    session: TraceSession, run: Run | None, source_name: str, palette: Palette, *, live: bool = False
+) -> Text:
+    """Two lines: the trace and run; the run's size, tokens and status.
+
+    Args:
+        session: The trace.
+        run: The run to describe (the selected iteration's).
+        source_name: What to call the trace.
+        palette: Styles.
+        live: The file is being followed (a run without ``run_end`` is running, not cut short).
+    """
     text = Text(no_wrap=True, end="")
     text.append("fpdebug ", palette.heading)
     text.append_text(plain(source_name, palette.accent))
@@ -48,7 +60,7 @@ def header_text(session: TraceSession, run: Run | None, source_name: str, palett
     if run.status == "completed":
         text.append("■ completed", palette.good)
     elif run.status == "running":
-        text.append("● running" if run.end_line is None else run.status, palette.warn)
+        text.append("● running" if live else "■ no run_end (cut short?)", palette.warn)
     else:
         text.append(f"■ {run.status}", palette.bad)
     if run.error:
@@ -57,7 +69,33 @@ def header_text(session: TraceSession, run: Run | None, source_name: str, palett
     return text
 
 
-class RunHeader(Static):
+class TextBar(Widget):
+    """A fixed-height line (or two) of Text; changing it repaints without a layout pass.
+
+    ``Static.update`` asks for a new layout of the whole screen; these bars change on every
+    cursor move, and a layout per keypress would cost more than everything else a jump does.
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._text = Text()
+
+    @property
+    def text(self) -> Text:
+        """What the bar shows."""
+        return self._text
+
+    def show(self, text: Text) -> None:
+        """Show ``text`` (repaints only when it changed)."""
+        if text.plain != self._text.plain or text.spans != self._text.spans:
+            self._text = text
+            self.refresh()
+
+    def render(self) -> RenderableType:
+        return self._text
+
+
+class RunHeader(TextBar):
     """The run of the selected iteration: id, provider and model, turns, iterations, tokens, status."""
 
     DEFAULT_CSS = """
@@ -69,7 +107,7 @@ class RunHeader(Static):
     """
 
 
-class StatusBar(Static):
+class StatusBar(TextBar):
     """Loading progress, problems, the filter, follow state and new rows."""
 
     DEFAULT_CSS = """
@@ -90,7 +128,8 @@ class SearchBar(Horizontal):
         height: 1;
         background: $panel;
         & > Label { width: auto; padding: 0 1; color: $text-accent; }
-        & > Input { border: none; height: 1; padding: 0; background: $panel; width: 1fr; }
+        & > #search-input { border: none; height: 1; padding: 0; background: $panel; width: 1fr; }
+        & > #search-input:focus { border: none; background: $panel; }
     }
     """
 

@@ -74,21 +74,26 @@ class TextBlock(Block):
         if self._lines is None or self._lines[0] != width:
             first = max(width - self.indent, 8)
             lines = list(self.text.wrap(console, first, overflow="fold", no_wrap=False)) or [Text("")]
-            if len(lines) > 1 and self.hang:
+            hang = self._hang(width)
+            if len(lines) > 1 and hang:
                 # Re-wrap what follows the first row at the narrower, hanging width.
                 rest = self.text[len(lines[0].plain) :]
                 rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
-                narrow = max(width - self.indent - self.hang, 8)
+                narrow = max(width - self.indent - hang, 8)
                 lines = [lines[0], *(rest.wrap(console, narrow, overflow="fold", no_wrap=False) or [])]
             self._lines = (width, lines)
         return self._lines[1]
+
+    def _hang(self, width: int) -> int:
+        # A narrow view keeps at least 24 columns for the continuation rows.
+        return max(min(self.hang, width - self.indent - 24), 0)
 
     def height(self, console: Console, width: int, expanded: bool) -> int:
         return len(self._layout(console, width))
 
     def row(self, console: Console, width: int, expanded: bool, y: int) -> Text:
         line = self._layout(console, width)[y]
-        pad = self.indent + (self.hang if y else 0)
+        pad = self.indent + (self._hang(width) if y else 0)
         return Text(" " * pad, end="") + line if pad else line
 
 
@@ -367,6 +372,7 @@ class DocumentView(ScrollView, can_focus=True):
         self._offsets: array[int] = array("q", [0])
         self._cache: LRUCache[Hashable, Strip] = LRUCache(512)
         self._palette: Palette | None = None
+        self._line_styles: dict[bool, Style] = {}
 
     @property
     def palette(self) -> Palette:
@@ -459,8 +465,17 @@ class DocumentView(ScrollView, can_focus=True):
         """Expand or collapse every long content."""
         self.expanded = not self.expanded
 
+    def _base_style(self) -> Style:
+        # ``rich_style`` is recomputed on every call; rows ask for it on every line.
+        key = self.has_focus
+        style = self._line_styles.get(key)
+        if style is None:
+            style = self._line_styles[key] = self.rich_style
+        return style
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._line_styles = {}
         if self._palette is not None:
             self._palette = None
             if self.is_mounted:
@@ -471,7 +486,7 @@ class DocumentView(ScrollView, can_focus=True):
         position = int(self.scroll_offset.y) + y
         width = self._width()
         if position >= self._offsets[-1]:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._base_style())
         key = (self._generation, width, self.expanded, position)
         strip = self._cache.get(key)
         if strip is None:
@@ -486,5 +501,5 @@ class DocumentView(ScrollView, can_focus=True):
             text.no_wrap = True
             text.end = ""
             strip = Strip(text.render(console), cell_len(text.plain)).crop_extend(0, width, None)
-            strip = self._cache[key] = strip.apply_style(self.rich_style)
+            strip = self._cache[key] = strip.apply_style(self._base_style())
         return strip

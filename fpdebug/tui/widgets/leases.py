@@ -266,7 +266,7 @@ class LeaseDetail(DocumentView):
         if index is not None and index < len(self.session.leases):
             lease = self.session.leases[index]
             version = (index, len(lease.served), lease.prune_line)
-        if version == self._shown and index == self.index:
+        if version == self._shown and index == self.index and self.blocks:
             return
         self.index, self._shown = index, version
         self.rebuild()

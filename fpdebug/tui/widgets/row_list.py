@@ -168,6 +168,7 @@ class RowList(ScrollView, can_focus=True):
         self._filter: RowFilter | None = None
         self._shown_filter_rows = 0
         self._palette: Palette | None = None
+        self._line_styles: dict[bool, Style] = {}
         self._pending_scroll: bool | None = None
 
     # ------------------------------------------------------------------------------------------
@@ -388,8 +389,17 @@ class RowList(ScrollView, can_focus=True):
     # ------------------------------------------------------------------------------------------
     # Rendering
 
+    def _base_style(self) -> Style:
+        # ``rich_style`` is recomputed on every call; rows ask for it on every line.
+        key = self.has_focus
+        style = self._line_styles.get(key)
+        if style is None:
+            style = self._line_styles[key] = self.rich_style
+        return style
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._line_styles = {}
         self._palette = None
         self._cache.clear()
 
@@ -397,7 +407,7 @@ class RowList(ScrollView, can_focus=True):
         position = int(self.scroll_offset.y) + y
         width = self.scrollable_content_region.width
         if position >= self.visible_count or width <= 0:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._base_style())
         row = self.row_at(position)
         selected = row == self.cursor
         query = self._filter.query if self._filter is not None else None
@@ -418,7 +428,7 @@ class RowList(ScrollView, can_focus=True):
         text.no_wrap = True
         text.end = ""
         strip = Strip(text.render(self.app.console), text.cell_len).crop_extend(0, width, None)
-        style: Style = self.rich_style
+        style: Style = self._base_style()
         if selected:
             style = style + self.get_component_rich_style("row-list--cursor", partial=True)
         return strip.apply_style(style)

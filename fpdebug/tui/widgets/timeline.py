@@ -7,6 +7,7 @@ the rows on screen (:mod:`fpdebug.tui.facts`); no pydantic model is built for a 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import NamedTuple
 
 from rich.style import Style
 from rich.text import Text
@@ -30,17 +31,37 @@ BADGE_LETTERS: dict[str, str] = {
 }
 """One-letter badges used when the timeline is too narrow for words (listed in the help)."""
 
-_LABEL, _SKILL, _ACTIVE, _LEASES, _PARKED, _TOOLS, _ROUTE = 9, 13, 5, 3, 3, 3, 5
-_FIXED = _LABEL + _SKILL + _ACTIVE + _LEASES + _PARKED + _TOOLS + _ROUTE + 7
+
+class _Columns(NamedTuple):
+    label: int
+    skill: int
+    active: int
+    leases: int
+    parked: int
+    tools: int
+    route: int
+
+    @property
+    def fixed(self) -> int:
+        return sum(self) + len(self)
+
+
+_WIDE = _Columns(9, 13, 5, 3, 3, 3, 5)
+_NARROW = _Columns(7, 10, 3, 2, 2, 2, 5)
 _WORDS_MIN = 14  # below this much room, badges are letters
+
+
+def _columns(width: int) -> _Columns:
+    return _WIDE if width - _WIDE.fixed >= 8 else _NARROW
 
 
 def timeline_header(width: int) -> Text:
     """The column titles above the timeline."""
-    badges = "badges" if width - _FIXED >= _WORDS_MIN else "bdg"
+    c = _columns(width)
+    badges = "badges" if width - c.fixed >= _WORDS_MIN else "bdg"
     text = (
-        f"{'iter':<{_LABEL}} {'cursor':<{_SKILL}} {'act':>{_ACTIVE}} {'ls':>{_LEASES}} "
-        f"{'pk':>{_PARKED}} {'tl':>{_TOOLS}} {'route':<{_ROUTE}} {badges}"
+        f"{'iter':<{c.label}} {'cursor':<{c.skill}} {'act':>{c.active}} {'ls':>{c.leases}} "
+        f"{'pk':>{c.parked}} {'tl':>{c.tools}} {'route':<{c.route}} {badges}"
     )
     return Text(text, no_wrap=True, end="")
 
@@ -87,30 +108,31 @@ class IterationTimeline(RowList):
         badges = session.badges(row)
 
         text = Text(no_wrap=True, end="")
-        text.append(f"{clip(label, _LABEL):<{_LABEL}} ")
+        c = _columns(width)
+        words = width - c.fixed >= _WORDS_MIN
+        text.append(f"{clip(label, c.label):<{c.label}} ")
         if skill is None:
-            text.append(f"{'—':<{_SKILL}} ", palette.dim)
+            text.append(f"{'—':<{c.skill}} ", palette.dim)
         else:
-            shown = clip(("→" if moved else " ") + skill, _SKILL)
-            text.append_text(plain(f"{shown:<{_SKILL}} ", palette.accent if moved else ""))
+            shown = clip(("→" if moved else " ") + skill, c.skill)
+            text.append_text(plain(f"{shown:<{c.skill}} ", palette.accent if moved else ""))
         active = "—" if facts.active is None else str(facts.active)
-        if facts.evaluated is not None and facts.active is not None and width - _FIXED >= _WORDS_MIN:
+        if facts.evaluated is not None and facts.active is not None and c is _WIDE and words:
             active = f"{facts.active}/{facts.evaluated}"
-        text.append(f"{clip(active, _ACTIVE):>{_ACTIVE}} ")
-        text.append(f"{served or '·':>{_LEASES}} ", palette.good if served else palette.dim)
+        text.append(f"{clip(active, c.active):>{c.active}} ")
+        text.append(f"{served or '·':>{c.leases}} ", palette.good if served else palette.dim)
         parked = facts.parked_maps
         text.append(
-            f"{(len(parked) or '·') if parked is not None else '·':>{_PARKED}} ",
+            f"{(len(parked) or '·') if parked is not None else '·':>{c.parked}} ",
             palette.bad if parked else palette.dim,
         )
-        text.append(f"{tools or '·':>{_TOOLS}} ", "" if tools else palette.dim)
+        text.append(f"{tools or '·':>{c.tools}} ", "" if tools else palette.dim)
         if route == "tool-calls":
-            text.append(f"{'tools':<{_ROUTE}} ")
+            text.append(f"{'tools':<{c.route}} ")
         elif route == "final":
-            text.append(f"{'final':<{_ROUTE}} ", palette.good)
+            text.append(f"{'final':<{c.route}} ", palette.good)
         else:
-            text.append(f"{'—':<{_ROUTE}} ", palette.dim)
-        words = width - _FIXED >= _WORDS_MIN
+            text.append(f"{'—':<{c.route}} ", palette.dim)
         for name in badges:
             shown = name if words else BADGE_LETTERS[name]
             text.append(shown, _badge_style(name, palette))

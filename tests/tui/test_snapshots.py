@@ -1,0 +1,86 @@
+"""SVG snapshots of every view on the committed sample traces (fixed size, fixed clock, no animation).
+
+Regenerate after an intended change with ``pytest tests/tui/test_snapshots.py --snapshot-update`` and
+look at the SVGs (``tests/tui/__snapshots__/``) before committing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from fpdebug.tui.app import FpdebugApp
+from tests.tui.helpers import loaded, wait_for
+from tests.tui.traces import sample
+
+WIDE = (160, 48)
+NARROW = (100, 30)
+
+
+def _keys(*keys: str) -> Callable[[Pilot[object]], Awaitable[None]]:
+    """Wait for the trace to load, then press ``keys`` with animations off."""
+
+    async def run_before(pilot: Pilot[object]) -> None:
+        pilot.app.animation_level = "none"
+        await loaded(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    return run_before
+
+
+class TestPassesView:
+    def test_timeline_and_inspector_on_a_lease_pass(self, snap_compare: Callable[..., bool]) -> None:
+        assert snap_compare(FpdebugApp(sample("support")), run_before=_keys("j", "j"), terminal_size=WIDE)
+
+    def test_a_parked_map_at_100_columns(self, snap_compare: Callable[..., bool]) -> None:
+        assert snap_compare(
+            FpdebugApp(sample("zone-trap")), run_before=_keys("j", "j", "j"), terminal_size=NARROW
+        )
+
+
+class TestLeasesView:
+    def test_gantt_and_lease_detail(self, snap_compare: Callable[..., bool]) -> None:
+        assert snap_compare(
+            FpdebugApp(sample("support")), run_before=_keys("j", "j", "2"), terminal_size=WIDE
+        )
+
+
+class TestCallsView:
+    def test_prompt_by_slot_and_reply(self, snap_compare: Callable[..., bool]) -> None:
+        assert snap_compare(
+            FpdebugApp(sample("support")), run_before=_keys("j", "j", "3"), terminal_size=WIDE
+        )
+
+
+class TestEventsView:
+    def test_invalid_and_opaque_rows(
+        self, snap_compare: Callable[..., bool], hostile_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, _ = hostile_trace
+        assert snap_compare(FpdebugApp(path), run_before=_keys("4", "G", "k", "k"), terminal_size=WIDE)
+
+
+class TestSearch:
+    def test_a_filtered_timeline(self, snap_compare: Callable[..., bool]) -> None:
+        async def run_before(pilot: Pilot[object]) -> None:
+            pilot.app.animation_level = "none"
+            await loaded(pilot)
+            await pilot.press("slash", *"kind:lease_prune")
+            timeline = pilot.app.screen.query_one("#timeline")
+            await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)  # type: ignore[attr-defined]
+            await pilot.pause()
+
+        assert snap_compare(FpdebugApp(sample("support")), run_before=run_before, terminal_size=WIDE)
+
+
+class TestHelp:
+    def test_key_help(self, snap_compare: Callable[..., bool]) -> None:
+        assert snap_compare(
+            FpdebugApp(sample("leases")), run_before=_keys("question_mark"), terminal_size=WIDE
+        )
