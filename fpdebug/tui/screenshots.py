@@ -1,0 +1,102 @@
+"""``python -m fpdebug.tui.screenshots``: SVG screenshots of every view, taken by the app itself.
+
+Runs the debugger headless on the committed sample traces, presses the keys a person would, and
+saves what the app renders (``App.export_screenshot``) to ``docs/screenshots/`` (160×48). The
+README shows these files; re-run this after a visible change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from fpdebug.tui.app import FpdebugApp
+
+__all__ = ["SHOTS", "Shot", "main", "take"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One screenshot: which sample, which keys, which file."""
+
+    name: str
+    """The file name (without ``.svg``)."""
+    sample: str
+    """The sample trace (``sample_traces/<sample>.fptrace.jsonl``)."""
+    keys: tuple[str, ...] = ()
+    """Keys pressed once the trace is loaded."""
+    search: str | None = None
+    """A query typed after ``/`` (the prompt stays open)."""
+    title: str = ""
+    """The window title in the SVG."""
+
+
+SHOTS: tuple[Shot, ...] = (
+    Shot("passes", "support", ("j", "j"), title="Passes: timeline and pass inspector"),
+    Shot("engagement", "zone-trap", ("j", "j", "j"), title="Passes: a map parks (the zone trap)"),
+    Shot("leases", "support", ("j", "j", "2"), title="Leases: lifetimes over iterations"),
+    Shot("calls", "support", ("j", "j", "3"), title="Calls: the exact prompt by slot"),
+    Shot("events", "support", ("j", "j", "4"), title="Events: the raw trace"),
+    Shot("search", "support", search="kind:lease_prune", title="Search: a filtered timeline"),
+    Shot("help", "leases", ("question_mark",), title="Keys"),
+)
+"""The README's screenshots."""
+
+
+async def _settle(pilot: Pilot[object]) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    for _ in range(500):
+        if getattr(pilot.app.screen, "loaded", True):
+            break
+        await pilot.pause(0.01)
+    await pilot.pause()
+
+
+def take(shot: Shot, *, samples: Path, out: Path, size: tuple[int, int] = (160, 48)) -> Path:
+    """Run the app headless for one shot and save its SVG.
+
+    Returns:
+        The written file.
+    """
+    path = out / f"{shot.name}.svg"
+    app = FpdebugApp(samples / f"{shot.sample}.fptrace.jsonl")
+
+    async def pilot_script(pilot: Pilot[object]) -> None:
+        app.animation_level = "none"
+        await _settle(pilot)
+        for key in shot.keys:
+            await pilot.press(key)
+            await pilot.pause()
+        if shot.search is not None:
+            await pilot.press("slash", *shot.search)
+            await pilot.pause(0.2)
+        await _settle(pilot)
+        path.write_text(app.export_screenshot(title=shot.title or "fpdebug"), encoding="utf-8")
+        app.exit()
+
+    app.run(headless=True, size=size, auto_pilot=pilot_script)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write every screenshot; print the files."""
+    parser = argparse.ArgumentParser(prog="python -m fpdebug.tui.screenshots", description=__doc__)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    parser.add_argument("--samples", type=Path, default=ROOT / "sample_traces")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for shot in SHOTS:
+        print(take(shot, samples=args.samples, out=args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
