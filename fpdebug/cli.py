@@ -74,7 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except FpdebugError as error:
-        print(f"fpdebug {args.command}: error: {error}", file=sys.stderr)
+        # Messages quote paths, servers and trace text: shown, never obeyed by the terminal.
+        from fpdebug.trace.inert import inert
+
+        print(f"fpdebug {args.command}: error: {inert(str(error))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"fpdebug {args.command}: interrupted", file=sys.stderr)

@@ -43,6 +43,7 @@ from fpdebug.backtrack.ablation import AblationVerdict, BisectResult, ProbeStats
 from fpdebug.backtrack.provenance import HonestyFlag, Hop, Provenance
 from fpdebug.backtrack.suspects import EdgeHop, Suspect, SuspectRanking, suspect_label
 from fpdebug.errors import BacktrackError
+from fpdebug.trace.redact import default_redactor
 
 __all__ = [
     "CARD_LIMIT",
@@ -693,6 +694,7 @@ class SidecarWriter:
             BacktrackError: The disk refused it.
         """
         data = orjson.dumps(record.model_dump(mode="json", exclude_none=True)) + b"\n"
+        data = default_redactor().redact_line(data)  # rerun answers may echo secrets: same redactor as traces
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         except OSError as exc:

@@ -29,10 +29,11 @@ def run(args: argparse.Namespace) -> int:
 
     from fpdebug.errors import ExportError
     from fpdebug.export.report import render_markdown, report_trace
+    from fpdebug.trace.redact import default_redactor
 
     if args.backtrack is not None and not os.path.isfile(args.backtrack):
         raise ExportError(f"no backtrack sidecar at {args.backtrack}")
-    report = report_trace(args.trace, sidecar=args.backtrack)
+    report = default_redactor().redact_value(report_trace(args.trace, sidecar=args.backtrack))
     if args.format == "json":
         text = json.dumps(report, indent=2, ensure_ascii=True) + "\n"
     else:

@@ -36,6 +36,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 from fpdebug import __version__
 from fpdebug.errors import ExportError
 from fpdebug.export.spans import SpanRecord
+from fpdebug.trace.redact import default_redactor
 
 __all__ = [
     "DEFAULT_SERVICE_NAME",
@@ -97,6 +98,7 @@ def to_readable_spans(
             object are encoded in one ``ResourceSpans``.
     """
     resource = resource if resource is not None else resource_for()
+    redact = default_redactor().redact_value  # every export (file, collector, stream) passes here
     scope = _scope()
     sampled = TraceFlags(TraceFlags.SAMPLED)
     out: list[ReadableSpan] = []
@@ -109,11 +111,11 @@ def to_readable_spans(
         )
         status = Status(StatusCode.UNSET)
         if span.status == "error":
-            status = Status(StatusCode.ERROR, span.status_message)
-        events = [Event(event.name, dict(event.attributes), timestamp=event.time_ns) for event in span.events]
+            status = Status(StatusCode.ERROR, redact(span.status_message))
+        events = [Event(e.name, redact(dict(e.attributes)), timestamp=e.time_ns) for e in span.events]
         out.append(ReadableSpan(
             name=span.name, context=context, parent=parent, resource=resource,
-            attributes=dict(span.attributes), events=events, kind=_KINDS[span.kind], status=status,
+            attributes=redact(dict(span.attributes)), events=events, kind=_KINDS[span.kind], status=status,
             start_time=span.start_ns, end_time=span.end_ns, instrumentation_scope=scope,
         ))
     return out

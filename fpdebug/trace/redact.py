@@ -46,7 +46,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic_core import SchemaValidator, core_schema
 
@@ -179,6 +179,7 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _MAX_NAME = 64
+_V = TypeVar("_V")
 
 
 def _rust_escape(text: str) -> str:
@@ -354,6 +355,41 @@ class Redactor:
             return self.redact(text)
         # Too deep to parse, or a match that touches the syntax: work string by string (no recursion).
         return _JSON_STRING.sub(self._redact_string_token, text)
+
+    def redact_value(self, value: _V) -> _V:
+        """Redact every string in a JSON-like value (dicts, lists and tuples walked, keys included).
+
+        For values about to be serialised by someone else (span attributes, report fields). A string
+        under a key is judged with its key, as ``key: value`` would be in text (so the value of
+        ``{"api_key": …}`` or ``{"Authorization": "Bearer …"}`` is found as in a JSON line).
+
+        Args:
+            value: A string, a container of values, or anything else (returned as it is).
+
+        Returns:
+            A value of the same shape (the same object when nothing changed).
+        """
+        if isinstance(value, str):
+            return self.redact(value)  # type: ignore[return-value]
+        if isinstance(value, dict):
+            items = [(self.redact_value(k), self._field(k, v)) for k, v in value.items()]
+            if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
+                return value
+            return type(value)(items)  # type: ignore[return-value, call-arg]
+        if isinstance(value, list | tuple):
+            out = [self.redact_value(item) for item in value]
+            if all(a is b for a, b in zip(out, value, strict=True)):
+                return value
+            return type(value)(out)  # type: ignore[return-value]
+        return value
+
+    def _field(self, key: object, value: object) -> object:
+        if isinstance(key, str) and isinstance(value, str) and self._builtin:
+            prefix = f"{key}: "
+            judged = self.redact(prefix + value)
+            if judged.startswith(prefix):
+                return self.redact(value) if judged[len(prefix):] == value else judged[len(prefix):]
+        return self.redact_value(value)
 
     def redact_line(self, line: bytes) -> bytes:
         """Redact one serialised record: UTF-8 JSON, with or without its final newline.
