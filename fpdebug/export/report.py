@@ -17,11 +17,13 @@ Markdown to paste into an issue. Per run:
 - **unsupported values**: counted from the answer layer's ``finding`` rows;
 - **backtrack verdicts**, when a backtrack sidecar lies beside the trace.
 
-**The backtrack sidecar** is ``<trace>.backtrack.jsonl`` (the trace's file name with
-``.backtrack.jsonl`` appended; ``<trace without .jsonl>.backtrack.jsonl`` is accepted too). It is
-read tolerantly: each line that is a JSON object holding ``verdicts`` (a list), or that is itself a
-verdict (``kind`` one of confirmed / not-confirmed / inconclusive, or a ``tier``), contributes its
-verdicts; other lines are counted, never fatal. No sidecar, no section.
+**The backtrack sidecar** is ``<trace>.backtrack.jsonl`` (the name
+:func:`fpdebug.backtrack.report.sidecar_path_for` gives, the file ``fpdebug backtrack`` appends to).
+It is read by :func:`fpdebug.backtrack.report.load_sidecar`, the backtracker's own reader, which
+rebuilds each saved backtrack from its records; the report shows, per backtrack, the claim, the
+explained call, the mode, the status (finished, cancelled, failed, or unfinished when no end record
+was written), the baseline, every verdict and the bisection's culprit sets. Lines that are not
+records, and a torn last line, are counted, never fatal. No sidecar, no section.
 
 Every string that came from the trace or the sidecar is passed through
 :func:`~fpdebug.trace.inert.inert_line` and Markdown-escaped (``|``, backticks, brackets, emphasis
@@ -32,12 +34,12 @@ The report carries no prompt, reply or tool output: ids, names, counts and state
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
+from fpdebug.backtrack.report import SIDECAR_SUFFIX, SavedBacktrack, Sidecar, load_sidecar, sidecar_path_for
 from fpdebug.trace.inert import inert_line
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
@@ -57,29 +59,26 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REPORT_FORMATS",
-    "SIDECAR_SUFFIX",
     "BacktrackSection",
+    "BisectRow",
     "LeaseRow",
     "MapChangeRow",
     "RunReport",
+    "SavedBacktrackRow",
     "TimelineRow",
     "TraceReport",
+    "VerdictRow",
+    "backtrack_section",
     "build_report",
     "md_cell",
-    "read_sidecar",
     "render_markdown",
     "report_trace",
-    "sidecar_path",
 ]
 
 REPORT_FORMATS = ("md", "json")
 """The formats ``fpdebug report --format`` accepts."""
 
-SIDECAR_SUFFIX = ".backtrack.jsonl"
-"""Appended to a trace's file name to find its backtrack sidecar."""
-
 _FAILED_TOOL = frozenset({"failure", "denied", "invalid"})
-_VERDICT_KINDS = frozenset({"confirmed", "not-confirmed", "inconclusive"})
 _MD_SPECIAL = "\\`*_[]<>|~"
 _PING_PONG_WINDOW = 4  # DOMAIN §8.5b routeRecorder defaults
 _REJECTED_CAP = 3
@@ -186,23 +185,61 @@ class UnsupportedRow(TypedDict):
 
 
 class VerdictRow(TypedDict):
-    """One backtrack verdict from the sidecar."""
+    """One probe's verdict in a saved backtrack."""
 
-    call: str | None
-    label: str | None
-    verdict: str | None
-    tier: str | None
-    flips: int | None
-    samples: int | None
-    claim: str | None
+    source: str
+    label: str
+    action: str
+    verdict: str
+    tier: str
+    flips: int
+    samples: int
+    claim: str
+
+
+class BisectRow(TypedDict):
+    """A saved bisection: its outcome and the minimal culprit sets (each removed together)."""
+
+    verdict: str
+    tier: str
+    culprits: list[list[str]]
+    probes: int
+    runs_used: int
+    reason: str
+
+
+BacktrackStatus: TypeAlias = Literal["finished", "cancelled", "failed", "unfinished"]
+"""How a saved backtrack ended; ``unfinished`` when the sidecar holds no end record for it."""
+
+
+class SavedBacktrackRow(TypedDict):
+    """One backtrack saved in the sidecar."""
+
+    claim: str
+    run_id: str
+    in_trace: bool
+    call_seq: int
+    call_index: int
+    turn: int | None
+    iteration: int
+    mode: str
+    status: BacktrackStatus
+    baseline: str | None
+    baseline_stable: bool | None
+    rerun_provider: str | None
+    flip_test: str | None
+    runs_used: int
+    verdicts: list[VerdictRow]
+    bisect: BisectRow | None
 
 
 class BacktrackSection(TypedDict):
     """What the sidecar held."""
 
     path: str
-    verdicts: list[VerdictRow]
+    backtracks: list[SavedBacktrackRow]
     unreadable_lines: int
+    torn_tail: bool
 
 
 class RunReport(TypedDict):
@@ -430,79 +467,51 @@ def _answer_layer(model: RunModel, run: Run) -> bool:
     return bool(honesty is not None and honesty.answer)
 
 
-def sidecar_path(trace: str | os.PathLike[str]) -> Path | None:
-    """The backtrack sidecar beside ``trace``, if one exists (see the module doc for the names tried)."""
-    path = Path(trace)
-    candidates = [path.with_name(path.name + SIDECAR_SUFFIX)]
-    if path.suffix == ".jsonl":
-        candidates.append(path.with_name(path.name[: -len(".jsonl")] + SIDECAR_SUFFIX))
-    return next((candidate for candidate in candidates if candidate.is_file()), None)
+_STATUS: dict[str, BacktrackStatus] = {
+    "complete": "finished", "cancelled": "cancelled", "failed": "failed", "unfinished": "unfinished"}
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str(value: object) -> str | None:
-    if value is None or isinstance(value, dict | list):
-        return None
-    return str(value)
-
-
-def _verdict(item: dict[str, Any], context: dict[str, Any]) -> VerdictRow:
-    call = next((context.get(key) for key in ("decided_at", "call_index", "call", "llm_call", "answer_call")
-                 if context.get(key) is not None), None)
-    call = next((item.get(key) for key in ("call_index", "call") if item.get(key) is not None), call)
-    stats = item.get("stats") if isinstance(item.get("stats"), dict) else {}
+def _saved_row(saved: SavedBacktrack, run_ids: set[str]) -> SavedBacktrackRow:
+    report = saved.report
+    bisect = report.bisect
     return {
-        "call": _str(call),
-        "label": _str(item.get("label")),
-        "verdict": _str(item.get("kind", item.get("verdict"))),
-        "tier": _str(item.get("tier")),
-        "flips": _int(item.get("flips", stats.get("flips"))),
-        "samples": _int(item.get("samples", stats.get("samples"))),
-        "claim": _str(item.get("claim")),
+        "claim": report.claim, "run_id": report.run_id, "in_trace": report.run_id in run_ids,
+        "call_seq": report.call_seq, "call_index": report.call_index, "turn": report.turn,
+        "iteration": report.iteration, "mode": report.mode, "status": _STATUS[saved.status],
+        "baseline": report.baseline, "baseline_stable": report.stable_baseline,
+        "rerun_provider": report.rerun_provider, "flip_test": report.flip_test,
+        "runs_used": report.runs_used,
+        "verdicts": [{
+            "source": probe.source, "label": probe.verdict.label, "action": probe.verdict.action,
+            "verdict": probe.verdict.kind, "tier": probe.verdict.tier, "flips": probe.verdict.flips,
+            "samples": probe.verdict.samples, "claim": probe.verdict.claim,
+        } for probe in report.verdicts],
+        "bisect": None if bisect is None else {
+            "verdict": bisect.verdict, "tier": bisect.tier,
+            "culprits": [list(group) for group in bisect.culprits],
+            "probes": bisect.probes, "runs_used": bisect.runs_used, "reason": bisect.reason,
+        },
     }
 
 
-def read_sidecar(path: str | os.PathLike[str]) -> BacktrackSection:
-    """Read a backtrack sidecar tolerantly: verdicts from every line that holds some; the rest counted.
+def backtrack_section(
+    sidecar: Sidecar, *, run_ids: set[str] | frozenset[str] = frozenset()
+) -> BacktrackSection:
+    """The report's view of a sidecar read by :func:`~fpdebug.backtrack.report.load_sidecar`.
 
     Args:
-        path: The sidecar file.
+        sidecar: The sidecar, as the backtracker reads it back.
+        run_ids: The runs of the reported trace (a backtrack of another run is marked ``in_trace: false``).
 
     Returns:
-        The verdicts in file order and the number of lines that held none.
+        Each saved backtrack in the order it started, and the lines that could not be read.
     """
-    verdicts: list[VerdictRow] = []
-    unreadable = 0
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return {"path": Path(path).name, "verdicts": [], "unreadable_lines": 0}
-    for raw in data.splitlines():
-        if not raw.strip():
-            continue
-        try:
-            item = json.loads(raw)
-        except ValueError:
-            unreadable += 1
-            continue
-        if not isinstance(item, dict):
-            unreadable += 1
-            continue
-        listed = item.get("verdicts")
-        if isinstance(listed, list) and listed:
-            found = [_verdict(entry, item) for entry in listed if isinstance(entry, dict)]
-            verdicts.extend(found)
-            unreadable += not found
-        elif isinstance(item.get("verdict"), dict):
-            verdicts.append(_verdict(item["verdict"], item))
-        elif item.get("kind") in _VERDICT_KINDS or "tier" in item:
-            verdicts.append(_verdict(item, {}))
-        else:
-            unreadable += 1
-    return {"path": Path(path).name, "verdicts": verdicts, "unreadable_lines": unreadable}
+    return {
+        "path": Path(sidecar.path).name,
+        "backtracks": [_saved_row(saved, set(run_ids)) for saved in sidecar.backtracks],
+        "unreadable_lines": sidecar.unreadable_lines,
+        "torn_tail": sidecar.torn_tail,
+    }
 
 
 def build_report(
@@ -515,6 +524,9 @@ def build_report(
         reader: The open trace.
         trace_name: How the report names the trace (its file name).
         sidecar: A backtrack sidecar to include, if any.
+
+    Raises:
+        BacktrackError: The sidecar cannot be read.
     """
     header = reader.header
     return {
@@ -524,7 +536,8 @@ def build_report(
         "invalid_lines": len(model.invalid_lines),
         "opaque_lines": len(model.opaque_lines),
         "runs": [_run_report(model, run) for run in model.runs],
-        "backtrack": read_sidecar(sidecar) if sidecar is not None else None,
+        "backtrack": None if sidecar is None else backtrack_section(
+            load_sidecar(sidecar), run_ids={run.run_id for run in model.runs}),
     }
 
 
@@ -533,14 +546,21 @@ def report_trace(
 ) -> TraceReport:
     """Open a trace, build its model and report it (with the sidecar beside it, when there is one).
 
+    Args:
+        trace: The trace file.
+        sidecar: The backtrack sidecar to include; by default ``sidecar_path_for(trace)`` when it exists.
+        find_sidecar: Look for the sidecar beside the trace when none is given.
+
     Raises:
         TraceError: The trace cannot be read (see :class:`~fpdebug.trace.reader.TraceReader`).
+        BacktrackError: The sidecar cannot be read.
     """
     from fpdebug.trace.model import RunModel
     from fpdebug.trace.reader import TraceReader
 
     if sidecar is None and find_sidecar:
-        sidecar = sidecar_path(trace)
+        beside = sidecar_path_for(trace)
+        sidecar = beside if beside.is_file() else None
     with TraceReader(trace) as reader:
         model = RunModel(reader)
         for line, record in reader.iter_records(0):
@@ -714,10 +734,45 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
     return out
 
 
-def _flips(row: VerdictRow) -> str:
-    if row["flips"] is None:
-        return "–"
-    return f"{row['flips']}/{row['samples'] if row['samples'] is not None else '?'}"
+def _backtrack_markdown(number: int, row: SavedBacktrackRow) -> list[str]:
+    where = _where(row["turn"], row["iteration"])
+    call = f"llm\\_call #{row['call_index']} (seq {row['call_seq']}, turn.iter {where})"
+    out = [f"### Backtrack {number}: {call}", "", md_cell(row["claim"]), ""]
+    baseline = "–"
+    if row["baseline"] is not None:
+        baseline = f"{md_cell(row['baseline'])} ({'stable' if row['baseline_stable'] else 'UNSTABLE'})"
+    out += _table(
+        ["run", "mode", "status", "baseline", "reruns"],
+        [[md_cell(row["run_id"]), md_cell(row["mode"]), md_cell(row["status"]), baseline,
+          str(row["runs_used"])]],
+    )
+    out.append("")
+    if not row["in_trace"]:
+        out += [f"⚠ Run {md_cell(row['run_id'])} is not in this trace: the backtrack explains another.", ""]
+    if row["rerun_provider"] is not None:
+        out += [f"Reruns: {md_cell(row['rerun_provider'])}; flip test: {md_cell(row['flip_test'])}.", ""]
+    if row["verdicts"]:
+        out += _table(
+            ["suspect", "action", "verdict", "tier", "flips", "claim"],
+            [[md_cell(v["label"]), md_cell(v["action"]), md_cell(v["verdict"]), md_cell(v["tier"]),
+              f"{v['flips']}/{v['samples']}", md_cell(v["claim"])] for v in row["verdicts"]],
+        )
+    else:
+        out.append("_No verdicts: no probe of a suspect completed._" if row["baseline"] is not None
+                   else "_No verdicts: no reruns (chains and rankings only)._")
+    out.append("")
+    bisect = row["bisect"]
+    if bisect is not None:
+        # A set is removed together to flip the answer: {a, b} · {c}.
+        sets = " · ".join("{" + ", ".join(md_cell(label) for label in group) + "}"
+                          for group in bisect["culprits"]) or "none"
+        out += _table(
+            ["bisect", "tier", "culprit sets", "probes", "reruns", "reason"],
+            [[md_cell(bisect["verdict"]), md_cell(bisect["tier"]), sets, str(bisect["probes"]),
+              str(bisect["runs_used"]), md_cell(bisect["reason"])]],
+        )
+        out.append("")
+    return out
 
 
 def render_markdown(report: TraceReport) -> str:
@@ -736,21 +791,16 @@ def render_markdown(report: TraceReport) -> str:
     backtrack = report["backtrack"]
     out += ["## Backtrack verdicts", ""]
     if backtrack is None:
-        out.append(f"_No backtrack sidecar ({md_cell(report['trace'] + SIDECAR_SUFFIX)}) beside the trace._")
+        beside = md_cell(report["trace"] + SIDECAR_SUFFIX)
+        out += [f"_No backtrack sidecar ({beside}) beside the trace._", ""]
     else:
-        out.append(f"From {md_cell(backtrack['path'])}.")
-        out.append("")
-        if backtrack["verdicts"]:
-            out += _table(
-                ["call", "suspect", "verdict", "tier", "flips", "claim"],
-                [[md_cell(row["call"]), md_cell(row["label"]), md_cell(row["verdict"]), md_cell(row["tier"]),
-                  _flips(row),
-                  md_cell(row["claim"])] for row in backtrack["verdicts"]],
-            )
-        else:
-            out.append("_The sidecar holds no verdicts._")
+        count = len(backtrack["backtracks"])
+        out += [f"From {md_cell(backtrack['path'])}: {count} saved backtrack{'s' if count != 1 else ''}.", ""]
         if backtrack["unreadable_lines"]:
-            skipped = backtrack["unreadable_lines"]
-            out += ["", f"{skipped} line(s) of the sidecar held no verdict and were skipped."]
-    out.append("")
+            out += [f"{backtrack['unreadable_lines']} line(s) of the sidecar are not backtrack records and "
+                    "were skipped.", ""]
+        if backtrack["torn_tail"]:
+            out += ["The sidecar ends in half a record (a writer stopped mid-line); it was skipped.", ""]
+        for number, row in enumerate(backtrack["backtracks"], start=1):
+            out += _backtrack_markdown(number, row)
     return "\n".join(out)

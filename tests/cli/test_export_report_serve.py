@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from fpdebug.backtrack.ablation import AblationVerdict, ProbeStats, SimilarityStats
+from fpdebug.backtrack.report import SidecarWriter, VerdictRecord
+from fpdebug.backtrack.session import explain
 from fpdebug.cli import main
 from tests.export.otlp_helpers import SAMPLES, attrs, parse_otlp_json, raw_records, spans_of
 from tests.export.receiver import OtlpReceiver
@@ -118,15 +121,25 @@ def test_report_prints_the_golden_markdown(
 def test_report_includes_a_sidecar_beside_the_trace(
     support: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    verdict = {"kind": "confirmed", "tier": "causal", "label": "wire-format", "flips": 3, "samples": 3,
-               "claim": "CAUSAL: \x1b]52;c;aGk=\x07 ablating wire-format flipped 3/3"}
-    sidecar = support.with_name(support.name + ".backtrack.jsonl")
-    sidecar.write_text(json.dumps({"decided_at": 5, "verdicts": [verdict]}) + "\n", encoding="utf-8")
+    hostile = "CAUSAL: \x1b]52;c;aGk=\x07 ablating wire-format flipped 3/3"
+    report = explain(support).report.model_copy(update={"claim": "why |this|? \x1b[2J"})
+    writer = SidecarWriter(support, report)
+    verdict = AblationVerdict(kind="confirmed", tier="causal", label="injection 'wire-format'",
+                              action="ablating", flips=3, samples=3, claim=hostile)
+    stats = ProbeStats(samples=3, flips=3, similarity=SimilarityStats(mean=0.1, min=0.0, max=0.2, stdev=0.1))
+    writer.baseline(stats.model_copy(update={"flips": 0}))
+    writer.append(VerdictRecord(id=writer.id, source="injection:wire-format", action="ablating",
+                                verdict=verdict, stats=stats, call_index=report.call_index,
+                                call_line=report.call_line, call_seq=report.call_seq))
+    writer.end("complete", runs_used=6)
     assert main(["report", str(support)]) == 0
     out = capsys.readouterr().out
-    assert "## Backtrack verdicts\n\nFrom support.fptrace.jsonl.backtrack.jsonl." in out
-    assert "| 5 | wire-format | confirmed | causal | 3/3 | CAUSAL: \\\\x1b\\]52;c;aGk=\\\\x07 ablating" in out
-    assert "\x1b" not in out and "\x07" not in out
+    assert "## Backtrack verdicts\n\nFrom support.fptrace.jsonl.backtrack.jsonl: 1 saved backtrack." in out
+    assert f"(seq {report.call_seq}, turn.iter {report.turn}.{report.iteration})" in out
+    assert "why \\|this\\|? \\\\x1b\\[2J" in out
+    assert ("| injection 'wire-format' | ablating | confirmed | causal | 3/3 "
+            "| CAUSAL: \\\\x1b\\]52;c;aGk=\\\\x07 ablating") in out
+    assert "\x1b" not in out and "\x07" not in out and "skipped" not in out
 
 
 def test_report_refuses_a_missing_sidecar_it_was_given(

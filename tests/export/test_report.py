@@ -1,5 +1,8 @@
 """Run reports: golden files for each demo trace, facts checked against the raw trace, hostile text, sidecars.
 
+The sidecar tests run ``fpdebug backtrack`` on a copy of the planted-fact sample in ``tmp_path`` (the
+scripted reruns are seeded, so their verdicts are the same every time).
+
 The golden files under ``tests/export/golden/`` were generated from the committed sample traces and
 read line by line against the scenarios (SCENARIOS.md, DOMAIN §4.4 and §6.6). After a deliberate change
 to the report, regenerate them with ``FPDEBUG_UPDATE_GOLDEN=1 pytest tests/export/test_report.py`` and
@@ -15,7 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from fpdebug.export.report import md_cell, read_sidecar, render_markdown, report_trace, sidecar_path
+from fpdebug.backtrack.ablation import ProbeStats, SimilarityStats
+from fpdebug.backtrack.report import SidecarWriter, sidecar_path_for
+from fpdebug.backtrack.session import backtrack, explain
+from fpdebug.cli import main
+from fpdebug.export.report import md_cell, render_markdown, report_trace
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
     CursorMoveEvent,
@@ -33,6 +40,7 @@ from fpdebug.trace.schema import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from tests.backtrack.traces import copy_sample, demo_loader
 from tests.export.otlp_helpers import SAMPLES, raw_records
 from tests.trace.samples import Script, support_run
 
@@ -221,42 +229,109 @@ def test_md_cell(text: str | None, cell: str) -> None:
     assert md_cell(text) == cell
 
 
-def test_a_sidecar_beside_the_trace_adds_the_verdicts(tmp_path: Path) -> None:
-    path = failing_run().write(tmp_path / "run.fptrace.jsonl")
-    sidecar = tmp_path / "run.fptrace.jsonl.backtrack.jsonl"
-    sidecar.write_text("\n".join([
-        json.dumps({"claim": "answer", "decided_at": 3, "verdicts": [
-            {"kind": "confirmed", "tier": "causal", "label": "injection vip|override", "action": "ablating",
-             "flips": 3, "samples": 3, "claim": "CAUSAL: ablating `vip` flipped 3/3"},
-            {"kind": "not-confirmed", "tier": "correlational", "label": "tone", "flips": 0, "samples": 3},
-        ]}),
-        json.dumps({"kind": "inconclusive", "tier": "correlational", "label": "limits", "call_index": 2,
-                    "flips": 1, "samples": 3}),
-        "{not json",
-        json.dumps(["a", "list"]),
-        json.dumps({"something": "else"}),
-    ]) + "\n", encoding="utf-8")
-    assert sidecar_path(path) == sidecar
-    report = report_trace(path)
-    backtrack = report["backtrack"]
-    assert backtrack is not None and backtrack["unreadable_lines"] == 3
-    got = [(v["call"], v["label"], v["verdict"], v["tier"], v["flips"], v["samples"])
-           for v in backtrack["verdicts"]]
-    assert got == [
-        ("3", "injection vip|override", "confirmed", "causal", 3, 3),
-        ("3", "tone", "not-confirmed", "correlational", 0, 3),
-        ("2", "limits", "inconclusive", "correlational", 1, 3),
-    ]
-    text = render_markdown(report)
-    assert ("| 3 | injection vip\\|override | confirmed | causal | 3/3 "
-            "| CAUSAL: ablating \\`vip\\` flipped 3/3 |") in text
-    assert "3 line(s) of the sidecar held no verdict" in text
+# ----------------------------------------------------------------------------------------------
+# The backtrack sidecar, as ``fpdebug backtrack`` writes it
 
 
-def test_a_sidecar_named_without_the_jsonl_suffix_is_found_too(tmp_path: Path) -> None:
-    path = failing_run().write(tmp_path / "run.fptrace.jsonl")
-    (tmp_path / "run.fptrace.backtrack.jsonl").write_text("", encoding="utf-8")
-    assert sidecar_path(path) == tmp_path / "run.fptrace.backtrack.jsonl"
-    assert read_sidecar(tmp_path / "run.fptrace.backtrack.jsonl") == {
-        "path": "run.fptrace.backtrack.jsonl", "verdicts": [], "unreadable_lines": 0}
-    assert "_The sidecar holds no verdicts._" in render_markdown(report_trace(path))
+def backtracked_sample(tmp_path: Path, *args: str) -> Path:
+    """A copy of the planted-fact sample with a real sidecar beside it (never beside the committed one)."""
+    trace = copy_sample("planted-fact", tmp_path)
+    assert main(["backtrack", str(trace), *args]) == 0
+    assert sidecar_path_for(trace).is_file()
+    return trace
+
+
+def test_a_real_backtrack_sidecar_matches_its_golden_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = backtracked_sample(tmp_path, "--ablate", "--bisect")
+    capsys.readouterr()
+    report = report_trace(trace)
+    # The sidecar holds a random id and a wall-clock time per backtrack; the report shows neither,
+    # so its bytes are the same for every run of the scripted reruns.
+    check_golden("planted-fact.backtracked.report.md", render_markdown(report))
+    as_json = json.dumps(report, indent=2, ensure_ascii=True) + "\n"
+    check_golden("planted-fact.backtracked.report.json", as_json)
+
+
+def test_the_report_shows_what_the_backtracker_saved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = backtracked_sample(tmp_path, "--ablate", "--bisect")
+    capsys.readouterr()
+    lines = [json.loads(line) for line in sidecar_path_for(trace).read_text(encoding="utf-8").splitlines()]
+    section = report_trace(trace)["backtrack"]
+    assert section is not None
+    assert (section["path"], section["unreadable_lines"], section["torn_tail"]) == (
+        sidecar_path_for(trace).name, 0, False)
+    (saved,) = section["backtracks"]
+    report_line = lines[0]
+    assert report_line["record"] == "report"
+    assert (saved["claim"], saved["call_seq"], saved["call_index"], saved["run_id"]) == (
+        report_line["report"]["claim"], report_line["call_seq"], report_line["call_index"],
+        report_line["report"]["run_id"])
+    assert saved["in_trace"] and saved["status"] == "finished" and saved["mode"] == "causal"
+    baseline = next(line for line in lines if line["record"] == "baseline")["stats"]
+    assert saved["baseline"] == f"{baseline['flips']}/{baseline['samples']} flipped with no ablation"
+    assert saved["baseline_stable"] is True
+    assert [(v["source"], v["label"], v["verdict"], v["tier"], v["flips"], v["samples"], v["claim"])
+            for v in saved["verdicts"]] == [
+        (line["source"], line["verdict"]["label"], line["verdict"]["kind"], line["verdict"]["tier"],
+         line["verdict"]["flips"], line["verdict"]["samples"], line["verdict"]["claim"])
+        for line in lines if line["record"] == "verdict"]
+    confirmed = [v["label"] for v in saved["verdicts"] if v["verdict"] == "confirmed"]
+    assert confirmed == ["injection 'vip-override'"]
+    bisect = next(line for line in lines if line["record"] == "bisect")["bisect"]
+    assert saved["bisect"] is not None and saved["bisect"]["culprits"] == bisect["culprits"] == [
+        ["injection 'vip-override'"]]
+    assert saved["runs_used"] == lines[-1]["runs_used"]
+    text = render_markdown(report_trace(trace))
+    assert "### Backtrack 1: llm\\_call #2 (seq 7, turn.iter 1.2)" in text
+    assert "| sample-planted-fact | causal | finished | 0/3 flipped with no ablation (stable) |" in text
+    assert "| injection 'vip-override' | ablating | confirmed | causal | 3/3 | CAUSAL: ablating" in text
+    assert "| confirmed | causal | {injection 'vip-override'} | 6 | 18 |" in text
+    assert "skipped" not in text and "half a record" not in text
+
+
+def test_only_real_junk_is_counted_and_every_backtrack_keeps_its_status(tmp_path: Path) -> None:
+    trace = copy_sample("planted-fact", tmp_path)
+    # A backtrack with no reruns writes only its report and end records: nothing to skip.
+    assert main(["backtrack", str(trace)]) == 0
+    section = report_trace(trace)["backtrack"]
+    assert section is not None and section["unreadable_lines"] == 0 and not section["torn_tail"]
+    assert [(b["status"], b["mode"], b["verdicts"], b["baseline"]) for b in section["backtracks"]] == [
+        ("finished", "correlational", [], None)]
+    # A cancelled one keeps what finished; one that never wrote its end record is unfinished.
+    done: list[int] = []
+    backtrack(trace, ablate=True, load_module=demo_loader, progress=lambda d, _: done.append(d),
+              cancelled=lambda: len(done) >= 6)
+    writer = SidecarWriter(trace, explain(trace).report)
+    writer.baseline(ProbeStats(samples=3, flips=1, similarity=SimilarityStats(mean=0.6, min=0.0, max=1.0,
+                                                                              stdev=0.4)))
+    with sidecar_path_for(trace).open("ab") as file:
+        file.write(b'not json\n["a", "list"]\n{"record": "verdict", "id": "nobody"}\n{"record": "verd')
+    section = report_trace(trace)["backtrack"]
+    assert section is not None
+    assert section["unreadable_lines"] == 3 and section["torn_tail"]
+    assert [b["status"] for b in section["backtracks"]] == ["finished", "cancelled", "unfinished"]
+    cancelled, unfinished = section["backtracks"][1:]
+    assert len(cancelled["verdicts"]) == 1 and cancelled["baseline_stable"] is True
+    assert (unfinished["baseline"], unfinished["baseline_stable"], unfinished["mode"]) == (
+        "1/3 flipped with no ablation", False, "correlational")
+    text = render_markdown(report_trace(trace))
+    assert "From planted-fact.fptrace.jsonl.backtrack.jsonl: 3 saved backtracks." in text
+    assert "3 line(s) of the sidecar are not backtrack records and were skipped." in text
+    assert "The sidecar ends in half a record" in text
+    assert "### Backtrack 3: llm\\_call #2 (seq 7, turn.iter 1.2)" in text
+    assert "| correlational | unfinished | 1/3 flipped with no ablation (UNSTABLE) |" in text
+    assert "_No verdicts: no reruns (chains and rankings only)._" in text
+
+
+def test_a_sidecar_of_another_trace_is_marked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    planted = backtracked_sample(tmp_path)
+    other = failing_run().write(tmp_path / "other.fptrace.jsonl")
+    assert report_trace(other)["backtrack"] is None  # nothing beside it
+    section = report_trace(other, sidecar=sidecar_path_for(planted))["backtrack"]
+    assert section is not None and [b["in_trace"] for b in section["backtracks"]] == [False]
+    text = render_markdown(report_trace(other, sidecar=sidecar_path_for(planted)))
+    assert "⚠ Run sample-planted-fact is not in this trace" in text
