@@ -75,9 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except FpdebugError as error:
         # Messages quote paths, servers and trace text: shown, never obeyed by the terminal.
-        from fpdebug.trace.inert import inert
+        from fpdebug.commands import terminal_text
 
-        print(f"fpdebug {args.command}: error: {inert(str(error))}", file=sys.stderr)
+        print(f"fpdebug {args.command}: error: {terminal_text(str(error))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"fpdebug {args.command}: interrupted", file=sys.stderr)
