@@ -8,7 +8,6 @@ README shows these files; re-run this after a visible change.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path

@@ -219,7 +219,8 @@ class TraceScreen(Screen[None]):
         self._filter_texts: dict[str, str] = {}
         self._syncing_events = False
         self._stop = threading.Event()
-        self._first_paint = threading.Event()
+        self.first_paint = threading.Event()
+        """Set once the first rows are on screen (the first-screen probe of the benchmarks waits on it)."""
 
     # ------------------------------------------------------------------------------------------
     # Composition
@@ -290,7 +291,7 @@ class TraceScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self._stop.set()
-        self._first_paint.set()
+        self.first_paint.set()
 
     # ------------------------------------------------------------------------------------------
     # Workers
@@ -304,7 +305,7 @@ class TraceScreen(Screen[None]):
         session.model_step(limit=FIRST_SLICE)
         self.post_message(TraceGrew(added))
         # The first screen comes first: let the UI thread paint it before the long haul.
-        self._first_paint.wait(FIRST_PAINT_WAIT)
+        self.first_paint.wait(FIRST_PAINT_WAIT)
         while not session.index_done and not worker.is_cancelled:
             self.post_message(TraceGrew(session.index_step()))
         while not worker.is_cancelled and session.model_step():
@@ -379,8 +380,8 @@ class TraceScreen(Screen[None]):
             self.selected = max(timeline.cursor, 0)
         self.show_selection(refresh=True)
         self._refresh_bars()
-        if not self._first_paint.is_set():
-            self.call_after_refresh(self._first_paint.set)
+        if not self.first_paint.is_set():
+            self.call_after_refresh(self.first_paint.set)
 
     @on(LoadFinished)
     def _load_finished(self) -> None:
