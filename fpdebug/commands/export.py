@@ -61,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
         events = _Events(reader)
         spans = build_spans(events, include_content=args.include_content)
     if events.skipped:
-        print(f"fpdebug export: {events.skipped} invalid or unknown line(s) of {args.trace} were left out "
-              "(`fpdebug validate` lists them)", file=sys.stderr)
+        from fpdebug.commands import terminal_text  # a file name can hold escape sequences too
+
+        print(f"fpdebug export: {events.skipped} invalid or unknown line(s) of {terminal_text(args.trace)} "
+              "were left out (`fpdebug validate` lists them)", file=sys.stderr)
     if args.endpoint is None or args.output is not None:
         document = otlp.otlp_json(spans, service_name=args.service_name, producer=producer)
         _write(document, args.output, trace=args.trace)
