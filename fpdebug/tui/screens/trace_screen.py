@@ -13,7 +13,9 @@ Views are declared in :data:`VIEWS` (id, tab title, key). Part 2 of the debugger
 from __future__ import annotations
 
 import gc
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -52,6 +54,15 @@ FOLLOW_INTERVAL = 0.05
 
 FIRST_PAINT_WAIT = 1.0
 """Seconds the loader waits for the first screen to be painted before it reads on."""
+
+LOAD_SLICE = 5_000
+"""Lines modelled per step of the background load."""
+
+LOAD_PAUSE = 0.002
+"""Seconds the loader sleeps between two slices, so the UI thread gets the interpreter."""
+
+LOAD_SWITCH_INTERVAL = 0.0005
+"""The interpreter's thread switch interval while the loader runs (the default is 5 ms)."""
 
 _FILTER_BATCH = 2_000
 
@@ -306,10 +317,19 @@ class TraceScreen(Screen[None]):
         self.post_message(TraceGrew(added))
         # The first screen comes first: let the UI thread paint it before the long haul.
         self.first_paint.wait(FIRST_PAINT_WAIT)
-        while not session.index_done and not worker.is_cancelled:
-            self.post_message(TraceGrew(session.index_step()))
-        while not worker.is_cancelled and session.model_step():
-            self.post_message(TraceGrew())
+        # This thread holds the GIL for long stretches; the UI thread, which gives it up at every
+        # poll of the terminal, would otherwise wait a whole switch interval to get it back each
+        # time and keys would lag by seconds. A short interval and a pause per slice keep it lively.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(LOAD_SWITCH_INTERVAL)
+        try:
+            while not session.index_done and not worker.is_cancelled:
+                self.post_message(TraceGrew(session.index_step()))
+            while not worker.is_cancelled and session.model_step(limit=LOAD_SLICE):
+                self.post_message(TraceGrew())
+                time.sleep(LOAD_PAUSE)
+        finally:
+            sys.setswitchinterval(interval)
         if not worker.is_cancelled:
             self.post_message(LoadFinished())
 
