@@ -12,7 +12,8 @@ from textual.message import Message
 from fpdebug.cli import main
 from fpdebug.trace.schema import RunEndEvent
 from fpdebug.trace.writer import TraceWriter
-from fpdebug.tui.app import FpdebugApp, binding_ids
+from fpdebug.tui.app import FpdebugApp, TraceSource, binding_ids
+from fpdebug.tui.commands import PaletteCommand
 from fpdebug.tui.messages import LoadFinished, TraceGrew
 from fpdebug.tui.screens.help_screen import HelpDocument, HelpScreen
 from fpdebug.tui.screens.trace_screen import TraceScreen
@@ -498,3 +499,44 @@ class TestViewCommand:
         keymap.write_text('[keys]\nno-such-binding = "x"\n', encoding="utf-8")
         assert main(["view", str(sample("leases")), "--keymap", str(keymap)]) == 2
         assert "unknown binding id 'no-such-binding'" in capsys.readouterr().err
+
+
+class _FakeController:
+    """A drive-mode controller that writes a run into the followed file when started."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.started = False
+        self.stopped = False
+        self.stepped = 0
+
+    def start(self, app: FpdebugApp) -> None:
+        self.started = True
+        grow(self.path, run_id="drive", first_seq=1, iteration=1)
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def commands(self) -> list[PaletteCommand]:
+        return [PaletteCommand("run: step", "Run one pass", self.step)]
+
+    def step(self) -> None:
+        self.stepped += 1
+
+
+class TestDriveMode:
+    async def test_a_controller_is_started_followed_and_stopped(self, tmp_path: Path) -> None:
+        path = tmp_path / "drive.fptrace.jsonl"
+        TraceWriter.create(path, durability="none").close()
+        controller = _FakeController(path)
+        app = FpdebugApp(TraceSource(path, "drive"), controller=controller)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = _screen(app)
+            assert screen.mode == "drive" and controller.started
+            assert await wait_for(pilot, lambda: screen.timeline.total == 1)
+            assert "drive ●" in screen_text(app)
+            await pilot.press("ctrl+p", *"run: step")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            assert await wait_for(pilot, lambda: controller.stepped == 1)
+        assert controller.stopped
