@@ -39,6 +39,7 @@ __all__ = [
     "ScenarioError",
     "ScriptExhaustedError",
     "ToolError",
+    "ToolMiddlewareError",
     "TraceError",
     "TraceFormatError",
     "TraceLockedError",
@@ -114,6 +115,13 @@ class LiveCallRefusedError(ProviderError):
 
 class ToolError(FpdebugError):
     """A tool declaration or dispatch failed outside the tool's own code."""
+
+
+class ToolMiddlewareError(ToolError):
+    """A before-tool middleware raised, or returned something other than a call or its arguments.
+
+    The loop records it as the call's ``failure`` result (the tool does not run) and goes on.
+    """
 
 
 class RunInterrupted(FpdebugError):

@@ -78,6 +78,7 @@ from fpdebug.engine.skillmap import (
 from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult, ToolStatus
 from fpdebug.engine.agent import Agent, AgentSpec, Conversation, HonestyHooks, RunResult, TurnResult
 from fpdebug.engine.sink import EventSink, MemorySink, NullSink, Recorder, TraceFileSink
+from fpdebug.engine.tool_middleware import ToolCallContext, ToolMiddleware
 from fpdebug.engine.tools import tool
 
 __all__ = [
@@ -92,6 +93,8 @@ __all__ = [
     "Recorder",
     "RunResult",
     "TraceFileSink",
+    "ToolCallContext",
+    "ToolMiddleware",
     "TurnResult",
     "tool",
     "ActiveInjection",

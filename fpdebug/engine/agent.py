@@ -10,6 +10,7 @@ an agent is a value and may be shared between threads and reruns)::
         .tools(lookup_customer)                     # plain callables, or tool(fn, timeout=…)
         .skill_map(skill_map)                       # nodes, entries, routes, open skills
         .maps(renewal_grace=3)                      # the engagement kernel (DOMAIN §6)
+        .tool_middleware(cap_refunds)               # may rewrite a call's arguments before it runs
         .max_iterations(8)
     )
     result = agent.run("Refund order A-17", provider=model, sink=sink, clock=clock, run_id="r1")
@@ -53,9 +54,15 @@ from fpdebug.engine.injections import Injection, LlmActivated, StepPointer
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
 from fpdebug.engine.sink import EventSink, MemorySink, Recorder
 from fpdebug.engine.skillmap import PickCarriers, SkillMap, SkillPick, apply_skill_pick, gate_skill_pick
+from fpdebug.engine.tool_middleware import (
+    ToolCallContext,
+    ToolMiddleware,
+    apply_tool_middleware,
+    check_tool_middleware,
+)
 from fpdebug.engine.tools import InvalidToolArguments, ToolFunction, ToolTimeout, call_tool, tool
-from fpdebug.engine.types import Activation, Tool, ToolResult
-from fpdebug.errors import DefinitionError, FpdebugError, ProviderError, RunInterrupted
+from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult
+from fpdebug.errors import DefinitionError, FpdebugError, ProviderError, RunInterrupted, ToolMiddlewareError
 from fpdebug.trace.clock import Clock, SystemClock
 from fpdebug.trace.schema import (
     CursorMoveEvent,
@@ -161,7 +168,8 @@ class HonestyHooks(Protocol):
         """Inputs layer's write: called right after the ``llm_call`` record, before any tool runs.
 
         The rows follow the call they are about, and a gate that stops the run on them loses no
-        reply the provider already gave.
+        reply the provider already gave. ``loop.calls_to_run`` holds the calls as they will run,
+        after the tool middleware (empty on the final branch): a rewrite is the difference.
         """
         ...
 
@@ -204,6 +212,8 @@ class AgentSpec:
     """Tool names never offered nor dispatched (:meth:`Agent.without`)."""
     honesty: HonestyHooks | None = None
     """The honesty layers' hooks, when armed."""
+    tool_middleware: tuple[ToolMiddleware, ...] = ()
+    """Before-tool middleware, in the order they run (:meth:`Agent.tool_middleware`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +339,33 @@ class Agent:
     def options(self, **values: object) -> Agent:
         """Add free-form JSON-able settings recorded in ``run_start.options`` (``scenario="support"``…)."""
         return self._with(options=MappingProxyType({**self.spec.options, **values}))
+
+    def tool_middleware(self, *middleware: ToolMiddleware) -> Agent:
+        """Add before-tool middleware: each may rewrite a call's arguments before the tool runs.
+
+        Each is called as ``middleware(call, context)`` with the
+        :class:`~fpdebug.engine.types.ToolCall` as the previous one left it and a
+        :class:`~fpdebug.engine.tool_middleware.ToolCallContext`, and returns ``None`` (no change), a
+        mapping (the arguments to run with) or a ``ToolCall`` with the same id and tool. The chain
+        runs in the Resolve stage (after the LLM call, once Route has chosen ``tool-calls``), over
+        every call to one of the agent's tools whose arguments parsed (not ``read_skill``), before
+        any tool of the batch runs. The ``llm_call`` keeps what the model asked for; the
+        ``tool_result`` records the arguments the tool ran with. A middleware that raises, or
+        returns something else, makes the call a ``failure`` result (``ToolMiddlewareError``; the
+        tool does not run) and the loop goes on.
+
+        Args:
+            middleware: The functions, run after any added before.
+
+        Returns:
+            A new agent. With an honesty layer armed, ``run_start.honesty.tool_middleware`` is true,
+            the inputs layer's rows say which values were rewritten and the answer layer lists the
+            rewrites in its Assumed block.
+
+        Raises:
+            DefinitionError: One is not callable.
+        """
+        return self._with(tool_middleware=(*self.spec.tool_middleware, *check_tool_middleware(middleware)))
 
     def honesty(self, hooks: HonestyHooks | None) -> Agent:
         """Install custom honesty hooks, or with ``None`` disarm every honesty layer."""
@@ -906,8 +943,9 @@ class TurnLoop:
     ``iteration``, ``user_message``, ``history`` (the conversation so far), ``tool_results`` and
     ``batch_iteration`` (the batch in place and the iteration that dispatched it), ``batch_texts``
     and ``batch_coverage`` (that batch as the model read it, and what each call declared it
-    covers), ``stopped_early`` (set on the final branch), ``activated``, ``cursor``, ``recorder``
-    (to emit ``finding`` events), ``conversation``.
+    covers), ``calls_to_run`` (the calls of the reply as they will run, after the tool middleware),
+    ``stopped_early`` (set on the final branch), ``activated``, ``cursor``, ``recorder`` (to emit
+    ``finding`` events), ``conversation``.
     """
 
     def __init__(self, conversation: Conversation, turn: int, user_message: str) -> None:
@@ -948,6 +986,9 @@ class TurnLoop:
         """Each result of the batch in place as the model read it (aligned with :attr:`tool_results`)."""
         self.batch_coverage: tuple[str | None, ...] | None = None
         """The coverage each call of the batch in place declared (aligned with :attr:`tool_results`)."""
+        self.calls_to_run: tuple[ToolCallRecord, ...] = ()
+        """The calls Route dispatches in this iteration, each with the arguments it runs with (after
+        the tool middleware); empty on the final branch."""
         self.stopped_early: StoppedEarly | None = None
         """Set on the final branch when a limit cut the turn short (before the answer layer reads it)."""
         self.input_tokens = 0
@@ -975,11 +1016,16 @@ class TurnLoop:
                 "tool-calls" if calls and self.iteration < max_iterations else "final"
             )
             self._record_llm_call(request, reply, route)
+            refused: dict[int, ErrorInfo] = {}
+            self.calls_to_run = ()
+            if route == "tool-calls":
+                self.calls_to_run, refused = self._tool_middleware(calls)
             self._honesty_inputs_record()
             if route == "final":
                 return self._final(response)
+            # The model's own request stays in the history; the tool messages say what ran.
             self.history.append(Message(role="assistant", content=response.content, tool_calls=list(calls)))
-            self._dispatch(calls)
+            self._dispatch(self.calls_to_run, refused)
             self.iteration += 1
 
     def result(self, status: RunStatus, *, error: ErrorInfo | None = None) -> TurnResult:
@@ -1162,7 +1208,34 @@ class TurnLoop:
 
     # -- the tool-calls stage ---------------------------------------------------------------------
 
-    def _dispatch(self, calls: Sequence[ToolCallRecord]) -> None:
+    def _tool_middleware(
+        self, calls: Sequence[ToolCallRecord]
+    ) -> tuple[tuple[ToolCallRecord, ...], dict[int, ErrorInfo]]:
+        """Each call as it will run, and the positions of the calls a middleware refused."""
+        chain = self.spec.tool_middleware
+        if not chain:
+            return tuple(calls), {}
+        ran: list[ToolCallRecord] = []
+        refused: dict[int, ErrorInfo] = {}
+        for position, call in enumerate(calls):
+            ignored = call.name in self.spec.ignored_tools
+            found = None if ignored else self.compiled.tools_by_name.get(call.name)
+            if found is None or call.raw_args is not None:
+                ran.append(call)  # read_skill, an unknown tool or unparsed arguments: nothing to rewrite
+                continue
+            context = ToolCallContext(self.conversation.run_id, self.turn, self.iteration, found,
+                                      MappingProxyType(dict(call.args)))
+            try:
+                rewritten = apply_tool_middleware(chain, ToolCall(call.id, call.name, call.args), context)
+            except ToolMiddlewareError as exc:
+                # Refused calls run with nothing rewritten, so their tool_result.args are the request.
+                refused[position] = ErrorInfo(type=type(exc).__name__, message=str(exc))
+                ran.append(call)
+                continue
+            ran.append(call.model_copy(update={"args": dict(rewritten.args)}))
+        return tuple(ran), refused
+
+    def _dispatch(self, calls: Sequence[ToolCallRecord], refused: Mapping[int, ErrorInfo]) -> None:
         compiled = self.compiled
         skill_map = compiled.setup.skill_map
         plan = compiled.plan
@@ -1179,7 +1252,7 @@ class TurnLoop:
         batch: list[ToolResult] = []
         texts: list[str] = []
         coverage: list[str | None] = []
-        for call in calls:
+        for position, call in enumerate(calls):
             declared: str | None = None
             if call.name == READ_SKILL and compiled.read_skill is not None:
                 pick, text, status = self._read_skill(call, skill_map, parked)
@@ -1193,7 +1266,9 @@ class TurnLoop:
                         self.provenance[pick.skill_id] = Activation(READ_SKILL, self.iteration, call.id)
                 batch.append(ToolResult(READ_SKILL, text, call.id, status))
             else:
-                state, text, declared = self._run_tool(call, scope, state, batch)
+                state, text, declared = self._run_tool(
+                    call, scope, state, batch, refused=refused.get(position)
+                )
             texts.append(text)
             coverage.append(declared)
             # The model reads each result as a tool message, in call order.
@@ -1279,15 +1354,21 @@ class TurnLoop:
         return text
 
     def _run_tool(
-        self, call: ToolCallRecord, scope: EffectScope, state: EffectState, batch: list[ToolResult]
+        self, call: ToolCallRecord, scope: EffectScope, state: EffectState, batch: list[ToolResult], *,
+        refused: ErrorInfo | None = None,
     ) -> tuple[EffectState, str, str | None]:
-        """Run one call, record its ``tool_result``; return the effect state, the text read, the coverage."""
+        """Run one call, record its ``tool_result``; return the effect state, the text read, the coverage.
+
+        ``refused`` is a tool middleware's failure: the tool does not run, the call is a ``failure``.
+        """
         start = self.recorder.now()
         found = None if call.name in self.spec.ignored_tools else self.compiled.tools_by_name.get(call.name)
         value: object = None
         error: ErrorInfo | None = None
         status: ToolResultStatus | None = None
-        if call.raw_args is not None:
+        if refused is not None:
+            status, error = "failure", refused
+        elif call.raw_args is not None:
             status = "invalid"
             error = ErrorInfo(
                 type="InvalidToolArguments",

@@ -18,6 +18,14 @@ answer     first on the final branch, before ``turn_end``
 =========  ===========================================================================================
 
 Each visit writes at most ONE ``finding`` event; a visit with no rows writes nothing.
+
+**Tool middleware.** When the agent has a middleware chain (``Agent.tool_middleware``), the arms
+record ``tool_middleware=True``. The chain runs after the inputs layer has judged the reply and
+before its rows are written; :meth:`HonestyLayers.after_llm_record` compares each call Route
+dispatches (``_from`` stripped) with the call as it will run (``loop.calls_to_run``) through
+:func:`~fpdebug.engine.honesty.rewrites_of`, exactly as the replay compares the ``llm_call`` with
+the ``tool_result.args`` it recorded, and re-judges the reply with those rewrites. The turn's
+rewrites are the answer layer's ``middlewareDecisions``.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from fpdebug.engine.honesty import (
     AnswerFoldKey,
+    ArgumentRewrite,
     Finding,
     Grounds,
     HonestyRow,
@@ -46,6 +55,7 @@ from fpdebug.engine.honesty import (
     file_finding,
     judge_inputs,
     results_at_loop_head,
+    rewrites_of,
 )
 from fpdebug.engine.honesty_replay import tool_surface
 from fpdebug.engine.types import Tool
@@ -57,6 +67,7 @@ from fpdebug.trace.schema import (
     HonestyArms,
     LlmRequest,
     LlmResponse,
+    ToolCallRecord,
 )
 
 if TYPE_CHECKING:
@@ -149,6 +160,38 @@ def _standing_line(value: StandingLineWhen | bool | None) -> StandingLineWhen | 
     raise DefinitionError(f"standing_line must be True, False, 'always' or 'unsupported', got {value!r}")
 
 
+@dataclass(frozen=True)
+class PendingInputs:
+    """One reply the inputs layer judged, waiting for its write after the ``llm_call`` record.
+
+    Attributes:
+        calls: The calls as the model wrote them.
+        sources: The sources in reach when it was judged.
+        tools_in_reach: The tools offered on the call.
+        resolved: What Route may dispatch (``_from`` stripped when argument sources are armed).
+        finding: The rows judged without any rewrite (``None``: nothing to write).
+    """
+
+    calls: tuple[ToolCallRecord, ...]
+    sources: SourcesInReach
+    tools_in_reach: tuple[str, ...]
+    resolved: tuple[ToolCallRecord, ...]
+    finding: Finding | None
+
+
+def _rewrites(resolved: Sequence[ToolCallRecord], ran: Sequence[ToolCallRecord]) -> list[ArgumentRewrite]:
+    """The middleware decisions: each resolved call against the call that runs under its id.
+
+    Keyed by call id, as the replay pairs an ``llm_call``'s calls with their ``tool_result`` records.
+    """
+    by_id = {call.id: call for call in ran}
+    return [
+        rewrite
+        for call in resolved if call.id in by_id and call.raw_args is None
+        for rewrite in rewrites_of(call.id, call.args, by_id[call.id].args)
+    ]
+
+
 @dataclass
 class HonestyRun:
     """One run's honesty state: what the layers have read and filed so far.
@@ -161,7 +204,9 @@ class HonestyRun:
         ledger: Every finding written in this run, in order (``findingsLedger``).
         prior: Every tool result the model has read in this run, oldest first.
         coverage: Call id → the coverage its tool declared (``coverageDeclared``).
-        pending: The inputs finding judged after the LLM call, written after its ``llm_call``.
+        pending: The reply judged after the LLM call, written after its ``llm_call``.
+        decisions: This turn's middleware rewrites (``middlewareDecisions``).
+        decisions_turn: The turn :attr:`decisions` belong to.
     """
 
     arms: HonestyArms
@@ -171,7 +216,15 @@ class HonestyRun:
     ledger: list[Finding] = field(default_factory=list)
     prior: list[PriorResult] = field(default_factory=list)
     coverage: dict[str, str] = field(default_factory=dict)
-    pending: Finding | None = None
+    pending: PendingInputs | None = None
+    decisions: list[ArgumentRewrite] = field(default_factory=list)
+    decisions_turn: int | None = None
+
+    def decisions_of(self, turn: int) -> list[ArgumentRewrite]:
+        """This turn's middleware rewrites (a new turn starts with none)."""
+        if self.decisions_turn != turn:
+            self.decisions, self.decisions_turn = [], turn
+        return self.decisions
 
     def file(self, loop: TurnLoop, layer: Layer, rows: Sequence[HonestyRow], *, iteration: int) -> None:
         """Write one layer visit's rows as ONE ``finding`` event (nothing when there are none)."""
@@ -284,11 +337,12 @@ class HonestyLayers:
         fields.update(changes)
         return HonestyLayers(**fields)  # type: ignore[arg-type]
 
-    def arms(self, tools: Iterable[Tool]) -> HonestyArms | None:
+    def arms(self, tools: Iterable[Tool], *, tool_middleware: bool = False) -> HonestyArms | None:
         """What ``run_start.honesty`` records for an agent whose tools are ``tools``.
 
         Args:
             tools: Every tool the agent can dispatch (its own and its skills'), in declaration order.
+            tool_middleware: The agent has a before-tool middleware chain.
 
         Returns:
             The arms, with the hiding tools and display names the tools declare; ``None`` when no
@@ -304,6 +358,7 @@ class HonestyLayers:
             results=self.results,
             answer=self.answer,
             argument_sources=self.argument_sources,
+            tool_middleware=tool_middleware,
             hidden_argument_tools=hidden or None,
             external_grounds=list(self.external_grounds) or None,
             declared_sources=list(self.declared_sources) or None,
@@ -322,7 +377,8 @@ class HonestyLayers:
         Returns:
             ``run_start.honesty``.
         """
-        arms = self.arms(conversation.compiled.tools_by_name.values())
+        arms = self.arms(conversation.compiled.tools_by_name.values(),
+                         tool_middleware=bool(conversation.agent.spec.tool_middleware))
         if arms is None:
             return None
         compiled = conversation.compiled
@@ -380,21 +436,34 @@ class HonestyLayers:
         if run is None or not run.arms.inputs or not response.tool_calls:
             return response
         users = tuple(message.content for message in loop.history if message.role == "user")
-        verdict = judge_inputs(
-            response.tool_calls, SourcesInReach(tuple(run.prior), users), config=run.config,
-            tools_in_reach=[schema.name for schema in request.tools],
+        sources = SourcesInReach(tuple(run.prior), users)
+        in_reach = tuple(schema.name for schema in request.tools)
+        verdict = judge_inputs(response.tool_calls, sources, config=run.config, tools_in_reach=in_reach)
+        run.pending = PendingInputs(
+            tuple(response.tool_calls), sources, in_reach, verdict.resolved,
+            file_finding("inputs", verdict.rows, turn=loop.turn, iteration=loop.iteration),
         )
-        run.pending = file_finding("inputs", verdict.rows, turn=loop.turn, iteration=loop.iteration)
         if list(verdict.resolved) == list(response.tool_calls):
             return response
         return response.model_copy(update={"tool_calls": list(verdict.resolved)})
 
     def after_llm_record(self, loop: TurnLoop) -> None:
-        """Inputs layer, the ONE write: the rows judged for the call just recorded."""
+        """Inputs layer, the ONE write: the rows judged for the call just recorded.
+
+        With a tool middleware, a value the middleware rewrote (``loop.calls_to_run`` against what
+        Route dispatches) is judged again with the rewrite, so its row says what the call ran with.
+        """
         run = self._run(loop)
         if run is None or run.pending is None:
             return
-        finding, run.pending = run.pending, None
+        pending, run.pending = run.pending, None
+        finding = pending.finding
+        rewrites = _rewrites(pending.resolved, loop.calls_to_run) if run.arms.tool_middleware else []
+        if rewrites:
+            run.decisions_of(loop.turn).extend(rewrites)
+            verdict = judge_inputs(pending.calls, pending.sources, config=run.config,
+                                   tools_in_reach=pending.tools_in_reach, rewrites=rewrites)
+            finding = file_finding("inputs", verdict.rows, turn=loop.turn, iteration=loop.iteration)
         run.write(loop, finding)
 
     def before_final(self, loop: TurnLoop, content: str) -> None:
@@ -409,6 +478,7 @@ class HonestyLayers:
             "findingsLedger": tuple(run.ledger),
             "stoppedEarly": loop.stopped_early,
             "coverageDeclared": dict(run.coverage),
+            "middlewareDecisions": tuple(run.decisions_of(loop.turn)),
         }
         row = assess_answer(
             content, committed, reads=run.reads, grounds=run.grounds,
