@@ -77,26 +77,51 @@ def _parse(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _record(args: argparse.Namespace) -> dict[str, object]:
-    """Run the scripted benchmark agent for N iterations into a null sink or a trace file."""
+    """The scripted benchmark agent for N iterations into the null sink and into trace files.
+
+    The three variants (null sink, trace file with ``batch`` durability, trace file with ``none``)
+    take turns in blocks of ``N / blocks`` iterations, in a rotating order, and each variant's
+    blocks are summed: a neighbour's load on a shared machine lands on all three alike instead of
+    on whichever happened to run at the wrong moment. Each file sink stays open across its blocks
+    (one trace file per variant, as one long recording).
+    """
     from bench.scenario import bench_agent, run_iterations
-    from fpdebug.engine import NullSink, TraceFileSink
+    from fpdebug.engine import EventSink, NullSink, TraceFileSink
 
     agent = bench_agent()
     agent.check()  # compile now, outside the timing
-    run_iterations(agent, 20, sink=NullSink())  # warm the code paths both variants share
-    if args.sink == "null":
-        sink: NullSink | TraceFileSink = NullSink()
-    else:
-        sink = TraceFileSink.create(args.out, durability=args.durability, overwrite=True)
-    started = time.perf_counter()
-    runs, iterations = run_iterations(agent, args.iterations, sink=sink)
-    sink.close()  # the final fsync belongs to the run
-    seconds = time.perf_counter() - started
-    events = sink.count if isinstance(sink, NullSink) else sink.next_seq - 1
-    size = os.path.getsize(args.out) if args.sink == "file" else 0
-    if args.sink == "file" and not args.keep:
-        os.unlink(args.out)
-    return {"seconds": seconds, "runs": runs, "iterations": iterations, "events": events, "bytes": size}
+    run_iterations(agent, 40, sink=NullSink())  # warm the code paths every variant shares
+    null = NullSink()
+    sinks: dict[str, EventSink] = {
+        "null": null,
+        **{
+            name: TraceFileSink.create(args.out.with_suffix(f".{name}.jsonl"), durability=name, overwrite=True)
+            for name in ("batch", "none")
+        },
+    }
+    seconds = dict.fromkeys(sinks, 0.0)
+    iterations = dict.fromkeys(sinks, 0)
+    per_block = max(args.iterations // args.blocks, 1)
+    names = list(sinks)
+    for block in range(args.blocks):
+        for name in names[block % 3 :] + names[: block % 3]:
+            gc.collect()
+            started = time.perf_counter()
+            _, done = run_iterations(agent, per_block, sink=sinks[name])
+            seconds[name] += time.perf_counter() - started
+            iterations[name] += done
+    for name in ("batch", "none"):
+        started = time.perf_counter()
+        sinks[name].close()  # the final fsync belongs to the recording
+        seconds[name] += time.perf_counter() - started
+    files = {name: args.out.with_suffix(f".{name}.jsonl") for name in ("batch", "none")}
+    result: dict[str, object] = {
+        "seconds": seconds, "iterations": iterations["null"], "events": null.count,
+        "bytes": files["batch"].stat().st_size,
+    }
+    for path in files.values():
+        path.unlink()
+    return result
 
 
 def _record_costs(args: argparse.Namespace) -> dict[str, object]:
@@ -183,10 +208,8 @@ PROBES: dict[str, Probe] = {
     "parse": (_parse, lambda p: p.add_argument("path")),
     "record": (_record, lambda p: (
         p.add_argument("--iterations", type=int, required=True),
-        p.add_argument("--sink", choices=("null", "file"), required=True),
-        p.add_argument("--durability", choices=("none", "batch", "every"), default="batch"),
-        p.add_argument("--out", type=Path, default=Path("/dev/null")),
-        p.add_argument("--keep", action="store_true"),
+        p.add_argument("--blocks", type=int, default=10),
+        p.add_argument("--out", type=Path, required=True),
     )),
     "record-costs": (_record_costs, lambda p: (
         p.add_argument("--iterations", type=int, required=True),
