@@ -95,7 +95,9 @@ def _record(args: argparse.Namespace) -> dict[str, object]:
     sinks: dict[str, EventSink] = {
         "null": null,
         **{
-            name: TraceFileSink.create(args.out.with_suffix(f".{name}.jsonl"), durability=name, overwrite=True)
+            name: TraceFileSink.create(
+                args.out.with_suffix(f".{name}.jsonl"), durability=name, overwrite=True
+            )
             for name in ("batch", "none")
         },
     }
