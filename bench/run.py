@@ -194,7 +194,24 @@ def figure_recording(iterations: int, out_dir: Path) -> list[Figure]:
             "5b", "  same, durability=\"none\" (no fsync)", f"trace file {_seconds(no_sync)}",
             f"null sink {_seconds(base)}", f"{no_sync / base:.2f}x",
         ),
+        figure_record_costs(min(iterations, 2_000), out_dir),
     ]
+
+
+def figure_record_costs(iterations: int, out_dir: Path) -> Figure:
+    """5d. What one recorded event costs: serialising, writing, its share of fsyncs; vs the engine."""
+    costs = _child("bench.probes", "record-costs", "--iterations", str(iterations),
+                   "--out", str(out_dir / "costs.fptrace.jsonl"))
+    dump, write, sync = _num(costs, "dump_us"), _num(costs, "write_us"), _num(costs, "fsync_us")
+    engine = _num(costs, "engine_us")
+    average = _num(costs, "bytes") / _num(costs, "events")
+    return Figure(
+        "5d", f"  per event ({average / 1e3:.1f} KB average): what recording adds",
+        f"dump {dump:.1f} + write {write:.1f} + fsync {sync:.1f} us "
+        f"({_num(costs, 'fsync_ms_each'):.2f} ms / 64 events)",
+        f"the engine's own work {engine:.0f} us", f"{1 + (dump + write + sync) / engine:.2f}x",
+        raw=costs,
+    )
 
 
 def figure_writer(path: Path, out_dir: Path) -> Figure:
