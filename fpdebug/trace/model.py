@@ -459,6 +459,8 @@ class Run:
     """The run's first record."""
     last_line: int = 0
     """The run's latest record."""
+    number: int = 0
+    """The run's 1-based position in the trace (order of first appearance)."""
     _turns: dict[int, Turn] = field(default_factory=dict, repr=False)
     # Leases that may still serve a pass or be pruned, by instruction id (keeps feeding O(live)).
     _open_leases: dict[str, list[LeaseLifetime]] = field(default_factory=dict, repr=False)
@@ -532,6 +534,9 @@ class RunModel:
         """The trace header, once line 0 is fed."""
         self.runs: list[Run] = []
         """Runs in order of first appearance."""
+        self.all_iterations: list[Iteration] = []
+        """Every iteration of every run in order of its first line (append-only: a view that lists
+        iterations extends its rows from where it stopped, instead of walking every turn again)."""
         self.counts: dict[str, int] = {}
         """Event records by kind (opaque and invalid lines are not in here)."""
         self.invalid_lines: list[int] = []
@@ -870,7 +875,9 @@ class RunModel:
     def _run_for(self, run_id: str, line: int) -> Run:
         run = self._runs.get(run_id)
         if run is None:
-            run = self._runs[run_id] = Run(run_id=_i(run_id) or "", first_line=line, last_line=line)
+            run = self._runs[run_id] = Run(
+                run_id=_i(run_id) or "", first_line=line, last_line=line, number=len(self.runs) + 1
+            )
             self.runs.append(run)
         return run
 
@@ -898,6 +905,7 @@ class RunModel:
         if iteration is None:
             iteration = Iteration(run_id=run.run_id, turn=turn.number, number=number)
             iterations.append(iteration)
+            self.all_iterations.append(iteration)  # lines arrive in order: so do first lines
             turn.highest = max(turn.highest, number)
         return iteration
 

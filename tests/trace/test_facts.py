@@ -106,3 +106,21 @@ def test_a_torn_fragment_with_a_whole_envelope_is_invalid_either_way(tmp_path: P
 
 def script_count(script: Script, kind: str) -> int:
     return sum(1 for event in script.events if event.kind == kind)
+
+
+def test_iterations_are_listed_in_first_line_order_and_runs_numbered(tmp_path: Path) -> None:
+    script, _ = support_run()
+    second = every_kind(T0, first_seq=len(script.events) + 1)
+    path = tmp_path / "two-runs.jsonl"
+    with TraceWriter.create(path) as writer:
+        writer.append_many([*script.events, *second])
+    reader = TraceReader(path)
+    model = RunModel(reader)
+    seen: list[int] = []
+    while model.update(limit=7):  # in slices, as a viewer builds it
+        seen.append(len(model.all_iterations))
+    rows = model.all_iterations
+    assert [iteration.first_line for iteration in rows] == sorted(i.first_line for i in model.iterations())
+    assert len(rows) == len(set(map(id, rows))) == sum(1 for _ in model.iterations())
+    assert seen == sorted(seen) and seen[0] < seen[-1]
+    assert [(run.run_id, run.number) for run in model.runs] == [("r1", 1), ("run-1", 2)]
