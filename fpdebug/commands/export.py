@@ -112,20 +112,8 @@ class _Events:
 
 def _write(document: dict[str, object], output: str | None, *, trace: str) -> None:
     import json
-    import os
 
-    from fpdebug.errors import ExportError
+    from fpdebug.commands import write_output
 
     # ensure_ascii: every control or bidi character from the trace comes out escaped, on a terminal too.
-    text = json.dumps(document, indent=2, ensure_ascii=True) + "\n"
-    if output is None or output == "-":
-        sys.stdout.write(text)
-        return
-    if os.path.exists(output) and os.path.samefile(output, trace):
-        raise ExportError(f"refusing to overwrite the trace itself: {output}")
-    try:
-        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(text)
-    except OSError as error:
-        raise ExportError(f"cannot write {output}: {error.strerror or error}") from error
+    write_output(json.dumps(document, indent=2, ensure_ascii=True) + "\n", output, trace=trace, encoding="ascii")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 HELP = "Write a run report for a ticket: header, iteration timeline, leases, parks, routing, verdicts."
 
@@ -27,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     import os
 
+    from fpdebug.commands import write_output
     from fpdebug.errors import ExportError
     from fpdebug.export.report import render_markdown, report_trace
     from fpdebug.trace.redact import default_redactor
@@ -38,14 +38,5 @@ def run(args: argparse.Namespace) -> int:
         text = json.dumps(report, indent=2, ensure_ascii=True) + "\n"
     else:
         text = render_markdown(report)
-    if args.output is None or args.output == "-":
-        sys.stdout.write(text)
-        return 0
-    if os.path.exists(args.output) and os.path.samefile(args.output, args.trace):
-        raise ExportError(f"refusing to overwrite the trace itself: {args.output}")
-    try:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as error:
-        raise ExportError(f"cannot write {args.output}: {error.strerror or error}") from error
+    write_output(text, args.output, trace=args.trace)
     return 0

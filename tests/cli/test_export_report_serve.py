@@ -115,6 +115,14 @@ def test_report_prints_the_golden_markdown(
     out = tmp_path / "report.json"
     assert main(["report", str(trace), "--format", "json", "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8") == (GOLDEN / f"{name}.report.json").read_text(encoding="utf-8")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
+def test_report_never_overwrites_its_trace(support: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = support.read_bytes()
+    assert main(["report", str(support), "-o", str(support)]) == 2
+    assert "refusing to overwrite the trace itself" in capsys.readouterr().err
+    assert support.read_bytes() == before
 
 
 def test_report_includes_a_sidecar_beside_the_trace(
