@@ -42,6 +42,7 @@ from fpdebug.tui.widgets.events import EventDetail, EventList
 from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.leases import LeaseDetail, LeaseGantt
 from fpdebug.tui.widgets.row_list import RowFilter, RowList
+from fpdebug.tui.widgets.skill_map import SkillMapView
 from fpdebug.tui.widgets.timeline import IterationTimeline, timeline_header
 
 __all__ = ["FIRST_PAINT_WAIT", "FOLLOW_INTERVAL", "VIEWS", "Mode", "TraceScreen", "ViewSpec", "view_bindings"]
@@ -92,6 +93,12 @@ VIEWS: tuple[ViewSpec, ...] = (
         "calls", "Calls", "3", "the exact prompt of the selected iteration's LLM call by slot, and the reply"
     ),
     ViewSpec("events", "Events", "4", "the raw trace, one row per line (invalid and opaque lines included)"),
+    ViewSpec(
+        "skill-map",
+        "Skill map",
+        "5",
+        "the declared skill map with the cursor's path up to the selected iteration",
+    ),
 )
 """The views, in tab order."""
 
@@ -271,6 +278,8 @@ class TraceScreen(Screen[None]):
             return Vertical(
                 EventList(session, id="events"), EventDetail(session, id="event-detail"), id="view-events"
             )
+        if view.id == "skill-map":
+            return SkillMapView(session, id="view-skill-map")
         raise ValueError(f"unknown view {view.id!r}")
 
     @property
@@ -284,6 +293,7 @@ class TraceScreen(Screen[None]):
         return {
             "passes": self.timeline,
             "calls": self.timeline,
+            "skill-map": self.timeline,
             "leases": self.query_one("#leases", LeaseGantt),
             "events": self.query_one("#events", EventList),
         }
@@ -496,6 +506,7 @@ class TraceScreen(Screen[None]):
             "leases": "#leases",
             "calls": "#view-calls",
             "events": "#events",
+            "skill-map": "#view-skill-map",
         }.get(view)
         if focus is not None and not self.has_class("-searching"):
             self.query_one(focus).focus()
@@ -508,6 +519,8 @@ class TraceScreen(Screen[None]):
             self.query_one("#inspector", PassInspector).show(row)
         elif self.view == "calls":
             self.query_one("#view-calls", CallView).show(row)
+        elif self.view == "skill-map":
+            self.query_one("#view-skill-map", SkillMapView).show(row)
         elif self.view == "leases":
             gantt = self.query_one("#leases", LeaseGantt)
             if row is not None:
@@ -690,7 +703,7 @@ class TraceScreen(Screen[None]):
         text = Text(no_wrap=True, end="")
         mode = {"replay": "replay", "follow": "follow", "drive": "drive"}[self.mode]
         if self.mode != "replay":
-            mode += " ●" if self.following else " ‖ paused"
+            mode += " ●" if self.following else " ‖ paused" if self.mode == "follow" else " ○ not following"
         text.append(mode, palette.accent)
         text.append("  ")
         if not session.index_done:
@@ -721,6 +734,16 @@ class TraceScreen(Screen[None]):
                 text.append(f" ({position + 1}/{number(found)})", palette.dim)
         if self.new_rows:
             text.append(f"  +{number(self.new_rows)} new (G to jump)", palette.good)
+        text.append_text(self.run_state_text(palette))
+        if self.error:
+            text.append("  ")
+            text.append_text(plain(self.error, palette.bad, limit=120))
+        return text
+
+    def run_state_text(self, palette: Palette) -> Text:
+        """How the (last) run stands, for the end of the status line (drive mode shows its gate)."""
+        text = Text(no_wrap=True, end="")
+        session = self.session
         run = session.model.runs[-1] if session.model.runs else None
         if self.mode != "replay" and run is not None:
             if run.ended:
@@ -731,9 +754,6 @@ class TraceScreen(Screen[None]):
                 text.append("  run in progress", palette.warn)
         elif self.loaded and run is not None and not run.ended:
             text.append("  no run_end: the run was cut short or is still writing", palette.warn)
-        if self.error:
-            text.append("  ")
-            text.append_text(plain(self.error, palette.bad, limit=120))
         return text
 
     def watch_new_rows(self) -> None:
