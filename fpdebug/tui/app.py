@@ -29,8 +29,10 @@ from fpdebug.tui.commands import PaletteCommand, TraceCommands, fixed_commands
 from fpdebug.tui.screens.help_screen import HelpScreen, KeyGroup
 from fpdebug.tui.screens.trace_screen import Mode, TraceScreen
 from fpdebug.tui.session import TraceSession
+from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.bars import SearchBar
 from fpdebug.tui.widgets.document import DocumentView
+from fpdebug.tui.widgets.link_document import LinkDocument
 from fpdebug.tui.widgets.row_list import RowList
 
 __all__ = ["READER_CACHE", "FpdebugApp", "RunController", "TraceSource", "binding_ids"]
@@ -154,6 +156,8 @@ class FpdebugApp(App[None]):
             ("Anywhere", [*cls.BINDINGS, *screen.BINDINGS]),
             ("Lists: timeline, leases, events", list(RowList.BINDINGS)),
             ("Documents: inspector, calls, details", list(DocumentView.BINDINGS)),
+            ("Links: diff and backtrack pane", list(LinkDocument.BINDINGS)),
+            ("Backtrack pane", list(BacktrackPane.BINDINGS)),
             ("Search prompt", list(SearchBar.BINDINGS)),
             ("Help", list(HelpScreen.BINDINGS)),
         ]

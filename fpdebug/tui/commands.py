@@ -6,7 +6,11 @@ recognised from what is typed:
 - ``go: iteration 12`` (in the selected iteration's turn first), ``go: turn 2 iteration 3``,
   ``go: line 120`` (the Events view), ``go: first`` / ``go: last``;
 - ``filter: <query>`` filters the current view (``filter: kind lease_prune`` is ``kind:lease_prune``);
-- ``view: <name>`` for every view.
+- ``view: <name>`` for every view;
+- ``diff: iteration 3 vs 7`` (also ``diff: 3 vs 7``, ``diff: turn 1 iteration 2 vs turn 2 iteration 1``;
+  typing ``diff: iteration 3`` offers it against the selected iteration), ``diff: mark iteration``,
+  ``diff: clear mark``; ``backtrack: final answer``, ``backtrack: this call``, ``backtrack: ablate
+  suspects``, ``backtrack: bisect``, ``backtrack: restore missing``, ``backtrack: cancel``.
 
 A run controller (drive mode) adds its own commands through
 :meth:`~fpdebug.tui.app.RunController.commands`.
@@ -28,7 +32,14 @@ from fpdebug.tui.query import FIELDS
 if TYPE_CHECKING:
     from fpdebug.tui.screens.trace_screen import TraceScreen
 
-__all__ = ["PaletteCommand", "TraceCommands", "filter_query", "parametric_command"]
+__all__ = [
+    "PaletteCommand",
+    "TraceCommands",
+    "diff_backtrack_commands",
+    "diff_command",
+    "filter_query",
+    "parametric_command",
+]
 
 _GO_ITERATION = re.compile(r"^go:?\s*(?:turn\s+(\d+)\s*,?\s*)?iter(?:ation)?\s+(\d+)\s*$", re.IGNORECASE)
 _GO_LINE = re.compile(r"^go:?\s*line\s+(\d+)\s*$", re.IGNORECASE)
@@ -107,6 +118,7 @@ def fixed_commands(screen: TraceScreen) -> list[PaletteCommand]:
         ),
         PaletteCommand("help: keys", "Every key and how to remap it", screen.app.action_help),
     ]
+    commands += diff_backtrack_commands(screen)
     controller = getattr(screen.app, "controller", None)
     if controller is not None:
         commands += list(controller.commands())
@@ -151,6 +163,8 @@ def _go_line(screen: TraceScreen, line: int) -> None:
 def parametric_command(screen: TraceScreen, typed: str) -> PaletteCommand | None:
     """The command an argument-taking prompt names (``go: iteration 12``…), if it names one."""
     typed = typed.strip()
+    if (diff := diff_command(screen, typed)) is not None:
+        return diff
     if match := _GO_ITERATION.match(typed):
         turn = int(match.group(1)) if match.group(1) else None
         number = int(match.group(2))
@@ -167,6 +181,143 @@ def parametric_command(screen: TraceScreen, typed: str) -> PaletteCommand | None
             f"filter: {match.group(1).strip()}",
             f"Filter the current view with {query!r}",
             partial(_apply, screen, query),
+        )
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# The pass diff and the backtrack pane (part 2 of the debugger)
+
+_SIDE = r"(?:turn\s+(\d+)\s*,?\s*)?(?:iter(?:ation)?\s+)?(\d+)"
+_DIFF_PAIR = re.compile(
+    rf"^diff:?\s*{_SIDE}\s*(?:vs\.?|versus|against|and|to|-|→)\s*{_SIDE}\s*$", re.IGNORECASE
+)
+_DIFF_ONE = re.compile(rf"^diff:?\s*{_SIDE}\s*(?:vs\.?)?\s*$", re.IGNORECASE)
+
+
+def diff_backtrack_commands(screen: TraceScreen) -> list[PaletteCommand]:
+    """The fixed ``diff:`` and ``backtrack:`` commands."""
+    from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
+
+    def pane() -> BacktrackPane:
+        return screen.query_one("#view-backtrack", BacktrackPane)
+
+    def final() -> None:
+        pane().open(None)
+        screen.view = "backtrack"
+
+    def rerun(bisect: bool, restore: bool) -> None:
+        screen.view = "backtrack"
+        target = pane()
+        if target.report is None:
+            target.ensure_open()
+            screen.app.notify(
+                "Tracing the answer first: run the command again once the chain shows.", timeout=3
+            )
+            return
+        target.start(bisect=bisect, restore=restore)
+
+    commands = [
+        PaletteCommand("diff: mark iteration", "Mark the selected iteration as A of the Diff view",
+                       screen.action_mark_diff),
+        PaletteCommand("diff: clear mark", "Compare each pass with the one before it again",
+                       partial(_clear_mark, screen)),
+    ]
+    pair = _default_pair(screen)
+    if pair is not None:
+        a, b = pair
+        commands.append(PaletteCommand(
+            f"diff: iteration {_number(screen, a)} vs {_number(screen, b)}",
+            "Compare these two passes (type any two: diff: iteration 3 vs 7)",
+            partial(screen.compare, a, b),
+        ))
+    commands += [
+        PaletteCommand("backtrack: final answer", "Explain the final answer of the last turn", final),
+        PaletteCommand("backtrack: this call", "Explain the selected iteration's LLM call",
+                       screen.action_backtrack_call),
+        PaletteCommand(
+            "backtrack: ablate suspects",
+            "Rerun the call without each top suspect (causal verdicts)",
+            partial(rerun, False, False),
+        ),
+        PaletteCommand("backtrack: bisect", "Ablate, then find the minimal culprit sets",
+                       partial(rerun, True, False)),
+        PaletteCommand("backtrack: restore missing", "Ablate, and rerun with each missing piece put back",
+                       partial(rerun, False, True)),
+        PaletteCommand("backtrack: cancel", "Stop the running reruns (finished verdicts are kept)",
+                       lambda: pane().cancel()),
+    ]
+    return commands
+
+
+def _number(screen: TraceScreen, row: int) -> str:
+    iteration = screen.session.iterations[row]
+    selected = screen.session.iterations[max(screen.selected, 0)]
+    if iteration.turn != selected.turn or iteration.run_id != selected.run_id:
+        return f"{iteration.number} (turn {iteration.turn})"
+    return str(iteration.number)
+
+
+def _default_pair(screen: TraceScreen) -> tuple[int, int] | None:
+    from fpdebug.tui.widgets.diff import DiffView
+
+    if screen.selected < 0:
+        return None
+    diff = screen.query_one("#view-diff", DiffView)
+    a = diff.mark if diff.mark is not None else diff.previous_row(screen.selected)
+    if a is None or a == screen.selected:
+        return None
+    return a, screen.selected
+
+
+def _clear_mark(screen: TraceScreen) -> None:
+    from fpdebug.tui.widgets.diff import DiffView
+
+    screen.query_one("#view-diff", DiffView).set_mark(None)
+    screen.show_selection()
+
+
+def _find(screen: TraceScreen, turn: int | None, number: int) -> int | None:
+    session = screen.session
+    if turn is None and 0 <= screen.selected < len(session.iterations):
+        found = session.find_iteration(number, turn=session.iterations[screen.selected].turn, near=0)
+        if found is not None:
+            return found
+    return session.find_iteration(number, turn=turn, near=0)
+
+
+def _side_text(turn: int | None, number: int) -> str:
+    return f"turn {turn} iteration {number}" if turn is not None else f"iteration {number}"
+
+
+def _diff_pair(screen: TraceScreen, a: tuple[int | None, int], b: tuple[int | None, int]) -> None:
+    rows = [_find(screen, *a), _find(screen, *b)]
+    missing = [_side_text(*side) for side, row in zip((a, b), rows, strict=True) if row is None]
+    if missing:
+        screen.app.notify(f"No {' and no '.join(missing)} in this trace.", severity="warning", timeout=3)
+        return
+    assert rows[0] is not None and rows[1] is not None
+    screen.compare(rows[0], rows[1])
+
+
+def diff_command(screen: TraceScreen, typed: str) -> PaletteCommand | None:
+    """``diff: iteration 3 vs 7`` (or the start of one: ``diff: iteration 3`` pairs it with the selection)."""
+    if match := _DIFF_PAIR.match(typed):
+        a = (int(match.group(1)) if match.group(1) else None, int(match.group(2)))
+        b = (int(match.group(3)) if match.group(3) else None, int(match.group(4)))
+        return PaletteCommand(
+            f"diff: {_side_text(*a)} vs {_side_text(*b)}",
+            "Compare these two passes: what entered and left each slot, and why",
+            partial(_diff_pair, screen, a, b),
+        )
+    if (match := _DIFF_ONE.match(typed)) and 0 <= screen.selected < len(screen.session.iterations):
+        a = (int(match.group(1)) if match.group(1) else None, int(match.group(2)))
+        selected = screen.session.iterations[screen.selected]
+        b = (selected.turn if a[0] is not None else None, selected.number)
+        return PaletteCommand(
+            f"diff: {_side_text(*a)} vs {_side_text(*b)}",
+            "Compare it with the selected iteration (type … vs N for another)",
+            partial(_diff_pair, screen, a, b),
         )
     return None
 

@@ -35,12 +35,15 @@ from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceGrew
 from fpdebug.tui.query import Query
 from fpdebug.tui.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
 from fpdebug.tui.text import Palette, human_bytes, number, plain
+from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.bars import RunHeader, SearchBar, StatusBar, TextBar, header_text
 from fpdebug.tui.widgets.calls import CallView
+from fpdebug.tui.widgets.diff import DiffView
 from fpdebug.tui.widgets.document import DocumentView
 from fpdebug.tui.widgets.events import EventDetail, EventList
 from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.leases import LeaseDetail, LeaseGantt
+from fpdebug.tui.widgets.link_document import Jump, LinkDocument
 from fpdebug.tui.widgets.row_list import RowFilter, RowList
 from fpdebug.tui.widgets.skill_map import SkillMapView
 from fpdebug.tui.widgets.timeline import IterationTimeline, timeline_header
@@ -98,6 +101,15 @@ VIEWS: tuple[ViewSpec, ...] = (
         "Skill map",
         "5",
         "the declared skill map with the cursor's path up to the selected iteration",
+    ),
+    ViewSpec(
+        "diff", "Diff", "6", "two passes compared: what entered and left each slot and why (m marks A)"
+    ),
+    ViewSpec(
+        "backtrack",
+        "Backtrack",
+        "7",
+        "from an answer back to its causes: chains, suspects, causal reruns (B picks a call)",
     ),
 )
 """The views, in tab order."""
@@ -192,6 +204,22 @@ class TraceScreen(Screen[None]):
             tooltip="Follow mode: keep the cursor on the newest iteration as the file grows.",
         ),
         Binding(
+            "m",
+            "mark_diff",
+            "Mark A",
+            show=False,
+            id="mark-diff",
+            tooltip="Mark the selected iteration as A of the Diff view (B is the selected iteration).",
+        ),
+        Binding(
+            "B",
+            "backtrack_call",
+            "Backtrack",
+            show=False,
+            id="backtrack-call",
+            tooltip="Backtrack the selected iteration's LLM call in the Backtrack view.",
+        ),
+        Binding(
             "tab",
             "app.focus_next",
             "Next pane",
@@ -280,6 +308,10 @@ class TraceScreen(Screen[None]):
             )
         if view.id == "skill-map":
             return SkillMapView(session, id="view-skill-map")
+        if view.id == "diff":
+            return DiffView(session, id="view-diff")
+        if view.id == "backtrack":
+            return BacktrackPane(session, id="view-backtrack")
         raise ValueError(f"unknown view {view.id!r}")
 
     @property
@@ -294,6 +326,7 @@ class TraceScreen(Screen[None]):
             "passes": self.timeline,
             "calls": self.timeline,
             "skill-map": self.timeline,
+            "diff": self.timeline,
             "leases": self.query_one("#leases", LeaseGantt),
             "events": self.query_one("#events", EventList),
         }
@@ -507,6 +540,8 @@ class TraceScreen(Screen[None]):
             "calls": "#view-calls",
             "events": "#events",
             "skill-map": "#view-skill-map",
+            "diff": "#view-diff",
+            "backtrack": "#backtrack-doc",
         }.get(view)
         if focus is not None and not self.has_class("-searching"):
             self.query_one(focus).focus()
@@ -521,6 +556,10 @@ class TraceScreen(Screen[None]):
             self.query_one("#view-calls", CallView).show(row)
         elif self.view == "skill-map":
             self.query_one("#view-skill-map", SkillMapView).show(row)
+        elif self.view == "diff":
+            self.query_one("#view-diff", DiffView).show(row)
+        elif self.view == "backtrack":
+            self.query_one("#view-backtrack", BacktrackPane).ensure_open()
         elif self.view == "leases":
             gantt = self.query_one("#leases", LeaseGantt)
             if row is not None:
@@ -544,6 +583,60 @@ class TraceScreen(Screen[None]):
         width = gantt.scrollable_content_region.width
         if width > 0:
             self.query_one("#lease-axis", TextBar).show(gantt.axis_text(width))
+
+    def action_mark_diff(self) -> None:
+        """Mark the selected iteration as A of the Diff view (again on the marked one clears the mark)."""
+        if self.selected < 0:
+            self.app.bell()
+            return
+        diff = self.query_one("#view-diff", DiffView)
+        label = self.session.label(self.session.iterations[self.selected])
+        if diff.mark == self.selected:
+            diff.set_mark(None)
+            self.app.notify("Mark cleared: the Diff view compares each pass with the one before.", timeout=3)
+        else:
+            diff.set_mark(self.selected)
+            self.app.notify(f"{label} marked as A: select B and press 6 for the diff.", timeout=3)
+        if self.view == "diff":
+            self.show_selection()
+
+    def compare(self, a_row: int, b_row: int) -> None:
+        """Show the Diff view of timeline rows ``a_row`` (A) and ``b_row`` (B, selected)."""
+        self.query_one("#view-diff", DiffView).set_mark(a_row)
+        self.select_row(b_row)
+        self.view = "diff"
+        self.show_selection()
+
+    def action_backtrack_call(self) -> None:
+        """Backtrack the selected iteration's LLM call (its last one with a reply)."""
+        if self.selected < 0:
+            self.app.bell()
+            return
+        iteration = self.session.iterations[self.selected]
+        lines = iteration.llm_lines
+        if not lines:
+            label = self.session.label(iteration)
+            self.app.notify(f"{label} made no LLM call: there is no answer to backtrack.", timeout=3)
+            return
+        self.query_one("#view-backtrack", BacktrackPane).open(lines[-1])
+        self.view = "backtrack"
+
+    @on(LinkDocument.JumpRequested)
+    def _jump_requested(self, message: LinkDocument.JumpRequested) -> None:
+        self.jump_to(message.jump)
+
+    def jump_to(self, jump: Jump) -> None:
+        """Go to a link's target: select the iteration holding its line, or show the line in Events."""
+        row = self.session.row_at_line(jump.line)
+        if row is not None and jump.view != "events":
+            self.select_row(row)
+            self.view = jump.view
+            return
+        events = self.query_one("#events", EventList)
+        self.view = "events"
+        if not events.move_to_row(jump.line, center=True):
+            self.clear_filter(events)
+            events.move_to_row(jump.line, center=True)
 
     def select_row(self, row: int) -> None:
         """Select timeline row ``row`` (clearing the timeline filter if it hides the row)."""

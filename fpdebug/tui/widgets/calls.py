@@ -5,6 +5,13 @@ The system prompt is shown segment by segment, each tagged with the injection it
 delivered is tagged too), the tool schemas offered (with the injection that contributed each), the
 reply with its tool calls, tokens, latency and error, and the tool results of the batch. Every
 content is untrusted: made inert and collapsed when long (``e`` expands).
+
+When the run armed the inputs layer (DOMAIN §12.2), each tool call of the reply lists its arguments
+with where each value came from, from the ``finding`` argument rows of the same iteration: a
+previous tool result (``tool-result call_1 $.orders[0].total @I1``), the user's message, an external
+ground or a declared source (with its label), or nowhere (the model supplied it); a refused
+reference is named, a value rewritten by tool middleware shows as asked → ran, and the value of an
+argument-hiding tool is never shown.
 """
 
 from __future__ import annotations
@@ -12,12 +19,77 @@ from __future__ import annotations
 from rich.text import Text
 
 from fpdebug.trace.model import Iteration
-from fpdebug.trace.schema import LlmCallEvent, ToolResultEvent
+from fpdebug.trace.schema import ArgumentRow, BasisRow, FindingEvent, LlmCallEvent, ToolResultEvent
 from fpdebug.tui.session import TraceSession
-from fpdebug.tui.text import Palette, compact_json, number, pretty_json
+from fpdebug.tui.text import Palette, clip, compact_json, number, pretty_json
 from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView
 
-__all__ = ["CallView", "call_document"]
+__all__ = ["CallView", "argument_provenance", "call_document", "source_words"]
+
+
+def source_words(row: ArgumentRow) -> str:
+    """Where an argument's value came from, in a few words (``tool-result call_1 $.orders[0].total @I1``)."""
+    if row.source == "tool-result":
+        parts = ["tool-result", row.source_tool_call_id or "?"]
+        if row.source_path:
+            parts.append(row.source_path)
+        if row.source_iteration is not None:
+            parts.append(f"@I{row.source_iteration}")
+        words = " ".join(parts)
+        return f"{words} ({row.source_tool_name})" if row.source_tool_name else words
+    if row.source == "user":
+        return "user"
+    if row.source == "external":
+        return f"external: {row.label or '?'}"
+    if row.source == "declared":
+        where = f" {row.source_path}" if row.source_path else ""
+        return f"declared: {row.label or '?'}{where}"
+    return "nowhere (model supplied)"
+
+
+def argument_provenance(
+    session: TraceSession, iteration: Iteration
+) -> dict[str, tuple[list[ArgumentRow], list[BasisRow]]]:
+    """The inputs layer's rows of one iteration, by tool call id: ``(argument rows, basis rows)``."""
+    found: dict[str, tuple[list[ArgumentRow], list[BasisRow]]] = {}
+    for line in iteration.finding_lines:
+        record = session.record(line)
+        if not isinstance(record, FindingEvent) or record.layer != "inputs":
+            continue
+        for row in record.rows:
+            if isinstance(row, (ArgumentRow, BasisRow)):
+                arguments, bases = found.setdefault(row.tool_call_id, ([], []))
+                (arguments if isinstance(row, ArgumentRow) else bases).append(row)
+    return found
+
+
+def _provenance_rows(doc: DocBuilder, arguments: list[ArgumentRow], bases: list[BasisRow]) -> None:
+    palette = doc.palette
+    doc.line(("arguments, where each value came from (inputs layer)", palette.dim), indent=4)
+    width = min(max((len(row.path) for row in arguments), default=4), 24)
+    for row in arguments:
+        if row.hidden:
+            value: list = [("(hidden: a tool in reach hides its arguments)", palette.dim)]
+        elif row.rewritten:
+            ran = "removed" if row.rewritten_to is None else compact_json(row.rewritten_to)
+            value = [("asked ", palette.dim), (compact_json(row.value), ""), (" → ran ", palette.warn),
+                     (ran, palette.warn)]
+        else:
+            value = [(compact_json(row.value), "")]
+        style = palette.bad if row.source == "nowhere" else palette.good
+        parts: list = [
+            (f"{row.path:<{width}}", palette.key), "  ", *value, "  ← ", (source_words(row), style)
+        ]
+        if row.source_text and not row.hidden and row.source != "tool-result":
+            parts += ["  ", ("“" + clip(row.source_text, 60) + "”", palette.dim)]
+        if row.refused_reference:
+            parts += ["  · refused reference ", (row.refused_reference, palette.bad),
+                      (" (it does not hold the value)", palette.dim)]
+        doc.line(*parts, indent=6, hang=width + 2)
+    for basis in bases:
+        cited = "; ".join(basis.from_entries) or "nothing kept"
+        dropped = f" · {basis.dropped_from} citation(s) dropped" if basis.dropped_from else ""
+        doc.line(("cites ", palette.dim), (cited, ""), (dropped, palette.warn), indent=6, hang=6)
 
 
 def call_document(session: TraceSession, iteration: Iteration, palette: Palette) -> list[Block]:
@@ -37,9 +109,14 @@ def call_document(session: TraceSession, iteration: Iteration, palette: Palette)
     if not calls:
         doc.line(Text(f"{session.label(iteration)} made no LLM call", style=palette.dim))
         return doc.blocks
+    try:
+        provenance = argument_provenance(session, iteration)
+    except Exception as error:  # noqa: BLE001 - a bad finding must not hide the call
+        provenance = {}
+        doc.error("the argument provenance", error)
     for line, call in calls:
         try:
-            _one_call(doc, session, iteration, line, call)
+            _one_call(doc, session, iteration, line, call, provenance)
         except Exception as error:  # noqa: BLE001 - a bad record must not crash the view
             doc.error(f"call on line {line}", error)
     results = []
@@ -71,7 +148,12 @@ def call_document(session: TraceSession, iteration: Iteration, palette: Palette)
 
 
 def _one_call(
-    doc: DocBuilder, session: TraceSession, iteration: Iteration, line: int, call: LlmCallEvent
+    doc: DocBuilder,
+    session: TraceSession,
+    iteration: Iteration,
+    line: int,
+    call: LlmCallEvent,
+    provenance: dict[str, tuple[list[ArgumentRow], list[BasisRow]]] | None = None,
 ) -> None:
     palette = doc.palette
     request, response = call.request, call.response
@@ -172,6 +254,9 @@ def _one_call(
             indent=2,
         )
         doc.content(pretty_json(tool_call.args), rows=4)
+        rows = (provenance or {}).get(tool_call.id)
+        if rows is not None:
+            _provenance_rows(doc, *rows)
         if tool_call.raw_args is not None:
             doc.line(("raw arguments (not valid JSON):", palette.bad), indent=4)
             doc.content(tool_call.raw_args)
