@@ -69,7 +69,10 @@ def filter_query(argument: str) -> str:
 def fixed_commands(screen: TraceScreen) -> list[PaletteCommand]:
     """The commands offered on an empty prompt."""
     commands = [
-        PaletteCommand(f"view: {view.id}", view.description, partial(screen.action_show_view, view.id))
+        # ``skill-map`` reads ``view: skill map`` in the palette.
+        PaletteCommand(
+            f"view: {view.id.replace('-', ' ')}", view.description, partial(screen.action_show_view, view.id)
+        )
         for view in screen.VIEWS
     ]
     timeline = screen.timeline

@@ -1,0 +1,270 @@
+"""DriveScreen: the trace screen of a run the app drives, and the breakpoints menu.
+
+Everything the trace screen shows stays as it is: the run's file is followed like any other. On top:
+
+- ``space`` pauses or continues, ``s`` steps one pass, ``b`` opens :class:`BreakpointsScreen`;
+- the status line ends with the gate's state: running, paused at an event, a breakpoint hit, or how
+  the run ended;
+- when the run pauses, the screen selects the iteration of the event it paused on as soon as the
+  followed file shows that event.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import SelectionList, Static
+from textual.widgets.selection_list import Selection
+
+from fpdebug.tui.drive.driver import RunDriver, declared_nodes, declared_tools
+from fpdebug.tui.drive.gate import Breakpoint, GateStatus, PausePoint
+from fpdebug.tui.messages import TraceGrew
+from fpdebug.tui.screens.trace_screen import TraceScreen
+from fpdebug.tui.text import Palette, plain
+
+if TYPE_CHECKING:
+    from fpdebug.trace.schema import RunStartEvent
+
+__all__ = ["DRIVE_BINDINGS", "BreakpointsScreen", "DriveScreen", "breakpoint_choices", "gate_text"]
+
+DRIVE_BINDINGS: list[BindingType] = [
+    Binding(
+        "space",
+        "run_toggle",
+        "Pause/Go",
+        id="run-toggle",
+        tooltip="Pause the run at its next event, or continue a paused run to the next breakpoint.",
+    ),
+    Binding(
+        "s",
+        "run_step",
+        "Step",
+        id="run-step",
+        tooltip="Run one pass: until the next pass event is written, then pause.",
+    ),
+    Binding(
+        "b",
+        "breakpoints",
+        "Breakpoints",
+        id="run-breakpoints",
+        tooltip="Choose breakpoints: lease_prune, a map parking, the cursor into a skill, a tool, a kind.",
+    ),
+]
+"""The keys of drive mode (listed in the ``?`` help under "Drive a run")."""
+
+_GENERIC_KINDS = (
+    "cursor_move",
+    "engagement",
+    "lease_grant",
+    "llm_call",
+    "tool_result",
+    "finding",
+    "skill_rejected",
+    "route_conflict",
+    "reroute_superseded",
+    "turn_start",
+    "turn_end",
+)
+
+
+def breakpoint_choices(start: RunStartEvent | None) -> list[tuple[Breakpoint, str]]:
+    """Every breakpoint the menu offers for a run, with a line saying what it stops on."""
+    choices: list[tuple[Breakpoint, str]] = [
+        (Breakpoint.on_kind("lease_prune"), "leases are pruned (evaluate or tool-calls sweep)"),
+        (Breakpoint.park(), "a map parks (an engagement event with a parked change)"),
+        (Breakpoint.on_kind("pass"), "every pass (what s does once)"),
+    ]
+    for node in declared_nodes(start):
+        choices.append((Breakpoint.cursor_into(node), "the cursor moves into this skill"))
+    for tool in declared_tools(start):
+        choices.append((Breakpoint.tool(tool), "the model asks for this tool (before it runs)"))
+    choices += [(Breakpoint.on_kind(kind), f"every {kind} event") for kind in _GENERIC_KINDS]
+    return choices
+
+
+def gate_text(status: GateStatus, palette: Palette) -> Text:
+    """The gate's state for the status line: running, paused at …, breakpoint hit, ended."""
+    text = Text(no_wrap=True, end="")
+    text.append("  ")
+    state = status.state
+    if state == "running":
+        text.append("▶ running", palette.good)
+        if status.target == "pass":
+            text.append(" to the next pass", palette.dim)
+        elif status.target == "event":
+            text.append(" · pausing at the next event", palette.dim)
+    elif state == "paused" and status.paused_at is not None:
+        point = status.paused_at
+        if point.reason == "breakpoint":
+            text.append("● breakpoint ", palette.bad)
+            text.append_text(plain(", ".join(point.hits), palette.bad, limit=80))
+            text.append(" hit at ", palette.bad)
+        else:
+            text.append("‖ paused at ", palette.warn)
+        _point(text, point, palette)
+    elif state == "stopping":
+        text.append("■ stopping the run…", palette.warn)
+    elif state == "ended":
+        outcome = status.outcome or "ended"
+        if outcome == "completed":
+            text.append("■ run ended: completed", palette.good)
+        elif outcome == "interrupted":
+            text.append("■ run ended: interrupted", palette.warn)
+        else:
+            text.append("✕ run failed", palette.bad)
+            if status.error:
+                text.append(": ", palette.bad)
+                text.append_text(plain(status.error, palette.bad, limit=100))
+    if status.breakpoints and state in ("running", "paused"):
+        count = len(status.breakpoints)
+        text.append(f" · {count} breakpoint{'s' if count != 1 else ''}", palette.dim)
+    return text
+
+
+def _point(text: Text, point: PausePoint, palette: Palette) -> None:
+    text.append(f"{point.where} ", palette.accent)
+    text.append(point.kind, palette.key)
+    if point.detail:
+        text.append(" ")
+        text.append_text(plain(point.detail, limit=60))
+    text.append(f" (line {point.seq})", palette.dim)
+
+
+class DriveScreen(TraceScreen):
+    """The trace screen of a driven run."""
+
+    BINDINGS: ClassVar[list[BindingType]] = DRIVE_BINDINGS
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._pending: PausePoint | None = None
+
+    @property
+    def driver(self) -> RunDriver | None:
+        """The app's run driver."""
+        controller = getattr(self.app, "controller", None)
+        return controller if isinstance(controller, RunDriver) else None
+
+    def run_state_text(self, palette: Palette) -> Text:
+        driver = self.driver
+        if driver is None:
+            return super().run_state_text(palette)
+        return gate_text(driver.status, palette)
+
+    def run_state_changed(self, status: GateStatus) -> None:
+        """The gate changed: repaint the status and, on a pause, go to the event it paused on."""
+        if status.state == "paused" and status.paused_at is not None:
+            self._pending = status.paused_at
+            self._go_to_pause()
+        self._refresh_bars()
+
+    @on(TraceGrew)
+    def _drive_trace_grew(self, message: TraceGrew) -> None:
+        if self._pending is not None:
+            self._go_to_pause()
+
+    def _go_to_pause(self) -> None:
+        point = self._pending
+        if point is None or self.session.lines <= point.seq:
+            return  # the tail has not read the event yet; the next TraceGrew tries again
+        row = self.session.row_of_pass(point.run_id, point.turn, point.iteration)
+        self._pending = None
+        if row is not None:
+            self.select_row(row)
+
+    def action_run_toggle(self) -> None:
+        """Pause or continue the run."""
+        if self.driver is not None:
+            self.driver.toggle()
+
+    def action_run_step(self) -> None:
+        """Run one pass."""
+        if self.driver is not None:
+            self.driver.step()
+
+    def action_breakpoints(self) -> None:
+        """Open the breakpoints menu."""
+        driver = self.driver
+        if driver is None:
+            return
+        runs = self.session.model.runs
+        start = self.session.run_start(runs[0].run_id) if runs else None
+        self.app.push_screen(BreakpointsScreen(driver, breakpoint_choices(start)))
+
+
+class BreakpointsScreen(ModalScreen[None]):
+    """Toggle breakpoints (``space`` or ``enter``); they apply at once. ``escape`` or ``b`` closes.
+
+    Args:
+        driver: The run driver whose gate holds the breakpoints.
+        choices: What to offer (:func:`breakpoint_choices`).
+    """
+
+    DEFAULT_CSS = """
+    BreakpointsScreen {
+        align: center middle;
+        & > #breakpoints-frame {
+            width: 80; max-width: 95%; height: auto; max-height: 90%;
+            border: round $accent; background: $surface;
+        }
+        & #breakpoints-title { height: 2; padding: 0 1; background: $accent 30%; }
+        & SelectionList { height: auto; max-height: 30; border: none; }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape,b", "close", "Close", id="breakpoints-close", tooltip="Close the breakpoints menu."
+        ),
+    ]
+
+    def __init__(self, driver: RunDriver, choices: list[tuple[Breakpoint, str]]) -> None:
+        super().__init__()
+        self.driver = driver
+        """Whose breakpoints these are."""
+        self.choices = choices
+        """What is offered, in order."""
+
+    def compose(self) -> ComposeResult:
+        selected = set(self.driver.gate.breakpoints)
+        width = min(max((len(point.label) for point, _ in self.choices), default=10), 40) + 2
+        selections: list[Selection[int]] = []
+        for index, (point, why) in enumerate(self.choices):
+            prompt = plain(point.label, "bold", limit=40)
+            prompt.pad_right(width - len(prompt.plain))
+            prompt.append(why, style="dim")
+            selections.append(Selection(prompt, index, point in selected))
+        with Vertical(id="breakpoints-frame"):
+            yield Static(self._title(), id="breakpoints-title")
+            yield SelectionList[int](*selections, id="breakpoints")
+
+    def _title(self) -> Text:
+        count = len(self.driver.gate.breakpoints)
+        title = Text("Breakpoints", style="bold")
+        title.append(f" · {count} set", style="bold")
+        title.append(" · space or enter toggles, at once · escape closes\n", style="dim")
+        title.append("A breakpoint pauses the run right after the event that hits it is written.", "dim")
+        return title
+
+    def on_mount(self) -> None:
+        self.query_one(SelectionList).focus()
+
+    @on(SelectionList.SelectionToggled)
+    def _toggled(self, event: SelectionList.SelectionToggled[int]) -> None:
+        point, _ = self.choices[event.selection.value]
+        gate = self.driver.gate
+        if point in gate.breakpoints:
+            gate.remove_breakpoint(point)
+        else:
+            gate.add_breakpoint(point)
+        self.query_one("#breakpoints-title", Static).update(self._title())
+
+    def action_close(self) -> None:
+        """Close the menu."""
+        self.dismiss(None)
