@@ -1,15 +1,23 @@
-"""``fpdebug run SCENARIO_OR_MODULE``: run a demo scenario or your own agent module and write its trace."""
+"""``fpdebug run SCENARIO_OR_MODULE [--tui]``: run a demo scenario or your own agent module, write its trace.
+
+With ``--tui`` the run happens inside the debugger, behind its step gate (pause, step one pass,
+breakpoints); :func:`drive_in_debugger` is shared with ``fpdebug demo``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import re
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fpdebug.demo.registry import ScenarioRun
+    from collections.abc import Callable, Sequence
+
+    from fpdebug.demo.registry import Scenario, ScenarioRun
+    from fpdebug.engine.providers.base import Provider
     from fpdebug.engine.sink import EventSink
     from fpdebug.export.stream import OtlpStreamSink
 
@@ -41,6 +49,100 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base-url", metavar="URL", help="another endpoint for a live provider (OpenAI-compatible servers)"
     )
+
+
+def add_debugger_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--start``, ``--break`` and ``--keymap`` of a run driven in the debugger (shared with ``demo``)."""
+    parser.add_argument(
+        "--start",
+        choices=("paused", "running"),
+        default="paused",
+        help="in the debugger: stop at the first pass (default) or run to the first breakpoint",
+    )
+    parser.add_argument(
+        "--break",
+        dest="breakpoints",
+        metavar="WHAT",
+        action="append",
+        default=[],
+        help="in the debugger: a breakpoint set from the start (repeatable): an event kind such as "
+        "lease_prune, park, cursor:SKILL or tool:NAME",
+    )
+    parser.add_argument(
+        "--keymap",
+        metavar="FILE",
+        help='in the debugger: a TOML keymap ([keys] binding-id = "keys"); default $FPDEBUG_KEYMAP or '
+        "~/.config/fpdebug/keymap.toml",
+    )
+
+
+def is_terminal() -> bool:
+    """Whether stdin and stdout are a terminal (the debugger needs both)."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def drive_in_debugger(
+    scenario: Scenario,
+    *,
+    trace: Path,
+    provider: Provider,
+    args: argparse.Namespace,
+    run_id: str | None = None,
+    messages: Sequence[str] | None = None,
+    max_iterations: int | None = None,
+    wrap_sink: Callable[[EventSink], EventSink] | None = None,
+) -> int:
+    """Run ``scenario`` inside the debugger, behind its step gate; print the summary when it closes.
+
+    Everything that can be refused (the agent's definition, the breakpoints, the keymap, the trace
+    file) is checked before the screen is taken. Quitting the debugger ends a run still in progress
+    with ``run_end {interrupted}`` (exit code 130, as for an interrupted ``fpdebug run``).
+
+    Returns:
+        The exit code of :func:`finish`.
+
+    Raises:
+        FpdebugError: A bad definition, breakpoint, keymap or trace path; a run that failed.
+    """
+    from fpdebug.errors import FpdebugError
+    from fpdebug.trace.reader import TraceReader
+    from fpdebug.tui.app import READER_CACHE, TraceSource, binding_ids
+    from fpdebug.tui.drive import Breakpoint, DriveApp, RunDriver
+    from fpdebug.tui.keymap import find_keymap, load_keymap
+
+    scenario.build_agent()  # a bad declaration is reported here, not as a failed run on screen
+    breakpoints = [Breakpoint.parse(spec) for spec in args.breakpoints]
+    keymap_path = find_keymap(args.keymap)
+    keymap = load_keymap(keymap_path, known_ids=binding_ids(DriveApp)) if keymap_path is not None else {}
+    driver = RunDriver(
+        scenario,
+        trace_path=trace,
+        provider=provider,
+        run_id=run_id,
+        messages=messages,
+        max_iterations=max_iterations,
+        overwrite=args.overwrite,
+        start=args.start,
+        breakpoints=breakpoints,
+        wrap_sink=wrap_sink,
+    )
+    with TraceReader(trace, index=False, cache_size=READER_CACHE, wait_for_header=True) as reader:
+        app = DriveApp(TraceSource(trace, "drive"), reader=reader, keymap=keymap, controller=driver)
+        try:
+            app.run()
+        finally:
+            driver.stop()  # the app stops it on exit; this covers an app that never started
+            if not driver.wait(1.0):
+                print("waiting for the run to end (a model or tool call is in flight)…", file=sys.stderr)
+                driver.wait()
+    if driver.error is not None:
+        if isinstance(driver.error, FpdebugError):
+            raise driver.error
+        raise FpdebugError(f"the run stopped: {type(driver.error).__name__}: {driver.error}")
+    assert driver.result is not None
+    if driver.result.result.status == "interrupted":
+        print("you left the debugger before the run ended: it was stopped (run_end interrupted)")
+    return finish(driver.result)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +178,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="also stream the run's spans over OTLP/HTTP to a collector (e.g. http://127.0.0.1:4318)",
     )
+    parser.add_argument(
+        "--tui",
+        action="store_true",
+        help="run inside the debugger: paused at the first pass; space continues, s steps one pass, "
+        "b sets breakpoints; quitting ends the run (run_end interrupted)",
+    )
+    add_debugger_arguments(parser)
     parser.epilog = (
         "A module for `fpdebug run` defines build_agent() -> fpdebug.engine.agent.Agent and, to run "
         "offline, scripted_provider(); USER_MESSAGES gives its default turns. Live providers read "
@@ -157,6 +266,25 @@ def run(args: argparse.Namespace) -> int:
         streams.append(OtlpStreamSink(sink, args.otlp))
         return streams[-1]
 
+    wrap = stream_to_collector if args.otlp else None
+    if args.tui:
+        from fpdebug.errors import ConfigError
+
+        if not is_terminal():
+            raise ConfigError("--tui needs a terminal (stdin, stdout); without it, the run prints a summary")
+        code = drive_in_debugger(
+            scenario,
+            trace=trace,
+            provider=provider,
+            args=args,
+            run_id=args.run_id,
+            messages=args.messages,
+            max_iterations=args.max_iterations,
+            wrap_sink=wrap,
+        )
+        for stream in streams:
+            print(f"otlp: {stream.exported} span(s) exported, {stream.failed} failed")
+        return code
     result = run_target(
         scenario,
         trace_path=trace,
@@ -165,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
         messages=args.messages,
         max_iterations=args.max_iterations,
         overwrite=args.overwrite,
-        wrap_sink=stream_to_collector if args.otlp else None,
+        wrap_sink=wrap,
     )
     for stream in streams:
         print(f"otlp: {stream.exported} span(s) exported, {stream.failed} failed")

@@ -1,0 +1,316 @@
+"""Drive a demo run from the debugger: step pass by pass, breakpoints on the right pass, quit mid-run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.command import CommandInput, CommandList, CommandPalette
+from textual.message import Message
+from textual.notifications import Notify
+from textual.pilot import Pilot
+
+from fpdebug.cli import main
+from fpdebug.demo.registry import SAMPLE_START, load_scenario, run_target
+from fpdebug.engine.providers.base import Provider
+from fpdebug.errors import ProviderError, TraceError
+from fpdebug.trace.clock import FixedClock
+from fpdebug.trace.reader import TraceReader
+from fpdebug.trace.schema import LlmRequest, LlmResponse, RunEndEvent
+from fpdebug.tui.app import TraceSource, binding_ids
+from fpdebug.tui.commands import fixed_commands
+from fpdebug.tui.drive import DriveApp, DriveScreen, RunDriver
+from fpdebug.tui.screens.help_screen import HelpScreen
+from fpdebug.tui.widgets.inspector import PassInspector
+from fpdebug.tui.widgets.skill_map import SkillMapView
+from tests.tui.helpers import screen_text, wait_for
+from tests.tui.traces import sample
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (160, 48)
+
+
+def make_app(
+    tmp_path: Path,
+    scenario: str,
+    *,
+    run_id: str | None = None,
+    provider: Provider | None = None,
+    **options: object,
+) -> tuple[DriveApp, RunDriver]:
+    """A driven run of a demo scenario on the sample clock; the trace goes to ``tmp_path``."""
+    path = tmp_path / f"{scenario}.fptrace.jsonl"
+    driver = RunDriver(
+        load_scenario(scenario),
+        trace_path=path,
+        provider=provider,
+        clock=FixedClock(SAMPLE_START),
+        run_id=run_id or f"drive-{scenario}",
+        durability="none",
+        **options,  # type: ignore[arg-type]
+    )
+    return DriveApp(TraceSource(path, "drive"), controller=driver), driver
+
+
+def screen_of(app: DriveApp) -> DriveScreen:
+    screen = app.screen_stack[0]
+    assert isinstance(screen, DriveScreen)
+    return screen
+
+
+def status_line(app: DriveApp) -> str:
+    return screen_text(app).splitlines()[-2]
+
+
+async def paused_at(
+    pilot: Pilot[object], app: DriveApp, driver: RunDriver, condition: Callable[[str, int | None], bool]
+) -> None:
+    """Wait until the gate is paused where ``condition(kind, iteration)`` holds and the screen shows it."""
+
+    def there() -> bool:
+        point = driver.status.paused_at
+        if driver.status.state != "paused" or point is None or not condition(point.kind, point.iteration):
+            return False
+        screen = screen_of(app)
+        selected = screen.selected
+        return (
+            screen.session.lines > point.seq
+            and 0 <= selected < len(screen.session.iterations)
+            and screen.session.iterations[selected].number == point.iteration
+        )
+
+    assert await wait_for(pilot, there, timeout=10), f"never paused there: {driver.status}"
+    await pilot.pause()
+
+
+async def palette(pilot: Pilot[object], command: str) -> None:
+    """Run a palette command: open the palette, enter the text at once, wait for it on top, press enter."""
+    await pilot.press("ctrl+p")
+    assert await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
+    pilot.app.screen.query_one(CommandInput).value = command
+    options = pilot.app.screen.query_one(CommandList)
+
+    def on_top() -> bool:
+        if options.option_count == 0 or options.highlighted is None:
+            return False
+        prompt = options.get_option_at_index(options.highlighted).prompt
+        return command in getattr(prompt, "plain", str(prompt))
+
+    assert await wait_for(pilot, on_top), f"{command!r} is not offered"
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+class TestStepping:
+    async def test_it_opens_paused_on_pass_1_and_s_steps_one_pass_at_a_time(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "support")
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 1))
+            assert "paused at T1·I1 pass" in status_line(app)
+            assert "Iteration 1 · turn 1" in screen_text(app)
+            for iteration in (2, 3):
+                await pilot.press("s")
+                await paused_at(pilot, app, driver, lambda kind, it, n=iteration: (kind, it) == ("pass", n))
+                screen = screen_of(app)
+                assert screen.timeline.total == iteration
+                assert f"paused at T1·I{iteration} pass" in status_line(app)
+                inspector = screen.query_one("#inspector", PassInspector)
+                assert inspector.text_lines()[0].startswith(f"Iteration {iteration} · turn 1")
+
+    async def test_space_continues_to_the_end(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "support")
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "pass")
+            await pilot.press("space")
+            assert await wait_for(pilot, lambda: "run ended: completed" in status_line(app), timeout=10)
+            screen = screen_of(app)
+            assert await wait_for(pilot, lambda: screen.timeline.total == 5)
+        assert driver.wait(10) and driver.result is not None
+        assert driver.result.result.status == "completed"
+
+
+class TestBreakpoints:
+    async def test_lease_prune_from_the_palette_pauses_on_iteration_3s_prune(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "support")
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "pass")
+            await palette(pilot, "run: break on lease_prune")
+            assert [bp.label for bp in driver.gate.breakpoints] == ["lease_prune"]
+            await pilot.press("space")
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "lease_prune")
+            point = driver.status.paused_at
+            assert point is not None and point.iteration == 3 and point.hits == ("lease_prune",)
+            line = status_line(app)
+            assert "breakpoint lease_prune hit at T1·I3 lease_prune at evaluate" in line
+            # what the screen shows is the file: the prune is the last line, nothing after it
+            screen = screen_of(app)
+            assert screen.session.lines == point.seq + 1
+            inspector = screen.query_one("#inspector", PassInspector)
+            assert "pruned  at evaluate" in "\n".join(inspector.text_lines())
+            # continue: the next prune (iteration 4), then the end
+            await pilot.press("space")
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "lease_prune" and it == 4)
+            await pilot.press("space")
+            assert await wait_for(pilot, lambda: "run ended: completed" in status_line(app), timeout=10)
+        assert main(["validate", str(driver.trace_path)]) == 0
+
+    async def test_park_from_the_menu_pauses_on_pass_4_of_the_zone_trap(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "zone-trap")
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "pass")
+            await pilot.press("b")
+            assert await wait_for(pilot, lambda: "Breakpoints · 0 set" in screen_text(app))
+            await pilot.press("down", "space")  # the second entry: a map parks
+            assert await wait_for(pilot, lambda: "Breakpoints · 1 set" in screen_text(app))
+            await pilot.press("escape")
+            await pilot.pause()
+            assert [bp.label for bp in driver.gate.breakpoints] == ["park"]
+            await pilot.press("space")
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "engagement")
+            assert driver.status.paused_at.iteration == 4
+            assert "breakpoint park hit at T1·I4 engagement skill-map parked" in status_line(app)
+            # the skill map view says the map parked on this very pass
+            await pilot.press("5")
+            await pilot.pause()
+            text = "\n".join(screen_of(app).query_one("#view-skill-map", SkillMapView).text_lines())
+            assert "map skill-map parked since I4" in text and "parked on this pass" in text
+
+    async def test_cursor_into_a_skill_and_a_tool_from_the_palette(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "support")
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "pass")
+            texts = [command.text for command in fixed_commands(screen_of(app))]
+            # one command per declared node and per tool the run can call
+            for node in ("triage", "billing", "refund"):
+                assert f"run: break on cursor into {node}" in texts
+            for tool in ("lookup_order", "check_policy", "fetch_invoice", "issue_refund", "read_skill"):
+                assert f"run: break on tool {tool}" in texts
+            assert "view: skill map" in texts and "run: clear breakpoints" in texts
+            await palette(pilot, "run: break on cursor into refund")
+            await palette(pilot, "run: break on tool issue_refund")
+            await pilot.press("space")
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "cursor_move")
+            hit = "breakpoint cursor into refund hit at T1·I4 cursor_move billing → refund"
+            assert hit in status_line(app)
+            await pilot.press("space")
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "llm_call")
+            hit = "breakpoint tool issue_refund hit at T1·I4 llm_call asks for issue_refund"
+            assert hit in status_line(app)
+            await palette(pilot, "run: clear breakpoints")
+            assert driver.gate.breakpoints == ()
+
+
+class TestEnding:
+    async def test_quitting_mid_run_ends_it_interrupted_and_loses_nothing(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "support", run_id="sample-support")
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "pass")
+            await pilot.press("s")
+            await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 2))
+            await pilot.press("q")
+        assert driver.wait(10)
+        assert driver.result is not None and driver.result.result.status == "interrupted"
+        assert main(["validate", str(driver.trace_path)]) == 0
+        lines = driver.trace_path.read_bytes().splitlines()
+        with TraceReader(driver.trace_path) as reader:
+            last = reader[len(reader) - 1]
+        assert isinstance(last, RunEndEvent) and last.status == "interrupted"
+        # every record before run_end is the very record an undisturbed run writes there
+        full = run_target(
+            "support",
+            trace_path=tmp_path / "full.fptrace.jsonl",
+            clock=FixedClock(SAMPLE_START),
+            run_id="sample-support",
+            durability="none",
+        ).trace_path.read_bytes().splitlines()
+        assert lines[:-1] == full[: len(lines) - 1]
+        assert len(lines) - 1 == 9  # header, 8 events up to pass 2, then run_end
+
+    async def test_a_run_driven_to_the_end_is_the_sample_byte_for_byte(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "zone-trap", run_id="sample-zone-trap", start="running")
+        async with app.run_test(size=SIZE) as pilot:
+            assert await wait_for(pilot, lambda: driver.status.state == "ended", timeout=10)
+        assert driver.trace_path.read_bytes() == sample("zone-trap").read_bytes()
+
+    async def test_a_failing_provider_shows_failed(self, tmp_path: Path) -> None:
+        class Down:
+            name, model = "scripted", "down"
+
+            def complete(self, request: LlmRequest) -> LlmResponse:
+                raise ProviderError("503 from upstream", provider="scripted", status=503)
+
+        down: Provider = Down()  # type: ignore[assignment]
+        app, driver = make_app(tmp_path, "support", provider=down, start="running")
+        async with app.run_test(size=SIZE) as pilot:
+            assert await wait_for(pilot, lambda: "run failed" in status_line(app), timeout=10)
+            assert "ProviderError: 503 from upstream" in status_line(app)
+        with TraceReader(driver.trace_path) as reader:
+            last = reader[len(reader) - 1]
+        assert isinstance(last, RunEndEvent) and last.status == "failed"
+
+    async def test_controls_after_the_end_say_the_run_has_ended(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "leases", start="running")
+        seen: list[Message] = []
+        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+            assert await wait_for(pilot, lambda: driver.status.state == "ended", timeout=10)
+            await pilot.press("s")
+
+            def told() -> bool:
+                said = "Cannot step: the run has ended (completed)"
+                return any(isinstance(m, Notify) and said in m.notification.message for m in seen)
+
+            assert await wait_for(pilot, told)
+
+
+class TestKeys:
+    async def test_the_help_lists_the_drive_keys_with_their_ids(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "leases")
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            text = "\n".join(app.screen.query_one("HelpDocument").text_lines())  # type: ignore[attr-defined]
+            assert "Drive a run" in text
+            for binding_id in ("run-toggle", "run-step", "run-breakpoints", "breakpoints-close"):
+                assert binding_id in text
+            assert "run: step" in text and "run: break on lease_prune" in text
+
+    def test_drive_ids_are_remappable(self) -> None:
+        assert {"run-toggle", "run-step", "run-breakpoints"} <= binding_ids(DriveApp)
+
+    async def test_a_remapped_step_key_steps(self, tmp_path: Path) -> None:
+        path = tmp_path / "support.fptrace.jsonl"
+        driver = RunDriver(load_scenario("support"), trace_path=path, clock=FixedClock(SAMPLE_START))
+        app = DriveApp(TraceSource(path, "drive"), controller=driver, keymap={"run-step": "x"})
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 1))
+            await pilot.press("x")
+            await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 2))
+
+
+class TestTheCommandLine:
+    def test_demo_off_a_terminal_runs_without_the_debugger(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        trace = tmp_path / "demo.fptrace.jsonl"
+        assert main(["demo", "leases", "--trace", str(trace)]) == 0
+        captured = capsys.readouterr()
+        assert "not a terminal" in captured.err and f"trace: {trace}" in captured.out
+        assert main(["validate", str(trace)]) == 0
+
+    def test_run_tui_off_a_terminal_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        trace = tmp_path / "run.fptrace.jsonl"
+        assert main(["run", "support", "--tui", "--trace", str(trace)]) == 2
+        assert "--tui needs a terminal" in capsys.readouterr().err
+        assert not trace.exists()
+
+    def test_an_existing_trace_is_not_clobbered(self, tmp_path: Path) -> None:
+        trace = tmp_path / "taken.fptrace.jsonl"
+        trace.write_text("keep me\n", encoding="utf-8")
+        with pytest.raises(TraceError, match="already exists"):
+            RunDriver(load_scenario("support"), trace_path=trace)
+        assert trace.read_text(encoding="utf-8") == "keep me\n"
