@@ -130,12 +130,13 @@ def _record_costs(args: argparse.Namespace) -> dict[str, object]:
     """Where a recorded event's time goes: the engine, serialising it, writing it, its share of fsyncs.
 
     The run goes to the null sink (the engine's own cost), then again to a memory sink whose events
-    are serialised with the writer's ``dump_record``, written with one ``os.write`` each to an
-    ``O_APPEND`` file, and written again with an ``fdatasync`` every 64 records (the default
-    ``batch`` policy).
+    are serialised with the writer's ``dump_record``, passed through its default redactor, written
+    with one ``os.write`` each to an ``O_APPEND`` file, and written again with an ``fdatasync``
+    every 64 records (the default ``batch`` policy).
     """
     from bench.scenario import bench_agent, run_iterations
     from fpdebug.engine import MemorySink, NullSink
+    from fpdebug.trace.redact import default_redactor
     from fpdebug.trace.writer import DEFAULT_BATCH_SIZE, dump_record
 
     agent = bench_agent()
@@ -152,6 +153,10 @@ def _record_costs(args: argparse.Namespace) -> dict[str, object]:
     started = time.perf_counter()
     lines = [dump_record(event) for event in events]
     dump = time.perf_counter() - started
+    redact_line = default_redactor().redact_line  # what the writer runs over every line by default
+    started = time.perf_counter()
+    lines = [redact_line(line) for line in lines]
+    redact = time.perf_counter() - started
     fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
     try:
         started = time.perf_counter()
@@ -171,7 +176,7 @@ def _record_costs(args: argparse.Namespace) -> dict[str, object]:
     count = len(events)
     return {
         "events": count, "bytes": sum(map(len, lines)), "engine_us": engine / null.count * 1e6,
-        "dump_us": dump / count * 1e6, "write_us": write / count * 1e6,
+        "dump_us": dump / count * 1e6, "redact_us": redact / count * 1e6, "write_us": write / count * 1e6,
         "fsync_us": max(synced - write, 0.0) / count * 1e6,
         "fsync_ms_each": max(synced - write, 0.0) / max(count // DEFAULT_BATCH_SIZE, 1) * 1e3,
     }
