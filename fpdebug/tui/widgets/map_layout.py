@@ -8,6 +8,7 @@ columns on a lane of its own. The result is a :class:`Diagram`: characters plus 
 (which node's box, which edge), so the caller styles the current node, the visited nodes and the
 edges the cursor took without laying the map out again.
 
+Node ids are untrusted: a box shows them through :func:`~fpdebug.trace.inert.inert_line`, clipped.
 A map too big to draw readably (more than :data:`MAX_DRAWN_NODES` nodes, or too many edges) gets
 ``None``: the caller lists it instead, which works at any size.
 """
@@ -16,6 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from rich.cells import cell_len
+
+from fpdebug.trace.inert import inert_line
 
 __all__ = ["MAX_DRAWN_EDGES", "MAX_DRAWN_NODES", "Diagram", "MapEdge", "Role", "edge_tags", "layout_map"]
 
@@ -106,7 +111,8 @@ class _Item:
     key: str
     layer: int = 0
     node: str | None = None
-    label: str = ""
+    label: list[str] = field(default_factory=list)
+    """The label, one string per terminal cell."""
     left: list[_Link] = field(default_factory=list)
     right: list[_Link] = field(default_factory=list)
     y: int = 0
@@ -169,10 +175,10 @@ def layout_map(
     items: dict[str, _Item] = {}
     columns: list[list[_Item]] = [[] for _ in range(max(layer.values()) + 1)]
     for node in ids:
-        label = _clip(node, label_limit)
+        label = _clip(inert_line(node), label_limit)
         label = ("▶ " if node in entry_set else "") + label + (" ↺" if node in loops else "")
-        item = items[node] = _Item(key=node, layer=layer[node], node=node, label=label)
-        item.width = len(label) + 4
+        item = items[node] = _Item(key=node, layer=layer[node], node=node, label=_cells(label))
+        item.width = len(item.label) + 4
         columns[item.layer].append(item)
     links: list[_Link] = []
     for edge, (u, v, is_back) in zip(routed, pairs, strict=True):
@@ -208,6 +214,21 @@ def layout_map(
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 1, 1)] + "…"
+
+
+def _cells(text: str) -> list[str]:
+    """One string per terminal cell: a wide character is followed by an empty cell, a zero-width
+    one joins the cell before it, so the grid stays aligned whatever the ids hold."""
+    cells: list[str] = []
+    for char in text:
+        width = cell_len(char)
+        if width == 0:
+            if cells:
+                cells[-1] += char
+        else:
+            cells.append(char)
+            cells.extend([""] * (width - 1))
+    return cells
 
 
 def _back_edges(ids: list[str], edges: list[MapEdge], entries: set[str]) -> set[tuple[str, str]]:

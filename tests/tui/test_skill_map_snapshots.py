@@ -1,0 +1,49 @@
+"""SVG snapshots of the skill map view on the committed samples (fixed size, fixed clock, no blink).
+
+Regenerate after an intended change with
+``pytest tests/tui/test_skill_map_snapshots.py --snapshot-update`` and look at the SVGs
+(``tests/tui/__snapshots__/test_skill_map_snapshots/``) before committing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from textual.pilot import Pilot
+
+from fpdebug.tui.app import FpdebugApp
+from tests.tui.helpers import loaded
+from tests.tui.traces import sample
+
+WIDE = (160, 48)
+NARROW = (100, 30)
+
+
+def _at_iteration(number: int) -> Callable[[Pilot[object]], Awaitable[None]]:
+    """Select iteration ``number`` on the timeline, then show the skill map."""
+
+    async def run_before(pilot: Pilot[object]) -> None:
+        pilot.app.animation_level = "none"
+        await loaded(pilot)
+        for _ in range(number - 1):
+            await pilot.press("right_square_bracket")
+            await pilot.pause()
+        await pilot.press("5")
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    return run_before
+
+
+class TestSkillMapView:
+    def test_support_after_the_model_pick_into_refund(self, snap_compare: Callable[..., bool]) -> None:
+        assert snap_compare(FpdebugApp(sample("support")), run_before=_at_iteration(4), terminal_size=WIDE)
+
+    def test_the_zone_trap_parked_on_pass_4_at_100_columns(self, snap_compare: Callable[..., bool]) -> None:
+        assert snap_compare(FpdebugApp(sample("zone-trap")), run_before=_at_iteration(4), terminal_size=NARROW)
+
+    def test_the_cyclic_map_back_at_triage(self, snap_compare: Callable[..., bool]) -> None:
+        assert snap_compare(
+            FpdebugApp(sample("leases-cyclic")), run_before=_at_iteration(4), terminal_size=WIDE
+        )
