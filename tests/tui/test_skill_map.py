@@ -50,7 +50,8 @@ def draw(nodes: list[str], pairs: list[tuple[str, str]], entries: list[str]) -> 
 
 class TestDrawing:
     def test_a_chain_is_one_row_of_boxes_joined_by_tagged_arrows(self) -> None:
-        rows = draw(["triage", "billing", "refund"], [("triage", "billing"), ("billing", "refund")], ["triage"])
+        pairs = [("triage", "billing"), ("billing", "refund")]
+        rows = draw(["triage", "billing", "refund"], pairs, ["triage"])
         label_row = next(row for row in rows if "triage" in row)
         assert "billing" in label_row and "refund" in label_row
         assert label_row.index("triage") < label_row.index("billing") < label_row.index("refund")
@@ -83,7 +84,8 @@ class TestDrawing:
         assert "ghost" not in "\n".join(rows) and "a▶" in "\n".join(rows)
 
     def test_hostile_and_wide_ids_keep_the_grid_aligned(self) -> None:
-        rows = draw(["\x1b[2J", "日本語", "e\u0301x"], [("\x1b[2J", "日本語"), ("日本語", "e\u0301x")], ["\x1b[2J"])
+        ids = ["\x1b[2J", "日本語", "e\u0301x"]
+        rows = draw(ids, [(ids[0], ids[1]), (ids[1], ids[2])], [ids[0]])
         assert len({cell_len(row) for row in rows}) == 1
         assert "\\x1b[2J" in rows[1] and "\x1b" not in "".join(rows)
         assert "│ 日本語 ├" in rows[1] and "│ e\u0301x │" in rows[1]
@@ -118,7 +120,7 @@ class TestDrawing:
 
 
 def hand_built(path: Path, *, nodes: int = 0) -> Path:
-    """A run whose map has guards, a when, an open skill, a hostile id; a conflict, a refusal, a superseded pick.
+    """A map with guards, a when, an open skill, a hostile id; a conflict, a refusal, a superseded pick.
 
     ``nodes`` > 0 replaces the map by a ring of that many nodes (one hop along it per iteration).
     """
@@ -146,7 +148,9 @@ def hand_built(path: Path, *, nodes: int = 0) -> Path:
                     when="the customer changes topic",
                     guards=[GuardDecl(field="amount", op="gt", value=10)],
                 ),
-                EdgeDecl(from_skill="billing", to_skill=EVIL, on_tool_status=["denied"], on_tool_return="pay"),
+                EdgeDecl(
+                    from_skill="billing", to_skill=EVIL, on_tool_status=["denied"], on_tool_return="pay"
+                ),
             ],
             open_skills=["helper"],
         )
@@ -177,9 +181,12 @@ def hand_built(path: Path, *, nodes: int = 0) -> Path:
             strength="structural", conflict={"winner": winner, "losers": [loser]},
         )
         s.add(PassEvent, iteration=2, active_ids=["billing"], evaluated_total=4)
-        s.add(SkillRejectedEvent, iteration=2, requested_id="faq", current_skill_id="billing", allowed=["triage"])
-        s.add(RerouteSupersededEvent, iteration=2, volunteered_id=EVIL, won_id="billing", from_skill_id="billing")
-        s.add(CursorMoveEvent, iteration=3, from_skill="billing", to_skill="billing", by="stay", strength="assumed")
+        rejected = {"requested_id": "faq", "current_skill_id": "billing", "allowed": ["triage"]}
+        s.add(SkillRejectedEvent, iteration=2, **rejected)
+        superseded = {"volunteered_id": EVIL, "won_id": "billing", "from_skill_id": "billing"}
+        s.add(RerouteSupersededEvent, iteration=2, **superseded)
+        stay = {"from_skill": "billing", "to_skill": "billing", "by": "stay", "strength": "assumed"}
+        s.add(CursorMoveEvent, iteration=3, **stay)
         s.add(PassEvent, iteration=3, active_ids=["billing"], evaluated_total=4)
     s.turn = None
     s.add(RunEndEvent, status="completed", turns=1)
@@ -210,7 +217,8 @@ class TestTheView:
             text = "\n".join(lines)
             assert "cursor on billing since T1·I2 (route)" in text
             hops = [line for line in lines if line.lstrip().startswith("T1·I")]
-            assert "· → triage" in hops[0] and "entry" in hops[0] and "witness “help me” (keyword help)" in hops[0]
+            assert "· → triage" in hops[0] and "entry" in hops[0]
+            assert "witness “help me” (keyword help)" in hops[0]
             assert "triage → billing" in hops[1] and "route" in hops[1] and "edge a" in hops[1]
             assert "⚡ conflict" in hops[1]
             assert "billing → billing" in hops[2] and "stay" in hops[2]
@@ -255,7 +263,7 @@ class TestTheView:
             assert view.scroll_offset.y > 0
             assert "step-48 → step-49" in screen_text(app)
 
-    async def test_a_view_too_narrow_for_the_drawing_says_so_and_keeps_the_lists(self, tmp_path: Path) -> None:
+    async def test_a_view_too_narrow_for_the_drawing_says_so_and_keeps_the_lists(self) -> None:
         app = FpdebugApp(sample("support"))
         async with app.run_test(size=(40, 40)) as pilot:
             text = "\n".join(await show_map(app, pilot))

@@ -41,7 +41,8 @@ class TestSkillMapView:
         assert snap_compare(FpdebugApp(sample("support")), run_before=_at_iteration(4), terminal_size=WIDE)
 
     def test_the_zone_trap_parked_on_pass_4_at_100_columns(self, snap_compare: Callable[..., bool]) -> None:
-        assert snap_compare(FpdebugApp(sample("zone-trap")), run_before=_at_iteration(4), terminal_size=NARROW)
+        app = FpdebugApp(sample("zone-trap"))
+        assert snap_compare(app, run_before=_at_iteration(4), terminal_size=NARROW)
 
     def test_the_cyclic_map_back_at_triage(self, snap_compare: Callable[..., bool]) -> None:
         assert snap_compare(
