@@ -143,7 +143,7 @@ class TestBreakpoints:
             point = driver.status.paused_at
             assert point is not None and point.iteration == 3 and point.hits == ("lease_prune",)
             line = status_line(app)
-            assert "breakpoint lease_prune hit at T1·I3 lease_prune at evaluate" in line
+            assert "breakpoint lease_prune hit at T1·I3 lease_prune (line 15) · at evaluate" in line
             # what the screen shows is the file: the prune is the last line, nothing after it
             screen = screen_of(app)
             assert screen.session.lines == point.seq + 1
@@ -170,7 +170,8 @@ class TestBreakpoints:
             await pilot.press("space")
             await paused_at(pilot, app, driver, lambda kind, it: kind == "engagement")
             assert driver.status.paused_at.iteration == 4
-            assert "breakpoint park hit at T1·I4 engagement skill-map parked" in status_line(app)
+            hit = "breakpoint park hit at T1·I4 engagement (line 19) · skill-map parked"
+            assert hit in status_line(app)
             # the skill map view says the map parked on this very pass
             await pilot.press("5")
             await pilot.pause()
@@ -192,11 +193,11 @@ class TestBreakpoints:
             await palette(pilot, "run: break on tool issue_refund")
             await pilot.press("space")
             await paused_at(pilot, app, driver, lambda kind, it: kind == "cursor_move")
-            hit = "breakpoint cursor into refund hit at T1·I4 cursor_move billing → refund"
+            hit = "breakpoint cursor into refund hit at T1·I4 cursor_move (line 19) · billing → refund"
             assert hit in status_line(app)
             await pilot.press("space")
             await paused_at(pilot, app, driver, lambda kind, it: kind == "llm_call")
-            hit = "breakpoint tool issue_refund hit at T1·I4 llm_call asks for issue_refund"
+            hit = "breakpoint tool issue_refund hit at T1·I4 llm_call (line 22) · asks for issue_refund"
             assert hit in status_line(app)
             await palette(pilot, "run: clear breakpoints")
             assert driver.gate.breakpoints == ()

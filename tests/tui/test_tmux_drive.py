@@ -65,7 +65,7 @@ def test_step_a_live_demo_break_on_a_prune_and_quit(tmux: Tmux, tmp_path: Path) 
 
     # space: continue until the prune of iteration 3 (the spent next-call lease, at evaluate)
     tmux.keys("Space")
-    hit = "breakpoint lease_prune hit at T1·I3 lease_prune at evaluate: wire-format (spent)"
+    hit = "breakpoint lease_prune hit at T1·I3 lease_prune (line 15) · at evaluate: wire-format (spent)"
     screen = tmux.wait_for(lambda s: hit in s and "Iteration 3 · turn 1" in s)
     assert "pruned  at evaluate" in screen
 

@@ -128,12 +128,13 @@ def gate_text(status: GateStatus, palette: Palette) -> Text:
 
 
 def _point(text: Text, point: PausePoint, palette: Palette) -> None:
+    # Where first and the detail last: a narrow terminal cuts the detail, never the position.
     text.append(f"{point.where} ", palette.accent)
     text.append(point.kind, palette.key)
-    if point.detail:
-        text.append(" ")
-        text.append_text(plain(point.detail, limit=60))
     text.append(f" (line {point.seq})", palette.dim)
+    if point.detail:
+        text.append(" · ", palette.dim)
+        text.append_text(plain(point.detail, limit=60))
 
 
 class DriveScreen(TraceScreen):
