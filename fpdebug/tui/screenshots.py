@@ -8,6 +8,7 @@ README shows these files; re-run this after a visible change.
 from __future__ import annotations
 
 import argparse
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,9 @@ class Shot:
     """A query typed after ``/`` (the prompt stays open)."""
     title: str = ""
     """The window title in the SVG."""
+    drive: tuple[str, ...] | None = None
+    """Drive the sample's scenario instead of opening the file: run to the first of these breakpoints
+    (``Breakpoint.parse`` forms), on the sample's clock and run id, then press :attr:`keys`."""
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -45,6 +49,8 @@ SHOTS: tuple[Shot, ...] = (
     Shot("events", "support", ("j", "j", "4"), title="Events: the raw trace"),
     Shot("search", "support", search="kind:lease_prune", title="Search: a filtered timeline"),
     Shot("help", "leases", ("question_mark",), title="Keys"),
+    Shot("skill-map", "support", ("]", "]", "]", "5"), title="Skill map: the cursor's path over the map"),
+    Shot("drive", "support", drive=("lease_prune",), title="Drive: a breakpoint on lease_prune hit"),
 )
 """The README's screenshots."""
 
@@ -65,19 +71,70 @@ def take(shot: Shot, *, samples: Path, out: Path, size: tuple[int, int] = (160, 
     Returns:
         The written file.
     """
+    if shot.drive is not None:
+        with tempfile.TemporaryDirectory() as scratch:
+            return _take(shot, out=out, size=size, app=_driven(shot, Path(scratch)))
+    return _take(shot, out=out, size=size, app=FpdebugApp(samples / f"{shot.sample}.fptrace.jsonl"))
+
+
+def _driven(shot: Shot, scratch: Path) -> FpdebugApp:
+    from fpdebug.demo.registry import SAMPLE_RUN_PREFIX, SAMPLE_START, load_scenario
+    from fpdebug.trace.clock import FixedClock
+    from fpdebug.tui.app import TraceSource
+    from fpdebug.tui.drive import Breakpoint, DriveApp, RunDriver
+
+    path = scratch / f"{shot.sample}.fptrace.jsonl"
+    driver = RunDriver(
+        load_scenario(shot.sample),
+        trace_path=path,
+        clock=FixedClock(SAMPLE_START),
+        run_id=f"{SAMPLE_RUN_PREFIX}{shot.sample}",
+        durability="none",
+        start="running",
+        breakpoints=[Breakpoint.parse(spec) for spec in shot.drive or ()],
+    )
+    return DriveApp(TraceSource(path, "drive"), controller=driver)
+
+
+async def _paused_on_screen(pilot: Pilot[object]) -> None:
+    from fpdebug.tui.drive import RunDriver
+
+    driver = getattr(pilot.app, "controller", None)
+    if not isinstance(driver, RunDriver):
+        return
+    screen = pilot.app.screen_stack[0]
+    for _ in range(1000):
+        point = driver.status.paused_at
+        session = getattr(screen, "session", None)
+        if point is not None and session is not None and session.lines > point.seq:
+            selected = getattr(screen, "selected", -1)
+            rows = session.iterations
+            if 0 <= selected < len(rows) and rows[selected].number == point.iteration:
+                break
+        await pilot.pause(0.01)
+    await pilot.pause()
+
+
+def _take(shot: Shot, *, out: Path, size: tuple[int, int], app: FpdebugApp) -> Path:
     path = out / f"{shot.name}.svg"
-    app = FpdebugApp(samples / f"{shot.sample}.fptrace.jsonl")
+
+    async def settle(pilot: Pilot[object]) -> None:
+        # A driven run's workers (the run, the tail) never complete while it is paused.
+        if shot.drive is None:
+            await _settle(pilot)
+        else:
+            await _paused_on_screen(pilot)
 
     async def pilot_script(pilot: Pilot[object]) -> None:
         app.animation_level = "none"
-        await _settle(pilot)
+        await settle(pilot)
         for key in shot.keys:
             await pilot.press(key)
             await pilot.pause()
         if shot.search is not None:
             await pilot.press("slash", *shot.search)
             await pilot.pause(0.2)
-        await _settle(pilot)
+        await settle(pilot)
         path.write_text(app.export_screenshot(title=shot.title or "fpdebug"), encoding="utf-8")
         app.exit()
 
