@@ -187,10 +187,11 @@ class RunDriver:
             ),
         ]
         start = self._run_start()
+        # Node and tool names come from the trace: shown inert; the breakpoint keeps the real name.
         for node in declared_nodes(start):
             commands.append(
                 PaletteCommand(
-                    f"run: break on cursor into {node}",
+                    f"run: break on cursor into {inert_line(node)}",
                     "Pause when the cursor moves into this skill",
                     partial(self.add_breakpoint, Breakpoint.cursor_into(node)),
                 )
@@ -198,7 +199,7 @@ class RunDriver:
         for tool in declared_tools(start):
             commands.append(
                 PaletteCommand(
-                    f"run: break on tool {tool}",
+                    f"run: break on tool {inert_line(tool)}",
                     "Pause when the model asks for this tool (before it runs)",
                     partial(self.add_breakpoint, Breakpoint.tool(tool)),
                 )
