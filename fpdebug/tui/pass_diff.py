@@ -39,6 +39,7 @@ from fpdebug.trace.schema import (
 from fpdebug.tui.session import TraceSession
 
 __all__ = [
+    "ACTIVE",
     "MAX_WALK",
     "SLOTS",
     "Change",
@@ -64,6 +65,9 @@ SLOTS: tuple[tuple[str, str], ...] = (
     ("tools", "tools"),
 )
 """The three slots: the pass record's field and the slot's name (DOMAIN §3.5)."""
+
+ACTIVE = "active"
+"""The pseudo-slot compared instead when neither pass records its slot routing (only ``active_ids``)."""
 
 _DIFF_LINES = 40  # lines of a changed segment's text diff kept
 
@@ -243,7 +247,7 @@ class PassDiff:
     walk_cut: bool = False
     """The walk stopped at :data:`MAX_WALK`."""
     slots: dict[str, list[Change]] = field(default_factory=dict)
-    """Per slot, the ids that entered, left, or came and went."""
+    """Per slot, the ids that entered, left, or came and went (:data:`ACTIVE` when no routing is recorded)."""
     kept: dict[str, list[str]] = field(default_factory=dict)
     """Per slot, the ids in both."""
     messages: list[MessageChange] = field(default_factory=list)
@@ -311,8 +315,14 @@ def _call(session: TraceSession, iteration: Iteration) -> LlmCallEvent | None:
 
 def _slot_ids(record: PassEvent | None) -> dict[str, list[str]]:
     if record is None:
-        return {name: [] for _, name in SLOTS}
-    return {name: [entry.id for entry in getattr(record.by_slot, field)] for field, name in SLOTS}
+        return {name: [] for name in (*(name for _, name in SLOTS), ACTIVE)}
+    found = {name: [entry.id for entry in getattr(record.by_slot, field)] for field, name in SLOTS}
+    found[ACTIVE] = list(record.active_ids)
+    return found
+
+
+def _routed(record: PassEvent | None) -> bool:
+    return record is not None and any(getattr(record.by_slot, field) for field, _ in SLOTS)
 
 
 def describe_reason(reason: ActiveReason | None, decl: InjectionDecl | None) -> str:
@@ -477,7 +487,9 @@ def _slot_changes(
 ) -> None:
     a, b = steps[0], steps[-1]
     contiguous = not diff.across_runs
-    for _, slot in SLOTS:
+    # A trace that records only ``active_ids`` (no slot routing) is compared on the active set.
+    routed = any(_routed(step.record) for step in steps)
+    for slot in [name for _, name in SLOTS] if routed else [ACTIVE]:
         before, after = a.slots[slot], b.slots[slot]
         changes: list[Change] = []
         kept = [id_ for id_ in after if id_ in before]
@@ -492,7 +504,7 @@ def _slot_changes(
                             id_,
                             "kept-with-gap",
                             _flavor(catalog, id_),
-                            why=f"back at {back.label}: {_why_entered(back, id_, catalog)}",
+                            why=f"back at {back.label}: {_why_entered(run, back, id_, catalog)}",
                             line=back.iteration.first_line,
                             label=back.label,
                             why_left=_why_left(session, run, steps, left, id_, catalog),
@@ -508,7 +520,7 @@ def _slot_changes(
                     id_,
                     "entered",
                     _flavor(catalog, id_),
-                    why=_why_entered(b, id_, catalog),
+                    why=_why_entered(run, b, id_, catalog),
                     line=entered.iteration.first_line,
                     label=entered.label,
                 )
@@ -555,7 +567,7 @@ def _slot_changes(
                         id_,
                         "came-and-went",
                         _flavor(catalog, id_),
-                        why=_why_entered(steps[first], id_, catalog),
+                        why=_why_entered(run, steps[first], id_, catalog),
                         line=steps[first].iteration.first_line,
                         label=steps[first].label,
                         why_left=_why_left(session, run, steps, left, id_, catalog),
@@ -602,8 +614,28 @@ def _left_at(steps: list[_Step], slot: str, id_: str, start: int) -> int:
     return len(steps) - 1
 
 
-def _why_entered(step: _Step, id_: str, catalog: dict[str, InjectionDecl]) -> str:
-    return describe_reason(step.reasons.get(id_), catalog.get(id_))
+def _why_entered(run: Run | None, step: _Step, id_: str, catalog: dict[str, InjectionDecl]) -> str:
+    reason = step.reasons.get(id_)
+    if reason is None:
+        lease = _serving_lease(run, step, id_)
+        if lease is not None:
+            tenant = lease.tenant if lease.tenant is not None else "(no tenant)"
+            return (
+                f"lease {lease.delivery_lease} granted by {lease.tool_name} (call {lease.tool_call_id or '?'}, "
+                f"iteration {lease.granted_iteration}), tenant {tenant}"
+            )
+    return describe_reason(reason, catalog.get(id_))
+
+
+def _serving_lease(run: Run | None, step: _Step, id_: str) -> LeaseLifetime | None:
+    """The lease that served ``id_`` on the pass of ``step``, if one did."""
+    if run is None:
+        return None
+    iteration = step.iteration
+    for lease in run.leases_serving(iteration.turn, iteration.number):
+        if lease.instruction_id == id_:
+            return lease
+    return None
 
 
 def _why_left(
@@ -644,6 +676,12 @@ def _why_left(
     if engagement is not None and id_ in engagement.parked_injection_ids:
         return f"parked: {_parking_map(session, run, iteration, id_)}"
     reason = previous.reasons.get(id_) if previous is not None else None
+    served = _serving_lease(run, previous, id_) if previous is not None else None
+    if served is not None and (reason is None or reason.via == "lease"):
+        granted = f"granted by {served.tool_name} {served.tool_call_id or '?'}"
+        if served.prune_line is not None and run is not None:
+            return f"its {served.delivery_lease} lease ({granted}) was {_prune_words(session, run, served)}"
+        return f"its {served.delivery_lease} lease ({granted}) no longer serves"
     if reason is not None:
         if reason.via == "cursor":
             return (
@@ -745,6 +783,8 @@ def _request_changes(
             remaining[key] -= 1
             continue
         line = results.get(message.tool_call_id) if message.tool_call_id else None
+        if message.role == "assistant" and message.tool_calls:
+            line = results.get(f"ask:{message.tool_calls[0].id}")
         diff.messages.append(
             MessageChange("entered", message.role, _message_what(message), message.content, line)
         )
@@ -806,12 +846,19 @@ def _request_changes(
 
 
 def _result_lines(session: TraceSession, steps: list[_Step]) -> dict[str, int]:
+    """``tool call id → line`` of each tool result in the walk, and ``ask:<id> → line`` of the call
+    that asked for it."""
     found: dict[str, int] = {}
     for step in steps:
         for line in step.iteration.tool_result_lines:
             result = _record(session, line, ToolResultEvent)
             if result is not None:
                 found.setdefault(result.tool_call_id, line)
+        for line in step.iteration.llm_lines:
+            call = _record(session, line, LlmCallEvent)
+            if call is not None and call.response is not None:
+                for asked in call.response.tool_calls:
+                    found.setdefault(f"ask:{asked.id}", line)
     return found
 
 
@@ -921,5 +968,5 @@ def _map_notes(diff: PassDiff, session: TraceSession, run: Run, a: Iteration, b:
 
 def iter_changes(diff: PassDiff) -> Iterable[Change]:
     """Every slot change of a diff, slot by slot."""
-    for _, slot in SLOTS:
-        yield from diff.slots.get(slot, [])
+    for changes in diff.slots.values():
+        yield from changes

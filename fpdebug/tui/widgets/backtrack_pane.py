@@ -278,6 +278,9 @@ class BacktrackPane(Vertical):
         except FpdebugError as error:
             self.post_message(self.Explained(token, None, None, str(error)))
             return
+        except Exception as error:  # noqa: BLE001 - a user boundary: say what broke, never crash
+            self.post_message(self.Explained(token, None, None, f"{type(error).__name__}: {error}"))
+            return
         saved = None
         note = None
         sidecar = sidecar_path_for(self.trace)
@@ -393,6 +396,9 @@ class BacktrackPane(Vertical):
             )
         except FpdebugError as error:
             self.post_message(self.Failed(token, str(error), self._hint(str(error), call_line)))
+            return
+        except Exception as error:  # noqa: BLE001 - a user boundary: say what broke, never crash
+            self.post_message(self.Failed(token, f"{type(error).__name__}: {error}", None))
             return
         self.post_message(self.Finished(token, result.report))
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from fpdebug.tui.pass_diff import SLOTS, Change, PassDiff, pass_diff
+from fpdebug.tui.pass_diff import ACTIVE, Change, PassDiff, pass_diff
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, number
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
@@ -96,7 +96,10 @@ def _slots_section(doc: DocBuilder, diff: PassDiff) -> None:
     if not (diff.a.has_pass and diff.b.has_pass):
         return
     doc.heading("Slots", ("  what entered and left between A and B, and why (DOMAIN §3.5)", palette.dim))
-    for _, slot in SLOTS:
+    if ACTIVE in diff.slots:
+        doc.line(("the passes record no slot routing: their active injections are compared", palette.dim),
+                 indent=2)
+    for slot in diff.slots:
         changes = diff.slots.get(slot, [])
         kept = diff.kept.get(slot, [])
         summary: list[Part] = [(f"{slot:<14}", palette.key)]

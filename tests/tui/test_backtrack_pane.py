@@ -1,0 +1,322 @@
+"""The backtrack pane: choose an answer, see its chain, rerun it in a worker, see verdicts arrive, reopen them.
+
+Every test that reruns works on a COPY of a sample in ``tmp_path``: a backtrack appends to a sidecar
+beside the trace, and none may ever be written beside a committed sample.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from textual.message import Message
+from textual.pilot import Pilot
+from textual.widgets import Input, ProgressBar
+
+from fpdebug.backtrack import load_sidecar, sidecar_path_for
+from fpdebug.trace.schema import PassEvent, RunEndEvent, RunStartEvent, TurnEndEvent, TurnStartEvent
+from fpdebug.tui.app import FpdebugApp
+from fpdebug.tui.screens.trace_screen import TraceScreen
+from fpdebug.tui.widgets import backtrack_pane
+from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
+from fpdebug.tui.widgets.events import EventList
+from tests.trace.samples import Script
+from tests.tui.helpers import loaded, screen_text, wait_for
+from tests.tui.traces import sample
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (160, 48)
+
+
+def copy_sample(name: str, directory: Path) -> Path:
+    """A copy of a committed sample (same file name), so its sidecar lands in ``directory``."""
+    target = directory / f"{name}.fptrace.jsonl"
+    shutil.copyfile(sample(name), target)
+    return target
+
+
+def _pane(app: FpdebugApp) -> BacktrackPane:
+    screen = app.screen
+    assert isinstance(screen, TraceScreen)
+    return screen.query_one(BacktrackPane)
+
+
+def pane_text(app: FpdebugApp) -> str:
+    """The pane's document as one line of words (wrapping does not split phrases)."""
+    return " ".join(" ".join(_pane(app).document_view.text_lines()).split())
+
+
+async def open_pane(pilot: Pilot[object]) -> BacktrackPane:
+    """Load, show the Backtrack view (the final answer by default), wait for its report."""
+    await loaded(pilot)
+    await pilot.press("7")
+    pane = _pane(pilot.app)  # type: ignore[arg-type]
+    assert await wait_for(pilot, lambda: pane.report is not None or pane.state.error is not None)
+    await pilot.pause()
+    return pane
+
+
+async def palette(pilot: Pilot[object], command: str) -> None:
+    """Run a palette command (typed all at once)."""
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    pilot.app.screen.query_one(Input).value = command
+    await pilot.pause(0.2)
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def _jump(pilot: Pilot[object], pane: BacktrackPane, starts: str) -> None:
+    document = pane.document_view
+    target = next(i for i, text in enumerate(document.link_texts()) if text.strip().startswith(starts))
+    document.focus()
+    document.link = target  # j/k walking the links is covered by the diff view's tests
+    await pilot.pause()
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+class TestFullFlow:
+    async def test_planted_fact_chain_reruns_confirmed_culprit_then_reopened(self, tmp_path: Path) -> None:
+        trace = copy_sample("planted-fact", tmp_path)
+        seen: list[Message] = []
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+            pane = await open_pane(pilot)
+            # the default answer: the final one of the last turn, correlational until rerun
+            report = pane.report
+            assert report is not None and report.call_seq == 7 and report.mode == "correlational"
+            text = pane_text(app)
+            assert "ANSWER 'APPROVED: refund of $250.00 for ORD-7 issued.'" in text
+            assert "← READ llm_call #2 (seq 7, turn 1, iteration 2) seq 7" in text
+            assert "← LANDED system-prompt segment 4 (fact 'vip-override') seq 7" in text
+            assert "← BORN fact 'vip-override' declared in run_start (fact, trigger always) seq 1" in text
+            assert "CORRELATIONAL: aligned with the answer, never \"because\"" in text
+
+            await pilot.press("a")
+            assert await wait_for(pilot, lambda: not pane.running, timeout=30)
+            await pilot.pause()
+
+            names = [type(message).__name__ for message in seen]
+            assert "Progressed" in names and "VerdictArrived" in names
+            assert names.index("VerdictArrived") < names.index("Finished")
+            arrived = [m for m in seen if isinstance(m, BacktrackPane.VerdictArrived)]
+            assert [len(m.report.verdicts) for m in arrived] == sorted(len(m.report.verdicts) for m in arrived)
+            last = [m for m in seen if isinstance(m, BacktrackPane.Progressed)][-1]
+            assert last.done == last.total == 18  # baseline + five suspects, three seeded reruns each
+
+            report = pane.report
+            assert report is not None and report.status == "complete"
+            assert report.mode == "causal" and report.baseline_flips == 0 and report.baseline_samples == 3
+            stamps = {card.name: card.verdict for card in report.cards}
+            culprit = stamps.pop("vip-override")
+            assert culprit is not None and (culprit.kind, culprit.flips, culprit.samples) == ("confirmed", 3, 3)
+            assert stamps and all(s is not None and s.kind == "not-confirmed" for s in stamps.values())
+            text = pane_text(app)
+            assert "#3 injection 'vip-override' (fact) score 0.323 CONFIRMED · CAUSAL 3/3" in text
+            assert "baseline 0/3 flipped with no ablation (stable)" in text
+            assert "CONFIRMED injection 'vip-override' ablating 3/3 flipped" in text
+            assert "not confirmed injection 'refund-limits' ablating 0/3 flipped" in text
+            assert "complete: 18 reruns" in screen_text(app)
+
+        # the verdicts were saved beside the COPY, never beside the committed sample
+        sidecar = sidecar_path_for(trace)
+        assert sidecar.exists() and not sidecar_path_for(sample("planted-fact")).exists()
+        saved = load_sidecar(sidecar).latest(call_seq=7)
+        assert saved is not None and saved.status == "complete"
+
+        # quit and reopen: the saved verdicts show at once, labelled with their date and status
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            assert pane.state.origin == "saved" and pane.state.saved_status == "complete"
+            report = pane.report
+            assert report is not None and report.mode == "causal"
+            assert {c.name: c.verdict.kind for c in report.cards if c.verdict}["vip-override"] == "confirmed"
+            text = pane_text(app)
+            when = saved.created.strftime("%Y-%m-%d %H:%M UTC")
+            assert f"SAVED beside the trace on {when} · complete · 18 reruns" in text
+            assert "CONFIRMED injection 'vip-override' ablating 3/3 flipped" in text
+            assert "saved verdicts (complete)" in screen_text(app)
+
+    async def test_cancel_mid_run_keeps_the_finished_verdicts(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        trace = copy_sample("planted-fact", tmp_path)
+        reached, release = threading.Event(), threading.Event()
+        real = backtrack_pane.backtrack
+
+        def gated(*args: Any, progress: Any, **kwargs: Any) -> Any:
+            def hook(done: int, total: int) -> None:
+                progress(done, total)
+                if done == 6:  # the baseline (3 reruns) and the first suspect's probe (3 more)
+                    reached.set()
+                    release.wait(10)
+
+            return real(*args, progress=hook, **kwargs)
+
+        monkeypatch.setattr(backtrack_pane, "backtrack", gated)
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            await pilot.press("a")
+            assert await wait_for(pilot, lambda: reached.is_set() and pane.state.done == 6)
+            bar = pane.query_one(ProgressBar)
+            assert pane.running and pane.has_class("-running") and bar.display
+            assert bar.progress == 6 and bar.total == 18
+            assert "running 6/18 reruns" in screen_text(app)
+            await pilot.press("escape")  # esc cancels while reruns run
+            assert "cancelling" in pane_text(app)
+            release.set()
+            assert await wait_for(pilot, lambda: not pane.running, timeout=15)
+            await pilot.pause()
+            report = pane.report
+            assert report is not None and report.status == "cancelled"
+            assert [v.label for v in report.verdicts] == ["tool 'lookup_order'"]
+            assert report.baseline == "0/3 flipped with no ablation"
+            assert not pane.has_class("-running")
+            text = pane_text(app)
+            assert "cancelled: the verdicts that finished are kept" in text
+            assert "not confirmed tool 'lookup_order' ablating 0/3 flipped" in text
+        saved = load_sidecar(sidecar_path_for(trace)).latest(call_seq=7)
+        assert saved is not None and saved.status == "cancelled" and len(saved.report.verdicts) == 1
+
+    async def test_palette_final_answer_then_bisect(self, tmp_path: Path) -> None:
+        trace = copy_sample("planted-fact", tmp_path)
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = app.screen
+            assert isinstance(screen, TraceScreen)
+            await palette(pilot, "backtrack: final answer")
+            pane = _pane(app)
+            assert screen.view == "backtrack"
+            assert await wait_for(pilot, lambda: pane.report is not None)
+            await palette(pilot, "backtrack: bisect")
+            assert await wait_for(pilot, lambda: pane.report is not None and pane.report.bisect is not None
+                                  and not pane.running, timeout=30)
+            bisect = pane.report.bisect  # type: ignore[union-attr]
+            assert bisect is not None and bisect.verdict == "confirmed"
+            assert bisect.culprits == [["injection 'vip-override'"]]
+            assert "bisect confirmed (causal) — culprit sets: [injection 'vip-override']" in pane_text(app)
+
+
+class TestChoosingAndJumping:
+    async def test_b_on_a_timeline_row_backtracks_that_call(self) -> None:
+        app = FpdebugApp(sample("planted-fact"))  # read only: nothing is rerun here
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            await pilot.press("B")  # the first iteration's call: it asked for lookup_order
+            pane = _pane(app)
+            assert await wait_for(pilot, lambda: pane.report is not None)
+            assert app.screen.view == "backtrack"  # type: ignore[attr-defined]
+            assert pane.report is not None and pane.report.call_seq == 4
+            assert pane.report.answer.startswith("→ lookup_order(")
+            await pilot.press("1", "G", "B")
+            assert await wait_for(pilot, lambda: pane.report is not None and pane.report.call_seq == 7)
+
+    async def test_a_chain_hop_jumps_to_its_iteration_or_line(self) -> None:
+        app = FpdebugApp(sample("planted-fact"))
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            screen = app.screen
+            assert isinstance(screen, TraceScreen)
+            await _jump(pilot, pane, "← RETURNED")
+            assert screen.view == "passes" and screen.selected == 0  # the tool_result of iteration 1
+            await pilot.press("7")
+            await _jump(pilot, pane, "← READ")
+            assert screen.view == "calls" and screen.selected == 1
+            await pilot.press("7")
+            await _jump(pilot, pane, "← BORN")
+            assert screen.view == "events"  # run_start is a run-level line: shown raw
+            assert screen.query_one("#events", EventList).cursor == 1
+
+
+class TestAnswerAssessment:
+    async def test_unsupported_and_supported_values_with_jumps(self) -> None:
+        app = FpdebugApp(sample("unsupported-amount"))
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            text = pane_text(app)
+            assert "3 of 4 value(s) supported" in text
+            assert "✗ $75.00 amount UNSUPPORTED" in text
+            assert "✓ $1,250.00 amount supported by tool:call_1 get_invoice result (call_1) at T1·I1" in text
+            assert "user the user's message (turn 1)" in text
+            assert "standing 3 of 4 values in this answer are backed by tool results" in text
+            assert pane.report is not None and [u.text for u in pane.report.unsupported] == ["$75.00"]
+            screen = app.screen
+            assert isinstance(screen, TraceScreen)
+            await _jump(pilot, pane, "tool:call_1")
+            assert screen.view == "passes" and screen.selected == 0
+            await pilot.press("7")
+            await _jump(pilot, pane, "user ")
+            assert screen.view == "events"
+            assert screen.query_one("#events", EventList).cursor == 2  # the turn_start
+
+    async def test_traced_argument_answer_values_are_all_supported(self) -> None:
+        app = FpdebugApp(sample("traced-argument"))
+        async with app.run_test(size=SIZE) as pilot:
+            await open_pane(pilot)
+            text = pane_text(app)
+            assert "4 of 4 value(s) supported" in text and "UNSUPPORTED" not in text
+            assert "tool:call_2 refund_order result (call_2) at T1·I2" in text
+
+
+class TestRefusalsAndBadTraces:
+    async def test_a_live_provider_trace_is_refused_with_the_flag_to_pass(self, tmp_path: Path) -> None:
+        trace = copy_sample("planted-fact", tmp_path)
+        lines = trace.read_bytes().splitlines(keepends=True)
+        start = orjson.loads(lines[1])
+        assert start["kind"] == "run_start"
+        start["provider"] = "anthropic"
+        lines[1] = orjson.dumps(start) + b"\n"
+        trace.write_bytes(b"".join(lines))
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            await pilot.press("a")
+            assert await wait_for(pilot, lambda: pane.state.error is not None and not pane.running, timeout=15)
+            await pilot.pause()
+            text = pane_text(app)
+            assert "answered by the anthropic provider" in text and "--provider anthropic" in text
+            assert "fpdebug backtrack planted-fact.fptrace.jsonl --call 7 --ablate --provider" in text
+            assert "stopped: see below" in screen_text(app)
+        assert not sidecar_path_for(trace).exists()  # refused before anything was written
+
+    async def test_a_trace_without_llm_calls_says_so(self, tmp_path: Path) -> None:
+        script = Script("no-calls")
+        script.add(RunStartEvent, turn=None, provider="scripted", model="m", max_iterations=2)
+        script.turn = 1
+        script.add(TurnStartEvent, user_message="hi")
+        script.add(PassEvent, iteration=1, active_ids=[], evaluated_total=0)
+        script.add(TurnEndEvent, iteration=None, final_content="", iteration_count=1)
+        script.turn = None
+        script.add(RunEndEvent, status="completed", turns=1)
+        app = FpdebugApp(script.write(tmp_path / "no-calls.fptrace.jsonl"))
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            assert pane.report is None and "no llm_call" in (pane.state.error or "")
+            assert "no llm_call" in pane_text(app)
+            await pilot.press("a")  # nothing to rerun: a notice, no worker, no crash
+            await pilot.pause()
+            assert not pane.running
+            await pilot.press("1", "B")
+            await pilot.pause()
+            assert any("made no LLM call" in str(n.message) for n in app._notifications)
+
+    async def test_a_hostile_trace_never_reaches_the_terminal_raw(
+        self, hostile_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, _ = hostile_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            await pilot.press(*"jjjj")
+            text = screen_text(app)
+            assert "\x1b" not in text and "\u202e" not in text
+            assert pane.report is not None or pane.state.error is not None
