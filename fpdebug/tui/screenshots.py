@@ -39,6 +39,11 @@ class Shot:
     drive: tuple[str, ...] | None = None
     """Drive the sample's scenario instead of opening the file: run to the first of these breakpoints
     (``Breakpoint.parse`` forms), on the sample's clock and run id, then press :attr:`keys`."""
+    copy: bool = False
+    """Open a copy of the sample in a scratch directory (a backtrack's reruns write a sidecar beside
+    the trace, never beside a committed sample); every key waits for the workers it started."""
+    quiet: bool = False
+    """Dismiss the notifications (a "marked as A" toast) before the screenshot."""
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -51,6 +56,10 @@ SHOTS: tuple[Shot, ...] = (
     Shot("help", "leases", ("question_mark",), title="Keys"),
     Shot("skill-map", "support", ("]", "]", "]", "5"), title="Skill map: the cursor's path over the map"),
     Shot("drive", "support", drive=("lease_prune",), title="Drive: a breakpoint on lease_prune hit"),
+    Shot("diff", "support", ("j", "m", "j", "j", "6"), quiet=True, title="Diff: T1·I2 against T1·I4"),
+    Shot("backtrack", "planted-fact", ("7", "a"), copy=True, title="Backtrack: the planted fact confirmed"),
+    Shot("assessment", "unsupported-amount", ("7",), copy=True, title="Backtrack: the answer assessment"),
+    Shot("provenance", "traced-argument", ("j", "3", "G"), title="Calls: where each argument came from"),
 )
 """The README's screenshots."""
 
@@ -74,6 +83,12 @@ def take(shot: Shot, *, samples: Path, out: Path, size: tuple[int, int] = (160, 
     if shot.drive is not None:
         with tempfile.TemporaryDirectory() as scratch:
             return _take(shot, out=out, size=size, app=_driven(shot, Path(scratch)))
+    if shot.copy:
+        with tempfile.TemporaryDirectory() as scratch:
+            name = f"{shot.sample}.fptrace.jsonl"
+            trace = Path(scratch) / name
+            trace.write_bytes((samples / name).read_bytes())
+            return _take(shot, out=out, size=size, app=FpdebugApp(trace))
     return _take(shot, out=out, size=size, app=FpdebugApp(samples / f"{shot.sample}.fptrace.jsonl"))
 
 
@@ -131,10 +146,16 @@ def _take(shot: Shot, *, out: Path, size: tuple[int, int], app: FpdebugApp) -> P
         for key in shot.keys:
             await pilot.press(key)
             await pilot.pause()
+            if shot.copy:
+                await pilot.app.workers.wait_for_complete()
+                await pilot.pause()
         if shot.search is not None:
             await pilot.press("slash", *shot.search)
             await pilot.pause(0.2)
         await settle(pilot)
+        if shot.quiet:
+            app.clear_notifications()
+            await pilot.pause()
         path.write_text(app.export_screenshot(title=shot.title or "fpdebug"), encoding="utf-8")
         app.exit()
 

@@ -320,3 +320,14 @@ class TestRefusalsAndBadTraces:
             text = screen_text(app)
             assert "\x1b" not in text and "\u202e" not in text
             assert pane.report is not None or pane.state.error is not None
+
+
+def test_the_readme_screenshot_reruns_on_a_copy(tmp_path: Path) -> None:
+    from fpdebug.tui.screenshots import SHOTS, take
+    from tests.tui.traces import SAMPLES
+
+    shot = next(shot for shot in SHOTS if shot.name == "backtrack")
+    svg = take(shot, samples=SAMPLES, out=tmp_path).read_text(encoding="utf-8")
+    assert "CAUSAL:&#160;ablating&#160;injection&#160;&#x27;vip-override&#x27;&#160;flipped" in svg
+    assert not sidecar_path_for(sample("planted-fact")).exists()
+    assert list(tmp_path.iterdir()) == [tmp_path / "backtrack.svg"]
