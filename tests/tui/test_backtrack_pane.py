@@ -122,6 +122,8 @@ class TestFullFlow:
             assert "baseline 0/3 flipped with no ablation (stable)" in text
             assert "CONFIRMED injection 'vip-override' ablating 3/3 flipped" in text
             assert "not confirmed injection 'refund-limits' ablating 0/3 flipped" in text
+            assert "complete in this session · 18 reruns · saved beside the trace · CONFIRMED: injection " \
+                "'vip-override' 3/3" in text
             assert "complete: 18 reruns" in screen_text(app)
 
         # the verdicts were saved beside the COPY, never beside the committed sample

@@ -266,6 +266,15 @@ def _head(doc: DocBuilder, report: BacktrackReport, state: PaneState, trace_name
         )
 
 
+def _confirmed(report: BacktrackReport, palette: Palette) -> list[Part]:
+    """`` · CONFIRMED: injection 'x' 3/3`` for every confirmed verdict (the causal headline)."""
+    found = [v for v in report.verdicts if v.verdict.kind == "confirmed"]
+    if not found:
+        return []
+    names = ", ".join(f"{v.label} {v.verdict.flips}/{v.verdict.samples}" for v in found)
+    return [" · ", ("CONFIRMED: ", palette.good), (names, palette.accent)]
+
+
 def _state_parts(report: BacktrackReport, state: PaneState, palette: Palette) -> list[Part]:
     if state.running:
         total = f" of up to {state.total}" if state.total else ""
@@ -276,12 +285,13 @@ def _state_parts(report: BacktrackReport, state: PaneState, palette: Palette) ->
         return [
             ("SAVED", palette.accent),
             f" beside the trace on {when} · {status} · {report.runs_used} reruns",
+            *_confirmed(report, palette),
             ("  (press a to run them again)", palette.dim),
         ]
     if state.origin == "live":
         style = palette.good if report.status == "complete" else palette.warn
         words = f" in this session · {report.runs_used} reruns · saved beside the trace"
-        return [(report.status, style), words]
+        return [(report.status, style), words, *_confirmed(report, palette)]
     return [("none yet", palette.dim), ("  (chains and rankings only; nothing was rerun)", palette.dim)]
 
 
@@ -304,7 +314,8 @@ def _assessment_section(doc: DocBuilder, report: BacktrackReport, assessment: As
         (f"  answer layer (DOMAIN §12.4): {supported} of {len(assessment.values)} value(s) supported;"
          " enter on a row jumps to it", palette.dim),
     )
-    link_line(doc, Jump(assessment.line, "passes"), ("the finding row", palette.dim), indent=2)
+    link_line(doc, Jump(assessment.line, "passes"), ("→ the answer layer's finding row", palette.dim),
+              (f" (line {assessment.line})", palette.dim), indent=2)
     if not assessment.values:
         doc.line(("the answer states no number, amount, date, id or quoted string", palette.dim), indent=2)
     for item in assessment.values:

@@ -102,7 +102,7 @@ def _slots_section(doc: DocBuilder, diff: PassDiff) -> None:
     for slot in diff.slots:
         changes = diff.slots.get(slot, [])
         kept = diff.kept.get(slot, [])
-        summary: list[Part] = [(f"{slot:<14}", palette.key)]
+        summary: list[Part] = [(f"{slot:<15}", palette.key)]
         if kept:
             summary += [("kept ", palette.dim), (", ".join(kept), "")]
         elif not changes:
