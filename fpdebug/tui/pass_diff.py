@@ -56,7 +56,7 @@ __all__ = [
     "pass_diff",
 ]
 
-MAX_WALK = 2_000
+MAX_WALK = 500
 """Iterations read at most between A and B (a longer walk is cut and the diff says so)."""
 
 SLOTS: tuple[tuple[str, str], ...] = (
@@ -776,7 +776,20 @@ def _request_changes(
     for message in a.messages:
         key = _message_key(message)
         remaining[key] = remaining.get(key, 0) + 1
-    results = _result_lines(session, steps) if not diff.across_runs else {}
+    entered: list[Message] = []
+    for message in b.messages:
+        key = _message_key(message)
+        if remaining.get(key, 0):
+            remaining[key] -= 1
+            continue
+        entered.append(message)
+    wanted = {m.tool_call_id for m in entered if m.role == "tool" and m.tool_call_id}
+    wanted |= {f"ask:{m.tool_calls[0].id}" for m in entered if m.role == "assistant" and m.tool_calls}
+    results = _result_lines(session, steps, wanted) if wanted and not diff.across_runs else {}
+    remaining = {}
+    for message in a.messages:
+        key = _message_key(message)
+        remaining[key] = remaining.get(key, 0) + 1
     for message in b.messages:
         key = _message_key(message)
         if remaining.get(key, 0):
@@ -845,20 +858,28 @@ def _request_changes(
             diff.segments.append(SegmentChange("removed", key[0], key[1], position, text))
 
 
-def _result_lines(session: TraceSession, steps: list[_Step]) -> dict[str, int]:
-    """``tool call id → line`` of each tool result in the walk, and ``ask:<id> → line`` of the call
-    that asked for it."""
+def _result_lines(session: TraceSession, steps: list[_Step], wanted: set[str]) -> dict[str, int]:
+    """For the ``wanted`` keys, ``tool call id → line`` of its tool result in the walk and
+    ``ask:<id> → line`` of the call that asked for it. Reads backwards from B and stops once every
+    key is found (an ``llm_call`` record is the biggest of a pass)."""
     found: dict[str, int] = {}
-    for step in steps:
-        for line in step.iteration.tool_result_lines:
-            result = _record(session, line, ToolResultEvent)
-            if result is not None:
-                found.setdefault(result.tool_call_id, line)
-        for line in step.iteration.llm_lines:
-            call = _record(session, line, LlmCallEvent)
-            if call is not None and call.response is not None:
-                for asked in call.response.tool_calls:
-                    found.setdefault(f"ask:{asked.id}", line)
+    results = {key for key in wanted if not key.startswith("ask:")}
+    asks = wanted - results
+    for step in reversed(steps):
+        if results - found.keys():
+            for line in step.iteration.tool_result_lines:
+                result = _record(session, line, ToolResultEvent)
+                if result is not None and result.tool_call_id in results:
+                    found.setdefault(result.tool_call_id, line)
+        if asks - found.keys():
+            for line in step.iteration.llm_lines:
+                call = _record(session, line, LlmCallEvent)
+                if call is not None and call.response is not None:
+                    for asked in call.response.tool_calls:
+                        if f"ask:{asked.id}" in asks:
+                            found.setdefault(f"ask:{asked.id}", line)
+        if not wanted - found.keys():
+            break
     return found
 
 

@@ -248,6 +248,16 @@ class TestPassDiff:
         assert [note.changes for note in diff.maps][0][0][1] == "parked"
         assert "no slot routing" in _words(session, diff)
 
+    def test_a_long_walk_is_cut_and_says_so(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from fpdebug.tui import pass_diff as module
+
+        monkeypatch.setattr(module, "MAX_WALK", 2)
+        session = _session(sample("support"))
+        diff = pass_diff(session, 0, 4)
+        assert diff.walk_cut and diff.walked == 2  # two passes, then B
+        assert "the walk between A and B was cut" in _words(session, diff)
+        assert _by_id(diff, "system-prompt")["refund"].change == "entered"  # type: ignore[attr-defined]
+
     def test_every_pair_of_a_hostile_trace_is_shown_without_error(
         self, hostile_trace: tuple[Path, dict[str, int]]
     ) -> None:
