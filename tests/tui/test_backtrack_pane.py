@@ -1,4 +1,4 @@
-"""The backtrack pane: choose an answer, see its chain, rerun it in a worker, see verdicts arrive, reopen them.
+"""The backtrack pane: choose an answer, see its chain, rerun it in a worker, see verdicts arrive, reopen.
 
 Every test that reruns works on a COPY of a sample in ``tmp_path``: a backtrack appends to a sidecar
 beside the trace, and none may ever be written beside a committed sample.
@@ -106,7 +106,8 @@ class TestFullFlow:
             assert "Progressed" in names and "VerdictArrived" in names
             assert names.index("VerdictArrived") < names.index("Finished")
             arrived = [m for m in seen if isinstance(m, BacktrackPane.VerdictArrived)]
-            assert [len(m.report.verdicts) for m in arrived] == sorted(len(m.report.verdicts) for m in arrived)
+            counts = [len(m.report.verdicts) for m in arrived]
+            assert counts == sorted(counts)
             last = [m for m in seen if isinstance(m, BacktrackPane.Progressed)][-1]
             assert last.done == last.total == 18  # baseline + five suspects, three seeded reruns each
 
@@ -115,15 +116,16 @@ class TestFullFlow:
             assert report.mode == "causal" and report.baseline_flips == 0 and report.baseline_samples == 3
             stamps = {card.name: card.verdict for card in report.cards}
             culprit = stamps.pop("vip-override")
-            assert culprit is not None and (culprit.kind, culprit.flips, culprit.samples) == ("confirmed", 3, 3)
+            assert culprit is not None
+            assert (culprit.kind, culprit.flips, culprit.samples) == ("confirmed", 3, 3)
             assert stamps and all(s is not None and s.kind == "not-confirmed" for s in stamps.values())
             text = pane_text(app)
             assert "#3 injection 'vip-override' (fact) score 0.323 CONFIRMED · CAUSAL 3/3" in text
             assert "baseline 0/3 flipped with no ablation (stable)" in text
             assert "CONFIRMED injection 'vip-override' ablating 3/3 flipped" in text
             assert "not confirmed injection 'refund-limits' ablating 0/3 flipped" in text
-            assert "complete in this session · 18 reruns · saved beside the trace · CONFIRMED: injection " \
-                "'vip-override' 3/3" in text
+            headline = "complete in this session · 18 reruns · saved beside the trace · CONFIRMED: "
+            assert headline + "injection 'vip-override' 3/3" in text
             assert "complete: 18 reruns" in screen_text(app)
 
         # the verdicts were saved beside the COPY, never beside the committed sample
@@ -247,7 +249,8 @@ class TestAnswerAssessment:
             text = pane_text(app)
             assert "3 of 4 value(s) supported" in text
             assert "✗ $75.00 amount UNSUPPORTED" in text
-            assert "✓ $1,250.00 amount supported by tool:call_1 get_invoice result (call_1) at T1·I1" in text
+            supported = "✓ $1,250.00 amount supported by tool:call_1 get_invoice result (call_1) at T1·I1"
+            assert supported in text
             assert "user the user's message (turn 1)" in text
             assert "standing 3 of 4 values in this answer are backed by tool results" in text
             assert pane.report is not None and [u.text for u in pane.report.unsupported] == ["$75.00"]
@@ -282,7 +285,7 @@ class TestRefusalsAndBadTraces:
         async with app.run_test(size=SIZE) as pilot:
             pane = await open_pane(pilot)
             await pilot.press("a")
-            assert await wait_for(pilot, lambda: pane.state.error is not None and not pane.running, timeout=15)
+            assert await wait_for(pilot, lambda: bool(pane.state.error) and not pane.running, timeout=15)
             await pilot.pause()
             text = pane_text(app)
             assert "answered by the anthropic provider" in text and "--provider anthropic" in text

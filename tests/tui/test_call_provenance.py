@@ -71,7 +71,9 @@ def write_every_source(path: Path) -> Path:
         return ArgumentRow(tool_call_id=call, tool_name=tool, path=path_, value=value, source=source, **extra)
 
     script.add(FindingEvent, iteration=1, layer="inputs", rows=[
-        BasisRow(tool_call_id="call_7", tool_name="refund", from_entries=["$.order_id <- user"], dropped_from=2),
+        BasisRow(
+            tool_call_id="call_7", tool_name="refund", from_entries=["$.order_id <- user"], dropped_from=2
+        ),
         row("call_7", "refund", "$.order_id", "ORD-1", "user", source_text="refund ORD-1"),
         row("call_7", "refund", "$.amount", 250.0, "nowhere", rewritten=True, rewritten_to=100.0,
             refused_reference="tool:call_3"),
@@ -95,12 +97,15 @@ class TestSourceWords:
              "tool-result call_1 $.orders[0].total @I1 (list_orders)"),
             ({"source": "user"}, "user"),
             ({"source": "external", "label": "signed-in account"}, "external: signed-in account"),
-            ({"source": "declared", "label": "price list", "source_path": "$.SKU-77"}, "declared: price list $.SKU-77"),
+            ({"source": "declared", "label": "price list", "source_path": "$.SKU-77"},
+             "declared: price list $.SKU-77"),
             ({"source": "nowhere"}, "nowhere (model supplied)"),
         ],
     )
     def test_each_source(self, fields: dict[str, object], words: str) -> None:
-        row = ArgumentRow(tool_call_id="c", tool_name="t", path="$.x", value=1, **fields)  # type: ignore[arg-type]
+        row = ArgumentRow.model_validate(
+            {"tool_call_id": "c", "tool_name": "t", "path": "$.x", "value": 1, **fields}
+        )
         assert source_words(row) == words
 
 
@@ -110,7 +115,8 @@ class TestCallDocument:
         first = _text(session, 0)
         assert '$.customer_id  "C-88"  ← user  “C-88”' in first
         second = _text(session, 1)
-        assert '$.order_id  "ORD-5521"  ← tool-result call_1 $.orders[0].order_id @I1 (list_orders)' in second
+        traced = '$.order_id  "ORD-5521"  ← tool-result call_1 $.orders[0].order_id @I1 (list_orders)'
+        assert traced in second
         assert "$.amount    89.9  ← tool-result call_1 $.orders[0].total @I1 (list_orders)" in second
         assert "refused reference user (it does not hold the value)" in second
         assert "cites $.order_id <- tool:call_1 at $.orders[0].order_id · 1 citation(s) dropped" in second

@@ -30,11 +30,12 @@ from fpdebug.trace.schema import (
     TurnStartEvent,
 )
 from fpdebug.tui.app import FpdebugApp
-from fpdebug.tui.pass_diff import ACTIVE, PassDiff, iter_changes, pass_diff
+from fpdebug.tui.pass_diff import ACTIVE, Change, PassDiff, iter_changes, pass_diff
 from fpdebug.tui.screens.trace_screen import TraceScreen
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.diff import DiffView, diff_document
+from fpdebug.tui.widgets.document import TextBlock
 from tests.trace.samples import Script, support_run
 from tests.tui.helpers import loaded, wait_for
 from tests.tui.traces import sample
@@ -51,21 +52,21 @@ def _session(path: Path) -> TraceSession:
     return session
 
 
-def _by_id(diff: PassDiff, slot: str) -> dict[str, object]:
+def _by_id(diff: PassDiff, slot: str) -> dict[str, Change]:
     return {change.id: change for change in diff.slots[slot]}
 
 
 def _words(session: TraceSession, diff: PassDiff) -> str:
     blocks = diff_document(session, diff, Palette(), marked=True)
-    return "\n".join(block.text.plain for block in blocks if hasattr(block, "text"))  # type: ignore[attr-defined]
+    return "\n".join(block.text.plain for block in blocks if isinstance(block, TextBlock))
 
 
 # ----------------------------------------------------------------------------------------------
 # Traces built here
 
 
-def _segment(id_: str) -> PromptSegment:
-    return PromptSegment(source="instructions", injection_id=id_, text=f"{id_} says hello")
+def _segment(id_: str, text: str | None = None) -> PromptSegment:
+    return PromptSegment(source="instructions", injection_id=id_, text=text or f"{id_} says hello")
 
 
 def _pass(script: Script, iteration: int, ids: list[str], reasons: list[ActiveReason]) -> int:
@@ -76,11 +77,20 @@ def _pass(script: Script, iteration: int, ids: list[str], reasons: list[ActiveRe
     )
 
 
-def _call(script: Script, iteration: int, ids: list[str], messages: list[Message]) -> int:
+def _call(
+    script: Script,
+    iteration: int,
+    ids: list[str],
+    messages: list[Message],
+    texts: dict[str, str] | None = None,
+) -> int:
+    texts = texts or {}
     return script.add(
         LlmCallEvent, iteration=iteration, call_index=iteration, provider="scripted", model="m",
         request=LlmRequest(
-            system_prompt=[PromptSegment(source="base", text="sys"), *(_segment(i) for i in ids)],
+            system_prompt=[
+                PromptSegment(source="base", text="sys"), *(_segment(i, texts.get(i)) for i in ids)
+            ],
             messages=messages,
         ),
         response=LlmResponse(content="ok"), route="final",
@@ -118,7 +128,7 @@ def write_two_turns(path: Path) -> dict[str, int]:
     _call(script, 1, ["tone", "refund"], [
         Message(role="user", content="first"), Message(role="assistant", content="ok"),
         Message(role="user", content="second"),
-    ])
+    ], texts={"tone": "tone says hello\nand keep it brief"})
     script.add(TurnEndEvent, iteration=None, final_content="ok", iteration_count=1)
     script.turn = None
     script.add(RunEndEvent, status="completed", turns=2)
@@ -156,18 +166,19 @@ class TestPassDiff:
         prompt = _by_id(diff, "system-prompt")
         assert diff.kept["system-prompt"] == ["tone", "triage"]
         refund = prompt["refund"]
-        assert refund.change == "entered" and refund.label == "T1·I4"  # type: ignore[attr-defined]
-        assert "read_skill" in refund.why and "call_4" in refund.why  # type: ignore[attr-defined]
+        assert refund.change == "entered" and refund.label == "T1·I4"
+        assert "read_skill" in refund.why and "call_4" in refund.why
         billing = prompt["billing"]
-        assert billing.change == "left"  # type: ignore[attr-defined]
-        assert billing.why == "the cursor moved billing → refund by model-pick"  # type: ignore[attr-defined]
+        assert billing.change == "left"
+        assert billing.why == "the cursor moved billing → refund by model-pick"
         policy = prompt["refund-policy"]
-        assert policy.change == "came-and-went" and policy.label == "T1·I3"  # type: ignore[attr-defined]
-        assert "lease until-skill-exit granted by check_policy" in policy.why  # type: ignore[attr-defined]
-        assert policy.left_label == "T1·I4" and "tenure-ended" in policy.why_left  # type: ignore[attr-defined]
+        assert policy.change == "came-and-went" and policy.label == "T1·I3"
+        assert "lease until-skill-exit granted by check_policy" in policy.why
+        assert policy.left_label == "T1·I4" and "tenure-ended" in str(policy.why_left)
         wire = prompt["wire-format"]
-        assert wire.change == "came-and-went" and "spent at T1·I3" in wire.why_left  # type: ignore[attr-defined]
-        assert [(s.from_skill, s.to_skill, s.by) for s in diff.cursor_steps] == [("billing", "refund", "model-pick")]
+        assert wire.change == "came-and-went" and "spent at T1·I3" in str(wire.why_left)
+        moves = [(step.from_skill, step.to_skill, step.by) for step in diff.cursor_steps]
+        assert moves == [("billing", "refund", "model-pick")]
         leases = {note.instruction_id: note for note in diff.leases}
         assert leases["refund-policy"].pruned == "tenure-ended at T1·I4 (evaluate, tenant refund)"
         assert leases["refund-policy"].granted == "check_policy call_2 at T1·I2"
@@ -214,13 +225,19 @@ class TestPassDiff:
         diff = pass_diff(session, 0, 2)
         assert diff.across_turns and diff.walked == 2
         prompt = _by_id(diff, "system-prompt")
-        assert prompt["billing"].change == "left"  # type: ignore[attr-defined]
-        assert prompt["billing"].why == "the cursor moved billing → refund by route"  # type: ignore[attr-defined]
-        assert prompt["wire-format"].change == "came-and-went"  # type: ignore[attr-defined]
-        assert "spent at T1·I2" in prompt["wire-format"].why_left  # type: ignore[attr-defined]
-        assert prompt["refund"].label == "T2·I1"  # type: ignore[attr-defined]
+        assert prompt["billing"].change == "left"
+        assert prompt["billing"].why == "the cursor moved billing → refund by route"
+        assert prompt["wire-format"].change == "came-and-went"
+        assert "spent at T1·I2" in str(prompt["wire-format"].why_left)
+        assert prompt["refund"].label == "T2·I1"
         assert "across turns: turn 1 → turn 2" in _words(session, diff)
         assert [m.what for m in diff.messages] == ["assistant reply", "user message"]
+        changed = [segment for segment in diff.segments if segment.change == "changed"]
+        assert [(s.injection_id, s.diff[-1]) for s in changed] == [("tone", "+and keep it brief")]
+        assert {(s.change, s.injection_id) for s in diff.segments} == {
+            ("changed", "tone"), ("added", "refund"), ("removed", "billing")
+        }
+        assert "+and keep it brief" in _words(session, diff)
 
     def test_across_runs_nothing_is_walked(self, tmp_path: Path) -> None:
         path = tmp_path / "runs.fptrace.jsonl"
@@ -230,8 +247,8 @@ class TestPassDiff:
         diff = pass_diff(session, 0, 1)
         assert diff.across_runs and diff.cursor_steps == [] and diff.leases == []
         prompt = _by_id(diff, "system-prompt")
-        assert prompt["refund"].change == "entered"  # type: ignore[attr-defined]
-        assert "another run" in prompt["billing"].why  # type: ignore[attr-defined]
+        assert prompt["refund"].change == "entered"
+        assert "another run" in prompt["billing"].why
         assert "across runs: run-a → run-b" in _words(session, diff)
 
     def test_passes_without_slot_routing_compare_their_active_sets(self, tmp_path: Path) -> None:
@@ -241,10 +258,10 @@ class TestPassDiff:
         diff = pass_diff(session, 0, 3)
         assert list(diff.slots) == [ACTIVE]
         changes = _by_id(diff, ACTIVE)
-        assert changes["style"].change == "entered"  # type: ignore[attr-defined]
-        assert changes["triage"].change == "left"  # type: ignore[attr-defined]
-        assert changes["wire-format"].change == "came-and-went"  # type: ignore[attr-defined]
-        assert changes["wire-format"].why_left.startswith("its next-call lease")  # type: ignore[attr-defined]
+        assert changes["style"].change == "entered"
+        assert changes["triage"].change == "left"
+        assert changes["wire-format"].change == "came-and-went"
+        assert str(changes["wire-format"].why_left).startswith("its next-call lease")
         assert [note.changes for note in diff.maps][0][0][1] == "parked"
         assert "no slot routing" in _words(session, diff)
 
@@ -256,7 +273,7 @@ class TestPassDiff:
         diff = pass_diff(session, 0, 4)
         assert diff.walk_cut and diff.walked == 2  # two passes, then B
         assert "the walk between A and B was cut" in _words(session, diff)
-        assert _by_id(diff, "system-prompt")["refund"].change == "entered"  # type: ignore[attr-defined]
+        assert _by_id(diff, "system-prompt")["refund"].change == "entered"
 
     def test_every_pair_of_a_hostile_trace_is_shown_without_error(
         self, hostile_trace: tuple[Path, dict[str, int]]

@@ -1,4 +1,4 @@
-"""Property test: the pass diff, the call view's provenance and the backtrack pane's document survive any trace.
+"""Property test: the pass diff, the call view's provenance and the backtrack document survive any trace.
 
 Random traces as in ``test_rendering_fuzz`` (valid events whose strings hold markup, controls and odd
 Unicode, then random bytes and JSON of the wrong shape), plus honesty rows (argument rows and an
@@ -61,7 +61,9 @@ def _honest_events(text: str, run_id: str) -> list[object]:
         FindingEvent(**env(4), layer="inputs", rows=[
             ArgumentRow(tool_call_id=text, tool_name=text, path=text, value=text, source="tool-result",
                         source_tool_call_id=text, source_path=text, refused_reference=text),
-            ArgumentRow(tool_call_id=text, tool_name=text, path=text, value=None, source="nowhere", hidden=True),
+            ArgumentRow(
+                tool_call_id=text, tool_name=text, path=text, value=None, source="nowhere", hidden=True
+            ),
         ]),
         FindingEvent(**env(5), layer="answer", rows=[AnswerAssessmentRow(
             reads=["history"],

@@ -28,15 +28,17 @@ def _start(tmux: Tmux, trace: Path, size: tuple[int, int]) -> None:  # noqa: F81
     )
 
 
-def test_backtrack_pane_reruns_and_confirms_the_planted_fact(tmux: Tmux, tmp_path: Path) -> None:  # noqa: F811
+def test_backtrack_pane_reruns_and_confirms_the_planted_fact(
+    tmux: Tmux, tmp_path: Path  # noqa: F811 - the fixture
+) -> None:
     trace = tmp_path / "planted-fact.fptrace.jsonl"
     shutil.copyfile(sample("planted-fact"), trace)
     _start(tmux, trace, (160, 48))
-    tmux.wait_for(lambda s: "run sample-planted-fact" in s and "T1·I2" in s)
+    tmux.wait_for(lambda s: "run sample-planted-fact" in s and "T1·I2" in s, timeout=30)
 
     # the pane: the final answer's chain and ranked suspects, correlational until rerun
     tmux.keys("7", literal=True)
-    screen = tmux.wait_for(lambda s: "Backtrack llm_call #2 (seq 7, turn 1, iteration 2)" in s)
+    screen = tmux.wait_for(lambda s: "Backtrack llm_call #2 (seq 7, turn 1, iteration 2)" in s, timeout=30)
     assert "APPROVED: refund of $250.00 for ORD-7 issued." in screen
     assert "CORRELATIONAL" in screen and "← READ" in screen
     assert "no reruns yet" in screen
@@ -47,7 +49,8 @@ def test_backtrack_pane_reruns_and_confirms_the_planted_fact(tmux: Tmux, tmp_pat
     assert "baseline     0/3 flipped with no ablation  (stable)" in screen
     rows = [line for line in screen.splitlines() if "ablating" in line and "flipped" in line]
     confirmed = [row for row in rows if "CONFIRMED" in row]
-    assert len(confirmed) == 1 and "injection 'vip-override'" in confirmed[0] and "3/3 flipped" in confirmed[0]
+    assert len(confirmed) == 1
+    assert "injection 'vip-override'" in confirmed[0] and "3/3 flipped" in confirmed[0]
     assert sum("not confirmed" in row for row in rows) == 4
     assert "tier causal" in screen
 
