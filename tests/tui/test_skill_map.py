@@ -279,3 +279,63 @@ def test_the_path_is_read_backwards_and_bounded() -> None:
         assert path.truncated
         full = cursor_path(session, len(session.iterations) - 1)
         assert len(full.hops) == 5 and not full.truncated and full.current == "zone-audit"
+
+
+_IDS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    nodes=st.lists(_IDS, min_size=1, max_size=24, unique=True),
+    data=st.data(),
+)
+def test_any_declared_map_and_any_path_render_at_any_width(  # type: ignore[no-untyped-def]
+    tmp_path_factory, nodes: list[str], data
+) -> None:
+    from rich.console import Console
+
+    from fpdebug.tui.text import Palette
+    from fpdebug.tui.widgets.skill_map import skill_map_document
+
+    known = st.sampled_from(nodes)
+    anyone = st.one_of(known, _IDS)
+    edges = data.draw(
+        st.lists(
+            st.builds(
+                EdgeDecl,
+                from_skill=anyone,
+                to_skill=anyone,
+                on_tool_return=st.one_of(st.none(), _IDS),
+                tool_is_pattern=st.booleans(),
+                when=st.one_of(st.none(), _IDS),
+                deterministic=st.booleans(),
+            ),
+            max_size=50,
+        )
+    )
+    entry = st.builds(EntryDecl, skill_id=anyone, kind=st.just("unconditional"))
+    entries = data.draw(st.lists(entry, max_size=3))
+    end = st.one_of(st.none(), anyone)
+    moves = data.draw(st.lists(st.tuples(end, end), max_size=8))
+    s = Script(run_id="fuzz")
+    s.add(
+        RunStartEvent, turn=None, provider="p", model="m", max_iterations=9,
+        skill_map=SkillMapDecl(nodes=nodes, entries=entries, edges=edges),
+    )
+    s.turn = 1
+    for iteration, (source, target) in enumerate(moves, 1):
+        move = {"from_skill": source, "to_skill": target, "by": "route", "strength": "lexical"}
+        s.add(CursorMoveEvent, iteration=iteration, **move)
+        s.add(SkillRejectedEvent, iteration=iteration, requested_id=target or "x", allowed=nodes[:2])
+    path = s.write(tmp_path_factory.mktemp("fuzz") / "fuzz.fptrace.jsonl")
+    console = Console(width=200)
+    with TraceReader(path) as reader:
+        session = TraceSession(reader)
+        session.poll()
+        for row in [None, *range(len(session.iterations))]:
+            blocks = skill_map_document(session, row, Palette())
+            for width in (30, 160):
+                for block in blocks:
+                    for y in range(block.height(console, width, False)):
+                        text = block.row(console, width, False, y)
+                        assert "\x1b" not in text.plain and "\x9b" not in text.plain
