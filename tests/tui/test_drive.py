@@ -20,7 +20,7 @@ from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import LlmRequest, LlmResponse, RunEndEvent
 from fpdebug.tui.app import TraceSource, binding_ids
 from fpdebug.tui.commands import fixed_commands
-from fpdebug.tui.drive import DriveApp, DriveScreen, RunDriver
+from fpdebug.tui.drive import Breakpoint, DriveApp, DriveScreen, RunDriver
 from fpdebug.tui.screens.help_screen import HelpScreen
 from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.skill_map import SkillMapView
@@ -155,6 +155,24 @@ class TestBreakpoints:
             await pilot.press("space")
             assert await wait_for(pilot, lambda: "run ended: completed" in status_line(app), timeout=10)
         assert main(["validate", str(driver.trace_path)]) == 0
+
+    async def test_a_breakpoint_hit_before_the_screen_is_up_is_shown_once_it_is(self, tmp_path: Path) -> None:
+        # --start running --break lease_prune: the run pauses within milliseconds, before the
+        # screen's first load is done; the screen must still end up on the paused iteration.
+        app, driver = make_app(
+            tmp_path, "support", start="running", breakpoints=[Breakpoint.on_kind("lease_prune")]
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            screen = screen_of(app)
+            inspector = screen.query_one("#inspector", PassInspector)
+
+            def shown() -> bool:
+                lines = inspector.text_lines()
+                return bool(lines) and lines[0].startswith("Iteration 3 · turn 1")
+
+            assert await wait_for(pilot, shown, timeout=10)
+            assert screen.session.iterations[screen.selected].number == 3
+            assert "+1 new" not in status_line(app)
 
     async def test_park_from_the_menu_pauses_on_pass_4_of_the_zone_trap(self, tmp_path: Path) -> None:
         app, driver = make_app(tmp_path, "zone-trap")

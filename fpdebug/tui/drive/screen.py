@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import SelectionList, Static
 from textual.widgets.selection_list import Selection
 
@@ -57,6 +58,9 @@ DRIVE_BINDINGS: list[BindingType] = [
     ),
 ]
 """The keys of drive mode (listed in the ``?`` help under "Drive a run")."""
+
+PAUSE_RETRY = 0.05
+"""Seconds between two tries to select the iteration of a pause the screen does not show yet."""
 
 _GENERIC_KINDS = (
     "cursor_move",
@@ -145,6 +149,7 @@ class DriveScreen(TraceScreen):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._pending: PausePoint | None = None
+        self._retry: Timer | None = None
 
     @property
     def driver(self) -> RunDriver | None:
@@ -158,26 +163,55 @@ class DriveScreen(TraceScreen):
             return super().run_state_text(palette)
         return gate_text(driver.status, palette)
 
+    def on_mount(self) -> None:
+        # A run may pause before this screen is up (its notice then found no screen): catch up
+        # once the trace screen's own mount handler (which runs after this one) is done.
+        self.call_later(self._catch_up)
+
+    def _catch_up(self) -> None:
+        if self.driver is not None:
+            self.run_state_changed(self.driver.status)
+
     def run_state_changed(self, status: GateStatus) -> None:
         """The gate changed: repaint the status and, on a pause, go to the event it paused on."""
         if status.state == "paused" and status.paused_at is not None:
             self._pending = status.paused_at
             self._go_to_pause()
+        else:
+            self._pending = None
         self._refresh_bars()
 
     @on(TraceGrew)
     def _drive_trace_grew(self, message: TraceGrew) -> None:
+        # This handler runs before the trace screen's own (subclass first): try once that one
+        # has brought the lists up to date.
         if self._pending is not None:
-            self._go_to_pause()
+            self.call_later(self._go_to_pause)
 
     def _go_to_pause(self) -> None:
+        """Select the paused event's iteration once the screen shows it (retried until it does)."""
         point = self._pending
-        if point is None or self.session.lines <= point.seq:
-            return  # the tail has not read the event yet; the next TraceGrew tries again
+        if point is None:
+            return
         row = self.session.row_of_pass(point.run_id, point.turn, point.iteration)
+        ready = (
+            self.loaded  # the first load's own cursor moves are over
+            and self.session.model.lines_fed > point.seq
+            and (row is None or row < self.timeline.total)
+        )
+        if not ready:
+            # The followed file, the model or the timeline is a step behind: look again shortly
+            # (the tail posts nothing more while the run waits in its gate).
+            if self._retry is None:
+                self._retry = self.set_interval(PAUSE_RETRY, self._go_to_pause)
+            return
         self._pending = None
+        if self._retry is not None:
+            self._retry.stop()
+            self._retry = None
         if row is not None:
             self.select_row(row)
+            self.new_rows = 0
 
     def action_run_toggle(self) -> None:
         """Pause or continue the run."""
