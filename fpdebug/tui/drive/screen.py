@@ -192,6 +192,7 @@ class DriveScreen(TraceScreen):
         """Select the paused event's iteration once the screen shows it (retried until it does)."""
         point = self._pending
         if point is None:
+            self._stop_retry()
             return
         row = self.session.row_of_pass(point.run_id, point.turn, point.iteration)
         ready = (
@@ -206,12 +207,15 @@ class DriveScreen(TraceScreen):
                 self._retry = self.set_interval(PAUSE_RETRY, self._go_to_pause)
             return
         self._pending = None
-        if self._retry is not None:
-            self._retry.stop()
-            self._retry = None
+        self._stop_retry()
         if row is not None:
             self.select_row(row)
             self.new_rows = 0
+
+    def _stop_retry(self) -> None:
+        if self._retry is not None:
+            self._retry.stop()
+            self._retry = None
 
     def action_run_toggle(self) -> None:
         """Pause or continue the run."""
