@@ -12,9 +12,9 @@ from fpdebug.engine.providers.base import (
     LlmRequest,
     LlmResponse,
     MalformedArgs,
-    check_live_call,
-    parse_tool_arguments,
-    redact,
+    SdkErrors,
+    SdkProvider,
+    parameters_schema,
     system_text,
 )
 from fpdebug.errors import ProviderError
@@ -25,12 +25,8 @@ __all__ = ["API_KEY_ENV_VAR", "AnthropicProvider"]
 API_KEY_ENV_VAR = "ANTHROPIC_API_KEY"
 """Where the key comes from when the constructor is not given one."""
 
-_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-_EXCERPT = 200
-_MAX_MESSAGE = 1000
 
-
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     """A live Claude model behind the Messages API.
 
     The request maps as follows: the system prompt segments joined by a blank line become ``system``
@@ -45,6 +41,12 @@ class AnthropicProvider:
     the SDK client and appears in no repr, error message or trace.
     """
 
+    sdk_errors = SdkErrors(
+        status=anthropic.APIStatusError,
+        timeout=anthropic.APITimeoutError,
+        connection=anthropic.APIConnectionError,
+        other=anthropic.AnthropicError,
+    )
     name: str
     """``anthropic``, or the name given."""
     model: str
@@ -90,48 +92,10 @@ class AnthropicProvider:
             raise ProviderError(
                 f"no Anthropic API key: pass api_key= or set {API_KEY_ENV_VAR}", provider=name
             )
-        # The key lives only in the SDK client and in this closure-like attribute used to scrub
-        # error text; it is never formatted into anything.
         self._secret = key
-        self._client = anthropic.Anthropic(
+        self._client: anthropic.Anthropic = anthropic.Anthropic(
             api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
-
-    def __repr__(self) -> str:
-        where = f", base_url={self.base_url!r}" if self.base_url else ""
-        return f"AnthropicProvider(model={self.model!r}{where})"
-
-    def close(self) -> None:
-        """Release the SDK client's connections."""
-        self._client.close()
-
-    def complete(self, request: LlmRequest) -> LlmResponse:
-        """Send one Messages API request.
-
-        Args:
-            request: the request.
-
-        Returns:
-            The reply: text blocks joined, tool_use blocks as tool calls, stop reason, usage.
-
-        Raises:
-            LiveCallRefusedError: live calls are blocked.
-            ProviderError: an HTTP error (with its status), a timeout, a connection failure, or a
-                reply that cannot be read.
-        """
-        check_live_call(self.name, self.model)
-        params = self.build_params(request)
-        try:
-            reply = self._client.messages.create(**params)
-        except anthropic.APIStatusError as exc:
-            raise self._error(_status_message(exc), status=exc.status_code) from None
-        except anthropic.APITimeoutError:
-            raise self._error(f"request timed out after {self.timeout:g}s") from None
-        except anthropic.APIConnectionError as exc:
-            raise self._error(f"could not reach {self._client.base_url}: {_cause(exc)}") from None
-        except anthropic.AnthropicError as exc:
-            raise self._error(f"{type(exc).__name__}: {exc}") from None
-        return self._parse(reply)
 
     def build_params(self, request: LlmRequest) -> dict[str, Any]:
         """The keyword arguments ``messages.create`` receives for a request (pure; no network).
@@ -154,16 +118,11 @@ class AnthropicProvider:
             params["tools"] = [_tool(tool) for tool in request.tools]
         return params
 
-    def _error(self, message: str, *, status: int | None = None) -> ProviderError:
-        # `from None` above and redaction here: neither the chained SDK exception (which holds the
-        # request and its headers) nor an echoing server can carry the key into a log or a trace.
-        text = redact(message, self._secret)
-        if len(text) > _MAX_MESSAGE:
-            # An error body can be a whole HTML page from a proxy; the gist is at the start.
-            text = text[:_MAX_MESSAGE] + f"… ({len(text) - _MAX_MESSAGE} more characters)"
-        return ProviderError(text, status=status, provider=self.name)
+    def _send(self, params: dict[str, Any]) -> Any:
+        return self._client.messages.create(**params)
 
     def _parse(self, reply: Any) -> LlmResponse:
+        """The reply: text blocks joined, tool_use blocks as tool calls, stop reason, usage."""
         texts: list[str] = []
         calls: list[ToolCallRecord] = []
         for block in getattr(reply, "content", None) or ():
@@ -192,21 +151,20 @@ class AnthropicProvider:
         # The API sends `input` as an object; anything else (a string of JSON, possibly broken) came
         # from a proxy or a compatible server that got it wrong.
         text = raw if isinstance(raw, str) else json.dumps(raw)
-        try:
-            return ToolCallRecord(id=block.id, name=block.name, args=parse_tool_arguments(text))
-        except ValueError as exc:
-            if self.malformed_args == "keep":
-                return ToolCallRecord(id=block.id, name=block.name, args={}, raw_args=text)
-            raise self._error(
-                f"malformed tool-call arguments: call {block.id!r} to {block.name!r} {exc}: {text[:_EXCERPT]!r}"
-            ) from None
+        return self._tool_call_from_text(block.id, block.name, text)
+
+    @staticmethod
+    def _status_message(exc: anthropic.APIStatusError) -> str:
+        kind = getattr(exc, "type", None)
+        detail = getattr(exc, "api_message", None) or exc.message
+        return f"{kind}: {detail}" if kind else str(detail)
 
 
 def _tool(tool: ToolSchema) -> dict[str, Any]:
     return {
         "name": tool.name,
         "description": tool.description,
-        "input_schema": tool.parameters or _EMPTY_SCHEMA,
+        "input_schema": parameters_schema(tool),
     }
 
 
@@ -247,14 +205,3 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
     for call in message.tool_calls or ():
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.args})
     return blocks
-
-
-def _status_message(exc: anthropic.APIStatusError) -> str:
-    kind = getattr(exc, "type", None)
-    detail = getattr(exc, "api_message", None) or exc.message
-    return f"{kind}: {detail}" if kind else str(detail)
-
-
-def _cause(exc: BaseException) -> str:
-    cause = exc.__cause__ or exc.__context__
-    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)

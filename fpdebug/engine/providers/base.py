@@ -11,6 +11,10 @@ providers): the run records it as its failure, as issue 4 asks. A live provider 
 ``malformed_args="keep"`` instead returns the call with ``args={}`` and the text in ``raw_args`` so the
 loop can answer it with an ``invalid`` tool result and let the model try again.
 
+The two live providers share their plumbing through :class:`SdkProvider`: the live-call check before
+every request, the mapping of every SDK failure to a ``ProviderError`` that cannot carry the key, and
+the reading of a tool call's argument text.
+
 The live-call switch (pydantic-ai's ``ALLOW_MODEL_REQUESTS`` idea): live providers call
 :func:`check_live_call` before every request and raise
 :class:`~fpdebug.errors.LiveCallRefusedError` when live calls are blocked, either for the whole process
@@ -24,12 +28,14 @@ import json
 import math
 import os
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
 
-from fpdebug.errors import LiveCallRefusedError
-from fpdebug.trace.schema import LlmRequest, LlmResponse
+from fpdebug.errors import LiveCallRefusedError, ProviderError
+from fpdebug.trace.schema import LlmRequest, LlmResponse, ToolCallRecord, ToolSchema
 
 __all__ = [
     "BLOCK_ENV_VAR",
@@ -37,10 +43,13 @@ __all__ = [
     "LlmResponse",
     "MalformedArgs",
     "Provider",
+    "SdkErrors",
+    "SdkProvider",
     "allow_live_calls",
     "check_live_call",
     "estimate_tokens",
     "live_calls_allowed",
+    "parameters_schema",
     "parse_tool_arguments",
     "redact",
     "system_text",
@@ -159,6 +168,22 @@ def system_text(request: LlmRequest) -> str:
     return "\n\n".join(segment.text for segment in request.system_prompt)
 
 
+_EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def parameters_schema(tool: ToolSchema) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments as a live API receives it.
+
+    Args:
+        tool: the tool schema.
+
+    Returns:
+        Its parameters, or an object schema without properties for a tool that declares none (both
+        APIs want an object schema even for a tool that takes no arguments).
+    """
+    return tool.parameters or _EMPTY_PARAMETERS
+
+
 def estimate_tokens(text: str) -> int:
     """A deterministic token estimate: one token per four characters, rounded up.
 
@@ -215,3 +240,146 @@ def parse_tool_arguments(text: str) -> dict[str, Any]:
         kind = "null" if parsed is None else _JSON_KINDS.get(type(parsed), type(parsed).__name__)
         raise ValueError(f"is a JSON {kind}, not an object")
     return parsed
+
+
+# ----------------------------------------------------------------------------------------------
+# The SDK-backed providers (anthropic.py, openai.py)
+
+_EXCERPT = 200
+"""How much of malformed tool-call arguments an error quotes."""
+_MAX_MESSAGE = 1000
+"""The longest error message kept; longer ones are cut with a count of what was left out."""
+
+
+@dataclass(frozen=True, slots=True)
+class SdkErrors:
+    """An SDK's exception classes (the ``anthropic`` and ``openai`` SDKs share this hierarchy)."""
+
+    status: type[Exception]
+    """An HTTP error reply (``APIStatusError``); it carries ``status_code``."""
+    timeout: type[Exception]
+    """The request timed out (``APITimeoutError``, itself a kind of connection error)."""
+    connection: type[Exception]
+    """The server could not be reached (``APIConnectionError``)."""
+    other: type[Exception]
+    """The SDK's root error (``AnthropicError``, ``OpenAIError``)."""
+
+
+class _SdkClient(Protocol):
+    @property
+    def base_url(self) -> object: ...
+
+    def close(self) -> None: ...
+
+
+class SdkProvider(ABC):
+    """What the SDK-backed providers share, so that both fail, redact and read tool calls alike.
+
+    A subclass names its SDK's :attr:`sdk_errors`, sets the attributes below and ``_client`` in its
+    constructor, and implements :meth:`build_params`, :meth:`_send` (the SDK call), :meth:`_parse`
+    (the SDK's reply as an :class:`LlmResponse`) and :meth:`_status_message`.
+    """
+
+    sdk_errors: ClassVar[SdkErrors]
+    """The SDK's exception classes, which :meth:`complete` maps to ``ProviderError``."""
+    name: str
+    """The provider name recorded in the trace."""
+    model: str
+    """The model asked."""
+    base_url: str | None
+    """The endpoint given to the constructor (``None``: the SDK's default)."""
+    timeout: float
+    """Seconds before a request is abandoned."""
+    malformed_args: MalformedArgs
+    """What to do with tool-call arguments that are not a JSON object."""
+    _secret: str | None
+    """The API key, kept only to scrub it from error text (``None`` when no real key was sent)."""
+    _client: _SdkClient
+    """The SDK client; the only other holder of the key."""
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"{type(self).__name__}(model={self.model!r}{where})"
+
+    def close(self) -> None:
+        """Release the SDK client's connections."""
+        self._client.close()
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        """Send one request through the SDK and read the reply.
+
+        Args:
+            request: the request.
+
+        Returns:
+            The reply (see the subclass's ``_parse``).
+
+        Raises:
+            LiveCallRefusedError: live calls are blocked.
+            ProviderError: an HTTP error (with its status), a timeout, a connection failure, or a
+                reply that cannot be read.
+        """
+        check_live_call(self.name, self.model)
+        params = self.build_params(request)
+        errors = self.sdk_errors
+        # `from None` and the redaction in `_error`: neither the chained SDK exception (which holds
+        # the request and its headers) nor an echoing server can carry the key into a log or a trace.
+        # The timeout is caught before the connection error it is a kind of.
+        try:
+            reply = self._send(params)
+        except errors.status as exc:
+            raise self._error(self._status_message(exc), status=getattr(exc, "status_code", None)) from None
+        except errors.timeout:
+            raise self._error(f"request timed out after {self.timeout:g}s") from None
+        except errors.connection as exc:
+            raise self._error(f"could not reach {self._client.base_url}: {_cause(exc)}") from None
+        except errors.other as exc:
+            raise self._error(f"{type(exc).__name__}: {exc}") from None
+        return self._parse(reply)
+
+    @abstractmethod
+    def build_params(self, request: LlmRequest) -> dict[str, Any]:
+        """The keyword arguments the SDK call receives for a request (pure; no network).
+
+        Args:
+            request: the request.
+
+        Returns:
+            The SDK call's keyword arguments.
+        """
+
+    @abstractmethod
+    def _send(self, params: dict[str, Any]) -> Any:
+        """Make the SDK call (the only place that reaches the network)."""
+
+    @abstractmethod
+    def _parse(self, reply: Any) -> LlmResponse:
+        """Read the SDK's reply; raise :meth:`_error` for one that cannot be read."""
+
+    @staticmethod
+    @abstractmethod
+    def _status_message(exc: Any) -> str:
+        """The message of an HTTP error reply (an exception of ``sdk_errors.status``)."""
+
+    def _error(self, message: str, *, status: int | None = None) -> ProviderError:
+        text = redact(message, self._secret)
+        if len(text) > _MAX_MESSAGE:
+            # An error body can be a whole HTML page from a proxy; the gist is at the start.
+            text = text[:_MAX_MESSAGE] + f"… ({len(text) - _MAX_MESSAGE} more characters)"
+        return ProviderError(text, status=status, provider=self.name)
+
+    def _tool_call_from_text(self, call_id: str, name: str, text: str) -> ToolCallRecord:
+        """A tool call whose arguments came as text; :attr:`malformed_args` decides about bad text."""
+        try:
+            return ToolCallRecord(id=call_id, name=name, args=parse_tool_arguments(text))
+        except ValueError as exc:
+            if self.malformed_args == "keep":
+                return ToolCallRecord(id=call_id, name=name, args={}, raw_args=text)
+            raise self._error(
+                f"malformed tool-call arguments: call {call_id!r} to {name!r} {exc}: {text[:_EXCERPT]!r}"
+            ) from None
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)

@@ -16,9 +16,9 @@ from fpdebug.engine.providers.base import (
     LlmRequest,
     LlmResponse,
     MalformedArgs,
-    check_live_call,
-    parse_tool_arguments,
-    redact,
+    SdkErrors,
+    SdkProvider,
+    parameters_schema,
     system_text,
 )
 from fpdebug.errors import ProviderError
@@ -32,12 +32,8 @@ API_KEY_ENV_VAR = "OPENAI_API_KEY"
 NO_KEY_PLACEHOLDER = "not-needed"
 """Sent as the key to a ``base_url`` server when no key is set (local servers ignore it)."""
 
-_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-_EXCERPT = 200
-_MAX_MESSAGE = 1000
 
-
-class OpenAIProvider:
+class OpenAIProvider(SdkProvider):
     """A live model behind the Chat Completions API (OpenAI, or any compatible server).
 
     The request maps as follows: the system prompt segments joined by a blank line become the first
@@ -54,6 +50,12 @@ class OpenAIProvider:
     message or trace.
     """
 
+    sdk_errors = SdkErrors(
+        status=openai.APIStatusError,
+        timeout=openai.APITimeoutError,
+        connection=openai.APIConnectionError,
+        other=openai.OpenAIError,
+    )
     name: str
     """``openai``, or the name given."""
     model: str
@@ -108,43 +110,9 @@ class OpenAIProvider:
                 )
             key = NO_KEY_PLACEHOLDER
         self._secret = None if key == NO_KEY_PLACEHOLDER else key
-        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries)
-
-    def __repr__(self) -> str:
-        where = f", base_url={self.base_url!r}" if self.base_url else ""
-        return f"OpenAIProvider(model={self.model!r}{where})"
-
-    def close(self) -> None:
-        """Release the SDK client's connections."""
-        self._client.close()
-
-    def complete(self, request: LlmRequest) -> LlmResponse:
-        """Send one Chat Completions request.
-
-        Args:
-            request: the request.
-
-        Returns:
-            The first choice: text, tool calls, finish reason as ``stop_reason``, usage.
-
-        Raises:
-            LiveCallRefusedError: live calls are blocked.
-            ProviderError: an HTTP error (with its status), a timeout, a connection failure, or a
-                reply that cannot be read.
-        """
-        check_live_call(self.name, self.model)
-        params = self.build_params(request)
-        try:
-            reply = self._client.chat.completions.create(**params)
-        except openai.APIStatusError as exc:
-            raise self._error(_status_message(exc), status=exc.status_code) from None
-        except openai.APITimeoutError:
-            raise self._error(f"request timed out after {self.timeout:g}s") from None
-        except openai.APIConnectionError as exc:
-            raise self._error(f"could not reach {self._client.base_url}: {_cause(exc)}") from None
-        except openai.OpenAIError as exc:
-            raise self._error(f"{type(exc).__name__}: {exc}") from None
-        return self._parse(reply)
+        self._client: openai.OpenAI = openai.OpenAI(
+            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
 
     def build_params(self, request: LlmRequest) -> dict[str, Any]:
         """The keyword arguments ``chat.completions.create`` receives for a request (pure; no network).
@@ -172,16 +140,11 @@ class OpenAIProvider:
             params["seed"] = request.seed
         return params
 
-    def _error(self, message: str, *, status: int | None = None) -> ProviderError:
-        # `from None` above and redaction here: neither the chained SDK exception (which holds the
-        # request and its headers) nor an echoing server can carry the key into a log or a trace.
-        text = redact(message, self._secret)
-        if len(text) > _MAX_MESSAGE:
-            # An error body can be a whole HTML page from a proxy; the gist is at the start.
-            text = text[:_MAX_MESSAGE] + f"… ({len(text) - _MAX_MESSAGE} more characters)"
-        return ProviderError(text, status=status, provider=self.name)
+    def _send(self, params: dict[str, Any]) -> Any:
+        return self._client.chat.completions.create(**params)
 
     def _parse(self, reply: Any) -> LlmResponse:
+        """The first choice: text, tool calls, finish reason as ``stop_reason``, usage."""
         choices = getattr(reply, "choices", None) or []
         if not choices:
             raise self._error("the reply has no choices")
@@ -203,16 +166,24 @@ class OpenAIProvider:
         )
 
     def _tool_call(self, call: Any) -> ToolCallRecord:
-        name = call.function.name
-        text = call.function.arguments or ""
-        try:
-            return ToolCallRecord(id=call.id, name=name, args=parse_tool_arguments(text))
-        except ValueError as exc:
-            if self.malformed_args == "keep":
-                return ToolCallRecord(id=call.id, name=name, args={}, raw_args=text)
-            raise self._error(
-                f"malformed tool-call arguments: call {call.id!r} to {name!r} {exc}: {text[:_EXCERPT]!r}"
-            ) from None
+        return self._tool_call_from_text(call.id, call.function.name, call.function.arguments or "")
+
+    @staticmethod
+    def _status_message(exc: openai.APIStatusError) -> str:
+        body = exc.body
+        detail: object = None
+        if isinstance(body, str) and body.strip():
+            # Not JSON (a proxy's HTML page) or a bare {"error": "text"}: the text is the message.
+            detail = body
+        elif isinstance(body, dict):
+            # The SDK hands over the `error` object itself for OpenAI-shaped bodies; some compatible
+            # servers nest it once more or put the text under "message" at the top.
+            detail = body.get("message") or body.get("error")
+            if isinstance(detail, dict):
+                detail = detail.get("message")
+        text = str(detail) if detail else exc.message
+        kind = getattr(exc, "type", None)
+        return f"{kind}: {text}" if kind else text
 
 
 def _tool(tool: ToolSchema) -> dict[str, Any]:
@@ -221,7 +192,7 @@ def _tool(tool: ToolSchema) -> dict[str, Any]:
         "function": {
             "name": tool.name,
             "description": tool.description,
-            "parameters": tool.parameters or _EMPTY_SCHEMA,
+            "parameters": parameters_schema(tool),
         },
     }
 
@@ -246,25 +217,3 @@ def _message(message: Message) -> dict[str, Any]:
             ],
         }
     return {"role": message.role, "content": message.content}
-
-
-def _status_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    detail: object = None
-    if isinstance(body, str) and body.strip():
-        # Not JSON (a proxy's HTML page) or a bare {"error": "text"}: the text is the message.
-        detail = body
-    elif isinstance(body, dict):
-        # The SDK hands over the `error` object itself for OpenAI-shaped bodies; some compatible
-        # servers nest it once more or put the text under "message" at the top.
-        detail = body.get("message") or body.get("error")
-        if isinstance(detail, dict):
-            detail = detail.get("message")
-    text = str(detail) if detail else exc.message
-    kind = getattr(exc, "type", None)
-    return f"{kind}: {text}" if kind else text
-
-
-def _cause(exc: BaseException) -> str:
-    cause = exc.__cause__ or exc.__context__
-    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
