@@ -22,6 +22,7 @@ __all__ = [
     "anthropic_message",
     "openai_completion",
     "openai_error",
+    "reply_with",
 ]
 
 
@@ -58,6 +59,11 @@ class FakeResponse:
 
 
 Handler = Callable[[RecordedRequest], FakeResponse]
+
+
+def reply_with(body: object, status: int = 200) -> Handler:
+    """A handler that answers every request with one body and status."""
+    return lambda request: FakeResponse(status, body)
 
 
 class _Server(ThreadingHTTPServer):
