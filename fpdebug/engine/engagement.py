@@ -6,25 +6,29 @@ a pure reducer over one pass's facts (:class:`EngagementPass`); it keeps three f
 :class:`MapEngagementRecord`: founding provenance (written once), position (observed), and
 eligibility (``by``: rises on corroboration, re-derived on a tenant change, never lowered because
 time passed).
+
+The records and changes the reducer returns are the trace's own models
+(:class:`~fpdebug.trace.schema.MapEngagementRecord`, :class:`~fpdebug.trace.schema.EngagementChange`):
+the ``engagement`` event records them as they are, with no second copy to keep in step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from fpdebug.engine.types import EvidenceStrength, ToolResult, require_id
 from fpdebug.errors import DefinitionError
-from fpdebug.trace.schema import EngagementChange as EngagementChangeRecord
 from fpdebug.trace.schema import (
+    EngagementChange,
     EngagementPassFacts,
     EvidenceItem,
+    MapEngagementRecord,
     MapEvidence,
     MapsPlanDecl,
     MountedMapDecl,
 )
-from fpdebug.trace.schema import MapEngagementRecord as MapEngagementRecordModel
 
 if TYPE_CHECKING:
     from fpdebug.engine.skillmap import SkillMap
@@ -222,97 +226,6 @@ class EngagementPass:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MapEngagementRecord:
-    """A map's standing after a pass: founding, position and eligibility kept apart."""
-
-    map_id: str
-    """The map."""
-    standing: Literal["engaged", "parked"]
-    """Whether its contribution rides the next call."""
-    by: EvidenceStrength
-    """Eligibility: why it is served now."""
-    since: int
-    """The iteration the current standing began (founding, park, re-engage only)."""
-    founded_by: EvidenceStrength
-    """Founding strength; written once."""
-    founded_at: int
-    """Founding iteration; written once."""
-    founded_on: str | None = None
-    """The member the cursor was on at founding; written once."""
-    at: str | None = None
-    """The member the cursor is on (observed)."""
-    at_by: EvidenceStrength | None = None
-    """The strength of the move that put it there."""
-    at_since: int | None = None
-    """When the cursor arrived on that member."""
-    idle: int = 0
-    """Consecutive idle passes."""
-    witness: str | None = None
-    """The text that founded a guess."""
-
-    def record(self) -> MapEngagementRecordModel:
-        """The trace's :class:`~fpdebug.trace.schema.MapEngagementRecord`."""
-        return MapEngagementRecordModel(
-            map_id=self.map_id,
-            standing=self.standing,
-            by=self.by,
-            since=self.since,
-            founded_by=self.founded_by,
-            founded_at=self.founded_at,
-            founded_on=self.founded_on,
-            at=self.at,
-            at_by=self.at_by,
-            at_since=self.at_since,
-            idle=self.idle,
-            witness=self.witness,
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngagementChange:
-    """A map became engaged (founded, re-engaged, upgraded, new tenant) or parked."""
-
-    kind: Literal["engaged", "parked"]
-    """Which way it changed."""
-    map_id: str
-    """The map."""
-    iteration: int
-    """The pass."""
-    by: EvidenceStrength
-    """The standing after the change (for ``parked``, the strength that decayed)."""
-    witness: str | None = None
-    """The witness carried with the change."""
-    reengaged: bool | None = None
-    """A parked map came back."""
-    upgraded: bool | None = None
-    """Corroboration raised ``by``."""
-    tenant_changed: bool | None = None
-    """The cursor moved to another member."""
-    at: str | None = None
-    """Tenant changes: the member the cursor is on."""
-    founded_by: EvidenceStrength | None = None
-    """The founding strength, repeated for context."""
-    idle_calls: int | None = None
-    """``parked``: idle passes counted."""
-
-    def record(self) -> EngagementChangeRecord:
-        """The trace's :class:`~fpdebug.trace.schema.EngagementChange`."""
-        return EngagementChangeRecord(
-            kind=self.kind,
-            map_id=self.map_id,
-            iteration=self.iteration,
-            by=self.by,
-            witness=self.witness,
-            reengaged=self.reengaged,
-            upgraded=self.upgraded,
-            tenant_changed=self.tenant_changed,
-            at=self.at,
-            founded_by=self.founded_by,
-            idle_calls=self.idle_calls,
-        )
-
-
 # ----------------------------------------------------------------------------------------------
 # Renewal evidence (DOMAIN §6.2)
 
@@ -461,16 +374,17 @@ def _advance_one(
     if prior.standing == "parked":  # LAW 5: only explicit or structural evidence recovers
         if s in ("explicit", "structural"):
             at, at_by, at_since = _position(mounted, prior, pass_)
-            record = replace(
-                prior,
-                standing="engaged",
-                by=s,
-                since=it,
-                idle=0,
-                witness=pass_.witness,
-                at=at,
-                at_by=at_by,
-                at_since=at_since,
+            record = prior.model_copy(
+                update={
+                    "standing": "engaged",
+                    "by": s,
+                    "since": it,
+                    "idle": 0,
+                    "witness": pass_.witness,
+                    "at": at,
+                    "at_by": at_by,
+                    "at_since": at_since,
+                }
             )
             change = EngagementChange(
                 kind="engaged", map_id=mounted.id, iteration=it, by=s, reengaged=True, witness=pass_.witness
@@ -491,14 +405,17 @@ def _advance_one(
             founded_by=prior.founded_by,
             witness=pass_.witness,
         )
-        return replace(prior, at=at, at_by=at_by, at_since=at_since, by=by, idle=0), change
+        record = prior.model_copy(update={"at": at, "at_by": at_by, "at_since": at_since, "by": by, "idle": 0})
+        return record, change
 
+    # From here on the position is the prior's: a move to another member was a tenant change above,
+    # and not seeing the cursor leaves it where it was.
     if s is not None:  # LAW 2: renew, maybe upgrade
         by = stronger_of(prior.by, s)
         if by == prior.by:
             if prior.idle == 0:
                 return prior, None
-            return replace(prior, at=at, at_by=at_by, at_since=at_since, idle=0), None
+            return prior.model_copy(update={"idle": 0}), None
         change = EngagementChange(
             kind="engaged",
             map_id=mounted.id,
@@ -508,7 +425,7 @@ def _advance_one(
             founded_by=prior.founded_by,
             witness=prior.witness,
         )
-        return replace(prior, at=at, at_by=at_by, at_since=at_since, by=by, idle=0), change
+        return prior.model_copy(update={"by": by, "idle": 0}), change
 
     # LAW 3: the idle test. "None of its tools was called" is implicit: that would be evidence.
     served = any(sid in mounted.member_ids for sid in pass_.served_last_pass)
@@ -524,8 +441,8 @@ def _advance_one(
             idle_calls=idle,
             witness=prior.witness,
         )
-        return replace(prior, standing="parked", since=it, idle=idle), change
-    return replace(prior, idle=idle), None
+        return prior.model_copy(update={"standing": "parked", "since": it, "idle": idle}), change
+    return prior.model_copy(update={"idle": idle}), None
 
 
 def advance_engagement(

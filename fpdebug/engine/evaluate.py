@@ -204,8 +204,8 @@ class EngagementOutcome:
         return {
             "pass_facts": self.pass_.facts(),
             "evidence": list(self.evidence),
-            "changes": [change.record() for change in self.advance.changes],
-            "records": [record.record() for record in self.advance.next],
+            "changes": list(self.advance.changes),
+            "records": list(self.advance.next),
             "parked_injection_ids": list(self.advance.parked_injection_ids),
             "parked_tool_names": list(self.advance.parked_tool_names),
             "park_card": self.park_card,

@@ -613,7 +613,7 @@ class MapEngagementRecord(Frozen):
     by: EvidenceStrength
     """Eligibility: why it is served now."""
     since: int
-    """The iteration the current standing began."""
+    """The iteration the current standing began (founding, park, re-engage only)."""
     founded_by: EvidenceStrength
     """Founding strength; written once."""
     founded_at: int
@@ -621,7 +621,7 @@ class MapEngagementRecord(Frozen):
     founded_on: str | None = None
     """The member the cursor was on at founding; written once."""
     at: str | None = None
-    """The member the cursor is on."""
+    """The member the cursor is on (observed)."""
     at_by: EvidenceStrength | None = None
     """The strength of the move that put it there."""
     at_since: int | None = None

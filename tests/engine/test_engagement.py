@@ -362,14 +362,16 @@ class TestLaws:
     def test_records_fit_the_trace(self) -> None:
         advs = run([p(1, by="entry", tools=(), served=(), witness="zone"), p(2), p(3), p(4)])
         last = advs[-1]
-        EngagementEvent(
+        event = EngagementEvent(
             seq=1,
             ts=T0,
             run_id="r",
             iteration=4,
             pass_facts=p(4).facts(),
             evidence=list(map_evidence(PLAN, p(4))),
-            changes=[c.record() for c in last.changes],
-            records=[r.record() for r in last.next],
+            changes=list(last.changes),
+            records=list(last.next),
             park_card=park_card(PLAN, last.next),
         )
+        # The reducer's records are the trace's: they survive the writer's JSON unchanged.
+        assert EngagementEvent.model_validate_json(event.model_dump_json(exclude_none=True)) == event
