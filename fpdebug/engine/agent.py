@@ -995,7 +995,6 @@ class TurnLoop:
         """Prompt tokens of this turn's calls."""
         self.output_tokens = 0
         """Completion tokens of this turn's calls."""
-        self._latency = 0.0
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -1009,13 +1008,13 @@ class TurnLoop:
             self._honesty_loop_head()
             result = self._evaluate()
             request = self._compose(result)
-            reply = self._call(request)
+            reply, latency_ms = self._call(request)
             response = self._honesty_inputs(request, reply)  # what Route may dispatch
             calls = response.tool_calls
             route: Literal["tool-calls", "final"] = (
                 "tool-calls" if calls and self.iteration < max_iterations else "final"
             )
-            self._record_llm_call(request, reply, route)
+            self._record_llm_call(request, latency_ms=latency_ms, response=reply, route=route)
             refused: dict[int, ErrorInfo] = {}
             self.calls_to_run = ()
             if route == "tool-calls":
@@ -1131,7 +1130,8 @@ class TurnLoop:
             max_tokens=self.spec.max_tokens,
         )
 
-    def _call(self, request: LlmRequest) -> LlmResponse:
+    def _call(self, request: LlmRequest) -> tuple[LlmResponse, float]:
+        """Ask the provider; return its reply and the latency in ms (a failure is recorded here)."""
         conversation = self.conversation
         conversation.calls += 1
         start = self.recorder.now()
@@ -1140,24 +1140,25 @@ class TurnLoop:
         except RunInterrupted:
             raise
         except Exception as exc:  # every provider failure is the run's failure, recorded, not a traceback
-            latency = _ms(start, self.recorder.now())
+            latency_ms = _ms(start, self.recorder.now())
             error = error_info(exc)
-            self._emit(
-                LlmCallEvent,
-                call_index=conversation.calls,
-                provider=conversation.provider.name,
-                model=conversation.provider.model,
-                request=request,
-                error=error,
-                latency_ms=latency,
-            )
+            self._record_llm_call(request, latency_ms=latency_ms, error=error)
             raise _RunFailed(error, exc) from exc
-        self._latency = _ms(start, self.recorder.now())
+        latency_ms = _ms(start, self.recorder.now())
         self.input_tokens += response.usage.input_tokens
         self.output_tokens += response.usage.output_tokens
-        return response
+        return response, latency_ms
 
-    def _record_llm_call(self, request: LlmRequest, response: LlmResponse, route: str) -> None:
+    def _record_llm_call(
+        self,
+        request: LlmRequest,
+        *,
+        latency_ms: float,
+        response: LlmResponse | None = None,
+        route: str | None = None,
+        error: ErrorInfo | None = None,
+    ) -> None:
+        """Record one ``llm_call``: the request, and the reply with its route or the failure."""
         conversation = self.conversation
         self._emit(
             LlmCallEvent,
@@ -1166,8 +1167,24 @@ class TurnLoop:
             model=conversation.provider.model,
             request=request,
             response=response,
-            latency_ms=self._latency,
+            error=error,
+            latency_ms=latency_ms,
             route=route,
+        )
+
+    def _record_tool_result(
+        self, call: ToolCallRecord, text: str, start: datetime, **fields: object
+    ) -> None:
+        """Record one call's ``tool_result``: the text the model reads, how long the call took since
+        ``start``, and the kind's other ``fields`` (status, error, effects, coverage…)."""
+        self._emit(
+            ToolResultEvent,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            args=dict(call.args),
+            result=text,
+            duration_ms=_ms(start, self.recorder.now()),
+            **fields,
         )
 
     def _final(self, response: LlmResponse) -> TurnResult:
@@ -1295,16 +1312,8 @@ class TurnLoop:
         requested = call.args.get("id")
         if call.raw_args is not None or not isinstance(requested, str) or not requested.strip():
             message = f'read_skill needs {{"id": "<skill id>"}}, got {call.raw_args or call.args!r}'
-            self._emit(
-                ToolResultEvent,
-                tool_call_id=call.id,
-                tool_name=READ_SKILL,
-                args=dict(call.args),
-                result=message,
-                status="invalid",
-                error=ErrorInfo(type="InvalidToolArguments", message=message),
-                duration_ms=_ms(start, self.recorder.now()),
-            )
+            error = ErrorInfo(type="InvalidToolArguments", message=message)
+            self._record_tool_result(call, message, start, status="invalid", error=error)
             return None, message, "invalid"
         if skill_map is not None:
             pick = gate_skill_pick(
@@ -1317,15 +1326,7 @@ class TurnLoop:
         else:  # no graph: every read_skill skill is admitted like an open skill
             pick = gate_skill_pick(requested, hops=(), open_skill_ids=self.compiled.open_skill_ids)
         text = self._skill_text(pick)
-        self._emit(
-            ToolResultEvent,
-            tool_call_id=call.id,
-            tool_name=READ_SKILL,
-            args=dict(call.args),
-            result=text,
-            skill_gate=pick.record(),
-            duration_ms=_ms(start, self.recorder.now()),
-        )
+        self._record_tool_result(call, text, start, skill_gate=pick.record())
         if not pick.accepted:
             self._emit(
                 SkillRejectedEvent,
@@ -1397,16 +1398,7 @@ class TurnLoop:
                 status, error = "failure", error_info(exc)
         if error is not None:
             text = f"Error: {call.name} failed: {error.type}: {error.message}"
-            self._emit(
-                ToolResultEvent,
-                tool_call_id=call.id,
-                tool_name=call.name,
-                args=dict(call.args),
-                result=text,
-                status=status,
-                error=error,
-                duration_ms=_ms(start, self.recorder.now()),
-            )
+            self._record_tool_result(call, text, start, status=status, error=error)
             batch.append(ToolResult(call.name, text, call.id, status))
             return state, text, None
         if isinstance(value, BaseModel):
@@ -1415,15 +1407,7 @@ class TurnLoop:
         if envelope is None:
             text = text_of(value)
             coverage = _coverage_of(found, call.args, value)
-            self._emit(
-                ToolResultEvent,
-                tool_call_id=call.id,
-                tool_name=call.name,
-                args=dict(call.args),
-                result=text,
-                duration_ms=_ms(start, self.recorder.now()),
-                coverage=coverage,
-            )
+            self._record_tool_result(call, text, start, coverage=coverage)
             batch.append(ToolResult(call.name, value, call.id))
             return state, text, coverage
         judged = judge_effects(envelope, tool_name=call.name, tool_call_id=call.id, scope=scope, state=state)
@@ -1431,16 +1415,13 @@ class TurnLoop:
             self.provenance.setdefault(sid, activation)
         text = text_of(envelope.content) + judged.suffix
         coverage = _coverage_of(found, call.args, envelope.content)
-        self._emit(
-            ToolResultEvent,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            args=dict(call.args),
-            result=text,
+        self._record_tool_result(
+            call,
+            text,
+            start,
             status=envelope.status,
             effects=list(judged.judgments),
             malformed=list(envelope.malformed),
-            duration_ms=_ms(start, self.recorder.now()),
             coverage=coverage,
         )
         for lease in judged.grants:
