@@ -460,10 +460,7 @@ class SpanBuilder:
                 attrs["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
             if usage.cache_write_tokens is not None:
                 attrs["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
-        if event.turn is not None:
-            attrs["fpdebug.turn"] = event.turn
-        if event.iteration is not None:
-            attrs["fpdebug.iteration"] = event.iteration
+        _put_position(attrs, event)
         attrs["fpdebug.call_index"] = event.call_index
         if event.route is not None:
             attrs["fpdebug.route"] = event.route
@@ -508,10 +505,7 @@ class SpanBuilder:
         description = state.tool_descriptions.get(event.tool_name)
         if description:
             attrs["gen_ai.tool.description"] = description
-        if event.turn is not None:
-            attrs["fpdebug.turn"] = event.turn
-        if event.iteration is not None:
-            attrs["fpdebug.iteration"] = event.iteration
+        _put_position(attrs, event)
         if event.status is not None:
             attrs["fpdebug.tool.status"] = event.status
         if event.effects:
@@ -550,10 +544,7 @@ class SpanBuilder:
 
     def _fact(self, event: TraceEvent) -> dict[str, AttributeValue]:
         attrs: dict[str, AttributeValue] = {"fpdebug.seq": event.seq}
-        if event.turn is not None:
-            attrs["fpdebug.turn"] = event.turn
-        if event.iteration is not None:
-            attrs["fpdebug.iteration"] = event.iteration
+        _put_position(attrs, event)
         if isinstance(event, PassEvent):
             self._pass(attrs, event)
         elif isinstance(event, CursorMoveEvent):
@@ -690,6 +681,14 @@ class SpanBuilder:
                     attrs["fpdebug.finding.unsupported_values"] = [value.text for value in unsupported]
                 if row.stopped_early is not None:
                     attrs["fpdebug.finding.stopped_early"] = row.stopped_early.reason
+
+
+def _put_position(attrs: dict[str, AttributeValue], event: TraceEvent) -> None:
+    """``fpdebug.turn`` and ``fpdebug.iteration``, for a record that has them (OTel has no null)."""
+    if event.turn is not None:
+        attrs["fpdebug.turn"] = event.turn
+    if event.iteration is not None:
+        attrs["fpdebug.iteration"] = event.iteration
 
 
 def _change_name(change: EngagementChange, records: Iterable[MapEngagementRecord]) -> str:
