@@ -48,6 +48,7 @@ from fpdebug.backtrack.suspects import (
     RestoreSpec,
     ToolSpec,
 )
+from fpdebug.engine.providers import LIVE_PROVIDERS, live_provider
 from fpdebug.engine.providers.base import Provider, allow_live_calls
 from fpdebug.errors import BacktrackError, FpdebugError
 from fpdebug.trace.schema import InjectionDecl, LlmRequest, Message, PromptSegment, RunStartEvent, ToolSchema
@@ -63,9 +64,6 @@ __all__ = [
     "runner_for",
     "scripted_rerun_provider",
 ]
-
-LIVE_PROVIDERS: tuple[str, ...] = ("anthropic", "openai")
-"""The live providers a rerun may use, when the caller asks for one by name."""
 
 ProviderFactory = Callable[[], Provider]
 """Builds a fresh provider (scripted providers are stateful: one per rerun)."""
@@ -388,13 +386,7 @@ def rerun_provider_for(
 
 def _live(provider: str, model: str, base_url: str | None) -> RerunProvider:
     def make() -> Provider:
-        # Imported here: the SDKs load only for a live rerun the user asked for.
-        if provider == "anthropic":
-            from fpdebug.engine.providers.anthropic import AnthropicProvider
-
-            return AnthropicProvider(model, base_url=base_url)
-        from fpdebug.engine.providers.openai import OpenAIProvider
-
-        return OpenAIProvider(model, base_url=base_url)
+        # The SDK loads only now, for a live rerun the user asked for.
+        return live_provider(provider, model, base_url=base_url)
 
     return RerunProvider(factory=make, live=True, description=f"{provider} model {model} (live, as asked)")

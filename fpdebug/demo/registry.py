@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from fpdebug.engine.agent import Agent, RunResult
+from fpdebug.engine.providers import LIVE_PROVIDERS, live_provider
 from fpdebug.engine.providers.base import Provider
 from fpdebug.engine.providers.replay import ReplayProvider
 from fpdebug.engine.sink import EventSink, TraceFileSink
@@ -57,7 +58,7 @@ SCENARIOS: Mapping[str, str] = {
 DEFAULT_SCENARIO = "support"
 """What ``fpdebug demo`` runs when no scenario is named."""
 
-PROVIDERS: tuple[str, ...] = ("scripted", "replay", "anthropic", "openai")
+PROVIDERS: tuple[str, ...] = ("scripted", "replay", *LIVE_PROVIDERS)
 """The provider kinds :func:`make_provider` builds."""
 
 SAMPLE_START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -274,16 +275,10 @@ def make_provider(
                 "--provider replay needs the trace to replay (--replay-from TRACE)", provider=kind
             )
         return ReplayProvider.from_trace(replay_from, run_id=replay_run_id)
-    if kind in ("anthropic", "openai"):
+    if kind in LIVE_PROVIDERS:
         if not model:
             raise ProviderError(f"--provider {kind} needs a model (--model NAME)", provider=kind)
-        if kind == "anthropic":
-            from fpdebug.engine.providers.anthropic import AnthropicProvider
-
-            return AnthropicProvider(model, base_url=base_url)
-        from fpdebug.engine.providers.openai import OpenAIProvider
-
-        return OpenAIProvider(model, base_url=base_url)
+        return live_provider(kind, model, base_url=base_url)
     raise ProviderError(f"unknown provider {kind!r}; use one of {', '.join(PROVIDERS)}", provider=kind)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from fpdebug.engine.providers import live_provider
 from fpdebug.engine.providers.anthropic import AnthropicProvider
 from fpdebug.engine.providers.base import SdkProvider, allow_live_calls
 from fpdebug.engine.providers.openai import OpenAIProvider
@@ -229,3 +230,16 @@ def test_repr_names_the_model_and_endpoint_only(fake_server: FakeServer, live: L
     subject = live.provider(fake_server)
     assert repr(subject) == f"{class_name}(model='{live.model}', base_url='{live.base_url(fake_server.url)}')"
     assert (subject.name, subject.model) == (live.name, live.model)
+
+
+@pytest.mark.parametrize("live", LIVE)
+def test_live_provider_builds_each_by_name(monkeypatch: pytest.MonkeyPatch, live: Live) -> None:
+    monkeypatch.setenv(live.env_var, live.key)
+    built = live_provider(live.name, live.model, base_url="http://127.0.0.1:9/v1")
+    assert type(built) is live.provider_class
+    assert (built.name, built.model, built.base_url) == (live.name, live.model, "http://127.0.0.1:9/v1")
+
+
+def test_live_provider_refuses_an_unknown_name() -> None:
+    with pytest.raises(ProviderError, match="unknown live provider 'scripted'; use one of anthropic, openai"):
+        live_provider("scripted", "m")

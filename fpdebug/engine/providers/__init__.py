@@ -1,7 +1,8 @@
 """Model providers behind one protocol: scripted, replay, Anthropic and OpenAI.
 
-The live providers (:class:`AnthropicProvider`, :class:`OpenAIProvider`) are imported on first use,
-so importing this package never loads a model SDK.
+The live providers (:class:`AnthropicProvider`, :class:`OpenAIProvider`) are imported on first use
+(an attribute of this package, or :func:`live_provider`), so importing this package never loads a
+model SDK.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fpdebug.engine.providers.base import (
 )
 from fpdebug.engine.providers.replay import ReplayProvider
 from fpdebug.engine.providers.scripted import ScriptedCall, ScriptedProvider, ScriptedReply
+from fpdebug.errors import ProviderError
 
 if TYPE_CHECKING:
     from fpdebug.engine.providers.anthropic import AnthropicProvider
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOCK_ENV_VAR",
+    "LIVE_PROVIDERS",
     "AnthropicProvider",
     "LlmRequest",
     "LlmResponse",
@@ -40,7 +43,11 @@ __all__ = [
     "allow_live_calls",
     "check_live_call",
     "live_calls_allowed",
+    "live_provider",
 ]
+
+LIVE_PROVIDERS: tuple[str, ...] = ("anthropic", "openai")
+"""The names of the providers that call a model over the network."""
 
 _LAZY = {
     "AnthropicProvider": "fpdebug.engine.providers.anthropic",
@@ -55,3 +62,30 @@ def __getattr__(name: str) -> object:
 
         return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def live_provider(kind: str, model: str, *, base_url: str | None = None) -> Provider:
+    """A live provider by name, its SDK imported only now; the key comes from the environment.
+
+    Args:
+        kind: ``anthropic`` or ``openai``.
+        model: The model to ask.
+        base_url: Another endpoint (a proxy, an OpenAI-compatible server).
+
+    Returns:
+        The provider (no network traffic happens here).
+
+    Raises:
+        ProviderError: An unknown kind, or no API key where one is needed.
+    """
+    if kind == "anthropic":
+        from fpdebug.engine.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(model, base_url=base_url)
+    if kind == "openai":
+        from fpdebug.engine.providers.openai import OpenAIProvider
+
+        return OpenAIProvider(model, base_url=base_url)
+    raise ProviderError(
+        f"unknown live provider {kind!r}; use one of {', '.join(LIVE_PROVIDERS)}", provider=kind
+    )
