@@ -10,13 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fpdebug.demo.registry import Scenario
+    from fpdebug.engine.providers.base import Provider
 
 HELP = "Run a built-in demo scenario in the debugger (offline, scripted model); --list shows them."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the scenario, ``--list``, ``--write-samples``, ``--no-tui`` and the run options."""
-    from fpdebug.commands.run import add_debugger_arguments, add_provider_arguments
+    from fpdebug.commands.run import add_debugger_arguments, add_provider_arguments, add_trace_arguments
 
     parser.add_argument(
         "scenario", metavar="SCENARIO", nargs="?", help="the scenario to run (default: support)"
@@ -27,10 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="regenerate one sample trace per scenario in DIR (fixed clock and run ids: byte-identical)",
     )
-    parser.add_argument(
-        "--trace", metavar="PATH", help="where to write the trace (default: NAME-TIMESTAMP.fptrace.jsonl)"
-    )
-    parser.add_argument("--overwrite", action="store_true", help="replace the trace file if it exists")
+    add_trace_arguments(parser)
     parser.add_argument(
         "--no-tui",
         action="store_true",
@@ -46,14 +48,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_demo(args: argparse.Namespace) -> Path:
-    """Run the chosen scenario into its trace file and print the summary; return the trace path."""
-    from fpdebug.commands.run import default_trace_path, finish
-    from fpdebug.demo.registry import DEFAULT_SCENARIO, load_scenario, make_provider, run_target
+def chosen_run(args: argparse.Namespace) -> tuple[Scenario, Provider, Path]:
+    """The scenario named (the default one when none is), its provider and where its trace goes."""
+    from fpdebug.commands.run import chosen_trace_path
+    from fpdebug.demo.registry import DEFAULT_SCENARIO, load_scenario, make_provider
 
     scenario = load_scenario(args.scenario or DEFAULT_SCENARIO)
     provider = make_provider(args.provider, scenario=scenario, model=args.model, base_url=args.base_url)
-    trace = Path(args.trace) if args.trace else default_trace_path(scenario.name)
+    return scenario, provider, chosen_trace_path(args, scenario.name)
+
+
+def run_demo(args: argparse.Namespace) -> Path:
+    """Run the chosen scenario into its trace file and print the summary; return the trace path."""
+    from fpdebug.commands.run import finish
+    from fpdebug.demo.registry import run_target
+
+    scenario, provider, trace = chosen_run(args)
     run = run_target(scenario, trace_path=trace, provider=provider, overwrite=args.overwrite)
     finish(run)
     return run.trace_path
@@ -77,8 +87,7 @@ def run(args: argparse.Namespace) -> int:
         for path in write_samples(args.write_samples):
             print(inert_line(str(path)))
         return 0
-    from fpdebug.commands.run import default_trace_path, drive_in_debugger, is_terminal
-    from fpdebug.demo.registry import DEFAULT_SCENARIO, make_provider
+    from fpdebug.commands.run import drive_in_debugger, is_terminal
 
     if args.no_tui or not is_terminal():
         if not args.no_tui:
@@ -89,7 +98,5 @@ def run(args: argparse.Namespace) -> int:
             )
         run_demo(args)
         return 0
-    scenario = load_scenario(args.scenario or DEFAULT_SCENARIO)
-    provider = make_provider(args.provider, scenario=scenario, model=args.model, base_url=args.base_url)
-    trace = Path(args.trace) if args.trace else default_trace_path(scenario.name)
+    scenario, provider, trace = chosen_run(args)
     return drive_in_debugger(scenario, trace=trace, provider=provider, args=args)

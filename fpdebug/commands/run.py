@@ -51,6 +51,19 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--trace`` and ``--overwrite``: where the run's trace goes (shared with ``fpdebug demo``)."""
+    parser.add_argument(
+        "--trace", metavar="PATH", help="where to write the trace (default: NAME-TIMESTAMP.fptrace.jsonl)"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace the trace file if it exists")
+
+
+def chosen_trace_path(args: argparse.Namespace, name: str) -> Path:
+    """The ``--trace`` path, or a new :func:`default_trace_path` named after the scenario ``name``."""
+    return Path(args.trace) if args.trace else default_trace_path(name)
+
+
 def add_debugger_arguments(parser: argparse.ArgumentParser) -> None:
     """``--start``, ``--break`` and ``--keymap`` of a run driven in the debugger (shared with ``demo``)."""
     parser.add_argument(
@@ -155,10 +168,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_provider_arguments(parser)
     parser.add_argument("--replay-from", metavar="TRACE", help="with --provider replay: the trace to replay")
     parser.add_argument("--replay-run", metavar="RUN_ID", help="the run to replay when TRACE holds several")
-    parser.add_argument(
-        "--trace", metavar="PATH", help="where to write the trace (default: NAME-TIMESTAMP.fptrace.jsonl)"
-    )
-    parser.add_argument("--overwrite", action="store_true", help="replace the trace file if it exists")
+    add_trace_arguments(parser)
     parser.add_argument(
         "--message",
         dest="messages",
@@ -257,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
         replay_from=args.replay_from,
         replay_run_id=args.replay_run,
     )
-    trace = Path(args.trace) if args.trace else default_trace_path(scenario.name)
+    trace = chosen_trace_path(args, scenario.name)
     streams: list[OtlpStreamSink] = []
 
     def stream_to_collector(sink: EventSink) -> EventSink:
