@@ -17,7 +17,6 @@ from fpdebug.cli import main
 from fpdebug.demo import (
     SCENARIOS,
     load_scenario,
-    run_scenario,
     sample_path,
     traced_argument,
     unsupported_amount,
@@ -25,17 +24,9 @@ from fpdebug.demo import (
 from fpdebug.engine.honesty_replay import recompute_findings, recorded_findings
 from fpdebug.engine.sink import TraceFileSink
 from fpdebug.trace.clock import FixedClock
-from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import AnswerAssessmentRow, ArgumentRow, BasisRow, FindingEvent, TraceEvent
 from tests.conftest import T0
-
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
-
-
-def events_of(path: Path) -> list[TraceEvent]:
-    with TraceReader(path) as reader:
-        assert reader.problems() == []
-        return [reader[i] for i in range(1, len(reader))]  # type: ignore[misc]
+from tests.demo.helpers import SAMPLES, events_of, run_events
 
 
 def findings(events: list[TraceEvent], layer: str) -> list[FindingEvent]:
@@ -47,17 +38,12 @@ def only_row(event: FindingEvent) -> Any:
     return row
 
 
-def run_demo(name: str, tmp_path: Path) -> list[TraceEvent]:
-    path = run_scenario(name, trace_path=tmp_path / f"{name}.jsonl", clock=FixedClock(T0), run_id="t")
-    return events_of(path)
-
-
 # ----------------------------------------------------------------------------------------------
 # (e) unsupported-amount
 
 
 def test_the_unsupported_amount_is_marked_unsupported_on_the_trace(tmp_path: Path) -> None:
-    events = run_demo("unsupported-amount", tmp_path)
+    events = run_events("unsupported-amount", tmp_path)
     expected = unsupported_amount.EXPECTED
     (answer,) = findings(events, "answer")
     row = only_row(answer)
@@ -95,7 +81,7 @@ def test_without_the_reminder_the_model_states_no_fee_and_nothing_is_unsupported
 
 
 def test_the_second_calls_arguments_are_traced_to_the_first_calls_result(tmp_path: Path) -> None:
-    events = run_demo("traced-argument", tmp_path)
+    events = run_events("traced-argument", tmp_path)
     expected: Any = traced_argument.EXPECTED
     first, second = findings(events, "inputs")
     asked: list[Any] = list(first.rows)

@@ -15,15 +15,12 @@ from fpdebug.demo import (
     load_scenario,
     load_target,
     planted_fact,
-    run_scenario,
     run_target,
     sample_path,
     write_samples,
 )
 from fpdebug.errors import DefinitionError, ScenarioError
-from fpdebug.trace.clock import FixedClock
 from fpdebug.trace.model import RunModel
-from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import (
     CursorMoveEvent,
     EngagementEvent,
@@ -34,19 +31,7 @@ from fpdebug.trace.schema import (
     TurnEndEvent,
 )
 from tests.conftest import T0
-
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
-
-
-def events_of(path: Path) -> list[TraceEvent]:
-    with TraceReader(path) as reader:
-        assert reader.problems() == []
-        return [reader[i] for i in range(1, len(reader))]  # type: ignore[misc]
-
-
-def run_events(name: str, tmp_path: Path) -> list[TraceEvent]:
-    path = run_scenario(name, trace_path=tmp_path / f"{name}.jsonl", clock=FixedClock(T0), run_id="t")
-    return events_of(path)
+from tests.demo.helpers import SAMPLES, events_of, run_events
 
 
 def of(events: list[TraceEvent], cls: type) -> list:  # type: ignore[type-arg]
