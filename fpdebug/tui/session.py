@@ -19,12 +19,12 @@ from collections.abc import Iterator
 
 from fpdebug.trace.model import KIND_CODES, Iteration, LeaseLifetime, Run, RunModel
 from fpdebug.trace.reader import TraceReader
-from fpdebug.trace.records import Record
+from fpdebug.trace.records import Record, classify_line
 from fpdebug.trace.schema import RunStartEvent
 from fpdebug.tui.facts import RowFacts, badges_of, invalid_near, row_facts
 from fpdebug.tui.query import Query
 
-__all__ = ["FIRST_SLICE", "MODEL_SLICE", "TraceSession"]
+__all__ = ["FIRST_SLICE", "MODEL_SLICE", "RUN_START_CACHE", "TraceSession"]
 
 FIRST_SLICE = 2_000
 """Lines modelled before the first screen is shown (a few milliseconds of work)."""
@@ -37,6 +37,9 @@ FIRST_CHUNK = 1 << 20
 
 INDEX_CHUNK = 16 << 20
 """Bytes indexed per step afterwards."""
+
+RUN_START_CACHE = 8
+"""``run_start`` records a session keeps parsed (the runs on screen; each is tens of KB as a model)."""
 
 _FACTS_CACHE = 4096
 
@@ -63,12 +66,14 @@ class TraceSession:
         """Bytes of the file scanned by the first full scan."""
         self.total = reader.size
         """Bytes the first full scan has to cover."""
-        self._seen_iterations: dict[tuple[str, int], int] = {}
         self._seen_leases: dict[str, int] = {}
+        self._collected_lines = 0
         self._facts: OrderedDict[tuple[int, int], RowFacts] = OrderedDict()
         self._facts_lock = threading.Lock()
-        self._run_starts: dict[str, RunStartEvent | None] = {}
-        self._run_numbers: dict[str, int] = {}
+        # A run_start carries the whole declared configuration (tens of KB as a model): keep the
+        # few the views are showing, not one per run of the file.
+        self._run_starts: OrderedDict[str, RunStartEvent | None] = OrderedDict()
+        self._run_starts_lock = threading.Lock()
 
     # ------------------------------------------------------------------------------------------
     # Loading steps (called from one worker thread at a time)
@@ -122,21 +127,21 @@ class TraceSession:
         return self.index_done and self.model.lines_fed >= len(self.reader)
 
     def _collect(self) -> None:
+        # The model lists iterations in first-line order and only appends: the new rows are its
+        # tail, whatever the number of runs and turns (walking them all each step made a load
+        # quadratic). Leases are per run: only runs that got a record since the last step can
+        # have new ones.
         with self.model.lock:
-            fresh: list[Iteration] = []
+            self.iterations.extend(self.model.all_iterations[len(self.iterations) :])
+            since = self._collected_lines
             for run in self.model.runs:
-                for turn in run.turns:
-                    key = (run.run_id, turn.number)
-                    seen = self._seen_iterations.get(key, 0)
-                    if len(turn.iterations) > seen:
-                        fresh.extend(turn.iterations[seen:])
-                        self._seen_iterations[key] = len(turn.iterations)
+                if run.last_line < since:
+                    continue
                 seen = self._seen_leases.get(run.run_id, 0)
                 if len(run.leases) > seen:
                     self.leases.extend(run.leases[seen:])
                     self._seen_leases[run.run_id] = len(run.leases)
-            fresh.sort(key=lambda iteration: iteration.first_line)
-            self.iterations.extend(fresh)
+            self._collected_lines = self.model.lines_fed
 
     # ------------------------------------------------------------------------------------------
     # Lookups (UI thread)
@@ -150,26 +155,32 @@ class TraceSession:
         return self.reader[line]
 
     def run_start(self, run_id: str) -> RunStartEvent | None:
-        """A run's declared configuration (its ``run_start`` record), once it has arrived."""
-        if run_id in self._run_starts:
-            return self._run_starts[run_id]
+        """A run's declared configuration (its ``run_start`` record), once it has arrived.
+
+        The last :data:`RUN_START_CACHE` are kept; an older one is read again (a ``pread`` and a
+        validation, well under a millisecond). It is parsed past the reader's cache, which would
+        otherwise keep hundreds of them on a trace of many runs.
+        """
+        with self._run_starts_lock:
+            if run_id in self._run_starts:
+                self._run_starts.move_to_end(run_id)
+                return self._run_starts[run_id]
         run = self.model.run(run_id)
         if run is None or run.start_line is None:
             return None
-        record = self.reader[run.start_line]
+        line = run.start_line
+        record = classify_line(line, self.reader.offset(line), self.reader.raw(line))
         start = record if isinstance(record, RunStartEvent) else None
-        self._run_starts[run_id] = start
+        with self._run_starts_lock:
+            self._run_starts[run_id] = start
+            if len(self._run_starts) > RUN_START_CACHE:
+                self._run_starts.popitem(last=False)
         return start
 
     def run_number(self, run_id: str) -> int:
-        """The 1-based position of a run in the file (for ``2:T1·I3`` labels)."""
-        number = self._run_numbers.get(run_id)
-        if number is None:
-            runs = self.model.runs
-            for position in range(len(self._run_numbers), len(runs)):
-                self._run_numbers.setdefault(runs[position].run_id, position + 1)
-            number = self._run_numbers.get(run_id, 0)
-        return number
+        """The 1-based position of a run in the file (for ``2:T1·I3`` labels); 0 for an unknown run."""
+        run = self.model.run(run_id)
+        return run.number if run is not None else 0
 
     def row_of(self, iteration: Iteration) -> int | None:
         """The timeline row of an iteration."""
@@ -201,16 +212,24 @@ class TraceSession:
         return self.row_of(iteration) if iteration is not None else None
 
     def find_iteration(self, number: int, *, turn: int | None = None, near: int = 0) -> int | None:
-        """The row of iteration ``number`` (of ``turn`` if given), the one closest after ``near`` first."""
-        matches = [
-            row
-            for row, iteration in enumerate(self.iterations)
-            if iteration.number == number and (turn is None or iteration.turn == turn)
-        ]
-        if not matches:
+        """The row of iteration ``number`` (of ``turn`` if given), the one closest after ``near`` first.
+
+        Each run answers in constant time (:meth:`Run.iteration`; :meth:`Turn.iteration` for each
+        turn when ``turn`` is ``None``) and the row is found by bisection, so the search grows with
+        the runs it looks at, never with the rows. With no match at or after row ``near``, the
+        first match of the trace.
+        """
+        rows = self.iterations
+        if not rows:
             return None
-        after = [row for row in matches if row >= near]
-        return (after or matches)[0]
+        with self.model.lock:
+            runs = list(self.model.runs)
+        last = rows[-1].first_line  # the model may be a step ahead of the rows
+        threshold = rows[near].first_line if 0 <= near < len(rows) else 0
+        best = _first_from(runs, turn, number, threshold, last)
+        if best is None:
+            best = _first_from(runs, turn, number, 0, last)
+        return self.row_of(best) if best is not None else None
 
     def facts(self, row: int) -> RowFacts:
         """The peeked facts of a timeline row (cached while the iteration does not grow)."""
@@ -329,6 +348,28 @@ class TraceSession:
     def iter_runs(self) -> Iterator[Run]:
         """Every run, in order of first appearance."""
         return iter(list(self.model.runs))
+
+
+def _first_from(runs: list[Run], turn: int | None, number: int, start: int, end: int) -> Iteration | None:
+    """Of the iterations ``number`` (of ``turn``, else of any turn), the first one in ``[start, end]``."""
+    best: Iteration | None = None
+    for run in runs:
+        # Runs are in order of their first line and hold no iteration before it: once a run starts
+        # after the best candidate, no later run can beat it.
+        if best is not None and run.first_line > best.first_line:
+            break
+        if run.last_line < start:
+            continue
+        if turn is None:
+            found = [each.iteration(number) for each in run.turns]
+        else:
+            found = [run.iteration(turn, number)]
+        for iteration in found:
+            if iteration is None or not start <= iteration.first_line <= end:
+                continue
+            if best is None or iteration.first_line < best.first_line:
+                best = iteration
+    return best
 
 
 def _contains(lines: list[int], line: int) -> bool:

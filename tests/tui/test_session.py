@@ -5,13 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fpdebug.errors import ConfigError
 from fpdebug.trace.reader import TraceReader
+from fpdebug.trace.schema import RunStartEvent
 from fpdebug.tui.keymap import KEYMAP_ENV, find_keymap, load_keymap
 from fpdebug.tui.query import Query
-from fpdebug.tui.session import TraceSession
-from tests.tui.traces import grow, sample
+from fpdebug.tui.session import RUN_START_CACHE, TraceSession
+from tests.tui.traces import grow, sample, write_runs
 
 
 def _loaded(path: Path) -> TraceSession:
@@ -94,6 +97,92 @@ class TestLookups:
         assert session.line_kind(at["invalid_json"]) == "invalid"
         assert "invalid" not in session.badges(0)
         assert session.facts(0).active == 2
+
+
+def _interleaved(choices: list[tuple[int, bool]]) -> list[tuple[str, int, int]]:
+    """Passes of up to four runs in the order ``choices`` picks them (``True``: that run starts a turn)."""
+    where: dict[str, tuple[int, int]] = {}
+    passes: list[tuple[str, int, int]] = []
+    for run, new_turn in choices:
+        run_id = f"run-{run}"
+        turn, iteration = where.get(run_id, (1, 0))
+        turn, iteration = (turn + 1, 1) if new_turn and iteration else (turn, iteration + 1)
+        where[run_id] = (turn, iteration)
+        passes.append((run_id, turn, iteration))
+    return passes
+
+
+def _first_match(session: TraceSession, number: int, turn: int | None, near: int) -> int | None:
+    """What ``find_iteration`` promises, by looking at every row."""
+    rows = [
+        row
+        for row, iteration in enumerate(session.iterations)
+        if iteration.number == number and (turn is None or iteration.turn == turn)
+    ]
+    return next((row for row in rows if row >= near), rows[0] if rows else None)
+
+
+class TestManyRuns:
+    """Rows, leases, labels and lookups over several runs whose records interleave."""
+
+    PASSES = [
+        ("a", 1, 1), ("a", 1, 2), ("b", 1, 1), ("a", 1, 3), ("b", 1, 2), ("c", 1, 1),
+        ("a", 2, 1), ("c", 1, 2), ("b", 2, 1), ("a", 2, 2), ("c", 2, 1), ("b", 2, 2),
+    ]  # fmt: skip
+
+    def test_rows_and_leases_of_every_run_arrive_slice_by_slice(self, tmp_path: Path) -> None:
+        path = tmp_path / "runs.fptrace.jsonl"
+        write_runs(path, self.PASSES)
+        session = _loaded(path)  # three lines per model step: every step adds rows and leases
+        assert [(it.run_id, it.turn, it.number) for it in session.iterations] == self.PASSES
+        for run in "abc":  # every lease once, in grant order per run
+            granted = [f"{run}-{turn}-{number}" for run_id, turn, number in self.PASSES if run_id == run]
+            assert [lease.instruction_id for lease in session.leases if lease.run_id == run] == granted
+        assert len(session.leases) == len(self.PASSES)
+        assert [session.label(it) for it in session.iterations[:3]] == ["1:T1·I1", "1:T1·I2", "2:T1·I1"]
+        assert session.run_number("c") == 3 and session.run_number("nope") == 0
+
+    def test_find_iteration_prefers_the_first_match_after_near(self, tmp_path: Path) -> None:
+        path = tmp_path / "runs.fptrace.jsonl"
+        write_runs(path, self.PASSES)
+        session = _loaded(path)
+        assert session.find_iteration(2, turn=1) == 1  # a's T1·I2
+        assert session.find_iteration(2, turn=1, near=2) == 4  # b's, the next one from row 2
+        assert session.find_iteration(2, turn=1, near=8) == 1  # none after row 8: the first
+        assert session.find_iteration(2, near=9) == 9  # any turn: a's T2·I2
+        assert session.find_iteration(3) == 3
+        assert session.find_iteration(3, turn=2) is None
+        assert session.find_iteration(7) is None
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(choices=st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=30))
+    def test_find_iteration_agrees_with_a_scan_of_every_row(
+        self, tmp_path: Path, choices: list[tuple[int, bool]]
+    ) -> None:
+        path = tmp_path / "fuzz.fptrace.jsonl"
+        path.unlink(missing_ok=True)
+        write_runs(path, _interleaved(choices))
+        session = _loaded(path)
+        rows = len(session.iterations)
+        for number in range(1, 5):
+            for turn in (None, 1, 2, 3):
+                for near in range(rows + 1):
+                    assert session.find_iteration(number, turn=turn, near=near) == _first_match(
+                        session, number, turn, near
+                    ), (number, turn, near)
+
+    def test_run_starts_are_kept_for_a_few_runs_only(self, tmp_path: Path) -> None:
+        runs = RUN_START_CACHE * 3
+        path = tmp_path / "many.fptrace.jsonl"
+        write_runs(path, [(f"r{k}", 1, 1) for k in range(runs)])
+        session = _loaded(path)
+        for _ in range(2):
+            for run in session.model.runs:
+                start = session.run_start(run.run_id)
+                assert isinstance(start, RunStartEvent) and start.model == f"model-{run.run_id}"
+        held = [rec for rec in session.reader._cache.values() if isinstance(rec, RunStartEvent)]
+        assert len(session._run_starts) == RUN_START_CACHE and not held
+        assert session.run_start("no-such-run") is None
 
 
 class TestQueries:

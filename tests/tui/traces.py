@@ -9,6 +9,8 @@ import orjson
 
 from fpdebug.trace.clock import FixedClock
 from fpdebug.trace.schema import (
+    LeaseGrantEvent,
+    LeaseRecord,
     LlmCallEvent,
     LlmRequest,
     LlmResponse,
@@ -18,6 +20,7 @@ from fpdebug.trace.schema import (
     RunEndEvent,
     RunStartEvent,
     ToolResultEvent,
+    TraceEvent,
     TurnEndEvent,
     TurnStartEvent,
     Usage,
@@ -169,3 +172,33 @@ def grow(path: Path, *, run_id: str, first_seq: int, iteration: int, turn: int =
     with TraceWriter.resume(path, durability="none") as writer:
         writer.append_many(events)
     return first_seq + 2
+
+
+def write_runs(path: Path, passes: list[tuple[str, int, int]]) -> None:
+    """Several runs in one file, interleaved as ``passes`` says.
+
+    Each ``(run id, turn, iteration)`` is a ``pass`` of that iteration followed by a lease grant of
+    its batch; a run's first one is preceded by its ``run_start``.
+    """
+    events: list[TraceEvent] = []
+    started: set[str] = set()
+
+    def envelope(run_id: str, turn: int | None, iteration: int | None) -> dict[str, object]:
+        seq = len(events) + 1
+        return {"seq": seq, "ts": T0 + timedelta(milliseconds=seq), "run_id": run_id, "turn": turn,
+                "iteration": iteration}
+
+    for run_id, turn, iteration in passes:
+        if run_id not in started:
+            started.add(run_id)
+            events.append(RunStartEvent(
+                **envelope(run_id, None, None), provider="scripted", model=f"model-{run_id}", max_iterations=9
+            ))
+        events.append(PassEvent(**envelope(run_id, turn, iteration), active_ids=["x"], evaluated_total=1))
+        lease = LeaseRecord(
+            instruction_id=f"{run_id}-{turn}-{iteration}", delivery_lease="next-call", tool_name="fetch",
+            iteration=iteration,
+        )
+        events.append(LeaseGrantEvent(**envelope(run_id, turn, iteration), lease=lease))
+    with TraceWriter.create(path, durability="none", clock=FixedClock(T0)) as writer:
+        writer.append_many(events)
