@@ -162,6 +162,53 @@ class TestNavigation:
             assert screen.view == "passes" and screen.selected == 3
 
 
+class TestRepaint:
+    """A new selection is painted in one frame: documents change length without a screen layout."""
+
+    async def test_a_jump_changes_the_inspector_without_a_layout(self) -> None:
+        app = FpdebugApp(sample("support"))
+        async with app.run_test(size=(160, 30)) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            inspector = screen.query_one(PassInspector)
+            layouts: list[object] = []
+            screen.screen_layout_refresh_signal.subscribe(inspector, layouts.append)
+            heights: set[int] = set()
+            for row in (2, 0, 4, 1, 3):
+                screen.select_row(row)
+                assert await wait_for(pilot, lambda: inspector.row == row)
+                await pilot.pause()
+                height = inspector.document_height
+                heights.add(height)
+                # the scroll range and the scrollbar still follow the document
+                assert inspector.virtual_size.height == height
+                assert inspector.vertical_scrollbar.window_virtual_size == height
+                assert inspector.max_scroll_y == max(height - inspector.scrollable_content_region.height, 0)
+            assert len(heights) > 1 and layouts == []
+            inspector.focus()
+            await pilot.press("G")  # the last row of the last document is reachable
+            await pilot.pause()
+            assert inspector.text_lines()[-1].strip() in screen_text(app)
+
+    async def test_a_detail_that_outgrows_its_pane_gets_a_scrollbar(
+        self, hostile_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, at = hostile_trace
+        app = FpdebugApp(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            screen = _screen(app)
+            detail = screen.query_one(EventDetail)
+            await pilot.press("4")
+            screen.query_one(EventList).move_to_row(at["run_end"])
+            assert await wait_for(pilot, lambda: detail.line == at["run_end"])
+            await pilot.pause()
+            assert not detail.show_vertical_scrollbar  # a short record fits
+            screen.query_one(EventList).move_to_row(at["tool"])  # 5 MB, collapsed to a few screens
+            assert await wait_for(pilot, lambda: detail.line == at["tool"] and detail.show_vertical_scrollbar)
+            assert detail.max_scroll_y == detail.document_height - detail.scrollable_content_region.height
+
+
 class TestSearch:
     async def test_slash_filters_rows_and_n_cycles_through_matches(
         self, support_run_trace: tuple[Path, dict[str, int]]

@@ -451,7 +451,32 @@ class DocumentView(ScrollView, can_focus=True):
             offsets.append(total)
         self._offsets = offsets
         self._layout_key = key
-        self.virtual_size = Size(0, total)
+        self._set_document_height(total)
+
+    def _set_document_height(self, total: int) -> None:
+        """Make the scroll range ``total`` rows, without a layout of the screen when none is needed.
+
+        ``virtual_size`` is a layout reactive: assigning it reflows the whole screen and paints it
+        a second time, a frame after the new document was first shown. The view's box never depends
+        on its content, so unless the scrollbar comes or goes (which changes the width the rows
+        wrap at), the size is set quietly and only the scrollbar is told.
+        """
+        size = Size(0, total)
+        if size == self.virtual_size:
+            return
+        overflow = self.styles.overflow_y
+        height = self.container_size.height
+        wants_bar = overflow == "scroll" or (overflow == "auto" and total > height)
+        if not self.is_mounted or height <= 0 or wants_bar != self.show_vertical_scrollbar:
+            self.virtual_size = size
+            return
+        self.set_reactive(DocumentView.virtual_size, size)
+        if wants_bar:
+            bar = self.vertical_scrollbar
+            bar.window_virtual_size = total
+            bar.window_size = height - self.scrollbar_size_horizontal
+        if self.scroll_y > self.max_scroll_y:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
 
     def on_resize(self) -> None:
         self._relayout()
