@@ -119,14 +119,14 @@ def drive_in_debugger(
     """
     from fpdebug.errors import FpdebugError
     from fpdebug.trace.reader import TraceReader
-    from fpdebug.tui.app import READER_CACHE, TraceSource, binding_ids
+    from fpdebug.tui.app import READER_CACHE, TraceSource, keymap_ids
     from fpdebug.tui.drive import Breakpoint, DriveApp, RunDriver
     from fpdebug.tui.keymap import find_keymap, load_keymap
 
     scenario.build_agent()  # a bad declaration is reported here, not as a failed run on screen
     breakpoints = [Breakpoint.parse(spec) for spec in args.breakpoints]
     keymap_path = find_keymap(args.keymap)
-    keymap = load_keymap(keymap_path, known_ids=binding_ids(DriveApp)) if keymap_path is not None else {}
+    keymap = load_keymap(keymap_path, known_ids=keymap_ids()) if keymap_path is not None else {}
     driver = RunDriver(
         scenario,
         trace_path=trace,

@@ -37,11 +37,11 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from fpdebug.trace.reader import TraceReader
-    from fpdebug.tui.app import READER_CACHE, FpdebugApp, TraceSource, binding_ids
+    from fpdebug.tui.app import READER_CACHE, FpdebugApp, TraceSource, keymap_ids
     from fpdebug.tui.keymap import find_keymap, load_keymap
 
     keymap_path = find_keymap(args.keymap)
-    keymap = load_keymap(keymap_path, known_ids=binding_ids()) if keymap_path is not None else {}
+    keymap = load_keymap(keymap_path, known_ids=keymap_ids()) if keymap_path is not None else {}
     mode = "follow" if args.follow else "replay"
     with TraceReader(args.trace, index=False, cache_size=READER_CACHE, wait_for_header=args.follow) as reader:
         app = FpdebugApp(TraceSource(Path(args.trace), mode), reader=reader, keymap=keymap)

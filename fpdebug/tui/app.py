@@ -35,7 +35,7 @@ from fpdebug.tui.widgets.document import DocumentView
 from fpdebug.tui.widgets.link_document import LinkDocument
 from fpdebug.tui.widgets.row_list import RowList
 
-__all__ = ["READER_CACHE", "FpdebugApp", "RunController", "TraceSource", "binding_ids"]
+__all__ = ["READER_CACHE", "FpdebugApp", "RunController", "TraceSource", "binding_ids", "keymap_ids"]
 
 READER_CACHE = 512
 """Parsed records the app's reader keeps (the rows on screen and the selected iteration's records)."""
@@ -186,3 +186,14 @@ def binding_ids(app_class: type[FpdebugApp] = FpdebugApp) -> set[str]:
         for binding in bindings
         if isinstance(binding, Binding) and binding.id is not None
     }
+
+
+def keymap_ids() -> set[str]:
+    """Every binding id a keymap file may name: the debugger's and drive mode's.
+
+    One keymap file serves ``fpdebug view`` and ``fpdebug demo`` / ``fpdebug run --tui``, so each
+    accepts every id (an id the open app has no binding for changes nothing).
+    """
+    from fpdebug.tui.drive.app import DriveApp  # drive mode builds on this module: import it late
+
+    return binding_ids(FpdebugApp) | binding_ids(DriveApp)

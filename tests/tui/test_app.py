@@ -12,8 +12,9 @@ from textual.message import Message
 from fpdebug.cli import main
 from fpdebug.trace.schema import RunEndEvent
 from fpdebug.trace.writer import TraceWriter
-from fpdebug.tui.app import FpdebugApp, TraceSource, binding_ids
+from fpdebug.tui.app import FpdebugApp, TraceSource, binding_ids, keymap_ids
 from fpdebug.tui.commands import PaletteCommand
+from fpdebug.tui.drive import DriveApp
 from fpdebug.tui.messages import LoadFinished, TraceGrew
 from fpdebug.tui.screens.help_screen import HelpDocument, HelpScreen
 from fpdebug.tui.screens.trace_screen import TraceScreen
@@ -340,7 +341,9 @@ class TestHelpAndKeymap:
             assert isinstance(app.screen, TraceScreen)
 
     async def test_a_keymap_remaps_keys(self) -> None:
-        app = FpdebugApp(sample("support"), keymap={"next-iteration": "l", "cursor-down": "ctrl+n"})
+        # run-step is drive mode's: the viewer has no such binding and leaves it alone
+        keymap = {"next-iteration": "l", "cursor-down": "ctrl+n", "run-step": "x"}
+        app = FpdebugApp(sample("support"), keymap=keymap)
         async with app.run_test(size=SIZE) as pilot:
             await loaded(pilot)
             screen = _screen(app)
@@ -546,6 +549,20 @@ class TestViewCommand:
         keymap.write_text('[keys]\nno-such-binding = "x"\n', encoding="utf-8")
         assert main(["view", str(sample("leases")), "--keymap", str(keymap)]) == 2
         assert "unknown binding id 'no-such-binding'" in capsys.readouterr().err
+
+    def test_one_keymap_serves_the_viewer_and_drive_mode(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        keymap = tmp_path / "k.toml"
+        keymap.write_text(
+            '[keys]\nrun-step = "n"\nbreakpoints-close = "x"\nnext-iteration = "l"\n', encoding="utf-8"
+        )
+        opened: list[FpdebugApp] = []
+        monkeypatch.setattr(FpdebugApp, "run", lambda self, *args, **kwargs: opened.append(self))
+        assert main(["view", str(sample("leases")), "--keymap", str(keymap)]) == 0
+        assert opened[0].keymap == {"run-step": "n", "breakpoints-close": "x", "next-iteration": "l"}
+        assert binding_ids(DriveApp) <= keymap_ids() and binding_ids() <= keymap_ids()
+        assert {"run-step", "run-toggle", "run-breakpoints", "breakpoints-close"} <= keymap_ids()
 
 
 class _FakeController:
