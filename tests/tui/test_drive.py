@@ -20,7 +20,9 @@ from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import LlmRequest, LlmResponse, RunEndEvent
 from fpdebug.tui.app import TraceSource, binding_ids
 from fpdebug.tui.commands import fixed_commands
-from fpdebug.tui.drive import Breakpoint, DriveApp, DriveScreen, RunDriver
+from fpdebug.tui.drive import Breakpoint, DriveApp, DriveScreen, GateStatus, PausePoint, RunDriver
+from fpdebug.tui.drive.screen import gate_header_text, gate_text
+from fpdebug.tui.text import Palette
 from fpdebug.tui.screens.help_screen import HelpScreen
 from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.skill_map import SkillMapView
@@ -62,6 +64,11 @@ def screen_of(app: DriveApp) -> DriveScreen:
 
 def status_line(app: DriveApp) -> str:
     return screen_text(app).splitlines()[-2]
+
+
+def header_line(app: DriveApp) -> str:
+    """The run header's second row: turns, iterations, tokens, how the run stands."""
+    return screen_text(app).splitlines()[1]
 
 
 async def paused_at(
@@ -110,12 +117,16 @@ class TestStepping:
             await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 1))
             assert "paused at T1·I1 pass" in status_line(app)
             assert "Iteration 1 · turn 1" in screen_text(app)
+            # the header agrees with the status line: paused, not running
+            assert "‖ paused at T1·I1" in header_line(app) and "running" not in header_line(app)
             for iteration in (2, 3):
                 await pilot.press("s")
                 await paused_at(pilot, app, driver, lambda kind, it, n=iteration: (kind, it) == ("pass", n))
                 screen = screen_of(app)
                 assert screen.timeline.total == iteration
                 assert f"paused at T1·I{iteration} pass" in status_line(app)
+                header = f"‖ paused at T1·I{iteration}"
+                assert await wait_for(pilot, lambda header=header: header in header_line(app))
                 inspector = screen.query_one("#inspector", PassInspector)
                 assert inspector.text_lines()[0].startswith(f"Iteration {iteration} · turn 1")
 
@@ -127,6 +138,8 @@ class TestStepping:
             assert await wait_for(pilot, lambda: "run ended: completed" in status_line(app), timeout=10)
             screen = screen_of(app)
             assert await wait_for(pilot, lambda: screen.timeline.total == 5)
+            assert await wait_for(pilot, lambda: "■ completed" in header_line(app))
+            assert "paused" not in header_line(app)
         assert driver.wait(10) and driver.result is not None
         assert driver.result.result.status == "completed"
 
@@ -144,6 +157,7 @@ class TestBreakpoints:
             assert point is not None and point.iteration == 3 and point.hits == ("lease_prune",)
             line = status_line(app)
             assert "breakpoint lease_prune hit at T1·I3 lease_prune (line 15) · at evaluate" in line
+            assert "● breakpoint hit at T1·I3" in header_line(app)
             # what the screen shows is the file: the prune is the last line, nothing after it
             screen = screen_of(app)
             assert screen.session.lines == point.seq + 1
@@ -221,6 +235,34 @@ class TestBreakpoints:
             assert driver.gate.breakpoints == ()
 
 
+class TestHeader:
+    PAUSE = PausePoint(seq=8, kind="pass", run_id="r", turn=1, iteration=2, reason="step")
+    HIT = PausePoint(
+        seq=15, kind="lease_prune", run_id="r", turn=1, iteration=3, reason="breakpoint",
+        hits=("lease_prune",),
+    )  # fmt: skip
+
+    @pytest.mark.parametrize(
+        ("status", "header", "symbol"),
+        [
+            (GateStatus(state="running"), "▶ running", "▶"),
+            (GateStatus(state="running", target="pass"), "▶ running", "▶"),
+            (GateStatus(state="paused", paused_at=PAUSE), "‖ paused at T1·I2", "‖"),
+            (GateStatus(state="paused", paused_at=HIT), "● breakpoint hit at T1·I3", "●"),
+            (GateStatus(state="stopping"), "■ stopping", "■"),
+            (GateStatus(state="ended", outcome="completed"), "■ completed", "■"),
+            (GateStatus(state="ended", outcome="interrupted"), "■ interrupted", "■"),
+            (GateStatus(state="ended", outcome="failed", error="ProviderError: 503"), "✕ failed", "✕"),
+        ],
+    )
+    def test_the_header_says_what_the_status_line_says_in_a_few_words(
+        self, status: GateStatus, header: str, symbol: str
+    ) -> None:
+        palette = Palette()
+        assert gate_header_text(status, palette).plain == header
+        assert gate_text(status, palette).plain.strip().startswith(symbol)
+
+
 class TestEnding:
     async def test_quitting_mid_run_ends_it_interrupted_and_loses_nothing(self, tmp_path: Path) -> None:
         app, driver = make_app(tmp_path, "support", run_id="sample-support")
@@ -265,6 +307,7 @@ class TestEnding:
         async with app.run_test(size=SIZE) as pilot:
             assert await wait_for(pilot, lambda: "run failed" in status_line(app), timeout=10)
             assert "ProviderError: 503 from upstream" in status_line(app)
+            assert await wait_for(pilot, lambda: "■ failed" in header_line(app))
         with TraceReader(driver.trace_path) as reader:
             last = reader[len(reader) - 1]
         assert isinstance(last, RunEndEvent) and last.status == "failed"

@@ -32,7 +32,14 @@ from fpdebug.tui.text import Palette, plain
 if TYPE_CHECKING:
     from fpdebug.trace.schema import RunStartEvent
 
-__all__ = ["DRIVE_BINDINGS", "BreakpointsScreen", "DriveScreen", "breakpoint_choices", "gate_text"]
+__all__ = [
+    "DRIVE_BINDINGS",
+    "BreakpointsScreen",
+    "DriveScreen",
+    "breakpoint_choices",
+    "gate_header_text",
+    "gate_text",
+]
 
 DRIVE_BINDINGS: list[BindingType] = [
     Binding(
@@ -131,6 +138,33 @@ def gate_text(status: GateStatus, palette: Palette) -> Text:
     return text
 
 
+def gate_header_text(status: GateStatus, palette: Palette) -> Text:
+    """The gate's state for the run header, in a few words: ``‖ paused at T1·I2``, ``▶ running``…
+
+    The header shows it while the trace has no ``run_end`` yet, with the symbols of the status line
+    (:func:`gate_text`), which has the details.
+    """
+    state = status.state
+    if state == "paused" and status.paused_at is not None:
+        point = status.paused_at
+        if point.reason == "breakpoint":
+            text = Text("● breakpoint hit at ", palette.bad, end="")
+        else:
+            text = Text("‖ paused at ", palette.warn, end="")
+        text.append(point.where, palette.accent)
+        return text
+    if state == "stopping":
+        return Text("■ stopping", palette.warn, end="")
+    if state == "ended":
+        outcome = status.outcome or "ended"
+        if outcome == "completed":
+            return Text("■ completed", palette.good, end="")
+        if outcome == "interrupted":
+            return Text("■ interrupted", palette.warn, end="")
+        return Text("✕ failed", palette.bad, end="")
+    return Text("▶ running", palette.good, end="")
+
+
 def _point(text: Text, point: PausePoint, palette: Palette) -> None:
     # Where first and the detail last: a narrow terminal cuts the detail, never the position.
     text.append(f"{point.where} ", palette.accent)
@@ -156,6 +190,12 @@ class DriveScreen(TraceScreen):
         """The app's run driver."""
         controller = getattr(self.app, "controller", None)
         return controller if isinstance(controller, RunDriver) else None
+
+    def run_header_state(self, palette: Palette) -> Text | None:
+        driver = self.driver
+        if driver is None:
+            return super().run_header_state(palette)
+        return gate_header_text(driver.status, palette)
 
     def run_state_text(self, palette: Palette) -> Text:
         driver = self.driver

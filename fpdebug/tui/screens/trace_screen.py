@@ -777,8 +777,9 @@ class TraceScreen(Screen[None]):
             run = session.run_of(session.iterations[self.selected])
         elif session.model.runs:
             run = session.model.runs[-1]
+        state = self.run_header_state(palette) if run is not None else None
         self.query_one(RunHeader).show(
-            header_text(session, run, self.source_name, palette, live=self.mode != "replay")
+            header_text(session, run, self.source_name, palette, live=self.mode != "replay", state=state)
         )
         self.query_one("#timeline-header", TextBar).show(
             timeline_header(self.timeline.scrollable_content_region.width or 80)
@@ -832,6 +833,13 @@ class TraceScreen(Screen[None]):
             text.append("  ")
             text.append_text(plain(self.error, palette.bad, limit=120))
         return text
+
+    def run_header_state(self, palette: Palette) -> Text | None:
+        """What the header says of a run without ``run_end`` (``None``: ``● running`` when followed).
+
+        Drive mode says what its gate knows: paused, stopped on a breakpoint, being stopped.
+        """
+        return None
 
     def run_state_text(self, palette: Palette) -> Text:
         """How the (last) run stands, for the end of the status line (drive mode shows its gate)."""

@@ -21,7 +21,13 @@ __all__ = ["RunHeader", "SearchBar", "StatusBar", "TextBar", "header_text"]
 
 
 def header_text(
-    session: TraceSession, run: Run | None, source_name: str, palette: Palette, *, live: bool = False
+    session: TraceSession,
+    run: Run | None,
+    source_name: str,
+    palette: Palette,
+    *,
+    live: bool = False,
+    state: Text | None = None,
 ) -> Text:
     """Two lines: the trace and run; the run's size, tokens and status.
 
@@ -31,6 +37,8 @@ def header_text(
         source_name: What to call the trace.
         palette: Styles.
         live: The file is being followed (a run without ``run_end`` is running, not cut short).
+        state: What a run without ``run_end`` is doing, from whoever drives it (paused at …);
+            replaces ``● running``.
     """
     text = Text(no_wrap=True, end="")
     text.append("fpdebug ", palette.heading)
@@ -60,7 +68,10 @@ def header_text(
     if run.status == "completed":
         text.append("■ completed", palette.good)
     elif run.status == "running":
-        text.append("● running" if live else "■ no run_end (cut short?)", palette.warn)
+        if state is not None:
+            text.append_text(state)
+        else:
+            text.append("● running" if live else "■ no run_end (cut short?)", palette.warn)
     else:
         text.append(f"■ {run.status}", palette.bad)
     if run.error:
