@@ -15,7 +15,7 @@ from bisect import bisect_right
 from collections.abc import Hashable
 from typing import ClassVar
 
-from rich.cells import cell_len, chop_cells
+from rich.cells import chop_cells
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
@@ -23,11 +23,11 @@ from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from fpdebug.trace.inert import inert
 from fpdebug.tui.text import Palette, human_bytes, number, plain
+from fpdebug.tui.widgets.line_view import LineView, palette_classes
 
 __all__ = ["Block", "ContentBlock", "DocBuilder", "DocumentView", "TextBlock", "blank", "error_block"]
 
@@ -293,7 +293,7 @@ class DocBuilder:
         return self
 
 
-class DocumentView(ScrollView, can_focus=True):
+class DocumentView(LineView, can_focus=True):
     """A scrollable document of blocks; subclasses build the blocks in :meth:`build`."""
 
     DEFAULT_CSS = """
@@ -322,6 +322,8 @@ class DocumentView(ScrollView, can_focus=True):
         "document--warn",
         "document--match",
     }
+
+    PALETTE_CLASSES: ClassVar[dict[str, str]] = palette_classes("document")
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -371,25 +373,6 @@ class DocumentView(ScrollView, can_focus=True):
         self._layout_key: tuple[int, int, bool] | None = None
         self._offsets: array[int] = array("q", [0])
         self._cache: LRUCache[Hashable, Strip] = LRUCache(512)
-        self._palette: Palette | None = None
-        self._line_styles: dict[bool, Style] = {}
-
-    @property
-    def palette(self) -> Palette:
-        """Semantic styles from this widget's component classes."""
-        if self._palette is None:
-            get = self.get_component_rich_style
-            self._palette = Palette(
-                heading=get("document--heading", partial=True),
-                key=get("document--key", partial=True),
-                dim=get("document--dim", partial=True),
-                accent=get("document--accent", partial=True),
-                good=get("document--good", partial=True),
-                bad=get("document--bad", partial=True),
-                warn=get("document--warn", partial=True),
-                match=get("document--match", partial=True),
-            )
-        return self._palette
 
     def build(self) -> list[Block]:
         """The blocks of the document (subclasses override; called by :meth:`rebuild`)."""
@@ -490,28 +473,18 @@ class DocumentView(ScrollView, can_focus=True):
         """Expand or collapse every long content."""
         self.expanded = not self.expanded
 
-    def _base_style(self) -> Style:
-        # ``rich_style`` is recomputed on every call; rows ask for it on every line.
-        key = self.has_focus
-        style = self._line_styles.get(key)
-        if style is None:
-            style = self._line_styles[key] = self.rich_style
-        return style
-
     def notify_style_update(self) -> None:
+        built = self._palette is not None
         super().notify_style_update()
-        self._line_styles = {}
-        if self._palette is not None:
-            self._palette = None
-            if self.is_mounted:
-                self.rebuild(keep_scroll=True)
+        if built and self.is_mounted:  # the blocks carry the old theme's styles
+            self.rebuild(keep_scroll=True)
 
     def render_line(self, y: int) -> Strip:
         self._relayout()
         position = int(self.scroll_offset.y) + y
         width = self._width()
         if position >= self._offsets[-1]:
-            return Strip.blank(width, self._base_style())
+            return Strip.blank(width, self.base_style())
         key = (self._generation, width, self.expanded, position)
         strip = self._cache.get(key)
         if strip is None:
@@ -523,8 +496,5 @@ class DocumentView(ScrollView, can_focus=True):
             except Exception as error:  # noqa: BLE001
                 message = f"⚠ could not show this row: {type(error).__name__}: {error}"
                 text = plain(message, self.palette.bad)
-            text.no_wrap = True
-            text.end = ""
-            strip = Strip(text.render(console), cell_len(text.plain)).crop_extend(0, width, None)
-            strip = self._cache[key] = strip.apply_style(self._base_style())
+            strip = self._cache[key] = self.text_strip(text, width).apply_style(self.base_style())
         return strip

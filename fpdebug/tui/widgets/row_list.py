@@ -26,11 +26,11 @@ from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from fpdebug.tui.query import Query
-from fpdebug.tui.text import Palette, plain
+from fpdebug.tui.text import plain
+from fpdebug.tui.widgets.line_view import LineView, palette_classes
 
 __all__ = ["RowFilter", "RowList"]
 
@@ -51,7 +51,23 @@ class RowFilter:
     """Every row that existed when the worker last looked has been tested."""
 
 
-class RowList(ScrollView, can_focus=True):
+class _RowMessage(Message):
+    """Something happened to one row of a list."""
+
+    def __init__(self, row_list: RowList, row: int) -> None:
+        self.row_list = row_list
+        """The list."""
+        self.row = row
+        """The row."""
+        super().__init__()
+
+    @property
+    def control(self) -> RowList:
+        """The list (so handlers can use ``@on(RowList.Highlighted, "#id")``)."""
+        return self.row_list
+
+
+class RowList(LineView, can_focus=True):
     """A virtualised list of rows with a cursor and an optional filter."""
 
     DEFAULT_CSS = """
@@ -84,6 +100,8 @@ class RowList(ScrollView, can_focus=True):
         "row-list--warn",
         "row-list--match",
     }
+
+    PALETTE_CLASSES: ClassVar[dict[str, str]] = palette_classes("row-list", key="row-list--heading")
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -131,35 +149,11 @@ class RowList(ScrollView, can_focus=True):
     cursor: reactive[int] = reactive(-1, repaint=False, init=False)
     """The row under the cursor (a row number, ``-1`` when the list is empty)."""
 
-    class Highlighted(Message):
-        """The cursor moved to another row."""
+    class Highlighted(_RowMessage):
+        """The cursor moved to another row (``row`` is the row now under the cursor)."""
 
-        def __init__(self, row_list: RowList, row: int) -> None:
-            self.row_list = row_list
-            """The list."""
-            self.row = row
-            """The row now under the cursor."""
-            super().__init__()
-
-        @property
-        def control(self) -> RowList:
-            """The list (so handlers can use ``@on(RowList.Highlighted, "#id")``)."""
-            return self.row_list
-
-    class Selected(Message):
+    class Selected(_RowMessage):
         """The user opened a row (``enter`` or a double click)."""
-
-        def __init__(self, row_list: RowList, row: int) -> None:
-            self.row_list = row_list
-            """The list."""
-            self.row = row
-            """The opened row."""
-            super().__init__()
-
-        @property
-        def control(self) -> RowList:
-            """The list."""
-            return self.row_list
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
@@ -167,8 +161,6 @@ class RowList(ScrollView, can_focus=True):
         self._total = 0
         self._filter: RowFilter | None = None
         self._shown_filter_rows = 0
-        self._palette: Palette | None = None
-        self._line_styles: dict[bool, Style] = {}
         self._pending_scroll: bool | None = None
 
     # ------------------------------------------------------------------------------------------
@@ -188,23 +180,6 @@ class RowList(ScrollView, can_focus=True):
 
     # ------------------------------------------------------------------------------------------
     # Data and filter
-
-    @property
-    def palette(self) -> Palette:
-        """Semantic styles from this widget's component classes (rebuilt on a theme change)."""
-        if self._palette is None:
-            get = self.get_component_rich_style
-            self._palette = Palette(
-                heading=get("row-list--heading", partial=True),
-                key=get("row-list--heading", partial=True),
-                dim=get("row-list--dim", partial=True),
-                accent=get("row-list--accent", partial=True),
-                good=get("row-list--good", partial=True),
-                bad=get("row-list--bad", partial=True),
-                warn=get("row-list--warn", partial=True),
-                match=get("row-list--match", partial=True),
-            )
-        return self._palette
 
     @property
     def row_filter(self) -> RowFilter | None:
@@ -389,25 +364,15 @@ class RowList(ScrollView, can_focus=True):
     # ------------------------------------------------------------------------------------------
     # Rendering
 
-    def _base_style(self) -> Style:
-        # ``rich_style`` is recomputed on every call; rows ask for it on every line.
-        key = self.has_focus
-        style = self._line_styles.get(key)
-        if style is None:
-            style = self._line_styles[key] = self.rich_style
-        return style
-
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._line_styles = {}
-        self._palette = None
         self._cache.clear()
 
     def render_line(self, y: int) -> Strip:
         position = int(self.scroll_offset.y) + y
         width = self.scrollable_content_region.width
         if position >= self.visible_count or width <= 0:
-            return Strip.blank(width, self._base_style())
+            return Strip.blank(width, self.base_style())
         row = self.row_at(position)
         selected = row == self.cursor
         query = self._filter.query if self._filter is not None else None
@@ -425,10 +390,7 @@ class RowList(ScrollView, can_focus=True):
             text = plain(message, self.palette.bad)
         if query is not None and query.words:
             text.highlight_words(query.words, self.palette.match, case_sensitive=False)
-        text.no_wrap = True
-        text.end = ""
-        strip = Strip(text.render(self.app.console), text.cell_len).crop_extend(0, width, None)
-        style: Style = self._base_style()
+        style: Style = self.base_style()
         if selected:
             style = style + self.get_component_rich_style("row-list--cursor", partial=True)
-        return strip.apply_style(style)
+        return self.text_strip(text, width).apply_style(style)
