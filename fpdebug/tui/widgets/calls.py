@@ -22,7 +22,8 @@ from fpdebug.trace.model import Iteration
 from fpdebug.trace.schema import ArgumentRow, BasisRow, FindingEvent, LlmCallEvent, ToolResultEvent
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json, number, pretty_json
-from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView
+from fpdebug.tui.widgets.document import Block, DocBuilder
+from fpdebug.tui.widgets.iteration_document import IterationDocument
 
 __all__ = ["CallView", "argument_provenance", "call_document", "source_words"]
 
@@ -262,30 +263,8 @@ def _one_call(
             doc.content(tool_call.raw_args)
 
 
-class CallView(DocumentView):
+class CallView(IterationDocument):
     """The call view of the selected iteration."""
 
-    def __init__(self, session: TraceSession, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self.session = session
-        """The trace."""
-        self.row: int | None = None
-        """The timeline row shown."""
-        self._shown: tuple[int, int] | None = None
-
-    def show(self, row: int | None, *, force: bool = False) -> None:
-        """Show the call(s) of timeline row ``row``."""
-        version = None if row is None else (row, len(self.session.iterations[row]))
-        if version == self._shown and not force:
-            return
-        same_row = self.row == row
-        self.row = row
-        self._shown = version
-        self.rebuild(keep_scroll=same_row)
-
-    def build(self) -> list[Block]:
-        if self.row is None or self.row >= len(self.session.iterations):
-            doc = DocBuilder(self.palette)
-            doc.line(("No iteration selected yet.", self.palette.dim))
-            return doc.blocks
-        return call_document(self.session, self.session.iterations[self.row], self.palette)
+    def document(self, iteration: Iteration) -> list[Block]:
+        return call_document(self.session, iteration, self.palette)

@@ -41,7 +41,8 @@ from fpdebug.trace.schema import (
 )
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json, number
-from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView, Part
+from fpdebug.tui.widgets.document import Block, DocBuilder, Part
+from fpdebug.tui.widgets.iteration_document import IterationDocument
 
 __all__ = ["LADDER", "PassInspector", "inspect_iteration", "ladder_text", "reason_text"]
 
@@ -69,17 +70,32 @@ def _one(session: TraceSession, line: int | None, cls: type):
 
 
 def _lease_phrase(lease: LeaseRecord, palette: Palette) -> list[Part]:
-    tenant = lease.skill_id if lease.skill_id is not None else "(no tenant)"
+    return _grant_phrase(
+        lease.instruction_id, lease.delivery_lease, lease.tool_name, lease.tool_call_id,
+        f"iteration {lease.iteration}", lease.skill_id, palette,
+    )  # fmt: skip
+
+
+def _grant_phrase(
+    instruction_id: str,
+    delivery_lease: str,
+    tool_name: str,
+    tool_call_id: str | None,
+    where: str,
+    tenant: str | None,
+    palette: Palette,
+) -> list[Part]:
+    """``wire-format next-call granted by fetch_invoice (call call_3, <where>), tenant billing``."""
     return [
-        (lease.instruction_id, palette.accent),
+        (instruction_id, palette.accent),
         " ",
-        (lease.delivery_lease, palette.key),
+        (delivery_lease, palette.key),
         " granted by ",
-        (lease.tool_name, ""),
+        (tool_name, ""),
         " (call ",
-        (lease.tool_call_id or "?", ""),
-        f", iteration {lease.iteration}), tenant ",
-        (tenant, ""),
+        (tool_call_id or "?", ""),
+        f", {where}), tenant ",
+        (tenant if tenant is not None else "(no tenant)", ""),
     ]
 
 
@@ -324,20 +340,12 @@ def _lease_section(doc: DocBuilder, session: TraceSession, iteration: Iteration)
             (" (no matching grant in the trace)", palette.dim),
         )
     for lease in serving:
-        doc.line(
-            ("served  ", palette.good),
-            (lease.instruction_id, palette.accent),
-            " ",
-            (lease.delivery_lease, palette.key),
-            " granted by ",
-            (lease.tool_name, ""),
-            " (call ",
-            (lease.tool_call_id or "?", ""),
-            f", T{lease.turn}·I{lease.granted_iteration}), tenant ",
-            (lease.tenant if lease.tenant is not None else "(no tenant)", ""),
-            indent=2,
-            hang=8,
-        )
+        where = f"T{lease.turn}·I{lease.granted_iteration}"
+        phrase = _grant_phrase(
+            lease.instruction_id, lease.delivery_lease, lease.tool_name, lease.tool_call_id, where,
+            lease.tenant, palette,
+        )  # fmt: skip
+        doc.line(("served  ", palette.good), *phrase, indent=2, hang=8)
     for prune in prunes:
         site = "the pass's tenure sweep" if prune.site == "evaluate" else "the prune beside a grant"
         doc.line(
@@ -632,30 +640,8 @@ def _bad_lines_section(doc: DocBuilder, session: TraceSession, iteration: Iterat
             )
 
 
-class PassInspector(DocumentView):
+class PassInspector(IterationDocument):
     """The pass inspector of the selected iteration."""
 
-    def __init__(self, session: TraceSession, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self.session = session
-        """The trace."""
-        self.row: int | None = None
-        """The timeline row shown."""
-        self._shown: tuple[int, int] | None = None
-
-    def show(self, row: int | None, *, force: bool = False) -> None:
-        """Explain timeline row ``row`` (rebuilt only when the row or its records changed)."""
-        version = None if row is None else (row, len(self.session.iterations[row]))
-        if version == self._shown and not force:
-            return
-        same_row = self.row == row
-        self.row = row
-        self._shown = version
-        self.rebuild(keep_scroll=same_row)
-
-    def build(self) -> list[Block]:
-        if self.row is None or self.row >= len(self.session.iterations):
-            doc = DocBuilder(self.palette)
-            doc.line(("No iteration selected yet.", self.palette.dim))
-            return doc.blocks
-        return inspect_iteration(self.session, self.session.iterations[self.row], self.palette)
+    def document(self, iteration: Iteration) -> list[Block]:
+        return inspect_iteration(self.session, iteration, self.palette)

@@ -15,7 +15,7 @@ size. Every id, label and witness comes from the trace and reaches the screen th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -36,7 +36,8 @@ from fpdebug.trace.schema import (
 )
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json
-from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView, Part, blank
+from fpdebug.tui.widgets.document import Block, DocBuilder, Part, blank
+from fpdebug.tui.widgets.iteration_document import IterationDocument
 from fpdebug.tui.widgets.map_layout import Diagram, MapEdge, edge_tags, layout_map
 
 __all__ = [
@@ -678,7 +679,7 @@ def _plural(count: int, word: str, plural: str | None = None) -> str:
     return f"{count} {word if count == 1 else plural or word + 's'}"
 
 
-class SkillMapView(DocumentView):
+class SkillMapView(IterationDocument):
     """The skill map of the selected iteration's run, with the cursor's path up to it."""
 
     DEFAULT_CSS = """
@@ -689,24 +690,13 @@ class SkillMapView(DocumentView):
     """
 
     def __init__(self, session: TraceSession, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self.session = session
-        """The trace."""
-        self.row: int | None = None
-        """The timeline row shown."""
-        self._shown: tuple[int | None, int, int] | None = None
+        super().__init__(session, id=id, classes=classes)
         self._diagrams: dict[str, Diagram | None] = {}
 
-    def show(self, row: int | None, *, force: bool = False) -> None:
-        """Show the map up to timeline row ``row`` (rebuilt only when something it shows changed)."""
+    def version(self, row: int | None) -> Hashable:
+        """The row, its records so far and the runs (a map is drawn even before any iteration)."""
         size = len(self.session.iterations[row]) if row is not None else 0
-        version = (row, size, len(self.session.model.runs))
-        if version == self._shown and not force:
-            return
-        same_row = self.row == row
-        self.row = row
-        self._shown = version
-        self.rebuild(keep_scroll=same_row)
+        return (row, size, len(self.session.model.runs))
 
     def build(self) -> list[Block]:
         row = self.row if self.row is not None and self.row < len(self.session.iterations) else None
