@@ -9,11 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from fpdebug.backtrack.provenance import ContextPiece, Hop
     from fpdebug.backtrack.report import BacktrackReport, ProbeVerdict, VerdictStamp
-    from fpdebug.backtrack.rerun import ModuleLoader
     from fpdebug.backtrack.session import Backtrack
 
 HELP = "Explain an answer: the chain of every piece of context, ranked suspects, and seeded rerun verdicts."
@@ -46,26 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not append the report and verdicts to TRACE.backtrack.jsonl")
 
 
-def _loader(trace: Path) -> ModuleLoader:
-    from fpdebug.demo import load_target
-    from fpdebug.errors import ScenarioError
-
-    def load(name: str) -> ModuleType:
-        try:
-            return load_target(name).module
-        except ScenarioError:
-            # A module recorded by a relative path: try it beside the trace too.
-            beside = trace.parent / name
-            if not Path(name).is_absolute() and beside.is_file():
-                return load_target(str(beside)).module
-            raise
-
-    return load
-
-
 def run(args: argparse.Namespace) -> int:
     """Explain the call, rerun it as asked, print the report; exit 0 (errors exit 2 through cli.main)."""
     from fpdebug.backtrack.session import backtrack
+    from fpdebug.demo import recorded_module_loader
     from fpdebug.errors import BacktrackError
 
     if args.samples < 2:
@@ -81,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     result = backtrack(
         trace, seq=args.call, ablate=args.ablate, restore=args.restore, bisect=args.bisect,
         samples=args.samples, provider=args.provider, model=args.model, base_url=args.base_url,
-        load_module=_loader(trace), flip_test=args.flip_test, max_probes=args.max_probes,
+        load_module=recorded_module_loader(trace), flip_test=args.flip_test, max_probes=args.max_probes,
         save=not args.no_save, progress=progress,
     )
     if progress is not None:

@@ -37,6 +37,7 @@ __all__ = [
     "load_scenario",
     "load_target",
     "make_provider",
+    "recorded_module_loader",
     "run_scenario",
     "run_target",
     "sample_path",
@@ -237,6 +238,27 @@ def load_target(target: str) -> Scenario:
     except Exception as exc:
         raise ScenarioError(f"{target}: importing it raised {type(exc).__name__}: {exc}") from exc
     return _scenario_of(module, target, builtin=False, default_name=target.rsplit(".", 1)[-1])
+
+
+def recorded_module_loader(trace: str | os.PathLike[str]) -> Callable[[str], ModuleType]:
+    """A loader of the scenario or module a run of ``trace`` recorded, for reruns of that run.
+
+    The loader takes what the run's ``run_start`` names (a scenario, a ``.py`` path, a dotted module;
+    see :func:`load_target`); a relative path that does not load from here is tried beside the trace.
+    The backtracker takes it as its ``load_module`` (it may not import this package itself).
+    """
+    folder = Path(trace).parent
+
+    def load(name: str) -> ModuleType:
+        try:
+            return load_target(name).module
+        except ScenarioError:
+            beside = folder / name
+            if not Path(name).is_absolute() and beside.is_file():
+                return load_target(str(beside)).module
+            raise
+
+    return load
 
 
 def make_provider(

@@ -20,9 +20,7 @@ the pane shows its message with the command line that would rerun it live.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import ClassVar
 
 from rich.text import Text
@@ -51,27 +49,10 @@ from fpdebug.tui.widgets.bars import TextBar
 from fpdebug.tui.widgets.document import Block
 from fpdebug.tui.widgets.link_document import LinkDocument
 
-__all__ = ["BacktrackDocument", "BacktrackPane", "module_loader"]
+__all__ = ["BacktrackDocument", "BacktrackPane"]
 
 SAMPLES = 3
 """Seeded reruns per probe (a causal verdict needs at least 2)."""
-
-
-def module_loader(trace: Path) -> Callable[[str], ModuleType]:
-    """Load the scenario or module a run recorded (a relative path is tried beside the trace too)."""
-    from fpdebug.demo import load_target
-    from fpdebug.errors import ScenarioError
-
-    def load(name: str) -> ModuleType:
-        try:
-            return load_target(name).module
-        except ScenarioError:
-            beside = trace.parent / name
-            if not Path(name).is_absolute() and beside.is_file():
-                return load_target(str(beside)).module
-            raise
-
-    return load
 
 
 def _signature(report: BacktrackReport) -> tuple[int, int | None, bool]:
@@ -349,6 +330,8 @@ class BacktrackPane(Vertical):
     @work(thread=True, exclusive=True, group="backtrack", exit_on_error=False)
     def _rerun(self, token: int, call_line: int, bisect: bool, restore: bool) -> None:
         """Run the backtrack; report progress and each saved verdict; never touch a widget."""
+        from fpdebug.demo import recorded_module_loader  # the scenario registry: for reruns only
+
         worker = get_current_worker()
         sidecar = sidecar_path_for(self.trace)
         known: set[str] = set()
@@ -390,7 +373,7 @@ class BacktrackPane(Vertical):
                 restore=restore,
                 bisect=bisect,
                 samples=SAMPLES,
-                load_module=module_loader(self.trace),
+                load_module=recorded_module_loader(self.trace),
                 progress=progress,
                 cancelled=cancelled,
             )
