@@ -1,11 +1,34 @@
-"""Helpers of the pilot tests: read the screen as text, wait for a condition without bare sleeps."""
+"""Helpers of the TUI tests: open the app, read the screen as text, wait (never a bare sleep), load traces."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 from textual.app import App
+from textual.command import CommandInput, CommandList, CommandPalette
+from textual.message import Message
 from textual.pilot import Pilot
+
+from fpdebug.trace.reader import TraceReader
+from fpdebug.tui.app import FpdebugApp, RunController, TraceSource
+from fpdebug.tui.screens.trace_screen import TraceScreen
+from fpdebug.tui.session import TraceSession
+from fpdebug.tui.widgets.document import Block, TextBlock
+
+SIZE = WIDE = (160, 48)
+"""The terminal of most pilot tests and snapshots (columns, rows)."""
+
+NARROW = (100, 30)
+"""A narrow terminal for snapshots."""
+
+WAIT = 20.0
+"""Seconds a pilot test waits for something before it fails: generous, CI runs two workers on two
+loaded cores, and a condition that holds returns at once anyway."""
 
 
 def screen_text(app: App[object]) -> str:
@@ -21,20 +44,135 @@ def screen_segments(app: App[object]) -> list[str]:
 
 
 async def wait_for(
-    pilot: Pilot[object], condition: Callable[[], bool], *, timeout: float = 5.0, step: float = 0.01
+    pilot: Pilot[object], condition: Callable[[], bool], *, timeout: float = WAIT, step: float = 0.01
 ) -> bool:
-    """Poll ``condition`` (pausing the pilot between polls) until it holds or ``timeout`` passes."""
-    loops = int(timeout / step)
-    for _ in range(loops):
-        if condition():
-            return True
+    """Poll ``condition`` (pausing the pilot between polls) until it holds or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return condition()
         await pilot.pause(step)
-    return condition()
+    return True
 
 
-async def loaded(pilot: Pilot[object]) -> None:
-    """Wait for the first load (a finite worker) and the screen to settle."""
-    await pilot.app.workers.wait_for_complete()
+async def loaded(pilot: Pilot[object], *, timeout: float = WAIT) -> None:
+    """Wait for the first load and for the screen to settle.
+
+    A saved trace's workers are finite: wait for all of them. A followed or driven file's tail
+    worker never ends: wait for the screen's ``loaded`` flag only.
+    """
+    screen = pilot.app.screen_stack[0]
+    if getattr(screen, "mode", "replay") == "replay":
+        await asyncio.wait_for(pilot.app.workers.wait_for_complete(), timeout)
     await pilot.pause()
-    await wait_for(pilot, lambda: getattr(pilot.app.screen, "loaded", True))
+    assert await wait_for(pilot, lambda: getattr(screen, "loaded", True), timeout=timeout), "never loaded"
     await pilot.pause()
+
+
+def trace_screen(app: App[object]) -> TraceScreen:
+    """The app's trace screen (under any modal on top of it)."""
+    screen = app.screen_stack[0]
+    assert isinstance(screen, TraceScreen)
+    return screen
+
+
+@asynccontextmanager
+async def opened(
+    source: TraceSource | str | os.PathLike[str],
+    *,
+    size: tuple[int, int] = SIZE,
+    message_hook: Callable[[Message], None] | None = None,
+    follow: bool = False,
+    keymap: dict[str, str] | None = None,
+    controller: RunController | None = None,
+) -> AsyncIterator[tuple[Pilot[object], TraceScreen]]:
+    """Run the debugger on ``source`` headless; yield its pilot and trace screen once the first load is done.
+
+    Args:
+        source: The trace.
+        size: The terminal.
+        message_hook: Sees every message the app handles.
+        follow: Follow the file.
+        keymap: Binding id → keys.
+        controller: A drive-mode run controller.
+    """
+    app = FpdebugApp(source, follow=follow, keymap=keymap, controller=controller)
+    async with app.run_test(size=size, message_hook=message_hook) as pilot:
+        await loaded(pilot)
+        yield pilot, trace_screen(app)
+
+
+async def run_palette(pilot: Pilot[object], command: str, *, offered: str | None = None) -> None:
+    """Run a palette command: open the palette, enter the text at once, wait for it on top, press enter.
+
+    Args:
+        pilot: The app's pilot.
+        command: What is typed.
+        offered: The text of the command that must be on top (``command`` itself by default).
+    """
+    want = command if offered is None else offered
+    await pilot.press("ctrl+p")
+    assert await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandPalette)), "no palette"
+    pilot.app.screen.query_one(CommandInput).value = command
+    options = pilot.app.screen.query_one(CommandList)
+
+    def on_top() -> bool:
+        if options.option_count == 0 or options.highlighted is None:
+            return False
+        prompt = options.get_option_at_index(options.highlighted).prompt
+        return want in getattr(prompt, "plain", str(prompt))
+
+    assert await wait_for(pilot, on_top), f"{want!r} is not offered for {command!r}"
+    await pilot.press("enter")
+    assert await wait_for(pilot, lambda: not isinstance(pilot.app.screen, CommandPalette))
+    await pilot.pause()
+
+
+def snapshot_keys(*keys: str, quiet: bool = False) -> Callable[[Pilot[object]], Awaitable[None]]:
+    """A snapshot's ``run_before``: wait for the trace to load, press ``keys`` with animations off.
+
+    Args:
+        keys: Pressed one by one, the screen settling after each.
+        quiet: Dismiss the notifications (a "marked as A" toast would cover the view).
+    """
+
+    async def run_before(pilot: Pilot[object]) -> None:
+        pilot.app.animation_level = "none"
+        await loaded(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if quiet:
+            pilot.app.clear_notifications()
+            await pilot.pause()
+
+    return run_before
+
+
+def load_session(
+    source: Path | TraceReader, *, chunk_size: int | None = None, limit: int | None = None
+) -> TraceSession:
+    """A session with the whole file indexed and modelled, by the app's own loading steps.
+
+    Args:
+        source: The trace, or a reader of it (that the caller closes).
+        chunk_size: Bytes per index step (the app's default when ``None``).
+        limit: Lines per model step (the app's default when ``None``).
+    """
+    reader = source if isinstance(source, TraceReader) else TraceReader(source, index=False)
+    session = TraceSession(reader)
+    index = {} if chunk_size is None else {"chunk_size": chunk_size}
+    model = {} if limit is None else {"limit": limit}
+    session.index_step(**index)
+    while not session.index_done:
+        session.index_step(**index)
+    while session.model_step(**model):
+        pass
+    return session
+
+
+def document_text(blocks: Iterable[Block]) -> str:
+    """The text lines of a built document (its untrusted contents left out), one per line."""
+    return "\n".join(block.text.plain for block in blocks if isinstance(block, TextBlock))

@@ -24,38 +24,27 @@ from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.leases import LeaseGantt
 from fpdebug.tui.widgets.timeline import IterationTimeline
 from tests.conftest import T0
-from tests.tui.helpers import loaded, screen_segments, screen_text, wait_for
+from tests.tui.helpers import opened, run_palette, screen_segments, screen_text, wait_for
 from tests.tui.traces import MARKUP, grow, sample
 
 pytestmark = pytest.mark.anyio
 
-SIZE = (160, 48)
 
-
-def _screen(app: FpdebugApp) -> TraceScreen:
-    screen = app.screen
-    assert isinstance(screen, TraceScreen)
-    return screen
-
-
-def _inspector_text(app: FpdebugApp) -> str:
+def _inspector_text(screen: TraceScreen) -> str:
     """The inspector's rows joined into one line of words (wrapping does not split phrases)."""
-    return " ".join(" ".join(_screen(app).query_one(PassInspector).text_lines()).split())
+    return " ".join(" ".join(screen.query_one(PassInspector).text_lines()).split())
 
 
 class TestOpen:
     async def test_rows_appear_and_the_first_iteration_is_explained(self) -> None:
         seen: list[Message] = []
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support"), message_hook=seen.append) as (pilot, screen):
             assert screen.timeline.total == 5
             assert screen.selected == 0
-            assert "Iteration 1 · turn 1 · run sample-support" in _inspector_text(app)
+            assert "Iteration 1 · turn 1 · run sample-support" in _inspector_text(screen)
             assert any(isinstance(message, TraceGrew) for message in seen)
             assert any(isinstance(message, LoadFinished) for message in seen)
-            text = screen_text(app)
+            text = screen_text(pilot.app)
             assert "run sample-support" in text and "■ completed" in text
             assert "1,920 in / 74 out tokens" in text
 
@@ -67,25 +56,23 @@ class TestOpen:
         monkeypatch.setattr(trace_screen, "FIRST_SLICE", 6)
         monkeypatch.setattr(trace_screen, "FIRST_CHUNK", 512)
         grew: list[int] = []
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(
-            size=SIZE, message_hook=lambda m: grew.append(1) if isinstance(m, TraceGrew) else None
-        ) as pilot:
-            await loaded(pilot)
-            assert _screen(app).timeline.total == 5
+
+        def hook(message: Message) -> None:
+            if isinstance(message, TraceGrew):
+                grew.append(1)
+
+        async with opened(sample("support"), message_hook=hook) as (_, screen):
+            assert screen.timeline.total == 5
         assert len(grew) >= 2  # the first slice, then the rest
 
 
 class TestNavigation:
     async def test_keys_move_the_cursor_and_the_inspector_follows(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support")) as (pilot, screen):
             await pilot.press("j", "j")
             assert screen.selected == 2
-            assert "Iteration 3" in _inspector_text(app)
-            assert "lease until-skill-exit granted by check_policy" in _inspector_text(app)
+            assert "Iteration 3" in _inspector_text(screen)
+            assert "lease until-skill-exit granted by check_policy" in _inspector_text(screen)
             await pilot.press("G")
             assert screen.selected == 4
             await pilot.press("k")
@@ -96,10 +83,7 @@ class TestNavigation:
             assert screen.selected == 0
 
     async def test_brackets_step_iterations_from_any_view(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support")) as (pilot, screen):
             await pilot.press("3", "right_square_bracket", "right_square_bracket")
             await pilot.pause()
             assert screen.view == "calls" and screen.selected == 2
@@ -110,10 +94,7 @@ class TestNavigation:
             assert screen.selected == 1
 
     async def test_enter_opens_the_call_and_views_switch_by_key_and_click(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support")) as (pilot, screen):
             await pilot.press("enter")
             await pilot.pause()
             assert screen.view == "calls"
@@ -126,18 +107,13 @@ class TestNavigation:
             assert screen.view == "passes"
 
     async def test_a_mouse_click_selects_a_row(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
+        async with opened(sample("support")) as (pilot, screen):
             await pilot.click("#timeline", offset=(3, 3))
             await pilot.pause()
-            assert _screen(app).selected == 3
+            assert screen.selected == 3
 
     async def test_events_and_timeline_stay_in_step(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support")) as (pilot, screen):
             await pilot.press("j", "4")
             await pilot.pause()
             events = screen.query_one(EventList)
@@ -149,15 +125,12 @@ class TestNavigation:
             assert screen.selected == 2
 
     async def test_opening_a_lease_selects_the_pass_that_pruned_it(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support")) as (pilot, screen):
             await pilot.press("2")
             await pilot.pause()
             gantt = screen.query_one(LeaseGantt)
             assert gantt.cursor == 0
-            assert "tenure-ended T1·I4" in screen_text(app)
+            assert "tenure-ended T1·I4" in screen_text(pilot.app)
             await pilot.press("enter")
             await pilot.pause()
             assert screen.view == "passes" and screen.selected == 3
@@ -167,10 +140,7 @@ class TestRepaint:
     """A new selection is painted in one frame: documents change length without a screen layout."""
 
     async def test_a_jump_changes_the_inspector_without_a_layout(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=(160, 30)) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support"), size=(160, 30)) as (pilot, screen):
             inspector = screen.query_one(PassInspector)
             layouts: list[object] = []
             screen.screen_layout_refresh_signal.subscribe(inspector, layouts.append)
@@ -189,16 +159,13 @@ class TestRepaint:
             inspector.focus()
             await pilot.press("G")  # the last row of the last document is reachable
             await pilot.pause()
-            assert inspector.text_lines()[-1].strip() in screen_text(app)
+            assert inspector.text_lines()[-1].strip() in screen_text(pilot.app)
 
     async def test_a_detail_that_outgrows_its_pane_gets_a_scrollbar(
         self, hostile_trace: tuple[Path, dict[str, int]]
     ) -> None:
         path, at = hostile_trace
-        app = FpdebugApp(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(path) as (pilot, screen):
             detail = screen.query_one(EventDetail)
             await pilot.press("4")
             screen.query_one(EventList).move_to_row(at["run_end"])
@@ -215,10 +182,7 @@ class TestSearch:
         self, support_run_trace: tuple[Path, dict[str, int]]
     ) -> None:
         path, _ = support_run_trace
-        app = FpdebugApp(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(path) as (pilot, screen):
             timeline = screen.query_one(IterationTimeline)
             await pilot.press("slash", *"kind:lease_prune")
             await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)
@@ -227,7 +191,7 @@ class TestSearch:
             assert timeline.visible_count == 2
             assert [timeline.row_at(i) for i in range(2)] == [1, 2]
             assert screen.selected == 1
-            assert "filter kind:lease_prune 2 matches" in screen_text(app)
+            assert "filter kind:lease_prune 2 matches" in screen_text(pilot.app)
             await pilot.press("n")
             assert screen.selected == 2
             await pilot.press("n")
@@ -241,10 +205,7 @@ class TestSearch:
         self, support_run_trace: tuple[Path, dict[str, int]]
     ) -> None:
         path, _ = support_run_trace
-        app = FpdebugApp(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(path) as (pilot, screen):
             screen.apply_filter(screen.timeline, "badge:grant")
             await wait_for(pilot, lambda: screen.timeline.row_filter.done)  # type: ignore[union-attr]
             await pilot.pause()
@@ -257,10 +218,7 @@ class TestSearch:
         self, support_run_trace: tuple[Path, dict[str, int]]
     ) -> None:
         path, at = support_run_trace
-        app = FpdebugApp(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(path) as (pilot, screen):
             await pilot.press("4", "slash", *"kind:lease_grant", "enter")
             events = screen.query_one(EventList)
             await wait_for(pilot, lambda: events.row_filter is not None and events.row_filter.done)
@@ -276,10 +234,8 @@ class TestSearch:
         self, support_run_trace: tuple[Path, dict[str, int]]
     ) -> None:
         path, _ = support_run_trace
-        app = FpdebugApp(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            timeline = _screen(app).timeline
+        async with opened(path) as (pilot, screen):
+            timeline = screen.timeline
             await pilot.press("slash", *"fetch")
             await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)
             await pilot.pause()
@@ -303,23 +259,15 @@ class TestSearch:
 class TestPalette:
     async def test_go_view_and_filter_commands(self, support_run_trace: tuple[Path, dict[str, int]]) -> None:
         path, _ = support_run_trace
-        app = FpdebugApp(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
-            await pilot.press("ctrl+p", *"go: iteration 3")
-            await pilot.pause(0.3)
-            await pilot.press("enter")
+        async with opened(path) as (pilot, screen):
+            await run_palette(pilot, "go: iteration 3")
             await wait_for(pilot, lambda: screen.selected == 2)
             assert screen.selected == 2
-            await pilot.press("ctrl+p", *"view: leases")
-            await pilot.pause(0.3)
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: screen.view == "leases")
-            await pilot.press("1", "ctrl+p", *"filter: kind lease_prune")
-            await pilot.pause(0.3)
-            await pilot.press("enter")
-            await wait_for(
+            await run_palette(pilot, "view: leases")
+            assert await wait_for(pilot, lambda: screen.view == "leases")
+            await pilot.press("1")
+            await run_palette(pilot, "filter: kind lease_prune")
+            assert await wait_for(
                 pilot, lambda: screen.timeline.row_filter is not None and screen.timeline.row_filter.done
             )
             assert screen.timeline.row_filter.query.kinds == ("lease_prune",)  # type: ignore[union-attr]
@@ -327,32 +275,28 @@ class TestPalette:
 
 class TestHelpAndKeymap:
     async def test_help_lists_every_binding(self) -> None:
-        app = FpdebugApp(sample("leases"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
+        async with opened(sample("leases")) as (pilot, screen):
+            app = pilot.app
             await pilot.press("question_mark")
-            await pilot.pause()
-            assert isinstance(app.screen, HelpScreen)
+            assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
             text = "\n".join(app.screen.query_one(HelpDocument).text_lines())
             for binding_id in binding_ids():
                 assert binding_id in text
             assert "keymap.toml" in text and "go: iteration 12" in text
             await pilot.press("escape")
-            assert isinstance(app.screen, TraceScreen)
+            assert await wait_for(pilot, lambda: isinstance(app.screen, TraceScreen))
 
     async def test_a_keymap_remaps_keys(self) -> None:
         # run-step is drive mode's: the viewer has no such binding and leaves it alone
         keymap = {"next-iteration": "l", "cursor-down": "ctrl+n", "run-step": "x"}
-        app = FpdebugApp(sample("support"), keymap=keymap)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support"), keymap=keymap) as (pilot, screen):
+            app = pilot.app
             await pilot.press("l")
             assert screen.selected == 1
             await pilot.press("ctrl+n")
             assert screen.selected == 2
             await pilot.press("question_mark")
-            await pilot.pause()
+            assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
             text = "\n".join(app.screen.query_one(HelpDocument).text_lines())
             assert any(
                 line.strip().startswith("l ") and "next-iteration" in line for line in text.splitlines()
@@ -379,12 +323,9 @@ class TestFollow:
     async def test_new_events_show_quickly_and_the_end_is_followed(self, tmp_path: Path) -> None:
         path = _copy("leases", tmp_path, drop_last=2)  # no turn_end / run_end yet
         seen: list[Message] = []
-        app = FpdebugApp(path, follow=True)
-        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-            screen = _screen(app)
-            await wait_for(pilot, lambda: screen.loaded)
+        async with opened(path, follow=True, message_hook=seen.append) as (pilot, screen):
             await pilot.press("G")
-            assert "run in progress" in screen_text(app)
+            assert await wait_for(pilot, lambda: "run in progress" in screen_text(pilot.app))
             rows = screen.timeline.total
             run_id = screen.session.model.runs[0].run_id
             started = time.perf_counter()
@@ -397,40 +338,32 @@ class TestFollow:
 
     async def test_new_rows_are_counted_when_the_user_looks_elsewhere(self, tmp_path: Path) -> None:
         path = _copy("leases", tmp_path, drop_last=2)
-        app = FpdebugApp(path, follow=True)
-        async with app.run_test(size=SIZE) as pilot:
-            screen = _screen(app)
-            await wait_for(pilot, lambda: screen.loaded)
+        async with opened(path, follow=True) as (pilot, screen):
             await pilot.press("g")
             run_id = screen.session.model.runs[0].run_id
             seq = grow(path, run_id=run_id, first_seq=screen.session.lines, iteration=1, turn=2)
             grow(path, run_id=run_id, first_seq=seq, iteration=2, turn=2)
             assert await wait_for(pilot, lambda: screen.new_rows == 2)
             assert screen.selected == 0
-            assert "+2 new (G to jump)" in screen_text(app)
+            assert await wait_for(pilot, lambda: "+2 new (G to jump)" in screen_text(pilot.app))
             await pilot.press("G")
             assert screen.new_rows == 0 and screen.selected == screen.timeline.total - 1
 
     async def test_a_run_that_ends_says_so(self, tmp_path: Path) -> None:
         path = _copy("leases", tmp_path, drop_last=1)
-        app = FpdebugApp(path, follow=True)
-        async with app.run_test(size=SIZE) as pilot:
-            screen = _screen(app)
-            await wait_for(pilot, lambda: screen.loaded)
-            assert "run in progress" in screen_text(app)
+        async with opened(path, follow=True) as (pilot, screen):
+            assert await wait_for(pilot, lambda: "run in progress" in screen_text(pilot.app))
             run_id = screen.session.model.runs[0].run_id
             with TraceWriter.resume(path, durability="none") as writer:
                 writer.append(RunEndEvent(seq=writer.next_seq, ts=T0, run_id=run_id, status="completed"))
-            assert await wait_for(pilot, lambda: "run ended: completed" in screen_text(app))
+            assert await wait_for(pilot, lambda: "run ended: completed" in screen_text(pilot.app))
 
     async def test_pause_and_resume_following(self, tmp_path: Path) -> None:
         path = _copy("leases", tmp_path, drop_last=2)
-        app = FpdebugApp(path, follow=True)
-        async with app.run_test(size=SIZE) as pilot:
-            screen = _screen(app)
-            await wait_for(pilot, lambda: screen.loaded)
+        async with opened(path, follow=True) as (pilot, screen):
             await pilot.press("f")
-            assert not screen.following and "paused" in screen_text(app)
+            assert not screen.following
+            assert await wait_for(pilot, lambda: "paused" in screen_text(pilot.app))
             await pilot.press("G")
             run_id = screen.session.model.runs[0].run_id
             grow(path, run_id=run_id, first_seq=screen.session.lines, iteration=1, turn=2)
@@ -441,10 +374,7 @@ class TestFollow:
     async def test_follow_a_file_whose_header_has_not_arrived(self, tmp_path: Path) -> None:
         path = tmp_path / "empty.fptrace.jsonl"
         path.touch()
-        app = FpdebugApp(path, follow=True)
-        async with app.run_test(size=SIZE) as pilot:
-            screen = _screen(app)
-            await wait_for(pilot, lambda: screen.loaded)
+        async with opened(path, follow=True) as (pilot, screen):
             assert screen.timeline.total == 0
             path.write_bytes(sample("leases").read_bytes())
             assert await wait_for(pilot, lambda: screen.timeline.total == 3)
@@ -456,35 +386,31 @@ class TestUntrusted:
         self, hostile_trace: tuple[Path, dict[str, int]]
     ) -> None:
         path, _ = hostile_trace
-        app = FpdebugApp(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
+        async with opened(path) as (pilot, screen):
             for keys in (("1",), ("3",), ("3", "e"), ("4",), ("4", "G"), ("2",), ("question_mark",)):
                 await pilot.press(*keys)
                 await pilot.pause()
-                for segment in screen_segments(app):
+                for segment in screen_segments(pilot.app):
                     assert not any(
                         ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or 0x202A <= ord(c) <= 0x202E for c in segment
                     ), (keys, segment)
                 if keys == ("question_mark",):
                     await pilot.press("escape")
             await pilot.press("1")
-            text = screen_text(app)
+            text = screen_text(pilot.app)
             assert MARKUP in text  # literal, not styled and not a link
             assert "\\x1b[2J" in text or "\\x1b" in text
 
     async def test_bad_lines_are_rows_not_crashes(self, hostile_trace: tuple[Path, dict[str, int]]) -> None:
         path, at = hostile_trace
-        app = FpdebugApp(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
+        async with opened(path) as (pilot, screen):
             await pilot.press("4", "G")
+            assert await wait_for(pilot, lambda: screen.query_one(EventDetail).line == at["opaque"])
             await pilot.pause()
-            text = screen_text(app)
+            text = screen_text(pilot.app)
             assert "INVALID" in text and "not valid JSON" in text and "not valid UTF-8" in text
             assert "pass record does not match the schema" in text
             assert "telemetry_v9" in text
-            screen = _screen(app)
             assert screen.query_one(EventDetail).line == at["opaque"]
             assert "2 invalid · 1 opaque" in text
 
@@ -492,15 +418,13 @@ class TestUntrusted:
         self, hostile_trace: tuple[Path, dict[str, int]]
     ) -> None:
         path, _ = hostile_trace
-        app = FpdebugApp(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
+        async with opened(path) as (pilot, screen):
             await pilot.press("3")
             await pilot.pause()
-            call = _screen(app).query_one(CallView)
+            call = screen.query_one(CallView)
             collapsed = call.document_height
             assert collapsed < 200
-            assert "press e to expand" in screen_text(app)
+            assert "press e to expand" in screen_text(pilot.app)
             await pilot.press("e")
             await pilot.pause()
             assert call.expanded and call.document_height > 70_000  # every row of 5 MB, wrapped
@@ -513,11 +437,9 @@ class TestUntrusted:
         self, hostile_trace: tuple[Path, dict[str, int]]
     ) -> None:
         path, at = hostile_trace
-        app = FpdebugApp(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
+        async with opened(path) as (pilot, screen):
             await pilot.press("G")
-            text = _inspector_text(app)
+            text = _inspector_text(screen)
             assert f"line {at['wrong_types']} invalid record: pass record does not match the schema" in text
             assert "no pass record in this iteration" in text
 
@@ -557,10 +479,10 @@ class TestViewCommand:
         keymap.write_text(
             '[keys]\nrun-step = "n"\nbreakpoints-close = "x"\nnext-iteration = "l"\n', encoding="utf-8"
         )
-        opened: list[FpdebugApp] = []
-        monkeypatch.setattr(FpdebugApp, "run", lambda self, *args, **kwargs: opened.append(self))
+        ran: list[FpdebugApp] = []
+        monkeypatch.setattr(FpdebugApp, "run", lambda self, *args, **kwargs: ran.append(self))
         assert main(["view", str(sample("leases")), "--keymap", str(keymap)]) == 0
-        assert opened[0].keymap == {"run-step": "n", "breakpoints-close": "x", "next-iteration": "l"}
+        assert ran[0].keymap == {"run-step": "n", "breakpoints-close": "x", "next-iteration": "l"}
         assert binding_ids(DriveApp) <= keymap_ids() and binding_ids() <= keymap_ids()
         assert {"run-step", "run-toggle", "run-breakpoints", "breakpoints-close"} <= keymap_ids()
 
@@ -593,14 +515,10 @@ class TestDriveMode:
         path = tmp_path / "drive.fptrace.jsonl"
         TraceWriter.create(path, durability="none").close()
         controller = _FakeController(path)
-        app = FpdebugApp(TraceSource(path, "drive"), controller=controller)
-        async with app.run_test(size=SIZE) as pilot:
-            screen = _screen(app)
+        async with opened(TraceSource(path, "drive"), controller=controller) as (pilot, screen):
             assert screen.mode == "drive" and controller.started
             assert await wait_for(pilot, lambda: screen.timeline.total == 1)
-            assert "drive ●" in screen_text(app)
-            await pilot.press("ctrl+p", *"run: step")
-            await pilot.pause(0.3)
-            await pilot.press("enter")
+            assert await wait_for(pilot, lambda: "drive ●" in screen_text(pilot.app))
+            await run_palette(pilot, "run: step")
             assert await wait_for(pilot, lambda: controller.stepped == 1)
         assert controller.stopped

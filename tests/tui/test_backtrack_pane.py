@@ -15,7 +15,7 @@ import orjson
 import pytest
 from textual.message import Message
 from textual.pilot import Pilot
-from textual.widgets import Input, ProgressBar
+from textual.widgets import ProgressBar
 
 from fpdebug.backtrack import load_sidecar, sidecar_path_for
 from fpdebug.trace.schema import PassEvent, RunEndEvent, RunStartEvent, TurnEndEvent, TurnStartEvent
@@ -25,7 +25,7 @@ from fpdebug.tui.widgets import backtrack_pane
 from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.events import EventList
 from tests.trace.samples import Script
-from tests.tui.helpers import loaded, screen_text, wait_for
+from tests.tui.helpers import loaded, run_palette, screen_text, wait_for
 from tests.tui.traces import sample
 
 pytestmark = pytest.mark.anyio
@@ -59,16 +59,6 @@ async def open_pane(pilot: Pilot[object]) -> BacktrackPane:
     assert await wait_for(pilot, lambda: pane.report is not None or pane.state.error is not None)
     await pilot.pause()
     return pane
-
-
-async def palette(pilot: Pilot[object], command: str) -> None:
-    """Run a palette command (typed all at once)."""
-    await pilot.press("ctrl+p")
-    await pilot.pause()
-    pilot.app.screen.query_one(Input).value = command
-    await pilot.pause(0.2)
-    await pilot.press("enter")
-    await pilot.pause()
 
 
 async def _jump(pilot: Pilot[object], pane: BacktrackPane, starts: str) -> None:
@@ -197,11 +187,11 @@ class TestFullFlow:
             await loaded(pilot)
             screen = app.screen
             assert isinstance(screen, TraceScreen)
-            await palette(pilot, "backtrack: final answer")
+            await run_palette(pilot, "backtrack: final answer")
             pane = _pane(app)
             assert screen.view == "backtrack"
             assert await wait_for(pilot, lambda: pane.report is not None)
-            await palette(pilot, "backtrack: bisect")
+            await run_palette(pilot, "backtrack: bisect")
             assert await wait_for(pilot, lambda: pane.report is not None and pane.report.bisect is not None
                                   and not pane.running, timeout=30)
             bisect = pane.report.bisect  # type: ignore[union-attr]

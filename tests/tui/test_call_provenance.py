@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import (
     ArgumentRow,
     BasisRow,
@@ -27,26 +26,15 @@ from fpdebug.tui.app import FpdebugApp
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.calls import CallView, call_document, source_words
-from fpdebug.tui.widgets.document import TextBlock
 from tests.trace.samples import Script
-from tests.tui.helpers import loaded, screen_text
+from tests.tui.helpers import document_text, load_session, loaded, screen_text
 from tests.tui.traces import MARKUP, sample
 
 SIZE = (160, 48)
 
 
-def _session(path: Path) -> TraceSession:
-    session = TraceSession(TraceReader(path))
-    while not session.index_done:
-        session.index_step()
-    while session.model_step():
-        pass
-    return session
-
-
 def _text(session: TraceSession, row: int) -> str:
-    blocks = call_document(session, session.iterations[row], Palette())
-    return "\n".join(block.text.plain for block in blocks if isinstance(block, TextBlock))
+    return document_text(call_document(session, session.iterations[row], Palette()))
 
 
 def write_every_source(path: Path) -> Path:
@@ -111,7 +99,7 @@ class TestSourceWords:
 
 class TestCallDocument:
     def test_traced_argument_sample(self) -> None:
-        session = _session(sample("traced-argument"))
+        session = load_session(sample("traced-argument"))
         first = _text(session, 0)
         assert '$.customer_id  "C-88"  ← user  “C-88”' in first
         second = _text(session, 1)
@@ -122,7 +110,7 @@ class TestCallDocument:
         assert "cites $.order_id <- tool:call_1 at $.orders[0].order_id · 1 citation(s) dropped" in second
 
     def test_every_kind_of_source_hidden_values_and_rewrites(self, tmp_path: Path) -> None:
-        session = _session(write_every_source(tmp_path / "sources.fptrace.jsonl"))
+        session = load_session(write_every_source(tmp_path / "sources.fptrace.jsonl"))
         text = _text(session, 0)
         words = " ".join(text.split())
         assert '$.order_id "ORD-1" ← user “refund ORD-1”' in words
@@ -136,7 +124,7 @@ class TestCallDocument:
         assert MARKUP in text  # shown literally
 
     def test_no_findings_means_no_provenance_rows(self) -> None:
-        session = _session(sample("support"))
+        session = load_session(sample("support"))
         for row in range(len(session.iterations)):
             assert "where each value came from" not in _text(session, row)
 

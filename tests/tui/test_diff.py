@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
-from textual.widgets import Input
 
-from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import (
     ActiveReason,
     CursorMoveEvent,
@@ -29,27 +26,14 @@ from fpdebug.trace.schema import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from fpdebug.tui.app import FpdebugApp
 from fpdebug.tui.pass_diff import ACTIVE, Change, PassDiff, iter_changes, pass_diff
 from fpdebug.tui.screens.trace_screen import TraceScreen
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.diff import DiffView, diff_document
-from fpdebug.tui.widgets.document import TextBlock
 from tests.trace.samples import Script, support_run
-from tests.tui.helpers import loaded, wait_for
+from tests.tui.helpers import document_text, load_session, opened, run_palette, wait_for
 from tests.tui.traces import sample
-
-SIZE = (160, 48)
-
-
-def _session(path: Path) -> TraceSession:
-    session = TraceSession(TraceReader(path))
-    while not session.index_done:
-        session.index_step()
-    while session.model_step():
-        pass
-    return session
 
 
 def _by_id(diff: PassDiff, slot: str) -> dict[str, Change]:
@@ -57,8 +41,7 @@ def _by_id(diff: PassDiff, slot: str) -> dict[str, Change]:
 
 
 def _words(session: TraceSession, diff: PassDiff) -> str:
-    blocks = diff_document(session, diff, Palette(), marked=True)
-    return "\n".join(block.text.plain for block in blocks if isinstance(block, TextBlock))
+    return document_text(diff_document(session, diff, Palette(), marked=True))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -159,7 +142,7 @@ def write_two_runs(path: Path) -> None:
 
 class TestPassDiff:
     def test_support_i2_vs_i4_says_what_entered_left_and_why(self) -> None:
-        session = _session(sample("support"))
+        session = load_session(sample("support"))
         diff = pass_diff(session, 1, 3)
         assert (diff.a.label, diff.b.label) == ("T1·I2", "T1·I4")
         assert not diff.across_turns and not diff.swapped and diff.walked == 2
@@ -197,7 +180,7 @@ class TestPassDiff:
         assert not diff.identical
 
     def test_the_later_pass_chosen_first_is_read_forwards(self) -> None:
-        session = _session(sample("support"))
+        session = load_session(sample("support"))
         forwards, backwards = pass_diff(session, 1, 3), pass_diff(session, 3, 1)
         assert backwards.swapped and not forwards.swapped
         assert (backwards.a.label, backwards.b.label) == ("T1·I2", "T1·I4")
@@ -206,14 +189,14 @@ class TestPassDiff:
         ]
 
     def test_the_same_iteration_twice_is_identical(self) -> None:
-        session = _session(sample("support"))
+        session = load_session(sample("support"))
         diff = pass_diff(session, 2, 2)
         assert diff.same and diff.identical
         assert "Identical" in _words(session, diff)
         assert "the same pass on both sides" in _words(session, diff)
 
     def test_neighbours_whose_context_did_not_change_say_identical(self) -> None:
-        session = _session(sample("planted-fact"))
+        session = load_session(sample("planted-fact"))
         diff = pass_diff(session, 0, 1)
         assert not any(diff.slots.values())
         assert diff.messages  # the conversation grew: the reply and the tool result
@@ -221,7 +204,7 @@ class TestPassDiff:
     def test_across_turns_is_labelled_and_walked(self, tmp_path: Path) -> None:
         path = tmp_path / "two.fptrace.jsonl"
         write_two_turns(path)
-        session = _session(path)
+        session = load_session(path)
         diff = pass_diff(session, 0, 2)
         assert diff.across_turns and diff.walked == 2
         prompt = _by_id(diff, "system-prompt")
@@ -242,7 +225,7 @@ class TestPassDiff:
     def test_across_runs_nothing_is_walked(self, tmp_path: Path) -> None:
         path = tmp_path / "runs.fptrace.jsonl"
         write_two_runs(path)
-        session = _session(path)
+        session = load_session(path)
         assert len(session.iterations) == 2
         diff = pass_diff(session, 0, 1)
         assert diff.across_runs and diff.cursor_steps == [] and diff.leases == []
@@ -254,7 +237,7 @@ class TestPassDiff:
     def test_passes_without_slot_routing_compare_their_active_sets(self, tmp_path: Path) -> None:
         script, lines = support_run()
         path = script.write(tmp_path / "support-run.fptrace.jsonl")
-        session = _session(path)
+        session = load_session(path)
         diff = pass_diff(session, 0, 3)
         assert list(diff.slots) == [ACTIVE]
         changes = _by_id(diff, ACTIVE)
@@ -269,7 +252,7 @@ class TestPassDiff:
         from fpdebug.tui import pass_diff as module
 
         monkeypatch.setattr(module, "MAX_WALK", 2)
-        session = _session(sample("support"))
+        session = load_session(sample("support"))
         diff = pass_diff(session, 0, 4)
         assert diff.walk_cut and diff.walked == 2  # two passes, then B
         assert "the walk between A and B was cut" in _words(session, diff)
@@ -278,7 +261,7 @@ class TestPassDiff:
     def test_every_pair_of_a_hostile_trace_is_shown_without_error(
         self, hostile_trace: tuple[Path, dict[str, int]]
     ) -> None:
-        session = _session(hostile_trace[0])
+        session = load_session(hostile_trace[0])
         rows = range(len(session.iterations))
         assert len(rows) >= 2
         for a in rows:
@@ -292,102 +275,70 @@ class TestPassDiff:
 # In the app
 
 
-def _screen(app: FpdebugApp) -> TraceScreen:
-    assert isinstance(app.screen, TraceScreen)
-    return app.screen
-
-
-async def palette(pilot: Pilot[object], command: str) -> None:
-    """Run a palette command: open the palette, type it (all at once), take the first hit."""
-    await pilot.press("ctrl+p")
-    await pilot.pause()
-    prompt = pilot.app.screen.query_one(Input)
-    prompt.value = command
-    await pilot.pause(0.2)
-    await pilot.press("enter")
-    await pilot.pause()
-
-
-def _diff_text(app: FpdebugApp) -> str:
-    return " ".join(" ".join(_screen(app).query_one(DiffView).text_lines()).split())
+def _diff_text(screen: TraceScreen) -> str:
+    return " ".join(" ".join(screen.query_one(DiffView).text_lines()).split())
 
 
 @pytest.mark.anyio
 class TestDiffView:
     async def test_mark_a_then_select_b(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support")) as (pilot, screen):
             await pilot.press("j", "m", "j", "j", "6")
             await pilot.pause()
             view = screen.query_one(DiffView)
             assert screen.view == "diff" and view.mark == 1 and view.pair == (1, 3)
-            text = _diff_text(app)
+            text = _diff_text(screen)
             assert "Diff A T1·I2 → B T1·I4" in text
             assert "A is the marked iteration" in text
             assert "± refund-policy (instructions) came and went between A and B" in text
             # ] walks B while A stays
             await pilot.press("right_square_bracket")
             await pilot.pause()
-            assert view.pair == (1, 4) and "B T1·I5" in _diff_text(app)
+            assert view.pair == (1, 4) and "B T1·I5" in _diff_text(screen)
             # m on the marked pass clears the mark: A becomes the pass before B again
             await pilot.press("left_square_bracket", "left_square_bracket", "left_square_bracket", "m")
             await pilot.pause()
             assert view.mark is None and view.pair == (0, 1)
-            assert "A is the pass before B" in _diff_text(app)
+            assert "A is the pass before B" in _diff_text(screen)
 
     async def test_without_a_mark_each_pass_is_compared_with_the_one_before(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
+        async with opened(sample("support")) as (pilot, screen):
             await pilot.press("6")
             await pilot.pause()
-            assert "The first pass of a run has no pass before it" in _diff_text(app)
+            assert "The first pass of a run has no pass before it" in _diff_text(screen)
             await pilot.press("right_square_bracket")
             await pilot.pause()
-            assert "Diff A T1·I1 → B T1·I2" in _diff_text(app)
+            assert "Diff A T1·I1 → B T1·I2" in _diff_text(screen)
 
     async def test_palette_diff_iteration_a_vs_b(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
-            await palette(pilot, "diff: iteration 4 vs 2")
+        async with opened(sample("support")) as (pilot, screen):
+            await run_palette(pilot, "diff: iteration 4 vs 2", offered="diff: iteration 4 vs iteration 2")
             await wait_for(pilot, lambda: screen.view == "diff")
             await pilot.pause()
             view = screen.query_one(DiffView)
             assert screen.selected == 1 and view.mark == 3
-            text = _diff_text(app)
+            text = _diff_text(screen)
             assert "Diff A T1·I2 → B T1·I4" in text and "A was the later pass" in text
 
     async def test_palette_one_iteration_pairs_it_with_the_selection(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support")) as (pilot, screen):
             await pilot.press("G")
-            await palette(pilot, "diff: 1")
+            await run_palette(pilot, "diff: 1", offered="diff: iteration 1 vs iteration 5")
             await wait_for(pilot, lambda: screen.view == "diff")
             await pilot.pause()
             assert screen.query_one(DiffView).pair == (0, 4)
-            await palette(pilot, "diff: iteration 9 vs 2")
+            await run_palette(pilot, "diff: iteration 9 vs 2", offered="diff: iteration 9 vs iteration 2")
             assert screen.query_one(DiffView).pair == (0, 4)  # nothing changed
-            assert any("No iteration 9" in str(n.message) for n in app._notifications)
+            assert any("No iteration 9" in str(n.message) for n in pilot.app._notifications)
 
     async def test_the_same_iteration_twice_says_identical(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            _screen(app).compare(2, 2)
+        async with opened(sample("support")) as (pilot, screen):
+            screen.compare(2, 2)
             await pilot.pause()
-            assert "Identical A and B are the same pass" in _diff_text(app)
+            assert "Identical A and B are the same pass" in _diff_text(screen)
 
     async def test_enter_on_a_why_row_jumps_to_its_pass(self) -> None:
-        app = FpdebugApp(sample("support"))
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            screen = _screen(app)
+        async with opened(sample("support")) as (pilot, screen):
             screen.compare(1, 3)
             await pilot.pause()
             view = screen.query_one(DiffView)

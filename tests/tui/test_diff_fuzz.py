@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from fpdebug.backtrack import explain
 from fpdebug.errors import FpdebugError
-from fpdebug.trace.clock import FixedClock
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
@@ -24,30 +23,27 @@ from fpdebug.trace.schema import (
     FindingEvent,
     StatedValue,
     ToolCallRecord,
+    TraceEvent,
 )
-from fpdebug.trace.writer import TraceWriter
 from fpdebug.tui.pass_diff import pass_diff
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.widgets.backtrack_report import PaneState, backtrack_document, find_assessment
 from fpdebug.tui.widgets.calls import call_document
 from fpdebug.tui.widgets.diff import diff_document
 from tests.conftest import T0
-from tests.tui.test_rendering_fuzz import CONSOLE, PALETTE, _valid_events, bad_lines, nasty_text
-
-_RAW = ("\x1b", "\x9b", "\u202e")
-
-
-def _rows(blocks: list[object]) -> str:
-    rows = []
-    for block in blocks:
-        for expanded in (False, True):
-            for y in range(min(block.height(CONSOLE, 90, expanded), 50)):  # type: ignore[attr-defined]
-                rows.append(block.row(CONSOLE, 90, expanded, y).plain)  # type: ignore[attr-defined]
-    return "\n".join(rows)
+from tests.tui.helpers import load_session
+from tests.tui.strategies import (
+    PALETTE,
+    RAW,
+    bad_lines,
+    nasty_text,
+    rendered,
+    valid_events,
+    write_fuzz_trace,
+)
 
 
-def _honest_events(text: str, run_id: str) -> list[object]:
-    events = _valid_events(text, run_id)
+def _honest_events(text: str, run_id: str) -> list[TraceEvent]:
+    events = valid_events(text, run_id)
     call = events[1]
     reply = call.response.model_copy(  # type: ignore[attr-defined]
         update={"tool_calls": [ToolCallRecord(id=text, name=text, args={text: text})]}
@@ -81,33 +77,24 @@ def _honest_events(text: str, run_id: str) -> list[object]:
 def test_diff_provenance_and_pane_survive_any_trace(
     tmp_path: Path, text: str, run_id: str, lines: list[bytes]
 ) -> None:
-    path = tmp_path / "fuzz.fptrace.jsonl"
-    path.unlink(missing_ok=True)
-    with TraceWriter.create(path, durability="none", clock=FixedClock(T0)) as writer:
-        writer.append_many(_honest_events(text, run_id))  # type: ignore[arg-type]
-    with path.open("ab") as handle:
-        for line in lines:
-            handle.write(line + b"\n")
+    path = write_fuzz_trace(tmp_path / "fuzz.fptrace.jsonl", _honest_events(text, run_id), lines)
     with TraceReader(path, index=False) as reader:
-        session = TraceSession(reader)
-        while not session.index_done:
-            session.index_step()
-        while session.model_step():
-            pass
+        session = load_session(reader)
         rows = range(len(session.iterations))
         shown = []
         for a in rows:
-            shown.append(_rows(call_document(session, session.iterations[a], PALETTE)))
+            shown.append(rendered(call_document(session, session.iterations[a], PALETTE)))
             for b in rows:
-                shown.append(_rows(diff_document(session, pass_diff(session, a, b), PALETTE, marked=True)))
+                shown.append(rendered(diff_document(session, pass_diff(session, a, b), PALETTE, marked=True)))
         for iteration in session.iterations:
             for line in iteration.llm_lines:
                 try:
                     report = explain(path, line=line).report
                 except FpdebugError as error:
-                    shown.append(_rows(backtrack_document(None, PaneState(error=str(error)), None, PALETTE)))
+                    refused = PaneState(error=str(error))
+                    shown.append(rendered(backtrack_document(None, refused, None, PALETTE)))
                     continue
                 assessment = find_assessment(session, line)
-                shown.append(_rows(backtrack_document(report, PaneState(), assessment, PALETTE)))
+                shown.append(rendered(backtrack_document(report, PaneState(), assessment, PALETTE)))
         for text_shown in shown:
-            assert not any(raw in text_shown for raw in _RAW)
+            assert not any(raw in text_shown for raw in RAW)

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.command import CommandInput, CommandList, CommandPalette
 from textual.message import Message
 from textual.notifications import Notify
 from textual.pilot import Pilot
@@ -26,7 +25,7 @@ from fpdebug.tui.text import Palette
 from fpdebug.tui.screens.help_screen import HelpScreen
 from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.skill_map import SkillMapView
-from tests.tui.helpers import screen_text, wait_for
+from tests.tui.helpers import run_palette, screen_text, wait_for
 from tests.tui.traces import sample
 
 pytestmark = pytest.mark.anyio
@@ -92,24 +91,6 @@ async def paused_at(
     await pilot.pause()
 
 
-async def palette(pilot: Pilot[object], command: str) -> None:
-    """Run a palette command: open the palette, enter the text at once, wait for it on top, press enter."""
-    await pilot.press("ctrl+p")
-    assert await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
-    pilot.app.screen.query_one(CommandInput).value = command
-    options = pilot.app.screen.query_one(CommandList)
-
-    def on_top() -> bool:
-        if options.option_count == 0 or options.highlighted is None:
-            return False
-        prompt = options.get_option_at_index(options.highlighted).prompt
-        return command in getattr(prompt, "plain", str(prompt))
-
-    assert await wait_for(pilot, on_top), f"{command!r} is not offered"
-    await pilot.press("enter")
-    await pilot.pause()
-
-
 class TestStepping:
     async def test_it_opens_paused_on_pass_1_and_s_steps_one_pass_at_a_time(self, tmp_path: Path) -> None:
         app, driver = make_app(tmp_path, "support")
@@ -149,7 +130,7 @@ class TestBreakpoints:
         app, driver = make_app(tmp_path, "support")
         async with app.run_test(size=SIZE) as pilot:
             await paused_at(pilot, app, driver, lambda kind, it: kind == "pass")
-            await palette(pilot, "run: break on lease_prune")
+            await run_palette(pilot, "run: break on lease_prune")
             assert [bp.label for bp in driver.gate.breakpoints] == ["lease_prune"]
             await pilot.press("space")
             await paused_at(pilot, app, driver, lambda kind, it: kind == "lease_prune")
@@ -221,8 +202,8 @@ class TestBreakpoints:
             for tool in ("lookup_order", "check_policy", "fetch_invoice", "issue_refund", "read_skill"):
                 assert f"run: break on tool {tool}" in texts
             assert "view: skill map" in texts and "run: clear breakpoints" in texts
-            await palette(pilot, "run: break on cursor into refund")
-            await palette(pilot, "run: break on tool issue_refund")
+            await run_palette(pilot, "run: break on cursor into refund")
+            await run_palette(pilot, "run: break on tool issue_refund")
             await pilot.press("space")
             await paused_at(pilot, app, driver, lambda kind, it: kind == "cursor_move")
             hit = "breakpoint cursor into refund hit at T1·I4 cursor_move (line 19) · billing → refund"
@@ -231,7 +212,7 @@ class TestBreakpoints:
             await paused_at(pilot, app, driver, lambda kind, it: kind == "llm_call")
             hit = "breakpoint tool issue_refund hit at T1·I4 llm_call (line 22) · asks for issue_refund"
             assert hit in status_line(app)
-            await palette(pilot, "run: clear breakpoints")
+            await run_palette(pilot, "run: clear breakpoints")
             assert driver.gate.breakpoints == ()
 
 

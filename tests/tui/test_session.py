@@ -14,17 +14,12 @@ from fpdebug.trace.schema import RunStartEvent
 from fpdebug.tui.keymap import KEYMAP_ENV, find_keymap, load_keymap
 from fpdebug.tui.query import Query
 from fpdebug.tui.session import RUN_START_CACHE, TraceSession
+from tests.tui.helpers import load_session
 from tests.tui.traces import grow, sample, write_runs
 
 
 def _loaded(path: Path) -> TraceSession:
-    session = TraceSession(TraceReader(path, index=False))
-    session.index_step(chunk_size=64)
-    while not session.index_done:
-        session.index_step(chunk_size=64)
-    while session.model_step(limit=3):
-        pass
-    return session
+    return load_session(path, chunk_size=64, limit=3)  # many small steps
 
 
 class TestLoading:

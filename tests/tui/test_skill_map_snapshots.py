@@ -12,28 +12,13 @@ from collections.abc import Awaitable, Callable
 from textual.pilot import Pilot
 
 from fpdebug.tui.app import FpdebugApp
-from tests.tui.helpers import loaded
+from tests.tui.helpers import NARROW, WIDE, snapshot_keys
 from tests.tui.traces import sample
-
-WIDE = (160, 48)
-NARROW = (100, 30)
 
 
 def _at_iteration(number: int) -> Callable[[Pilot[object]], Awaitable[None]]:
     """Select iteration ``number`` on the timeline, then show the skill map."""
-
-    async def run_before(pilot: Pilot[object]) -> None:
-        pilot.app.animation_level = "none"
-        await loaded(pilot)
-        for _ in range(number - 1):
-            await pilot.press("right_square_bracket")
-            await pilot.pause()
-        await pilot.press("5")
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-    return run_before
+    return snapshot_keys(*["right_square_bracket"] * (number - 1), "5")
 
 
 class TestSkillMapView:

@@ -6,32 +6,16 @@ look at the SVGs (``tests/tui/__snapshots__/``) before committing them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
 
 from fpdebug.tui.app import FpdebugApp
-from tests.tui.helpers import loaded, wait_for
+from fpdebug.tui.widgets.timeline import IterationTimeline
+from tests.tui.helpers import NARROW, WIDE, loaded, wait_for
+from tests.tui.helpers import snapshot_keys as _keys
 from tests.tui.traces import sample
-
-WIDE = (160, 48)
-NARROW = (100, 30)
-
-
-def _keys(*keys: str) -> Callable[[Pilot[object]], Awaitable[None]]:
-    """Wait for the trace to load, then press ``keys`` with animations off."""
-
-    async def run_before(pilot: Pilot[object]) -> None:
-        pilot.app.animation_level = "none"
-        await loaded(pilot)
-        for key in keys:
-            await pilot.press(key)
-            await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-    return run_before
 
 
 class TestPassesView:
@@ -72,8 +56,8 @@ class TestSearch:
             pilot.app.animation_level = "none"
             await loaded(pilot)
             await pilot.press("slash", *"kind:lease_prune")
-            timeline = pilot.app.screen.query_one("#timeline")
-            await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)  # type: ignore[attr-defined]
+            timeline = pilot.app.screen.query_one("#timeline", IterationTimeline)
+            assert await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)
             await pilot.pause()
 
         assert snap_compare(FpdebugApp(sample("support")), run_before=run_before, terminal_size=WIDE)
