@@ -8,6 +8,7 @@ README shows these files; re-run this after a visible change.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,8 +65,12 @@ SHOTS: tuple[Shot, ...] = (
 """The README's screenshots."""
 
 
+SETTLE_TIMEOUT = 300.0
+"""Seconds a shot waits for the app's workers (a backtrack's reruns included) before it gives up."""
+
+
 async def _settle(pilot: Pilot[object]) -> None:
-    await pilot.app.workers.wait_for_complete()
+    await asyncio.wait_for(pilot.app.workers.wait_for_complete(), SETTLE_TIMEOUT)
     await pilot.pause()
     for _ in range(500):
         if getattr(pilot.app.screen, "loaded", True):
@@ -147,7 +152,7 @@ def _take(shot: Shot, *, out: Path, size: tuple[int, int], app: FpdebugApp) -> P
             await pilot.press(key)
             await pilot.pause()
             if shot.copy:
-                await pilot.app.workers.wait_for_complete()
+                await asyncio.wait_for(pilot.app.workers.wait_for_complete(), SETTLE_TIMEOUT)
                 await pilot.pause()
         if shot.search is not None:
             await pilot.press("slash", *shot.search)

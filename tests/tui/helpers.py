@@ -142,7 +142,7 @@ def snapshot_keys(*keys: str, quiet: bool = False) -> Callable[[Pilot[object]], 
         for key in keys:
             await pilot.press(key)
             await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
+        await asyncio.wait_for(pilot.app.workers.wait_for_complete(), WAIT)
         await pilot.pause()
         if quiet:
             pilot.app.clear_notifications()

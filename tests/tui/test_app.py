@@ -332,7 +332,7 @@ class TestFollow:
             grow(path, run_id=run_id, first_seq=screen.session.lines, iteration=1, turn=2)
             assert await wait_for(pilot, lambda: screen.timeline.total == rows + 1, step=0.005)
             elapsed = time.perf_counter() - started
-            assert elapsed < 1.0  # 100 ms on an idle machine; generous for a loaded CI box
+            assert elapsed < 3.0  # about 20 ms on an idle machine; CI runs two workers on two loaded cores
             assert await wait_for(pilot, lambda: screen.selected == rows)  # it was on the end: it followed
             assert any(isinstance(message, TraceGrew) and message.lines for message in seen)
 

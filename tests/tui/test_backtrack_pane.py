@@ -32,6 +32,9 @@ pytestmark = pytest.mark.anyio
 
 SIZE = (160, 48)
 
+RERUNS = 180.0
+"""Seconds a backtrack's reruns may take on a loaded machine (about 2 s on an idle one)."""
+
 
 def copy_sample(name: str, directory: Path) -> Path:
     """A copy of a committed sample (same file name), so its sidecar lands in ``directory``."""
@@ -89,7 +92,7 @@ class TestFullFlow:
             assert "CORRELATIONAL: aligned with the answer, never \"because\"" in text
 
             await pilot.press("a")
-            assert await wait_for(pilot, lambda: not pane.running, timeout=30)
+            assert await wait_for(pilot, lambda: not pane.running, timeout=RERUNS)
             await pilot.pause()
 
             names = [type(message).__name__ for message in seen]
@@ -157,17 +160,19 @@ class TestFullFlow:
         monkeypatch.setattr(backtrack_pane, "backtrack", gated)
         app = FpdebugApp(trace)
         async with app.run_test(size=SIZE) as pilot:
-            pane = await open_pane(pilot)
-            await pilot.press("a")
-            assert await wait_for(pilot, lambda: reached.is_set() and pane.state.done == 6)
-            bar = pane.query_one(ProgressBar)
-            assert pane.running and pane.has_class("-running") and bar.display
-            assert bar.progress == 6 and bar.total == 18
-            assert "running 6/18 reruns" in screen_text(app)
-            await pilot.press("escape")  # esc cancels while reruns run
-            assert "cancelling" in pane_text(app)
-            release.set()
-            assert await wait_for(pilot, lambda: not pane.running, timeout=15)
+            try:
+                pane = await open_pane(pilot)
+                await pilot.press("a")
+                assert await wait_for(pilot, lambda: reached.is_set() and pane.state.done == 6)
+                bar = pane.query_one(ProgressBar)
+                assert pane.running and pane.has_class("-running") and bar.display
+                assert bar.progress == 6 and bar.total == 18
+                assert await wait_for(pilot, lambda: "running 6/18 reruns" in screen_text(app))
+                await pilot.press("escape")  # esc cancels while reruns run
+                assert "cancelling" in pane_text(app)
+            finally:
+                release.set()  # never leave the rerun thread waiting, whatever failed above
+            assert await wait_for(pilot, lambda: not pane.running, timeout=RERUNS)
             await pilot.pause()
             report = pane.report
             assert report is not None and report.status == "cancelled"
@@ -193,7 +198,7 @@ class TestFullFlow:
             assert await wait_for(pilot, lambda: pane.report is not None)
             await run_palette(pilot, "backtrack: bisect")
             assert await wait_for(pilot, lambda: pane.report is not None and pane.report.bisect is not None
-                                  and not pane.running, timeout=30)
+                                  and not pane.running, timeout=RERUNS)
             bisect = pane.report.bisect  # type: ignore[union-attr]
             assert bisect is not None and bisect.verdict == "confirmed"
             assert bisect.culprits == [["injection 'vip-override'"]]
@@ -275,7 +280,7 @@ class TestRefusalsAndBadTraces:
         async with app.run_test(size=SIZE) as pilot:
             pane = await open_pane(pilot)
             await pilot.press("a")
-            assert await wait_for(pilot, lambda: bool(pane.state.error) and not pane.running, timeout=15)
+            assert await wait_for(pilot, lambda: bool(pane.state.error) and not pane.running, timeout=RERUNS)
             await pilot.pause()
             text = pane_text(app)
             assert "answered by the anthropic provider" in text and "--provider anthropic" in text

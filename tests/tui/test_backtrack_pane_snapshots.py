@@ -28,7 +28,7 @@ class TestBacktrackPane:
             assert await wait_for(pilot, lambda: pane.report is not None)
             await pilot.press("a")
             assert await wait_for(pilot, lambda: not pane.running and pane.report is not None
-                                  and pane.report.status == "complete", timeout=30)
+                                  and pane.report.status == "complete", timeout=180)
             await pilot.pause()
 
         assert snap_compare(FpdebugApp(trace), run_before=run_before, terminal_size=WIDE)

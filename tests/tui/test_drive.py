@@ -32,6 +32,9 @@ pytestmark = pytest.mark.anyio
 
 SIZE = (160, 48)
 
+LONG = 60.0
+"""Seconds a whole demo run may take on a loaded machine (a fraction of a second on an idle one)."""
+
 
 def make_app(
     tmp_path: Path,
@@ -87,7 +90,7 @@ async def paused_at(
             and screen.session.iterations[selected].number == point.iteration
         )
 
-    assert await wait_for(pilot, there, timeout=10), f"never paused there: {driver.status}"
+    assert await wait_for(pilot, there, timeout=LONG), f"never paused there: {driver.status}"
     await pilot.pause()
 
 
@@ -96,16 +99,18 @@ class TestStepping:
         app, driver = make_app(tmp_path, "support")
         async with app.run_test(size=SIZE) as pilot:
             await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 1))
-            assert "paused at T1·I1 pass" in status_line(app)
+            assert await wait_for(pilot, lambda: "paused at T1·I1 pass" in status_line(app))
             assert "Iteration 1 · turn 1" in screen_text(app)
             # the header agrees with the status line: paused, not running
-            assert "‖ paused at T1·I1" in header_line(app) and "running" not in header_line(app)
+            assert await wait_for(pilot, lambda: "‖ paused at T1·I1" in header_line(app))
+            assert "running" not in header_line(app)
             for iteration in (2, 3):
                 await pilot.press("s")
                 await paused_at(pilot, app, driver, lambda kind, it, n=iteration: (kind, it) == ("pass", n))
                 screen = screen_of(app)
                 assert screen.timeline.total == iteration
-                assert f"paused at T1·I{iteration} pass" in status_line(app)
+                status = f"paused at T1·I{iteration} pass"
+                assert await wait_for(pilot, lambda status=status: status in status_line(app))
                 header = f"‖ paused at T1·I{iteration}"
                 assert await wait_for(pilot, lambda header=header: header in header_line(app))
                 inspector = screen.query_one("#inspector", PassInspector)
@@ -116,12 +121,12 @@ class TestStepping:
         async with app.run_test(size=SIZE) as pilot:
             await paused_at(pilot, app, driver, lambda kind, it: kind == "pass")
             await pilot.press("space")
-            assert await wait_for(pilot, lambda: "run ended: completed" in status_line(app), timeout=10)
+            assert await wait_for(pilot, lambda: "run ended: completed" in status_line(app), timeout=LONG)
             screen = screen_of(app)
             assert await wait_for(pilot, lambda: screen.timeline.total == 5)
             assert await wait_for(pilot, lambda: "■ completed" in header_line(app))
             assert "paused" not in header_line(app)
-        assert driver.wait(10) and driver.result is not None
+        assert driver.wait(LONG) and driver.result is not None
         assert driver.result.result.status == "completed"
 
 
@@ -136,9 +141,9 @@ class TestBreakpoints:
             await paused_at(pilot, app, driver, lambda kind, it: kind == "lease_prune")
             point = driver.status.paused_at
             assert point is not None and point.iteration == 3 and point.hits == ("lease_prune",)
-            line = status_line(app)
-            assert "breakpoint lease_prune hit at T1·I3 lease_prune (line 15) · at evaluate" in line
-            assert "● breakpoint hit at T1·I3" in header_line(app)
+            hit = "breakpoint lease_prune hit at T1·I3 lease_prune (line 15) · at evaluate"
+            assert await wait_for(pilot, lambda: hit in status_line(app))
+            assert await wait_for(pilot, lambda: "● breakpoint hit at T1·I3" in header_line(app))
             # what the screen shows is the file: the prune is the last line, nothing after it
             screen = screen_of(app)
             assert screen.session.lines == point.seq + 1
@@ -148,7 +153,7 @@ class TestBreakpoints:
             await pilot.press("space")
             await paused_at(pilot, app, driver, lambda kind, it: kind == "lease_prune" and it == 4)
             await pilot.press("space")
-            assert await wait_for(pilot, lambda: "run ended: completed" in status_line(app), timeout=10)
+            assert await wait_for(pilot, lambda: "run ended: completed" in status_line(app), timeout=LONG)
         assert main(["validate", str(driver.trace_path)]) == 0
 
     async def test_a_breakpoint_hit_before_the_screen_is_up_is_shown_once_it_is(self, tmp_path: Path) -> None:
@@ -165,7 +170,7 @@ class TestBreakpoints:
                 lines = inspector.text_lines()
                 return bool(lines) and lines[0].startswith("Iteration 3 · turn 1")
 
-            assert await wait_for(pilot, shown, timeout=10)
+            assert await wait_for(pilot, shown, timeout=LONG)
             assert screen.session.iterations[screen.selected].number == 3
             assert "+1 new" not in status_line(app)
 
@@ -184,7 +189,7 @@ class TestBreakpoints:
             await paused_at(pilot, app, driver, lambda kind, it: kind == "engagement")
             assert driver.status.paused_at.iteration == 4
             hit = "breakpoint park hit at T1·I4 engagement (line 19) · skill-map parked"
-            assert hit in status_line(app)
+            assert await wait_for(pilot, lambda hit=hit: hit in status_line(app))
             # the skill map view says the map parked on this very pass
             await pilot.press("5")
             await pilot.pause()
@@ -207,11 +212,11 @@ class TestBreakpoints:
             await pilot.press("space")
             await paused_at(pilot, app, driver, lambda kind, it: kind == "cursor_move")
             hit = "breakpoint cursor into refund hit at T1·I4 cursor_move (line 19) · billing → refund"
-            assert hit in status_line(app)
+            assert await wait_for(pilot, lambda hit=hit: hit in status_line(app))
             await pilot.press("space")
             await paused_at(pilot, app, driver, lambda kind, it: kind == "llm_call")
             hit = "breakpoint tool issue_refund hit at T1·I4 llm_call (line 22) · asks for issue_refund"
-            assert hit in status_line(app)
+            assert await wait_for(pilot, lambda hit=hit: hit in status_line(app))
             await run_palette(pilot, "run: clear breakpoints")
             assert driver.gate.breakpoints == ()
 
@@ -252,7 +257,7 @@ class TestEnding:
             await pilot.press("s")
             await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 2))
             await pilot.press("q")
-        assert driver.wait(10)
+        assert driver.wait(LONG)
         assert driver.result is not None and driver.result.result.status == "interrupted"
         assert main(["validate", str(driver.trace_path)]) == 0
         lines = driver.trace_path.read_bytes().splitlines()
@@ -273,7 +278,7 @@ class TestEnding:
     async def test_a_run_driven_to_the_end_is_the_sample_byte_for_byte(self, tmp_path: Path) -> None:
         app, driver = make_app(tmp_path, "zone-trap", run_id="sample-zone-trap", start="running")
         async with app.run_test(size=SIZE) as pilot:
-            assert await wait_for(pilot, lambda: driver.status.state == "ended", timeout=10)
+            assert await wait_for(pilot, lambda: driver.status.state == "ended", timeout=LONG)
         assert driver.trace_path.read_bytes() == sample("zone-trap").read_bytes()
 
     async def test_a_failing_provider_shows_failed(self, tmp_path: Path) -> None:
@@ -286,8 +291,8 @@ class TestEnding:
         down: Provider = Down()  # type: ignore[assignment]
         app, driver = make_app(tmp_path, "support", provider=down, start="running")
         async with app.run_test(size=SIZE) as pilot:
-            assert await wait_for(pilot, lambda: "run failed" in status_line(app), timeout=10)
-            assert "ProviderError: 503 from upstream" in status_line(app)
+            failed = "run failed: ProviderError: 503 from upstream"
+            assert await wait_for(pilot, lambda: failed in status_line(app), timeout=LONG)
             assert await wait_for(pilot, lambda: "■ failed" in header_line(app))
         with TraceReader(driver.trace_path) as reader:
             last = reader[len(reader) - 1]
@@ -297,7 +302,7 @@ class TestEnding:
         app, driver = make_app(tmp_path, "leases", start="running")
         seen: list[Message] = []
         async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-            assert await wait_for(pilot, lambda: driver.status.state == "ended", timeout=10)
+            assert await wait_for(pilot, lambda: driver.status.state == "ended", timeout=LONG)
             await pilot.press("s")
 
             def told() -> bool:

@@ -26,7 +26,8 @@ from fpdebug.trace.schema import (
 )
 from fpdebug.tui.drive.gate import Breakpoint, GateStatus, StepGate
 
-WAIT = 10.0
+WAIT = 30.0
+"""Seconds a gated run may take to get somewhere (CI runs two workers on two loaded cores)."""
 
 
 class Watcher:

@@ -251,7 +251,7 @@ class TestTheView:
         async with app.run_test(size=SIZE) as pilot:
             started = time.perf_counter()
             lines = await show_map(app, pilot, "G")
-            assert time.perf_counter() - started < 5
+            assert time.perf_counter() - started < 20  # well under a second when idle; CI is loaded
             text = "\n".join(lines)
             assert "Outline  50 nodes: listed, too many to draw" in text
             for i in range(50):

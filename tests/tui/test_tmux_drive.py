@@ -3,57 +3,36 @@
 ``fpdebug demo support`` at 160×48: it opens paused on pass 1; ``s`` steps to pass 2; the breakpoints
 menu (``b``) sets ``lease_prune``; ``space`` continues to iteration 3's prune; the skill map shows
 where the cursor is; ``q`` ends the run (``run_end`` interrupted, exit code 130) and the trace it
-leaves behind validates. Each step is checked on ``tmux capture-pane`` text.
+leaves behind validates. Each step waits until the screen shows everything it checks.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
 
 from fpdebug.cli import main
-from tests.tui.test_tmux import Tmux
+from tests.tui.tmux import READY, Tmux, rows, tmux  # noqa: F401 - the fixture is used by name
 
 pytestmark = pytest.mark.tmux
 
 
-@pytest.fixture
-def tmux() -> Iterator[Tmux]:
-    """A tmux server of our own; it is killed at the end."""
-    assert shutil.which("tmux"), "tmux is required for this test (apt-get install -y tmux)"
-    socket = f"fpdebug-drive-test-{os.getpid()}"
-    yield Tmux(socket, "drive")
-    subprocess.run(["tmux", "-L", socket, "kill-server"], check=False, capture_output=True, timeout=20)
-
-
-def test_step_a_live_demo_break_on_a_prune_and_quit(tmux: Tmux, tmp_path: Path) -> None:
-    # COLUMNS / LINES inherited from the test runner would override the pane's real size.
-    command = (
-        f"cd {tmp_path} && env -u COLUMNS -u LINES {sys.executable} -m fpdebug demo support; "
-        "echo EXIT=$?; sleep 30"
-    )
-    tmux.run(
-        "new-session", "-d", "-s", tmux.session, "-x", "160", "-y", "48",
-        "-e", "LANG=C.UTF-8", "-e", "TERM=xterm-256color", command,
-    )  # fmt: skip
+def test_step_a_live_demo_break_on_a_prune_and_quit(tmux: Tmux, tmp_path: Path) -> None:  # noqa: F811
+    tmux.fpdebug("demo", "support", cwd=tmp_path)
 
     # it opens paused on the first pass, with the run's first iteration selected
-    screen = tmux.wait_for(lambda s: "paused at T1·I1 pass" in s and "b Breakpoints" in s)
-    assert "Iteration 1 · turn 1" in screen and "drive ●" in screen
+    opening = ("paused at T1·I1 pass", "b Breakpoints", "Iteration 1 · turn 1", "drive ●", READY)
+    screen = tmux.wait_for(lambda s: all(part in s for part in opening))
     assert "space Pause/Go" in screen and "s Step" in screen
+    assert "‖ paused at T1·I1" in screen.splitlines()[1]  # the run header agrees
 
     # s: one pass further; the timeline grew by one row and the inspector follows
     tmux.keys("s", literal=True)
-    screen = tmux.wait_for(lambda s: "paused at T1·I2 pass" in s and "Iteration 2 · turn 1" in s)
-    rows = [row.split()[0].strip("│") for row in screen.splitlines() if "│T1·I" in row]
-    assert rows == ["T1·I1", "T1·I2"]
+    stepped = ("paused at T1·I2 pass", "Iteration 2 · turn 1")
+    screen = tmux.wait_for(lambda s: all(part in s for part in stepped) and rows(s) == ["T1·I1", "T1·I2"])
+    assert rows(screen) == ["T1·I1", "T1·I2"]
 
     # b: the breakpoints menu; the first entry is lease_prune
     tmux.keys("b", literal=True)
@@ -66,18 +45,18 @@ def test_step_a_live_demo_break_on_a_prune_and_quit(tmux: Tmux, tmp_path: Path) 
     # space: continue until the prune of iteration 3 (the spent next-call lease, at evaluate)
     tmux.keys("Space")
     hit = "breakpoint lease_prune hit at T1·I3 lease_prune (line 15) · at evaluate: wire-format (spent)"
-    screen = tmux.wait_for(lambda s: hit in s and "Iteration 3 · turn 1" in s)
+    screen = tmux.wait_for(lambda s: hit in s and "Iteration 3 · turn 1" in s and "pruned  at evaluate" in s)
     assert "pruned  at evaluate" in screen
 
     # the skill map: the cursor stays on billing, reached by the route from triage
     tmux.keys("5", literal=True)
     where = "cursor on billing since T1·I2 (route)"
-    screen = tmux.wait_for(lambda s: "Skill map · run" in s and where in s)
+    screen = tmux.wait_for(lambda s: "Skill map · run" in s and where in s and "│ ▶ triage ├────a▶" in s)
     assert "│ ▶ triage ├────a▶" in screen
 
     # q: the run is ended cleanly and the trace it leaves behind is whole
     tmux.keys("q", literal=True)
-    screen = tmux.wait_for(lambda s: "EXIT=130" in s)
+    screen = tmux.wait_for(lambda s: "EXIT=130" in s and "trace: support-" in s)
     assert "run_end interrupted" in screen and "trace: support-" in screen
     traces = list(tmp_path.glob("support-*.fptrace.jsonl"))
     assert len(traces) == 1
