@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,25 @@ import pytest
 from textual.widgets import Input
 
 from tests.tui.traces import write_hostile, write_support_run
+
+
+HANG = 600.0
+"""Seconds after which a TUI test is taken to be stuck (the slowest takes about a minute on a loaded box)."""
+
+
+@pytest.fixture(autouse=True)
+def _hang_guard() -> Iterator[None]:
+    """End a stuck test's process with every thread's stack on stderr instead of hanging the run.
+
+    A worker thread that never returns keeps the event loop (and the pytest worker) from closing;
+    pytest-timeout is not a dependency, so the standard library's watchdog stands in: under xdist
+    the test fails as a crashed worker and the run goes on.
+    """
+    faulthandler.dump_traceback_later(HANG, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture
