@@ -23,6 +23,7 @@ from fpdebug.trace.schema import ArgumentRow, BasisRow, FindingEvent, LlmCallEve
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json, number, pretty_json
 from fpdebug.tui.widgets.document import Block, DocBuilder
+from fpdebug.tui.widgets.inspector import tool_result_head
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 
 __all__ = ["CallView", "argument_provenance", "call_document", "source_words"]
@@ -128,16 +129,7 @@ def call_document(session: TraceSession, iteration: Iteration, palette: Palette)
     if results:
         doc.heading("TOOL RESULTS", (f"  the batch this reply asked for ({len(results)})", palette.dim))
         for result in results:
-            status = result.status or ("failure" if result.error else "returned")
-            doc.line(
-                (result.tool_name, palette.accent),
-                " · ",
-                (result.tool_call_id, palette.dim),
-                " → ",
-                (status, palette.bad if status in ("failure", "denied", "invalid") else ""),
-                f" · {number(result.duration_ms)} ms",
-                indent=2,
-            )
+            doc.line(*tool_result_head(result, palette), indent=2)
             if result.coverage:
                 doc.line(("coverage ", palette.dim), (result.coverage, ""), indent=4)
             if result.error is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rich.style import Style
 from rich.text import Text
 
 from fpdebug.trace.model import Iteration
@@ -44,7 +45,7 @@ from fpdebug.tui.text import Palette, clip, compact_json, number
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 
-__all__ = ["LADDER", "PassInspector", "inspect_iteration", "ladder_text", "reason_text"]
+__all__ = ["LADDER", "PassInspector", "inspect_iteration", "ladder_text", "reason_text", "tool_result_head"]
 
 LADDER: tuple[str, ...] = ("explicit", "structural", "semantic", "lexical", "assumed")
 """The evidence strength ladder, strongest first (DOMAIN §6.1)."""
@@ -474,6 +475,27 @@ def _engagement_section(doc: DocBuilder, session: TraceSession, iteration: Itera
         doc.content(record.park_card, indent=4, rows=4)
 
 
+def tool_result_head(result: ToolResultEvent, palette: Palette) -> list[Part]:
+    """``lookup_order · call_1 → returned · 12 ms``: a tool result's first line in every view.
+
+    A status the record does not carry is derived (``failure`` with an error, else ``returned``)
+    and shown dim.
+    """
+    status = result.status or ("failure" if result.error else "returned")
+    if status in ("failure", "denied", "invalid"):
+        style: Style | str = palette.bad
+    else:
+        style = palette.dim if result.status is None else ""
+    return [
+        (result.tool_name, palette.accent),
+        " · ",
+        (result.tool_call_id, palette.dim),
+        " → ",
+        (status, style),
+        f" · {number(result.duration_ms)} ms",
+    ]
+
+
 def _tool_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
     palette = doc.palette
     results = _records(session, iteration.tool_result_lines, ToolResultEvent)
@@ -481,23 +503,7 @@ def _tool_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) 
         return
     doc.heading("Tool batch", (f"  {len(results)} call(s)", palette.dim))
     for result in results:
-        status = result.status or ("failure" if result.error else "returned")
-        doc.line(
-            (result.tool_name, palette.accent),
-            " · ",
-            (result.tool_call_id, palette.dim),
-            " → ",
-            (
-                status,
-                palette.bad
-                if status in ("failure", "denied", "invalid")
-                else palette.dim
-                if result.status is None
-                else "",
-            ),
-            f" · {number(result.duration_ms)} ms",
-            indent=2,
-        )
+        doc.line(*tool_result_head(result, palette), indent=2)
         if result.args:
             doc.line(("args ", palette.dim), (compact_json(result.args), ""), indent=4)
         if result.skill_gate is not None:
