@@ -19,7 +19,7 @@ from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import LlmRequest, LlmResponse, RunEndEvent
 from fpdebug.tui.app import TraceSource, binding_ids
 from fpdebug.tui.commands import fixed_commands
-from fpdebug.tui.drive import Breakpoint, DriveApp, DriveScreen, GateStatus, PausePoint, RunDriver
+from fpdebug.tui.drive import Breakpoint, DriveApp, DriveScreen, GateStatus, PausePoint, RunDriver, RunStateChanged
 from fpdebug.tui.drive.screen import gate_header_text, gate_text
 from fpdebug.tui.text import Palette
 from fpdebug.tui.screens.help_screen import HelpScreen
@@ -310,6 +310,20 @@ class TestEnding:
                 return any(isinstance(m, Notify) and said in m.notification.message for m in seen)
 
             assert await wait_for(pilot, told)
+
+    async def test_a_state_change_arriving_while_the_app_closes_is_ignored(self, tmp_path: Path) -> None:
+        # The run thread posts its last RunStateChanged from a `finally`: it can reach the app after
+        # the app began exiting, when the screen is still mounted but its widgets are gone. That
+        # used to raise NoMatches('#timeline') out of the app.
+        app, driver = make_app(tmp_path, "leases", start="running")
+        async with app.run_test(size=SIZE) as pilot:
+            assert await wait_for(pilot, lambda: driver.status.state == "ended", timeout=LONG)
+            screen = screen_of(app)
+            await screen.query_one("#timeline").remove()  # what the app's teardown does first
+            app.post_message(RunStateChanged(driver.status))
+            screen.run_state_changed(GateStatus(state="paused", paused_at=None))
+            await pilot.pause()
+        # Leaving run_test re-raises any exception a handler raised (the NoMatches of the bug).
 
 
 class TestKeys:

@@ -214,6 +214,8 @@ class DriveScreen(TraceScreen):
 
     def run_state_changed(self, status: GateStatus) -> None:
         """The gate changed: repaint the status and, on a pause, go to the event it paused on."""
+        if not self.showing:
+            return  # the run ended while the app was closing: nothing left to show it on
         if status.state == "paused" and status.paused_at is not None:
             self._pending = status.paused_at
             self._go_to_pause()
@@ -231,7 +233,7 @@ class DriveScreen(TraceScreen):
     def _go_to_pause(self) -> None:
         """Select the paused event's iteration once the screen shows it (retried until it does)."""
         point = self._pending
-        if point is None:
+        if point is None or not self.showing:
             self._stop_retry()
             return
         row = self.session.row_of_pass(point.run_id, point.turn, point.iteration)

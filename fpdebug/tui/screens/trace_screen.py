@@ -12,6 +12,7 @@ Views are declared in :data:`VIEWS` (id, tab title, key). Part 2 of the debugger
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 import threading
@@ -48,10 +49,29 @@ from fpdebug.tui.widgets.row_list import RowFilter, RowList
 from fpdebug.tui.widgets.skill_map import SkillMapView
 from fpdebug.tui.widgets.timeline import IterationTimeline, timeline_header
 
-__all__ = ["FIRST_PAINT_WAIT", "FOLLOW_INTERVAL", "VIEWS", "Mode", "TraceScreen", "ViewSpec", "view_bindings"]
+__all__ = [
+    "FIRST_PAINT_WAIT", "FOLLOW_INTERVAL", "VIEWS", "Mode", "TraceScreen", "ViewSpec", "view_bindings", "while_showing",
+]
 
 Mode = Literal["replay", "follow", "drive"]
 """How the trace is read: a saved file, a file another process writes, or a run the app drives."""
+
+
+def while_showing(handler: Callable[..., None]) -> Callable[..., None]:
+    """Skip ``handler`` once the screen's widgets are gone.
+
+    Worker threads (the loader, the tail, a driven run) post messages that can be handled after the
+    app began exiting: the screen is still mounted then, but its children have been removed, and a
+    handler that queries them would raise out of the app. Late messages have nothing left to show.
+    """
+
+    @functools.wraps(handler)
+    def guarded(self: TraceScreen, *args: object) -> None:
+        if self.showing:
+            handler(self, *args)
+
+    return guarded
+
 
 FOLLOW_INTERVAL = 0.05
 """Seconds between two polls of a followed file (new events show within about this long)."""
@@ -420,6 +440,7 @@ class TraceScreen(Screen[None]):
     # Worker notices
 
     @on(TraceGrew)
+    @while_showing
     def _trace_grew(self, message: TraceGrew) -> None:
         timeline = self.timeline
         was_at_end = timeline.at_end
@@ -447,6 +468,7 @@ class TraceScreen(Screen[None]):
             self.call_after_refresh(self.first_paint.set)
 
     @on(LoadFinished)
+    @while_showing
     def _load_finished(self) -> None:
         self.loaded = True
         # The model of a big trace is millions of long-lived objects: move them out of the
@@ -457,6 +479,7 @@ class TraceScreen(Screen[None]):
             self._tail()
 
     @on(FilterGrew)
+    @while_showing
     def _filter_grew(self, message: FilterGrew) -> None:
         for row_list in self.lists.values():
             row_filter = row_list.row_filter
@@ -468,6 +491,7 @@ class TraceScreen(Screen[None]):
                 row_list.sync()
         self._refresh_bars()
 
+    @while_showing
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
@@ -485,12 +509,14 @@ class TraceScreen(Screen[None]):
     # Selection
 
     @on(RowList.Highlighted, "#timeline")
+    @while_showing
     def _timeline_moved(self, message: RowList.Highlighted) -> None:
         self.selected = message.row
         if self.timeline.at_end:
             self.new_rows = 0
 
     @on(RowList.Highlighted, "#events")
+    @while_showing
     def _event_moved(self, message: RowList.Highlighted) -> None:
         self.query_one("#event-detail", EventDetail).show(message.row)
         row = self.session.row_at_line(message.row)
@@ -502,10 +528,12 @@ class TraceScreen(Screen[None]):
                 self._syncing_events = False
 
     @on(RowList.Highlighted, "#leases")
+    @while_showing
     def _lease_moved(self, message: RowList.Highlighted) -> None:
         self.query_one("#lease-detail", LeaseDetail).show(message.row)
 
     @on(RowList.Selected, "#leases")
+    @while_showing
     def _lease_opened(self, message: RowList.Selected) -> None:
         gantt = self.query_one("#leases", LeaseGantt)
         span = gantt.span(message.row)
@@ -515,13 +543,16 @@ class TraceScreen(Screen[None]):
             self.view = "passes"
 
     @on(RowList.Selected, "#timeline")
+    @while_showing
     def _timeline_opened(self, message: RowList.Selected) -> None:
         self.view = "calls"
 
     @on(RowList.Selected, "#events")
+    @while_showing
     def _event_opened(self, message: RowList.Selected) -> None:
         self.query_one("#event-detail", EventDetail).focus()
 
+    @while_showing
     def watch_selected(self, row: int) -> None:
         timeline = self.timeline
         if row >= 0 and timeline.cursor != row:
@@ -529,6 +560,7 @@ class TraceScreen(Screen[None]):
         self.show_selection()
         self._refresh_bars()
 
+    @while_showing
     def watch_view(self, view: str) -> None:
         self.query_one(ContentSwitcher).current = f"view-{view}"
         if self.tabs_widget.active != f"tab-{view}":
@@ -622,6 +654,7 @@ class TraceScreen(Screen[None]):
         self.view = "backtrack"
 
     @on(LinkDocument.JumpRequested)
+    @while_showing
     def _jump_requested(self, message: LinkDocument.JumpRequested) -> None:
         self.jump_to(message.jump)
 
@@ -654,6 +687,7 @@ class TraceScreen(Screen[None]):
             self.view = view
 
     @on(Tabs.TabActivated)
+    @while_showing
     def _tab_activated(self, event: Tabs.TabActivated) -> None:
         if event.tab is not None and event.tab.id and event.tab.id.startswith("tab-"):
             self.action_show_view(event.tab.id.removeprefix("tab-"))
@@ -767,8 +801,17 @@ class TraceScreen(Screen[None]):
     def _palette(self) -> Palette:
         return self.timeline.palette
 
+    @property
+    def showing(self) -> bool:
+        """Whether the screen's widgets are up (not before mount, nor while the app tears it down).
+
+        Worker threads post messages that can arrive after the app began exiting; the screen is
+        still mounted then but its children are gone, so handlers check this before they query.
+        """
+        return self.is_mounted and self.query_one_optional("#timeline", IterationTimeline) is not None
+
     def _refresh_bars(self) -> None:
-        if not self.is_mounted:
+        if not self.showing:
             return
         session = self.session
         palette = self._palette()
@@ -786,6 +829,7 @@ class TraceScreen(Screen[None]):
         )
         self.query_one(StatusBar).show(self.status_text(palette))
 
+    @while_showing
     def on_resize(self) -> None:
         self._refresh_bars()
         if self.view == "leases":
@@ -857,8 +901,10 @@ class TraceScreen(Screen[None]):
             text.append("  no run_end: the run was cut short or is still writing", palette.warn)
         return text
 
+    @while_showing
     def watch_new_rows(self) -> None:
         self._refresh_bars()
 
+    @while_showing
     def watch_following(self) -> None:
         self._refresh_bars()
