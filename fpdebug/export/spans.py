@@ -206,7 +206,7 @@ def _message_parts(message: Message) -> list[AttributeValue]:
     parts: list[AttributeValue] = []
     if message.role == "tool":
         parts.append(
-            {"type": "tool_call_response", "id": message.tool_call_id or "", "result": message.content}
+            {"type": "tool_call_response", "id": message.tool_call_id or "", "response": message.content}
         )
         return parts
     if message.content:

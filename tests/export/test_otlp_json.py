@@ -207,6 +207,14 @@ def test_content_is_exported_on_request_in_the_gen_ai_message_shapes(sample: Pat
         first_user = next(m for m in call["request"]["messages"] if m["role"] == "user")
         user_message = next(m for m in got["gen_ai.input.messages"] if m["role"] == "user")
         assert user_message["parts"] == [{"type": "text", "content": first_user["content"]}]
+        # A tool message is one ToolCallResponsePart: its required field is `response` (the
+        # conventions' gen-ai-input-messages.json), which backends read to show the result.
+        for message, exported in zip(sent, got["gen_ai.input.messages"], strict=True):
+            if message["role"] == "tool":
+                assert exported["parts"] == [{
+                    "type": "tool_call_response", "id": message["tool_call_id"],
+                    "response": message["content"],
+                }]
         output = got["gen_ai.output.messages"][0]
         calls_asked = [part for part in output["parts"] if part["type"] == "tool_call"]
         assert [part["name"] for part in calls_asked] == [c["name"] for c in call["response"]["tool_calls"]]
