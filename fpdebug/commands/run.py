@@ -9,16 +9,18 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from fpdebug.demo.registry import Scenario, ScenarioRun
     from fpdebug.engine.providers.base import Provider
     from fpdebug.engine.sink import EventSink
+    from fpdebug.export.otlp import SdkLog
     from fpdebug.export.stream import OtlpStreamSink
 
 HELP = "Run a demo scenario or your own agent module (build_agent()) and write its trace."
@@ -256,6 +258,40 @@ def finish(run: ScenarioRun) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Load the target, build the provider, run, write the trace, print the summary."""
+    if args.otlp:
+        from fpdebug.export.otlp import traces_endpoint
+
+        traces_endpoint(args.otlp)  # a bad URL is refused before any trace file is created
+    with _sdk_log_kept_for(args) as sdk_log:
+        return _run(args, sdk_log)
+
+
+@contextmanager
+def _sdk_log_kept_for(args: argparse.Namespace) -> Iterator[SdkLog | None]:
+    # With --otlp the SDK reports delivery failures by logging; keep its lines off the terminal
+    # (and off the debugger's screen) and say why in the summary instead.
+    if not args.otlp:
+        yield None
+        return
+    from fpdebug.export.otlp import capture_sdk_log
+
+    with capture_sdk_log() as log:
+        yield log
+
+
+def _otlp_summary(streams: Sequence[OtlpStreamSink], endpoint: str, sdk_log: SdkLog | None) -> None:
+    from fpdebug.export.otlp import undelivered_reason
+    from fpdebug.trace.inert import inert_line
+
+    for stream in streams:
+        line = f"otlp: {stream.exported} span(s) exported, {stream.failed} failed"
+        reason = undelivered_reason(endpoint, sdk_log) if stream.failed and sdk_log else None
+        if reason:
+            line += f": {inert_line(reason)}"
+        print(line)
+
+
+def _run(args: argparse.Namespace, sdk_log: SdkLog | None) -> int:
     from fpdebug.demo.registry import load_target, make_provider, run_target
 
     scenario = load_target(args.target)
@@ -292,8 +328,7 @@ def run(args: argparse.Namespace) -> int:
             max_iterations=args.max_iterations,
             wrap_sink=wrap,
         )
-        for stream in streams:
-            print(f"otlp: {stream.exported} span(s) exported, {stream.failed} failed")
+        _otlp_summary(streams, args.otlp, sdk_log)
         return code
     result = run_target(
         scenario,
@@ -305,6 +340,5 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         wrap_sink=wrap,
     )
-    for stream in streams:
-        print(f"otlp: {stream.exported} span(s) exported, {stream.failed} failed")
+    _otlp_summary(streams, args.otlp, sdk_log)
     return finish(result)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
+import socket
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
@@ -42,7 +44,9 @@ __all__ = [
     "DEFAULT_SERVICE_NAME",
     "DEFAULT_TIMEOUT",
     "SCOPE_NAME",
+    "SdkLog",
     "TRACES_PATH",
+    "capture_sdk_log",
     "export_request",
     "make_exporter",
     "otlp_json",
@@ -51,6 +55,7 @@ __all__ = [
     "send_spans",
     "to_readable_spans",
     "traces_endpoint",
+    "undelivered_reason",
 ]
 
 DEFAULT_SERVICE_NAME = "fpdebug"
@@ -184,26 +189,90 @@ def make_exporter(
     return OTLPSpanExporter(endpoint=traces_endpoint(endpoint), headers=headers, timeout=timeout)
 
 
-class _LastMessage(logging.Handler):
-    """Keeps the last warning or error the SDK logged, to say why an export failed."""
+class SdkLog(logging.Handler):
+    """The warnings and errors the OpenTelemetry SDK logged, kept to say why an export failed.
+
+    The SDK reports failures only through logging, and its last line is generic ("Failed to export
+    spans batch due to timeout, max retries or shutdown") while its first one names the cause
+    (``[Errno 111] Connection refused``): :attr:`reason` joins the two.
+    """
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
-        self.message: str | None = None
+        self.first: str | None = None
+        """The first warning or error logged."""
+        self.last: str | None = None
+        """The last warning or error logged."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.message = record.getMessage()
+            message = record.getMessage()
         except Exception:  # a malformed log record must not hide the export's own failure
-            self.message = str(record.msg)
+            message = str(record.msg)
+        if self.first is None:
+            self.first = message
+        self.last = message
+
+    @property
+    def reason(self) -> str | None:
+        """Why delivery failed, in one line: the last message, with the first one's cause when it differs."""
+        if self.last is None:
+            return None
+        cause = _short_cause(self.first or "")
+        if not cause or cause in self.last:
+            return self.last
+        return f"{self.last} (first error: {cause})"
+
+
+def _short_cause(message: str) -> str:
+    # urllib3 buries the OS error in a long repr; the errno text is what a person needs.
+    errno_text = _ERRNO.search(message)
+    if errno_text:
+        return errno_text.group(0)
+    return message if len(message) <= 300 else message[:299] + "…"
+
+
+def undelivered_reason(endpoint: str, log: SdkLog, *, connect_timeout: float = 2.0) -> str | None:
+    """Why spans did not reach ``endpoint``: what the SDK logged, and whether anything answers there.
+
+    With a short timeout the SDK logs only its generic last line; a plain connection attempt then
+    tells "nothing listens at that address" apart from "the collector answered with an error".
+    """
+    reason = log.reason
+    if reason and _ERRNO.search(reason):
+        return reason
+    unreachable = _connect_error(endpoint, connect_timeout)
+    if unreachable is None:
+        return reason
+    return f"{reason} ({unreachable})" if reason else unreachable
+
+
+def _connect_error(endpoint: str, timeout: float) -> str | None:
+    parts = urlsplit(traces_endpoint(endpoint))
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None  # a malformed port: the exporter's own message says more
+    host = parts.hostname or ""
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as error:
+        return f"cannot connect to {host}:{port}: {error.strerror or error}"
+    return None
+
+
+_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")\]]+")
 
 
 @contextmanager
-def _capture_sdk_log() -> Iterator[_LastMessage]:
-    # The exporter reports why it failed only through logging: catch that text for our error
-    # message, and keep the SDK's own lines (with their tracebacks) off the user's terminal.
+def capture_sdk_log() -> Iterator[SdkLog]:
+    """Catch what the OpenTelemetry SDK logs while the block runs, and keep it off the terminal.
+
+    The SDK's lines (with tracebacks) would otherwise land on stderr, or on the debugger's screen;
+    the caller reports :attr:`SdkLog.reason` in its own words instead.
+    """
     logger = logging.getLogger("opentelemetry")
-    handler = _LastMessage()
+    handler = SdkLog()
     propagate = logger.propagate
     logger.addHandler(handler)
     logger.propagate = False
@@ -247,11 +316,12 @@ def send_spans(
     readable = to_readable_spans(spans, resource=resource_for(service_name=service_name, producer=producer))
     sent = 0
     try:
-        with _capture_sdk_log() as log:
+        with capture_sdk_log() as log:
             for start in range(0, len(readable), _BATCH):
                 batch = readable[start : start + _BATCH]
                 if exporter.export(batch) is not SpanExportResult.SUCCESS:
-                    why = f": {log.message}" if log.message else ""
+                    reason = undelivered_reason(target, log)
+                    why = f": {reason}" if reason else ""
                     raise ExportError(
                         f"{target} did not accept spans {start + 1}-{start + len(batch)} of {len(readable)} "
                         f"({sent} delivered){why}"

@@ -157,15 +157,21 @@ class OtlpStreamSink:
         return self._processor.force_flush(timeout_millis)
 
     def close(self) -> None:
-        """Export the spans still open (incomplete if the run never ended), flush, and close ``inner``."""
+        """Close ``inner``, then export the spans still open (incomplete if the run never ended) and flush.
+
+        The wrapped sink is closed first so the trace is complete on disk before the wait for the
+        collector, which lasts up to the exporter's timeout when the collector is slow or absent.
+        """
         if self._closed:
             return
         self._closed = True
         try:
-            self._queue(self._builder.finish())
-            self._processor.shutdown()
-        finally:
             self.inner.close()
+        finally:
+            try:
+                self._queue(self._builder.finish())
+            finally:
+                self._processor.shutdown()
 
     def _queue(self, spans: list[SpanRecord]) -> None:
         for span in to_readable_spans(spans, resource=self._resource):

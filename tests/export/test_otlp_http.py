@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 from pathlib import Path
 
@@ -9,7 +10,14 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 
 from fpdebug.errors import ExportError
-from fpdebug.export.otlp import export_request, send_spans, traces_endpoint
+from fpdebug.export.otlp import (
+    SdkLog,
+    capture_sdk_log,
+    export_request,
+    send_spans,
+    traces_endpoint,
+    undelivered_reason,
+)
 from fpdebug.export.spans import build_spans
 from tests.export.otlp_helpers import SAMPLES, attrs, raw_records, trace_events
 from tests.export.receiver import OtlpReceiver
@@ -59,8 +67,51 @@ def test_nobody_listening_is_a_clear_error() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     spans = build_spans(trace_events(SAMPLES[0]))
-    with pytest.raises(ExportError, match="did not accept"):
+    # With a short timeout the SDK logs only its generic last line ("…timeout, max retries or
+    # shutdown"); the error still says that nothing answers at the address.
+    with pytest.raises(ExportError, match=rf"did not accept.*cannot connect to 127\.0\.0\.1:{port}: Connection refused"):
         send_spans(spans, f"http://127.0.0.1:{port}", timeout=1.0)
+
+
+def test_an_answering_collector_is_not_called_unreachable() -> None:
+    with OtlpReceiver(status=400) as receiver:
+        log = SdkLog()
+        log.emit(logging.makeLogRecord({"msg": "Failed to export span batch code: 400", "levelno": logging.ERROR}))
+        assert undelivered_reason(receiver.endpoint, log) == "Failed to export span batch code: 400"
+
+
+def test_the_sdk_log_reason_joins_the_last_message_and_the_first_cause() -> None:
+    log = SdkLog()
+    assert log.reason is None
+    logger = logging.getLogger("opentelemetry.test")
+    record = logger.makeRecord(
+        logger.name, logging.WARNING, __file__, 1,
+        "Transient error %s encountered while exporting span batch, retrying in %ss.",
+        ("HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded (Caused by NewConnectionError("
+         "'<urllib3.connection.HTTPConnection object>: Failed to establish a new connection: "
+         "[Errno 111] Connection refused'))", 0.9), None,
+    )
+    log.emit(record)
+    assert log.reason == log.first  # one message: nothing to join
+    log.emit(logger.makeRecord(logger.name, logging.ERROR, __file__, 2, "Failed to export batch.", (), None))
+    assert log.reason == "Failed to export batch. (first error: [Errno 111] Connection refused)"
+    # A first message without an OS error is kept whole when short, cut when long.
+    other = SdkLog()
+    other.emit(logger.makeRecord(logger.name, logging.WARNING, __file__, 3, "x" * 400, (), None))
+    other.emit(logger.makeRecord(logger.name, logging.ERROR, __file__, 4, "gave up", (), None))
+    assert other.reason == f"gave up (first error: {'x' * 299}…)"
+
+
+def test_captured_sdk_lines_stay_off_the_terminal(caplog: pytest.LogCaptureFixture) -> None:
+    # The SDK's lines would reach the root logger's handlers (or Python's last-resort handler on
+    # stderr, in the CLI); while captured they go only to the capture.
+    caplog.set_level(logging.WARNING)
+    with capture_sdk_log() as log:
+        logging.getLogger("opentelemetry.exporter").warning("Transient error, retrying")
+    assert log.first == "Transient error, retrying"
+    assert not caplog.records
+    logging.getLogger("opentelemetry.exporter").warning("Transient error after the block")
+    assert [record.getMessage() for record in caplog.records] == ["Transient error after the block"]
 
 
 def test_large_exports_go_in_batches() -> None:

@@ -32,8 +32,20 @@ def test_a_refusing_collector_does_not_lose_the_trace(tmp_path: Path, capsys: py
     trace = tmp_path / "support.fptrace.jsonl"
     with OtlpReceiver(status=400) as receiver:
         code = main(["run", "support", "--trace", str(trace), "--otlp", receiver.endpoint])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 0
     with TraceReader(trace) as reader:
         assert reader.peek(len(reader) - 1).kind == "run_end"
     assert "0 span(s) exported" in out and "failed" in out
+    # Why, in fpdebug's summary line; the SDK's own log lines never reach the terminal.
+    assert "400" in out.split("failed", 1)[1].splitlines()[0]
+    assert "opentelemetry" not in err and "Failed to export" not in err
+
+
+def test_a_bad_collector_url_is_refused_before_any_trace_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "support.fptrace.jsonl"
+    assert main(["run", "support", "--trace", str(trace), "--otlp", "notaurl"]) == 2
+    assert "not an OTLP/HTTP endpoint: 'notaurl'" in capsys.readouterr().err
+    assert not trace.exists()  # so the same command, corrected, can use the same --trace

@@ -111,3 +111,23 @@ def test_an_unreachable_collector_never_stops_the_run() -> None:
 def test_a_sink_needs_somewhere_to_send() -> None:
     with pytest.raises(ExportError, match="endpoint"):
         OtlpStreamSink(MemorySink())
+
+
+def test_the_trace_is_closed_before_the_wait_for_the_collector() -> None:
+    events = support_events()
+    inner = MemorySink()
+    closed_when_exporting: list[bool] = []
+
+    class Watching(InMemorySpanExporter):
+        def export(self, spans):  # type: ignore[no-untyped-def]
+            closed_when_exporting.append(inner.closed)
+            return super().export(spans)
+
+    # A long batch delay: nothing leaves before close(), so close() is what waits for delivery.
+    sink = OtlpStreamSink(inner, exporter=Watching(), schedule_delay_millis=60_000)
+    for event in events:
+        sink.emit(event)
+    assert not closed_when_exporting
+    sink.close()
+    assert closed_when_exporting and all(closed_when_exporting)
+    assert sink.exported == len(build_spans(events))
