@@ -72,6 +72,7 @@ from fpdebug.trace.schema import (
     TraceEvent,
     TurnEndEvent,
     TurnStartEvent,
+    Usage,
 )
 
 __all__ = [
@@ -202,6 +203,18 @@ def attribute(value: object) -> AttributeValue:
     return str(value)
 
 
+def _input_tokens(provider: str, usage: Usage) -> int:
+    """``gen_ai.usage.input_tokens``: every input token, cached ones included, as the conventions ask.
+
+    OpenAI's prompt tokens already include the cached ones; Anthropic reports cache reads and cache
+    writes apart from ``input_tokens``, so they are added back (the trace keeps the provider's own
+    split, and the cache attributes carry it too).
+    """
+    if provider != "anthropic":
+        return usage.input_tokens
+    return usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+
+
 def _message_parts(message: Message) -> list[AttributeValue]:
     parts: list[AttributeValue] = []
     if message.role == "tool":
@@ -231,6 +244,8 @@ class _RunState:
     active_ids: dict[tuple[int | None, int | None], list[str]] = field(default_factory=dict)
     tool_descriptions: dict[str, str] = field(default_factory=dict)
     stop_reasons: dict[int, str] = field(default_factory=dict)
+    cached_input: dict[int, int] = field(default_factory=dict)
+    """Per turn: cache tokens a provider reported apart from its input tokens (see _input_tokens)."""
 
 
 class SpanBuilder:
@@ -409,7 +424,7 @@ class SpanBuilder:
         span = self._turn_span(state, number, event.seq, now)
         span.end_ns = max(span.start_ns, now)
         attrs = span.attributes
-        attrs["gen_ai.usage.input_tokens"] = event.input_tokens
+        attrs["gen_ai.usage.input_tokens"] = event.input_tokens + state.cached_input.get(number, 0)
         attrs["gen_ai.usage.output_tokens"] = event.output_tokens
         attrs["fpdebug.turn.iteration_count"] = event.iteration_count
         if event.stopped_early is not None:
@@ -454,7 +469,11 @@ class SpanBuilder:
                 if event.turn is not None:
                     state.stop_reasons[event.turn] = response.stop_reason
             usage = response.usage
-            attrs["gen_ai.usage.input_tokens"] = usage.input_tokens
+            input_tokens = _input_tokens(event.provider, usage)
+            attrs["gen_ai.usage.input_tokens"] = input_tokens
+            if event.turn is not None and input_tokens != usage.input_tokens:
+                extra = input_tokens - usage.input_tokens
+                state.cached_input[event.turn] = state.cached_input.get(event.turn, 0) + extra
             attrs["gen_ai.usage.output_tokens"] = usage.output_tokens
             if usage.cache_read_tokens is not None:
                 attrs["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens

@@ -62,15 +62,32 @@ def test_a_refusing_collector_is_a_clear_error() -> None:
             send_spans(spans, receiver.endpoint)
 
 
-def test_nobody_listening_is_a_clear_error() -> None:
+def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        return int(probe.getsockname()[1])
+
+
+def test_nobody_listening_is_a_clear_error() -> None:
+    port = closed_port()
     spans = build_spans(trace_events(SAMPLES[0]))
-    # With a short timeout the SDK logs only its generic last line ("…timeout, max retries or
-    # shutdown"); the error still says that nothing answers at the address.
-    with pytest.raises(ExportError, match=rf"did not accept.*cannot connect to 127\.0\.0\.1:{port}: Connection refused"):
+    # The cause comes from the SDK's first warning or, when its short retry window left only the
+    # generic last line, from fpdebug's own connection attempt (next test); either way it is said.
+    with pytest.raises(ExportError, match=r"did not accept spans 1-\d+ .*Connection refused"):
         send_spans(spans, f"http://127.0.0.1:{port}", timeout=1.0)
+
+
+def test_a_generic_sdk_message_gets_the_connection_error_added() -> None:
+    port = closed_port()
+    log = SdkLog()
+    generic = "Failed to export spans batch due to timeout, max retries or shutdown."
+    log.emit(logging.makeLogRecord({"msg": generic, "levelno": logging.ERROR}))
+    assert undelivered_reason(f"http://127.0.0.1:{port}", log) == (
+        f"{generic} (cannot connect to 127.0.0.1:{port}: Connection refused)"
+    )
+    assert undelivered_reason(f"http://127.0.0.1:{port}", SdkLog()) == (
+        f"cannot connect to 127.0.0.1:{port}: Connection refused"
+    )
 
 
 def test_an_answering_collector_is_not_called_unreachable() -> None:

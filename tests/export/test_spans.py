@@ -157,6 +157,28 @@ def test_chat_kind_is_client_for_remote_models_and_internal_for_scripted_ones() 
     assert chat.kind == Span.SPAN_KIND_INTERNAL
 
 
+def test_input_tokens_include_the_cached_ones_as_the_conventions_ask() -> None:
+    # Anthropic reports cache reads and writes apart from input_tokens; OpenAI counts them inside.
+    def with_cache(provider: str) -> list[TraceEvent]:
+        cached = Usage(input_tokens=10, output_tokens=2, cache_read_tokens=100, cache_write_tokens=7)
+        return [
+            event.model_copy(update={"provider": provider, "response": event.response.model_copy(
+                update={"usage": cached})}) if isinstance(event, LlmCallEvent) else event
+            for event in small_run()
+        ]
+
+    grouped = tree(with_cache("anthropic"))
+    (_, chat), = grouped["chat"]
+    assert chat["gen_ai.usage.input_tokens"] == 117
+    assert chat["gen_ai.usage.cache_read.input_tokens"] == 100
+    assert chat["gen_ai.usage.cache_creation.input_tokens"] == 7
+    (_, turn), = grouped["invoke_agent"]
+    assert turn["gen_ai.usage.input_tokens"] == 117  # the turn's 10, plus its calls' cache tokens
+    grouped = tree(with_cache("openai"))
+    assert grouped["chat"][0][1]["gen_ai.usage.input_tokens"] == 10
+    assert grouped["invoke_agent"][0][1]["gen_ai.usage.input_tokens"] == 10
+
+
 def test_integers_beyond_int64_are_kept_as_text() -> None:
     (_, tool_attrs), = tree(small_run(), include_content=True)["execute_tool"]
     assert tool_attrs["gen_ai.tool.call.arguments"] == {"n": str(2**70)}
