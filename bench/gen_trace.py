@@ -17,7 +17,7 @@ Speed: lines are built as plain dicts and serialised with orjson, which yields e
 out, timestamps as pydantic prints them). :func:`check_lines` proves it for any sample of lines
 (parse with the schema, dump again, compare bytes); the generator checks one line in
 :data:`CHECK_EVERY` as it writes, and ``tests/bench/test_gen_trace.py`` checks every line of a
-small trace plus ``fpdebug validate``'s verdict. The 1M-event file (about 1 GB) takes well under a
+small trace plus ``fpdebug validate``'s verdict. The 1M-event file (about 2 GB) takes well under a
 minute on one core.
 
 Usage::
