@@ -713,8 +713,8 @@ class _Synth:
                 effects.append({"kind": "require-instruction", "outcome": "accepted",
                                 "instruction_id": instruction, "delivery_lease": delivery})
                 grant = _Lease(instruction, delivery, cursor, name, call_id, iteration)
-            body["effects"] = effects
-            body["malformed"] = []
+            if effects:  # as the writer: empty effect lists are not written
+                body["effects"] = effects
             outcome = None
             if name == "read_skill":
                 target = str(args["id"])

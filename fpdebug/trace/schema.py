@@ -133,6 +133,11 @@ Slot: TypeAlias = Literal["system-prompt", "messages", "tools"]
 """The three context slots an injection can write to."""
 
 
+def _is_empty(value: object) -> bool:
+    """``exclude_if`` for list fields of a feature: an empty list means the feature was not used."""
+    return not value
+
+
 class Frozen(BaseModel):
     """Base of every record and sub-record: immutable, and strict about unknown fields."""
 
@@ -1060,10 +1065,12 @@ class ToolResultEvent(_Event):
     """The result text the model read (an envelope's ``content``, refusals appended)."""
     status: ToolResultStatus | None = None
     """The status an envelope declared, or ``failure`` when the tool raised."""
-    effects: list[EffectJudgment] = Field(default_factory=list)
-    """Each effect and its judgment, in declaration order."""
-    malformed: list[MalformedEffect] = Field(default_factory=list)
-    """Effects with bad fields."""
+    # Empty lists are not written: a run whose tools never return effects writes no effects keys
+    # (DOMAIN §11.10: an absent feature writes no keys). Read back, a missing key is an empty list.
+    effects: list[EffectJudgment] = Field(default_factory=list, exclude_if=_is_empty)
+    """Each effect and its judgment, in declaration order (not written when there are none)."""
+    malformed: list[MalformedEffect] = Field(default_factory=list, exclude_if=_is_empty)
+    """Effects with bad fields (not written when there are none)."""
     skill_gate: SkillGate | None = None
     """``read_skill`` calls: what the gate decided."""
     error: ErrorInfo | None = None

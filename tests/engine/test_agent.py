@@ -453,6 +453,12 @@ class TestLoop:
             assert not {"lease_active_ids", "parked_ids", "served_ids", "superseded_ids"} & set(line)
         start = next(line for line in run.raw if line["kind"] == "run_start")
         assert "skill_map" not in start and "maps" not in start and "honesty" not in start
+        # A tool that returned plain data used no effects: no effects keys on its result (§11.10),
+        # and read back the record still has empty lists.
+        (result_line,) = [line for line in run.raw if line["kind"] == "tool_result"]
+        assert not {"effects", "malformed", "skill_gate"} & set(result_line)
+        (result,) = run.of("tool_result")
+        assert isinstance(result, ToolResultEvent) and result.effects == [] and result.malformed == []
 
     def test_the_default_sink_keeps_the_events(self) -> None:
         result = Agent("a").run("hi", provider=scripted("hello"), clock=FixedClock(T0), run_id="m")
