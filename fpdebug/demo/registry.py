@@ -19,10 +19,10 @@ from types import ModuleType
 
 from fpdebug.engine.agent import Agent, RunResult
 from fpdebug.engine.providers import LIVE_PROVIDERS, live_provider
-from fpdebug.engine.providers.base import Provider
+from fpdebug.engine.providers.base import Provider, check_provider
 from fpdebug.engine.providers.replay import ReplayProvider
 from fpdebug.engine.sink import EventSink, TraceFileSink
-from fpdebug.errors import FpdebugError, ProviderError, ScenarioError
+from fpdebug.errors import DefinitionError, FpdebugError, ProviderError, ScenarioError
 from fpdebug.trace.clock import Clock, FixedClock, SystemClock
 from fpdebug.trace.writer import Durability
 
@@ -116,11 +116,15 @@ class Scenario:
                 "(and --model), or --provider replay --replay-from TRACE"
             )
         try:
-            return factory()  # type: ignore[no-any-return]
+            provider = factory()
         except Exception as exc:
             raise ScenarioError(
                 f"{self.source}: scripted_provider() raised {type(exc).__name__}: {exc}"
             ) from exc
+        try:
+            return check_provider(provider)
+        except DefinitionError as exc:
+            raise ScenarioError(f"{self.source}: scripted_provider() returned no provider: {exc}") from exc
 
     @property
     def expected(self) -> Mapping[str, object]:

@@ -92,6 +92,8 @@ from fpdebug.trace.schema import (
     TurnStartEvent,
 )
 
+from fpdebug.engine.providers.base import check_provider
+
 if TYPE_CHECKING:
     from fpdebug.engine.providers.base import Provider
 
@@ -766,7 +768,7 @@ class Conversation:
     ) -> None:
         self.agent = agent
         """The agent."""
-        self.provider = provider
+        self.provider = check_provider(provider)
         """The model."""
         self.compiled = agent._compile()
         self.sink: EventSink = sink if sink is not None else MemorySink()
@@ -1137,6 +1139,11 @@ class TurnLoop:
         start = self.recorder.now()
         try:
             response = conversation.provider.complete(request)
+            if not isinstance(response, LlmResponse):
+                raise ProviderError(
+                    f"{conversation.provider.name}.complete() returned {type(response).__name__} "
+                    f"{response!r:.80}, not an LlmResponse"
+                )
         except RunInterrupted:
             raise
         except Exception as exc:  # every provider failure is the run's failure, recorded, not a traceback

@@ -202,6 +202,20 @@ def test_a_users_module_file_follows_the_same_contract(tmp_path: Path) -> None:
     assert run.result.content == "hi there" and run.trace_path.is_file()
 
 
+def test_a_module_whose_scripted_provider_returns_no_provider_is_a_scenario_error(tmp_path: Path) -> None:
+    module = tmp_path / "odd_agent.py"
+    module.write_text(
+        "from fpdebug.engine.agent import Agent\n"
+        "def build_agent():\n    return Agent('odd')\n"
+        "def scripted_provider():\n    return 5\n"
+    )
+    scenario = load_target(str(module))
+    trace = tmp_path / "odd.jsonl"
+    with pytest.raises(ScenarioError, match=r"odd_agent.py: scripted_provider\(\) returned no provider: .*not int 5"):
+        run_target(scenario, trace_path=trace)
+    assert not trace.exists()  # refused before the trace file was created
+
+
 def test_a_dotted_module_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     package = tmp_path / "pkg_for_fpdebug"
     package.mkdir()

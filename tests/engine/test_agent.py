@@ -384,6 +384,29 @@ class TestLoop:
         assert "deliveryLease 'forever'" in malformed.malformed[0].refusal_reason
         assert run.of("lease_grant") == []
 
+    def test_a_reply_that_is_not_an_llm_response_is_the_providers_failure(self, tmp_path: Path) -> None:
+        class Sloppy:
+            name, model = "sloppy", "m-1"
+
+            def complete(self, request: LlmRequest) -> object:
+                return "hello"  # a str where an LlmResponse belongs
+
+        run = record(Agent("a"), "go", Sloppy(), tmp_path)  # type: ignore[arg-type]
+        (call,) = run.of("llm_call")
+        assert isinstance(call, LlmCallEvent) and call.response is None
+        assert call.error is not None and call.error.type == "ProviderError"
+        assert call.error.message == "sloppy.complete() returned str 'hello', not an LlmResponse"
+        assert run.result.status == "failed"
+
+    @pytest.mark.parametrize("provider", [5, None, "scripted", object()])
+    def test_something_that_is_not_a_provider_is_refused_before_anything_is_written(
+        self, provider: object
+    ) -> None:
+        sink = MemorySink()
+        with pytest.raises(DefinitionError, match=r"the provider must be a Provider .* it lacks a `name` string"):
+            Agent("a").run("go", provider=provider, sink=sink)  # type: ignore[arg-type]
+        assert sink.events == []
+
     def test_a_provider_failure_is_recorded_and_nothing_before_is_lost(self, tmp_path: Path) -> None:
         class Flaky:
             name, model = "flaky", "m-1"

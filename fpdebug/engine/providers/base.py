@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
 
-from fpdebug.errors import LiveCallRefusedError, ProviderError
+from fpdebug.errors import DefinitionError, LiveCallRefusedError, ProviderError
 from fpdebug.trace.schema import LlmRequest, LlmResponse, ToolCallRecord, ToolSchema
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "SdkErrors",
     "SdkProvider",
     "allow_live_calls",
+    "check_provider",
     "check_live_call",
     "estimate_tokens",
     "live_calls_allowed",
@@ -85,6 +86,32 @@ class Provider(Protocol):
             ProviderError: for every failure (HTTP status, timeout, connection, malformed reply).
         """
         ...
+
+
+def check_provider(provider: object) -> Provider:
+    """``provider`` when it looks like one (``name`` and ``model`` strings, a ``complete`` method).
+
+    Checked before anything is written, so a wrong object is one clear error, not a traceback from
+    deep in the loop and a trace file holding a header only.
+
+    Raises:
+        DefinitionError: It is not one; the message says what it lacks.
+    """
+    missing = [
+        what
+        for what, ok in (
+            ("a `name` string", isinstance(getattr(provider, "name", None), str)),
+            ("a `model` string", isinstance(getattr(provider, "model", None), str)),
+            ("a `complete(request)` method", callable(getattr(provider, "complete", None))),
+        )
+        if not ok
+    ]
+    if missing:
+        raise DefinitionError(
+            f"the provider must be a Provider (ScriptedProvider, ReplayProvider, AnthropicProvider, "
+            f"OpenAIProvider…), not {type(provider).__name__} {provider!r:.60}: it lacks {', '.join(missing)}"
+        )
+    return provider  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------------------------------------
