@@ -62,8 +62,23 @@ def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def chosen_trace_path(args: argparse.Namespace, name: str) -> Path:
-    """The ``--trace`` path, or a new :func:`default_trace_path` named after the scenario ``name``."""
-    return Path(args.trace) if args.trace else default_trace_path(name)
+    """The ``--trace`` path, or a new :func:`default_trace_path` named after the scenario ``name``.
+
+    Raises:
+        ConfigError: ``--trace`` names a non-empty file and ``--overwrite`` was not given (said in
+            the command line's words, before the provider or the run start).
+    """
+    if not args.trace:
+        return default_trace_path(name)
+    path = Path(args.trace)
+    if not getattr(args, "overwrite", False) and path.is_file() and path.stat().st_size:
+        from fpdebug.errors import ConfigError
+
+        raise ConfigError(
+            f"{path}: already exists and is not empty ({path.stat().st_size} bytes); pass --overwrite "
+            "to replace it, or choose another --trace"
+        )
+    return path
 
 
 def add_debugger_arguments(parser: argparse.ArgumentParser) -> None:

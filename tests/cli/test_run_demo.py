@@ -163,8 +163,13 @@ def test_an_existing_trace_is_not_overwritten_unless_asked(
 ) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text("precious\n")
-    assert main(["run", "leases", "--trace", str(trace)]) == 2
-    assert "already exists" in capsys.readouterr().err and trace.read_text() == "precious\n"
+    for command in ("run", "demo"):
+        extra = ["--no-tui"] if command == "demo" else []
+        assert main([command, "leases", *extra, "--trace", str(trace)]) == 2
+        err = capsys.readouterr().err
+        assert "already exists" in err and trace.read_text() == "precious\n"
+        # Advice in the command line's words, not the Python API's (overwrite=True).
+        assert "pass --overwrite to replace it" in err and "overwrite=True" not in err
     assert main(["run", "leases", "--trace", str(trace), "--overwrite"]) == 0
 
 
