@@ -128,7 +128,17 @@ class RunInterrupted(FpdebugError):
     """A run was stopped from outside: an event sink (the debugger's step gate) raised it to end the run.
 
     The agent loop catches it, records ``run_end {status: interrupted}`` and returns the result.
+
+    Args:
+        message: What stopped the run.
+        stored: The sink kept the event it raised on (a gate stopped while paused after writing
+            it): the recorder then counts that event's ``seq`` as used, so ``run_end`` follows it.
     """
+
+    def __init__(self, message: str = "the run was interrupted", *, stored: bool = False) -> None:
+        super().__init__(message)
+        self.stored = stored
+        """Whether the sink kept the event it raised on."""
 
 
 class ScenarioError(FpdebugError):

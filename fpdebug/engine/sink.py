@@ -11,8 +11,9 @@ envelope (``seq`` dense from the sink's next number, ``ts`` from the injected cl
 A sink may also be a wrapper: the debugger's drive mode wraps the real sink in a gate whose
 ``emit`` blocks until the user steps, and stops a run by raising
 :class:`~fpdebug.errors.RunInterrupted` from ``emit``. A sink that raises must not have stored the
-event: the recorder then reuses its ``seq`` for the next record (the ``run_end``), so the trace
-stays dense. :class:`~fpdebug.trace.writer.TraceWriter` keeps the same promise on a failed write.
+event (the recorder then reuses its ``seq`` for the next record, the ``run_end``), or must say it did
+with ``RunInterrupted(stored=True)`` (the recorder then counts the ``seq`` as used): either way the
+trace stays dense. :class:`~fpdebug.trace.writer.TraceWriter` keeps the same promise on a failed write.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ class EventSink(Protocol):
 
     ``emit`` receives each finished event (a frozen schema model). It may block (a step gate) and may
     raise :class:`~fpdebug.errors.RunInterrupted` to stop the run; it must not keep an event it
-    raised on. ``close`` releases what the sink holds; the agent never calls it (whoever made the
-    sink closes it), so several runs can share one sink.
+    raised on, unless it raises ``RunInterrupted(stored=True)``. ``close`` releases what the sink
+    holds; the agent never calls it (whoever made the sink closes it), so several runs can share one
+    sink.
 
     A sink may expose ``next_seq`` (an ``int`` property): the recorder then numbers the run's events
     from there, so a second run appended to the same trace file continues the file's ``seq``.
@@ -246,7 +248,7 @@ class Recorder:
 
         Raises:
             Whatever the sink raises (``RunInterrupted``, ``TraceWriteError``…); the ``seq`` is then
-            not consumed.
+            not consumed, unless a ``RunInterrupted`` says the sink stored the event.
         """
         event = event_type(
             seq=self.next_seq,
@@ -256,6 +258,11 @@ class Recorder:
             iteration=iteration,
             **fields,
         )
-        self.sink.emit(event)
+        try:
+            self.sink.emit(event)
+        except RunInterrupted as stop:
+            if stop.stored:  # the event is in the trace: its seq is used, run_end comes after it
+                self.next_seq += 1
+            raise
         self.next_seq += 1
         return event

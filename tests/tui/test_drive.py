@@ -275,6 +275,33 @@ class TestEnding:
         assert lines[:-1] == full[: len(lines) - 1]
         assert len(lines) - 1 == 9  # header, 8 events up to pass 2, then run_end
 
+    async def test_quitting_while_paused_makes_no_further_model_call(self, tmp_path: Path) -> None:
+        scenario = load_scenario("support")
+        inner = scenario.scripted_provider()
+        calls: list[LlmRequest] = []
+
+        class CountingModel:
+            name, model = inner.name, inner.model
+
+            def complete(self, request: LlmRequest) -> LlmResponse:
+                calls.append(request)
+                return inner.complete(request)
+
+        app, driver = make_app(
+            tmp_path, "support", provider=CountingModel(), breakpoints=(Breakpoint.tool("nonexistent"),)
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 1))
+            await pilot.press("q")
+        assert driver.wait(LONG)
+        assert calls == []  # a live provider would have billed a request the trace never shows
+        with TraceReader(driver.trace_path) as reader:
+            events = [reader[index] for index in range(len(reader))]
+        assert [event.kind for event in events[-2:]] == ["pass", "run_end"]
+        end = events[-1]
+        assert isinstance(end, RunEndEvent) and end.status == "interrupted"
+        assert (end.input_tokens, end.output_tokens) == (0, 0)
+
     async def test_a_run_driven_to_the_end_is_the_sample_byte_for_byte(self, tmp_path: Path) -> None:
         app, driver = make_app(tmp_path, "zone-trap", run_id="sample-zone-trap", start="running")
         async with app.run_test(size=SIZE) as pilot:

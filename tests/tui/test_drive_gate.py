@@ -287,6 +287,49 @@ class TestStopping:
         assert [event.model_dump() for event in events[:-1]] == full[: len(events) - 1]
         assert run.watcher.wait(lambda s: s.state == "ended").outcome == "interrupted"
 
+    def test_stop_while_paused_on_a_pass_makes_no_model_call(self, gated) -> None:
+        scenario = load_scenario("support")
+        inner = scenario.scripted_provider()
+        calls: list[LlmRequest] = []
+
+        class CountingModel:
+            name, model = inner.name, inner.model
+
+            def complete(self, request: LlmRequest) -> LlmResponse:
+                calls.append(request)
+                return inner.complete(request)
+
+        run = gated("support", provider=CountingModel())  # type: ignore[arg-type]
+        run.paused()
+        assert calls == []  # paused on pass 1, before the first call
+        run.gate.stop()
+        result = run.finish()
+        assert result.status == "interrupted"
+        assert calls == []  # a billed request the trace would never record
+        events = run.sink.events
+        assert [event.kind for event in events[-2:]] == ["pass", "run_end"]
+        assert [event.seq for event in events] == list(range(1, len(events) + 1))  # dense
+        end = events[-1]
+        assert isinstance(end, RunEndEvent) and end.status == "interrupted"
+        assert (end.input_tokens, end.output_tokens) == (0, 0)
+        assert (result.input_tokens, result.output_tokens) == (0, 0)
+
+    def test_stop_while_paused_on_a_tool_call_does_not_run_the_tool(self, gated) -> None:
+        run = gated("support", start="running", breakpoints=(Breakpoint.tool("issue_refund"),))
+        run.paused()
+        run.gate.stop()
+        assert run.finish().status == "interrupted"
+        events = run.sink.events
+        assert [event.kind for event in events[-2:]] == ["llm_call", "run_end"]
+        assert not any(isinstance(e, ToolResultEvent) and e.tool_name == "issue_refund" for e in events)
+        assert [event.seq for event in events] == list(range(1, len(events) + 1))
+        # run_end counts exactly the calls the trace records
+        recorded = [e for e in events if isinstance(e, LlmCallEvent)]
+        end = events[-1]
+        assert isinstance(end, RunEndEvent)
+        assert end.input_tokens == sum(e.response.usage.input_tokens for e in recorded)
+        assert end.output_tokens == sum(e.response.usage.output_tokens for e in recorded)
+
     def test_stop_before_the_run_starts_still_opens_and_closes_the_trace(self, gated) -> None:
         run = gated("support", before=lambda gate: gate.stop())
         assert run.finish().status == "interrupted"

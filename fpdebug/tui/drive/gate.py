@@ -4,10 +4,11 @@ The gate wraps the run's real sink (the trace file). ``emit`` writes the event F
 decides whether to stop, so whatever made the run pause is already in the file the debugger
 follows. While paused, ``emit`` blocks the run's thread on a condition variable; the UI thread
 releases it with :meth:`StepGate.resume` (continue), :meth:`StepGate.step` (run until the next
-``pass`` is written) or :meth:`StepGate.stop` (end the run). A stopped gate raises
-:class:`~fpdebug.errors.RunInterrupted` from the next ``emit`` before storing anything, and the agent
-loop then writes ``run_end {interrupted}`` (which the gate lets through): the trace stays dense and
-complete.
+``pass`` is written) or :meth:`StepGate.stop` (end the run). Stopping a paused run raises
+:class:`~fpdebug.errors.RunInterrupted` (``stored``: the event is written) from the ``emit`` it is
+paused in, so the run does nothing more (no model call, no tool); a running gate raises it from the
+next ``emit`` before storing anything. The agent loop then writes ``run_end {interrupted}`` (which
+the gate lets through): the trace stays dense and complete.
 
 Breakpoints (:class:`Breakpoint`) are checked against every event as it is written: an event kind
 (``lease_prune``…), a map parking (an ``engagement`` whose changes include ``parked``), the cursor
@@ -249,8 +250,9 @@ class StepGate:
         """Write ``event``, then pause the run here if a step, a pause or a breakpoint says so.
 
         Raises:
-            RunInterrupted: The gate was stopped (nothing is written; ``run_start`` and ``run_end``
-                always go through, so the trace opens and closes properly).
+            RunInterrupted: The gate was stopped: before the write (nothing is written; ``run_start``
+                and ``run_end`` always go through, so the trace opens and closes properly), or
+                while paused on this event (it is written: the error says ``stored``).
             FpdebugError: No sink is attached.
         """
         sink = self._sink
@@ -303,6 +305,11 @@ class StepGate:
         with self._cond:
             while self._control.paused is not None and not self._control.stopping:
                 self._cond.wait()
+            stopped = self._control.stopping
+        if stopped:
+            # End the run here, not at its next event: in between it would call the model (a billed
+            # request) or run a tool that the trace never records.
+            raise RunInterrupted("the debugger stopped the run", stored=True)
 
     def close(self) -> None:
         """Close the wrapped sink (``run_target`` closes the wrapper after the run)."""
@@ -342,7 +349,7 @@ class StepGate:
         return self.pause()
 
     def stop(self) -> None:
-        """End the run: release a paused run and make the next ``emit`` raise ``RunInterrupted``."""
+        """End the run: a paused ``emit`` raises ``RunInterrupted`` at once, else the next ``emit`` does."""
         with self._cond:
             if self._status.state == "ended" or self._control.stopping:
                 return
