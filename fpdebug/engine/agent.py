@@ -47,6 +47,7 @@ from fpdebug.engine.effects import (
     parse_envelope,
     proposal_conflict,
     text_of,
+    warn_near_miss,
 )
 from fpdebug.engine.engagement import EngagementPlan, MapEngagementRecord, parked_member_ids, skill_map_plan
 from fpdebug.engine.evaluate import PassInputs, PassResult, PassSetup, evaluate_pass
@@ -1412,6 +1413,7 @@ class TurnLoop:
             value = value.model_dump(mode="json")
         envelope = parse_envelope(value)
         if envelope is None:
+            warn_near_miss(value, tool_name=call.name)
             text = text_of(value)
             coverage = _coverage_of(found, call.args, value)
             self._record_tool_result(call, text, start, coverage=coverage)

@@ -14,7 +14,10 @@ Tools build envelopes with :func:`envelope`, :func:`propose_transition` and
 from __future__ import annotations
 
 import json
+import sys
+import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from dataclasses import dataclass, replace
 from typing import ClassVar, TypeAlias
 
@@ -35,6 +38,7 @@ __all__ = [
     "EFFECT_KINDS",
     "ENVELOPE_KEYS",
     "CallJudgment",
+    "EnvelopeNearMissWarning",
     "Effect",
     "EffectScope",
     "EffectState",
@@ -50,6 +54,7 @@ __all__ = [
     "refusal_suffix",
     "require_instruction",
     "text_of",
+    "warn_near_miss",
 ]
 
 ENVELOPE_KEYS = frozenset({"content", "effects", "status"})
@@ -105,6 +110,10 @@ class Envelope:
 # Recognition (DOMAIN §4.1)
 
 
+def _one_of(value: object, allowed: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in allowed
+
+
 def _present(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
@@ -126,7 +135,7 @@ def _check_effect(raw: Mapping[str, object]) -> Effect | MalformedEffect:
     instruction_id, lease = raw.get("instructionId"), raw.get("deliveryLease")
     if not _present(instruction_id):
         return MalformedEffect(kind=kind, refusal_reason="require-instruction names no instructionId")
-    if not isinstance(lease, str) or lease not in DELIVERY_LEASES:
+    if not _one_of(lease, DELIVERY_LEASES):
         return MalformedEffect(
             kind=kind,
             refusal_reason=(
@@ -157,10 +166,12 @@ def parse_envelope(value: object) -> Envelope | None:
     effects = value.get("effects", None)
     if not isinstance(effects, list):
         return None
-    if not all(isinstance(e, dict) and e.get("kind") in EFFECT_KINDS for e in effects):
+    # A tool's values are untrusted: a list or a dict where a string belongs is not hashable, so
+    # every membership test below checks for a string first (anything else stays plain data).
+    if not all(isinstance(e, dict) and _one_of(e.get("kind"), EFFECT_KINDS) for e in effects):
         return None
     has_status = "status" in value
-    if has_status and value["status"] not in TOOL_STATUSES:
+    if has_status and not _one_of(value["status"], TOOL_STATUSES):
         return None
     if not effects and not has_status:
         return None
@@ -189,13 +200,49 @@ def near_miss_warning(value: object) -> str | None:
         and set(value) <= ENVELOPE_KEYS
         and "content" in value
         and "effects" not in value
-        and value.get("status") in TOOL_STATUSES
+        and _one_of(value.get("status"), TOOL_STATUSES)
     ):
         return (
             "this tool result has 'content' and 'status' but no 'effects', so it is treated as plain "
             'data; add "effects": [] to make it an envelope'
         )
     return None
+
+
+class EnvelopeNearMissWarning(UserWarning):
+    """A tool returned a dict that is almost an envelope and so stays plain data (DOMAIN §4.1)."""
+
+
+# The fpdebug package's directory: the warning points at the first frame outside it.
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _stacklevel_outside_package() -> int:
+    # Level 1 is the function that calls warnings.warn (our caller); walk out of fpdebug's own
+    # frames so the warning names the author's line (their ``agent.run(...)``), not the engine's.
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level if frame is not None else 2
+
+
+def warn_near_miss(value: object, *, tool_name: str) -> None:
+    """Warn the author when a tool's result is a near-miss envelope (it stays plain data).
+
+    Emits an :class:`EnvelopeNearMissWarning` (Python shows each distinct warning once per place
+    by default; filter it like any warning) naming the tool; does nothing for any other value.
+
+    Args:
+        value: What the tool returned.
+        tool_name: The tool that returned it.
+    """
+    message = near_miss_warning(value)
+    if message is not None:
+        warnings.warn(
+            f"tool {tool_name!r}: {message}", EnvelopeNearMissWarning, stacklevel=_stacklevel_outside_package()
+        )
 
 
 def text_of(value: object) -> str:

@@ -350,9 +350,11 @@ class Injection:
 
     def __post_init__(self) -> None:
         require_id(self.id, "injection id")
-        if self.flavor not in CONTEXT_SOURCES:
+        if not isinstance(self.flavor, str) or self.flavor not in CONTEXT_SOURCES:
             raise DefinitionError(f"injection {self.id!r}: flavor {self.flavor!r} is not a ContextSource")
-        if self.surface_mode is not None and self.surface_mode not in _SURFACE_MODES:
+        if self.surface_mode is not None and (
+            not isinstance(self.surface_mode, str) or self.surface_mode not in _SURFACE_MODES
+        ):
             raise DefinitionError(
                 f"injection {self.id!r}: surface mode {self.surface_mode!r} is not one of "
                 "'auto', 'system-prompt', 'tool-only', 'both'"
@@ -526,7 +528,7 @@ def _slot_content(id: str, text: str, slot: str, role: str | None) -> tuple[str 
             raise DefinitionError(f"injection {id!r}: role applies only to slot='messages'")
         return text, ()
     if slot == "messages":
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             raise DefinitionError(
                 f"injection {id!r}: slot='messages' needs a role "
                 f"(system, user, assistant or tool), got {role!r}"

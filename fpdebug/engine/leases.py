@@ -56,7 +56,7 @@ class InstructionLease:
 
     def __post_init__(self) -> None:
         require_id(self.instruction_id, "lease instruction id")
-        if self.delivery_lease not in DELIVERY_LEASES:
+        if not isinstance(self.delivery_lease, str) or self.delivery_lease not in DELIVERY_LEASES:
             raise DefinitionError(
                 f"delivery lease {self.delivery_lease!r} is not one of 'next-call', 'until-skill-exit'"
             )

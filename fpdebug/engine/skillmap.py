@@ -126,7 +126,7 @@ def _field_of(result: object, path: str) -> object:
     if isinstance(data, str | bytes):
         try:
             data = json.loads(data)
-        except ValueError:
+        except Exception:  # noqa: BLE001 - malformed or too deeply nested (RecursionError): no field
             return _MISSING
     for part in path.split("."):
         if isinstance(data, Mapping) and part in data:

@@ -93,7 +93,7 @@ class ToolResult:
     def __post_init__(self) -> None:
         if not isinstance(self.tool_name, str):
             raise ToolError(f"a tool result needs a tool name, got {self.tool_name!r}")
-        if self.status is not None and self.status not in TOOL_STATUSES:
+        if self.status is not None and (not isinstance(self.status, str) or self.status not in TOOL_STATUSES):
             raise ToolError(
                 f"tool result status {self.status!r} is not one of {', '.join(sorted(TOOL_STATUSES))}"
             )

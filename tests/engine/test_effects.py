@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from fpdebug.engine.effects import (
     EffectScope,
     EffectState,
     Envelope,
+    EnvelopeNearMissWarning,
     ProposeTransition,
     RequireInstruction,
     envelope,
@@ -18,6 +21,7 @@ from fpdebug.engine.effects import (
     propose_transition,
     require_instruction,
     text_of,
+    warn_near_miss,
 )
 from fpdebug.engine.injections import define_instruction, define_skill
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
@@ -49,6 +53,12 @@ class TestRecognition:
             {"content": "x", "effects": [], "status": "ok"},  # an unknown status
             {"content": "x", "effects": [], "status": None},
             {"content": "x", "status": "success"},  # the near-miss
+            # Unhashable values where a string belongs: still an unknown kind or status, so data.
+            {"content": "x", "effects": [], "status": ["success"]},
+            {"content": "x", "effects": [], "status": {"s": "success"}},
+            {"content": "x", "effects": [{"kind": {"k": 1}}]},
+            {"content": "x", "effects": [{"kind": ["propose-transition"]}]},
+            {"content": "x", "effects": [PT, {"kind": {"k": 1}}]},
         ],
     )
     def test_every_near_miss_stays_plain_data(self, value: object) -> None:
@@ -102,6 +112,34 @@ class TestRecognition:
         assert "effects" in (near_miss_warning({"content": "x", "status": "success"}) or "")
         assert near_miss_warning({"content": "x", "effects": [], "status": "success"}) is None
         assert near_miss_warning({"content": "x"}) is None
+
+    @pytest.mark.parametrize("status", [["success"], {"s": "success"}, 7, None])
+    def test_a_status_that_is_not_one_of_the_seven_is_no_near_miss(self, status: object) -> None:
+        assert near_miss_warning({"content": "x", "status": status}) is None
+
+    def test_a_mistyped_delivery_lease_is_malformed_not_a_crash(self) -> None:
+        env = parse_envelope({"content": "c", "effects": [{**RI, "deliveryLease": ["next-call"]}]})
+        assert env is not None and env.effects == ()
+        (bad,) = env.malformed
+        assert "which is not a lease this library has" in bad.refusal_reason
+
+    def test_warn_near_miss_names_the_tool(self) -> None:
+        with pytest.warns(EnvelopeNearMissWarning, match=r"tool 'lookup'.*add \"effects\": \[\]"):
+            warn_near_miss({"content": "x", "status": "partial"}, tool_name="lookup")
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            {"content": "x", "effects": [], "status": "partial"},  # an envelope
+            {"content": "x"},
+            {"content": "x", "status": ["partial"]},
+            "plain",
+        ],
+    )
+    def test_warn_near_miss_is_silent_for_anything_else(self, value: object) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            warn_near_miss(value, tool_name="lookup")
 
     def test_builders_round_trip(self) -> None:
         value = envelope(

@@ -122,6 +122,16 @@ class TestFactoryDefaults:
         with pytest.raises(DefinitionError, match="ContextSource"):
             define_injection("x", trigger=Always(), flavor="vibes")  # type: ignore[arg-type]
 
+    def test_unhashable_closed_set_values_are_refused_in_words(self) -> None:
+        # A list where a name belongs cannot be looked up in a set: the author still gets the
+        # DefinitionError that names the field, not a TypeError.
+        with pytest.raises(DefinitionError, match="ContextSource"):
+            define_injection("x", trigger=Always(), flavor=["fact"])  # type: ignore[arg-type]
+        with pytest.raises(DefinitionError, match="surface mode"):
+            define_skill("s", body="b", surface_mode=["auto"])  # type: ignore[arg-type]
+        with pytest.raises(DefinitionError, match="needs a role"):
+            define_instruction("i", prompt="p", slot="messages", role=["user"])  # type: ignore[arg-type]
+
 
 class TestTemplates:
     def test_unknown_names_are_refused_at_definition(self) -> None:

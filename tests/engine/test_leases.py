@@ -113,6 +113,8 @@ class TestCarriers:
     def test_unknown_delivery_lease_is_refused(self) -> None:
         with pytest.raises(DefinitionError, match="not one of"):
             InstructionLease("x", "forever", "t", 1)  # type: ignore[arg-type]
+        with pytest.raises(DefinitionError, match="not one of"):  # unhashable: refused, not a TypeError
+            InstructionLease("x", ["next-call"], "t", 1)  # type: ignore[arg-type]
 
     def test_records_for_the_trace(self) -> None:
         lease = InstructionLease("w", "next-call", "fetch", 2, skill_id="triage", tool_call_id="c1")

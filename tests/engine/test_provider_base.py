@@ -123,3 +123,11 @@ def test_tool_arguments_must_be_a_json_object() -> None:
 def test_bad_tool_arguments_say_what_is_wrong(text: str, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         parse_tool_arguments(text)
+
+
+@pytest.mark.parametrize("opening", ["[", '{"a": '], ids=["arrays", "objects"])
+def test_arguments_nested_too_deeply_are_bad_text_not_a_crash(opening: str) -> None:
+    # json raises RecursionError on such text; a model's text is untrusted, so it is a ValueError
+    # the provider turns into a malformed-arguments answer like any other bad text.
+    with pytest.raises(ValueError, match="nested too deeply"):
+        parse_tool_arguments(opening * 100_000)

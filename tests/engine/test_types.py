@@ -32,6 +32,9 @@ def test_the_seven_statuses() -> None:
     assert TOOL_STATUSES == {"success", "failure", "denied", "invalid", "partial", "pending", "absent"}
     with pytest.raises(ToolError, match="not one of"):
         ToolResult("lookup", status="ok")  # type: ignore[arg-type]
+    # An unhashable value is refused in the same words, not with a TypeError from the set lookup.
+    with pytest.raises(ToolError, match="not one of"):
+        ToolResult("lookup", status=["success"])  # type: ignore[arg-type]
 
 
 def test_tool_schema_is_tagged_with_its_injection() -> None:

@@ -263,6 +263,8 @@ def parse_tool_arguments(text: str) -> dict[str, Any]:
         parsed = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"is not valid JSON ({exc.msg} at char {exc.pos})") from None
+    except RecursionError:  # a model's text is untrusted: nesting too deep to decode is bad text
+        raise ValueError("is JSON nested too deeply to decode") from None
     if not isinstance(parsed, dict):
         kind = "null" if parsed is None else _JSON_KINDS.get(type(parsed), type(parsed).__name__)
         raise ValueError(f"is a JSON {kind}, not an object")
