@@ -23,6 +23,7 @@ from fpdebug.tui.drive import Breakpoint, DriveApp, DriveScreen, GateStatus, Pau
 from fpdebug.tui.drive.screen import gate_header_text, gate_text
 from fpdebug.tui.text import Palette
 from fpdebug.tui.screens.help_screen import HelpScreen
+from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.skill_map import SkillMapView
 from tests.tui.helpers import run_palette, screen_text, wait_for
@@ -219,6 +220,62 @@ class TestBreakpoints:
             assert await wait_for(pilot, lambda hit=hit: hit in status_line(app))
             await run_palette(pilot, "run: clear breakpoints")
             assert driver.gate.breakpoints == ()
+
+
+def backtrack_text(app: DriveApp) -> str:
+    """The backtrack pane's document as one line of words."""
+    pane = screen_of(app).query_one(BacktrackPane)
+    return " ".join(" ".join(pane.document_view.text_lines()).split())
+
+
+class TestBacktrackFollowsTheRun:
+    async def test_a_pane_opened_before_the_answer_shows_it_once_the_run_ends(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "planted-fact")
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 1))
+            await pilot.press("7")
+            pane = screen_of(app).query_one(BacktrackPane)
+            assert await wait_for(pilot, lambda: pane.state.error is not None)
+            assert "no llm_call with a reply" in backtrack_text(app)
+            await pilot.press("space")
+            assert await wait_for(pilot, lambda: "■ completed" in header_line(app), timeout=LONG)
+            assert await wait_for(
+                pilot, lambda: pane.report is not None and pane.report.call_seq == 7, timeout=LONG
+            )
+            await pilot.pause()
+            text = backtrack_text(app)
+            assert "no llm_call with a reply" not in text
+            assert "ANSWER 'APPROVED: refund of $250.00 for ORD-7 issued.'" in text
+            assert "← BORN fact 'vip-override' declared in run_start" in text
+
+    async def test_a_hidden_pane_traces_the_new_answer_when_shown_again(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "planted-fact")
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 1))
+            await pilot.press("7")
+            pane = screen_of(app).query_one(BacktrackPane)
+            assert await wait_for(pilot, lambda: pane.state.error is not None)
+            await pilot.press("1", "space")
+            assert await wait_for(pilot, lambda: "■ completed" in header_line(app), timeout=LONG)
+            await pilot.pause()
+            assert pane.report is None  # hidden: nothing traced in the background
+            await pilot.press("7")
+            assert await wait_for(pilot, lambda: pane.report is not None and pane.report.call_seq == 7)
+
+    async def test_a_chosen_call_stays_while_the_run_goes_on(self, tmp_path: Path) -> None:
+        app, driver = make_app(tmp_path, "planted-fact", breakpoints=(Breakpoint.tool("lookup_order"),))
+        async with app.run_test(size=SIZE) as pilot:
+            await paused_at(pilot, app, driver, lambda kind, it: (kind, it) == ("pass", 1))
+            await pilot.press("space")
+            await paused_at(pilot, app, driver, lambda kind, it: kind == "llm_call")
+            await pilot.press("B")  # this iteration's call, the one asking for lookup_order
+            pane = screen_of(app).query_one(BacktrackPane)
+            assert await wait_for(pilot, lambda: pane.report is not None and pane.report.call_seq == 4)
+            await pilot.press("space")
+            assert await wait_for(pilot, lambda: "■ completed" in header_line(app), timeout=LONG)
+            await pilot.pause()
+            assert pane.report is not None and pane.report.call_seq == 4
+            assert pane.report.answer.startswith("→ lookup_order(")
 
 
 class TestHeader:

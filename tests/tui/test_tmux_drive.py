@@ -3,7 +3,9 @@
 ``fpdebug demo support`` at 160×48: it opens paused on pass 1; ``s`` steps to pass 2; the breakpoints
 menu (``b``) sets ``lease_prune``; ``space`` continues to iteration 3's prune; the skill map shows
 where the cursor is; ``q`` ends the run (``run_end`` interrupted, exit code 130) and the trace it
-leaves behind validates. Each step waits until the screen shows everything it checks.
+leaves behind validates. ``fpdebug demo planted-fact``: the Backtrack pane opened before the run
+answered follows it, and shows the final answer's chain once ``space`` has run it to the end. Each
+step waits until the screen shows everything it checks.
 """
 
 from __future__ import annotations
@@ -63,3 +65,35 @@ def test_step_a_live_demo_break_on_a_prune_and_quit(tmux: Tmux, tmp_path: Path) 
     assert main(["validate", str(traces[0])]) == 0
     last = orjson.loads(traces[0].read_bytes().splitlines()[-1])
     assert (last["kind"], last["status"]) == ("run_end", "interrupted")
+
+
+def test_the_backtrack_pane_follows_a_live_demo_to_its_final_answer(
+    tmux: Tmux, tmp_path: Path  # noqa: F811 - the fixture
+) -> None:
+    tmux.fpdebug("demo", "planted-fact", cwd=tmp_path)
+    tmux.wait_for(lambda s: "paused at T1·I1 pass" in s and READY in s)
+
+    # 7 before any answer exists: the pane says so
+    tmux.keys("7", literal=True)
+    tmux.wait_for(lambda s: "no llm_call with a reply" in s)
+
+    # space: the run goes to its end, and the pane traces the final answer it wrote
+    tmux.keys("Space")
+    chain = (
+        "■ completed",
+        "Backtrack llm_call #2 (seq 7, turn 1, iteration 2)",
+        "APPROVED: refund of $250.00 for ORD-7 issued.",
+        "← READ",
+        "← BORN",
+        "vip-override",
+        "CORRELATIONAL",
+    )
+    screen = tmux.wait_for(lambda s: all(part in s for part in chain))
+    assert "no llm_call with a reply" not in screen
+
+    tmux.keys("q", literal=True)
+    screen = tmux.wait_for(lambda s: "EXIT=" in s and "trace: planted-fact-" in s)
+    traces = list(tmp_path.glob("planted-fact-*.fptrace.jsonl"))
+    assert len(traces) == 1 and main(["validate", str(traces[0])]) == 0
+    last = orjson.loads(traces[0].read_bytes().splitlines()[-1])
+    assert (last["kind"], last["status"]) == ("run_end", "completed")

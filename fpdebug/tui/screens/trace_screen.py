@@ -463,6 +463,8 @@ class TraceScreen(Screen[None]):
         if self.selected < 0 and len(self.session.iterations):
             self.selected = max(timeline.cursor, 0)
         self.show_selection(refresh=True)
+        if self.loaded and self.mode != "replay":
+            self.query_one("#view-backtrack", BacktrackPane).trace_grew()
         self._refresh_bars()
         if not self.first_paint.is_set():
             self.call_after_refresh(self.first_paint.set)

@@ -4,7 +4,9 @@ The pane explains one ``llm_call`` (by default the final answer of the last turn
 timeline or calls row chooses that iteration's call). Opening it traces the call's provenance in a
 worker (:func:`fpdebug.backtrack.explain`: nothing rerun, nothing written) and, when the sidecar
 beside the trace holds a saved backtrack of that call, shows the saved verdicts at once, labelled
-with their date and status.
+with their date and status. On a followed trace that still grows, a pane on the default call
+follows it: :meth:`BacktrackPane.trace_grew` traces the new final answer again when a call with a
+reply or an end arrives (never while reruns run, never over a call the user chose).
 
 ``a`` (ablate), ``b`` (ablate and bisect) and ``r`` (ablate and restore) start the causal reruns in a
 ``@work(thread=True, exclusive=True, group="backtrack", exit_on_error=False)`` worker that calls
@@ -37,6 +39,7 @@ from fpdebug.backtrack import (
     BacktrackReport,
     SavedBacktrack,
     backtrack,
+    default_call_line,
     explain,
     load_sidecar,
     sidecar_path_for,
@@ -57,6 +60,10 @@ SAMPLES = 3
 
 def _signature(report: BacktrackReport) -> tuple[int, int | None, bool]:
     return (len(report.verdicts), report.baseline_flips, report.bisect is not None)
+
+
+_Growth = tuple[int, int, int, int]
+"""What the default call depends on, counted cheaply: runs, ``llm_call``s, turn ends, run ends."""
 
 
 class BacktrackDocument(LinkDocument):
@@ -202,6 +209,9 @@ class BacktrackPane(Vertical):
         """A call has been chosen (or the default traced)."""
         self._token = 0
         self._cancel = threading.Event()
+        self._growth: _Growth | None = None
+        self._target: int | None = None
+        self._stale = False
 
     @property
     def trace(self) -> Path:
@@ -230,9 +240,53 @@ class BacktrackPane(Vertical):
     # Choosing the call
 
     def ensure_open(self) -> None:
-        """Trace the default call (the final answer) the first time the pane is shown."""
-        if not self.opened:
+        """Trace the default call (the final answer) the first time the pane is shown.
+
+        Also when the trace grew a new final answer while the pane was hidden.
+        """
+        if not self.opened or (self._stale and self.call_line is None and not self.running):
             self.open(None)
+
+    def trace_grew(self) -> None:
+        """A followed trace has more rows: trace its new final answer, if that is what is on show.
+
+        Only a pane opened on the default call follows: once a call is chosen (``B``), or while
+        reruns run, what is on show stays. A hidden pane traces the new answer when shown again.
+        The screen calls this once its first load is over (the model then keeps up with the file).
+        """
+        if not self.opened or self.call_line is not None or self.running:
+            return
+        growth = self._count_growth()
+        if growth == self._growth:
+            return
+        self._growth = growth
+        line = self._default_line()
+        if line == self._target:
+            return
+        self._target = line
+        if self.report is not None and self.report.call_line == line:
+            return  # the report on show already explains it (explain read the file ahead of the model)
+        if self.display:
+            self.open(None)
+        else:
+            self._stale = True
+
+    def _count_growth(self) -> _Growth:
+        model = self.session.model
+        with model.lock:
+            runs = list(model.runs)
+        calls = sum(run.counts.get("llm_call", 0) for run in runs)
+        turn_ends = sum(run.counts.get("turn_end", 0) for run in runs)
+        run_ends = sum(1 for run in runs if run.end_line is not None)
+        return (len(runs), calls, turn_ends, run_ends)
+
+    def _default_line(self) -> int | None:
+        model = self.session.model
+        with model.lock:
+            try:
+                return default_call_line(model)
+            except FpdebugError:
+                return None  # no call has a reply yet
 
     def open(self, call_line: int | None) -> None:
         """Explain the ``llm_call`` on ``call_line`` (``None``: the final answer of the last turn)."""
@@ -244,6 +298,10 @@ class BacktrackPane(Vertical):
             self.app.notify("The running backtrack was cancelled: another call was chosen.", timeout=4)
         self.opened = True
         self.call_line = call_line
+        self._stale = False
+        if call_line is None:
+            self._growth = self._count_growth()
+            self._target = self._default_line()
         self.report = None
         self.state = PaneState()
         self._token += 1
