@@ -55,6 +55,7 @@ from fpdebug.engine.injections import Injection, LlmActivated, StepPointer
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
 from fpdebug.engine.sink import EventSink, MemorySink, Recorder
 from fpdebug.engine.skillmap import PickCarriers, SkillMap, SkillPick, apply_skill_pick, gate_skill_pick
+from fpdebug.engine.steps import OnSkip, skip_policies, step_boundary
 from fpdebug.engine.tool_middleware import (
     ToolCallContext,
     ToolMiddleware,
@@ -230,6 +231,7 @@ class _Compiled:
     read_skill: ToolSchema | None
     open_skill_ids: tuple[str, ...]
     catalog_by_id: Mapping[str, Injection]
+    skip_policies: Mapping[str, OnSkip]
 
 
 class Agent:
@@ -614,6 +616,7 @@ def _compile(spec: AgentSpec) -> _Compiled:
         read_skill=read_skill,
         open_skill_ids=open_ids,
         catalog_by_id=MappingProxyType({i.id: i for i in catalog}),
+        skip_policies=MappingProxyType(skip_policies(catalog)),
     )
 
 
@@ -1181,19 +1184,44 @@ class TurnLoop:
         )
 
     def _record_tool_result(
-        self, call: ToolCallRecord, text: str, start: datetime, **fields: object
+        self,
+        call: ToolCallRecord,
+        text: str,
+        start: datetime,
+        *,
+        status: ToolResultStatus | None = None,
+        **fields: object,
     ) -> None:
         """Record one call's ``tool_result``: the text the model reads, how long the call took since
-        ``start``, and the kind's other ``fields`` (status, error, effects, coverage…)."""
+        ``start``, and the kind's other ``fields`` (status, error, effects, coverage…).
+
+        Every result passes here, so this is the result boundary where the step pointer advances or
+        skips (DOMAIN §5.6); ``read_skill`` results are not step boundaries.
+        """
+        if call.name != READ_SKILL:
+            fields.update(self._step_boundary(status))
         self._emit(
             ToolResultEvent,
             tool_call_id=call.id,
             tool_name=call.name,
             args=dict(call.args),
             result=text,
+            status=status,
             duration_ms=_ms(start, self.recorder.now()),
             **fields,
         )
+
+    def _step_boundary(self, status: ToolResultStatus | None) -> dict[str, object]:
+        """Advance or skip the step pointer for one result; the ``tool_result.step`` field, if any."""
+        pointer = self.step_pointer
+        if not pointer:
+            return {}  # no skill declares steps, or no procedure holds the tenure: no key written
+        on_skip = self.compiled.skip_policies.get(pointer[0].skill_id, "advance")
+        change = step_boundary(pointer, status, on_skip=on_skip)
+        if change is None:
+            return {}  # the procedure is finished: nothing moves
+        self.step_pointer = change.next
+        return {"step": change.record()}
 
     def _final(self, response: LlmResponse) -> TurnResult:
         content = response.content

@@ -57,6 +57,7 @@ from fpdebug.engine.leases import (
     tenant_of,
 )
 from fpdebug.engine.skillmap import CursorMove, RouteConflictReport, SkillMap
+from fpdebug.engine.steps import step_pointer_records
 from fpdebug.engine.types import Activation, Message, ToolResult
 from fpdebug.errors import DefinitionError
 from fpdebug.trace.schema import (
@@ -284,6 +285,9 @@ class PassResult:
             "parked_ids": _listed(self.parked_ids),
             "served_ids": _listed(self.next_served_injection_ids),
             "superseded_ids": list(self.superseded_ids) or None,
+            "step_pointer": (
+                step_pointer_records(self.next_step_pointer) if self.next_step_pointer is not None else None
+            ),
             "by_slot": self.by_slot,
             "delta": self.delta,
         }

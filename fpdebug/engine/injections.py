@@ -643,8 +643,10 @@ def define_skill(
         description: Shown in the skill catalog.
         tools: Tools the skill brings while it is active.
         surface_mode: ``auto``, ``system-prompt``, ``tool-only`` or ``both``.
-        steps: A step procedure, one non-empty description per step.
-        on_skip: What to do when steps are skipped, stored as metadata.
+        steps: A step procedure, one non-empty description per step; each tool result while the skill
+            holds the tenure advances or skips it (DOMAIN §5.6, :mod:`fpdebug.engine.steps`).
+        on_skip: What a skipped step does: ``advance`` (the default, move past it) or ``hold`` (keep
+            it current); stored as metadata and checked when the agent compiles.
         via_tool_name: The activating tool.
 
     Returns:

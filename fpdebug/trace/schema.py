@@ -85,6 +85,8 @@ __all__ = [
     "SlotEntry",
     "SlotRouting",
     "StatedValue",
+    "StepChange",
+    "StepPointerRecord",
     "StoppedEarly",
     "ToolCallRecord",
     "ToolResultEvent",
@@ -677,6 +679,38 @@ class SkillGate(Frozen):
     parked map member, or rejected."""
 
 
+class StepPointerRecord(Frozen):
+    """Where a skill's step procedure stands (DOMAIN §5.6)."""
+
+    skill_id: str
+    """The skill whose steps these are (the tenant)."""
+    step: int
+    """The current step, 1-based; ``total + 1`` means the steps are done."""
+    total: int
+    """How many steps the skill declares."""
+    skipped: list[int] = Field(default_factory=list)
+    """The steps skipped so far (moved past without being done)."""
+
+
+class StepChange(Frozen):
+    """What one tool result did to the step pointer (DOMAIN §5.6; §8.2's ``step_advanced`` /
+    ``step_skipped``). Written only on results that met a procedure in progress."""
+
+    outcome: Literal["step_advanced", "step_skipped"]
+    """``step_advanced``: the result came back ``success`` (or with no status) and the step is done;
+    ``step_skipped``: any other status, the step was not done."""
+    skill_id: str
+    """The skill whose procedure it is."""
+    step: int
+    """The 1-based step the result concerned."""
+    total: int
+    """How many steps the skill declares."""
+    held: bool = False
+    """A skip under the skill's ``on_skip="hold"``: the step stays current (the pointer did not move)."""
+    step_pointer: StepPointerRecord
+    """The pointer after this result."""
+
+
 class PromptSegment(Frozen):
     """One piece of the system prompt sent, tagged by where it came from."""
 
@@ -957,6 +991,9 @@ class PassEvent(_Event):
     """Ids served (park card included); absent when the kernel is not mounted."""
     superseded_ids: list[str] | None = None
     """Conditional entries whose ``when`` matched while the cursor was elsewhere; absent when none."""
+    step_pointer: list[StepPointerRecord] | None = None
+    """The step pointer this pass re-keyed to its tenant (DOMAIN §3.4 step 4): one record, or ``[]``
+    when no procedure holds the tenure; absent when no skill declares steps."""
     by_slot: SlotRouting = Field(default_factory=SlotRouting)
     """Which slot each active injection landed in."""
     delta: PassDelta = Field(default_factory=PassDelta)
@@ -1079,6 +1116,9 @@ class ToolResultEvent(_Event):
     """Wall time of the call, from the injected clock."""
     coverage: str | None = None
     """The coverage the tool declared for its result (``first 50 of 300``…), when it declared one."""
+    step: StepChange | None = None
+    """What this result did to the step pointer (DOMAIN §5.6); absent when no procedure was in
+    progress (always on ``read_skill`` results, which are not step boundaries)."""
 
 
 class FindingEvent(_Event):

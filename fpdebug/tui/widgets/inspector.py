@@ -38,6 +38,7 @@ from fpdebug.trace.schema import (
     RunStartEvent,
     SkillRejectedEvent,
     SlotRouting,
+    StepPointerRecord,
     ToolResultEvent,
 )
 from fpdebug.tui.session import TraceSession
@@ -156,6 +157,17 @@ def _strength(value: str | None, palette: Palette) -> Part:
         f"{value} (tentative)" if value in _TENTATIVE else value,
         palette.warn if value in _TENTATIVE else palette.good,
     )
+
+
+def _step_phrase(pointer: StepPointerRecord, palette: Palette) -> list[Part]:
+    """``refund  step 2 of 3 · skipped 1``, or ``done`` once ``step == total + 1`` (DOMAIN §5.6)."""
+    where = "done" if pointer.step > pointer.total else f"step {pointer.step} of {pointer.total}"
+    parts: list[Part] = [
+        (pointer.skill_id, palette.accent), "  ", (where, palette.good if where == "done" else "")
+    ]
+    if pointer.skipped:
+        parts += [" · skipped ", (", ".join(str(step) for step in pointer.skipped), palette.warn)]
+    return parts
 
 
 def _slots_of(routing: SlotRouting) -> dict[str, list[str]]:
@@ -297,10 +309,13 @@ def _pass_section(
         ("served", record.served_ids),
     ]
     shown = [(key, ids) for key, ids in facts if ids]
-    if shown or record.trigger_kind_counts:
+    if shown or record.trigger_kind_counts or record.step_pointer is not None:
         doc.heading("Pass facts")
         for key, ids in shown:
             doc.fact(key, (", ".join(ids or []), palette.bad if key == "parked" else ""))
+        if record.step_pointer is not None:  # only when some skill declares steps
+            steps = [_step_phrase(pointer, palette) for pointer in record.step_pointer]
+            doc.fact("steps", *(steps[0] if steps else [("no procedure holds the tenure", palette.dim)]))
         if record.trigger_kind_counts:
             counts = ", ".join(f"{kind} {count}" for kind, count in record.trigger_kind_counts.items())
             doc.fact("triggers", (counts, palette.dim))
@@ -513,6 +528,17 @@ def _tool_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) 
                 (gate.skill_id, palette.accent),
                 " → ",
                 (gate.outcome, palette.bad if gate.outcome == "rejected" else palette.good),
+                indent=4,
+            )
+        if result.step is not None:
+            change = result.step
+            verb = "held" if change.held else change.outcome.removeprefix("step_")
+            doc.line(
+                ("step ", palette.key),
+                f"{change.step} of {change.total} ",
+                (verb, palette.good if verb == "advanced" else palette.warn),
+                " → ",
+                *_step_phrase(change.step_pointer, palette),
                 indent=4,
             )
         for effect in result.effects:

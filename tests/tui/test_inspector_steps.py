@@ -1,0 +1,51 @@
+"""The pass inspector shows the step pointer (DOMAIN §5.6) when a trace carries one, else nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fpdebug.engine.agent import Agent
+from fpdebug.engine.injections import define_skill
+from fpdebug.engine.providers.scripted import ScriptedCall, ScriptedProvider, ScriptedReply
+from fpdebug.engine.tools import tool
+from fpdebug.trace.reader import TraceReader
+from fpdebug.tui.widgets.inspector import inspect_iteration
+from tests.engine.test_agent import record
+from tests.engine.test_agent_steps import charge, lookup, refund_skill
+from tests.tui.helpers import load_session
+from tests.tui.strategies import PALETTE, rendered
+
+R = ScriptedReply
+
+
+def shown(path: Path) -> list[str]:
+    with TraceReader(path, index=False) as reader:
+        session = load_session(reader)
+        return [rendered(inspect_iteration(session, it, PALETTE), width=120) for it in session.iterations]
+
+
+def test_the_pointer_each_pass_saw_and_what_each_result_did(tmp_path: Path) -> None:
+    model = ScriptedProvider(
+        [
+            R.tool_call("read_skill", {"id": "refund"}),
+            R.batch(ScriptedCall("lookup", {"order_id": "A"}), ScriptedCall("charge", {"order_id": "A"})),
+            "done",
+        ]
+    )
+    run = record(Agent("steps").skills(refund_skill()), "Refund A", model, tmp_path)
+    first, second, third = shown(run.path)
+    assert "no procedure holds the tenure" in first
+    assert "refund  step 1 of 3" in second
+    assert "step 1 of 3 advanced → refund  step 2 of 3" in second
+    assert "step 2 of 3 skipped → refund  step 3 of 3 · skipped 2" in second
+    assert "refund  step 3 of 3 · skipped 2" in third
+
+
+def test_a_trace_without_steps_shows_no_step_rows(tmp_path: Path) -> None:
+    skill = define_skill("refund", body="Refund.", tools=[tool(lookup), tool(charge)])
+    model = ScriptedProvider(
+        [R.tool_call("read_skill", {"id": "refund"}), R.tool_call("lookup", {"order_id": "A"}), "ok"]
+    )
+    run = record(Agent("plain").skills(skill), "Refund A", model, tmp_path)
+    for text in shown(run.path):
+        assert "steps" not in text and "step " not in text
