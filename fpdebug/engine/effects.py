@@ -240,9 +240,8 @@ def warn_near_miss(value: object, *, tool_name: str) -> None:
     """
     message = near_miss_warning(value)
     if message is not None:
-        warnings.warn(
-            f"tool {tool_name!r}: {message}", EnvelopeNearMissWarning, stacklevel=_stacklevel_outside_package()
-        )
+        level = _stacklevel_outside_package()
+        warnings.warn(f"tool {tool_name!r}: {message}", EnvelopeNearMissWarning, stacklevel=level)
 
 
 def text_of(value: object) -> str:

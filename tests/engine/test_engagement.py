@@ -312,6 +312,58 @@ class TestLaws:
             "zone-audit",
         )
 
+    def test_founding_position_strength_is_the_moves_not_the_evidence(self) -> None:
+        # §6.4 LAW 1: atBy is pos_by (the strength of the move that put the cursor there), while
+        # by is the strongest evidence; a same-pass pick makes them differ.
+        (adv,) = run([p(1, by="entry", tools=(), served=(), accepted_skill_picks=("zone-audit",))])
+        rec = adv.next[0]
+        assert (rec.by, rec.founded_by, rec.at, rec.at_by) == (
+            "explicit",
+            "explicit",
+            "zone-audit",
+            "lexical",
+        )
+
+    @pytest.mark.parametrize("witness", [None, "invoice"])
+    def test_a_tenant_change_reports_this_passes_witness(self, witness: str | None) -> None:
+        # §6.4 TENANT CHANGE: the engaged event carries pass.witness; the record keeps the prior's.
+        advs = run(
+            [
+                p(1, by="entry", tools=(), served=(), witness="zone"),
+                p(2, node="billing", by="route", witness=witness),
+            ]
+        )
+        (change,) = advs[1].changes
+        assert change.tenant_changed and change.witness == witness
+        assert advs[1].next[0].witness == "zone"
+
+    def test_a_tenant_change_resets_idle(self) -> None:
+        advs = run([p(1, by="entry", tools=(), served=()), p(2), p(3), p(4, node="billing", by="route")])
+        assert [a.next[0].idle for a in advs[:3]] == [0, 1, 2]
+        (change,) = advs[3].changes
+        assert change.tenant_changed
+        assert (advs[3].next[0].idle, advs[3].next[0].standing) == (0, "engaged")
+
+    def test_a_tenant_change_with_no_evidence_re_derives_by_from_the_position(self) -> None:
+        # by = strongerOf(pos.atBy, s): with no evidence at all (an unexplained cursor: no move
+        # clause) the new position's strength, 'assumed', is the eligibility, below the prior's.
+        advs = run([p(1, by="model-pick", tools=(), served=()), p(2, node="billing", by=None, tools=())])
+        (change,) = advs[1].changes
+        assert (change.tenant_changed, change.by) == (True, "assumed")
+        rec = advs[1].next[0]
+        assert (rec.by, rec.at, rec.at_by, rec.founded_by) == ("assumed", "billing", "assumed", "explicit")
+
+    def test_re_engagement_re_derives_the_position(self) -> None:
+        # §6.4 LAW 5: the rebuilt record takes positionOf(map, prior, pass): a pick that moved the
+        # cursor to another member while the map was parked lands the position there.
+        base = [p(1, by="entry", tools=(), served=()), p(2), p(3), p(4)]
+        advs = run([*base, p(5, node="billing", by="model-pick")])
+        (change,) = advs[-1].changes
+        assert change.reengaged
+        rec = advs[-1].next[0]
+        assert (rec.at, rec.at_by, rec.at_since) == ("billing", "explicit", 5)
+        assert (rec.founded_on, rec.since) == ("zone-audit", 5)
+
     def test_idle_needs_served_and_a_tool_call(self) -> None:
         advs = run(
             [p(1, by="entry", tools=(), served=()), p(2, served=("other",)), p(3, tools=()), p(4), p(5), p(6)]

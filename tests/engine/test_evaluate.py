@@ -62,6 +62,17 @@ class TestUnusedFeaturesAddNothing:
         dumped = event.model_dump(exclude_none=True)
         assert not {"lease_active_ids", "parked_ids", "served_ids", "superseded_ids"} & dumped.keys()
 
+    def test_the_kernel_writes_served_ids_even_when_nothing_is_served(self) -> None:
+        # §3.4 step 12: with the kernel mounted, next_served_injection_ids is written on every pass,
+        # even when empty: () (the key exists, nothing served), never None (the feature is unused).
+        graph = SkillMapBuilder().skill(define_skill("s", body="S.")).entry("s", when=never).build()
+        setup = PassSetup(graph.injections, skill_map=graph, engagement=skill_map_plan(graph))
+        result = evaluate_pass(setup, PassInputs(iteration=1))
+        assert result.evaluation.active_ids == () and result.active_injections == ()
+        assert result.next_served_injection_ids == ()
+        event = PassEvent(**ENV, iteration=1, **result.pass_fields())  # type: ignore[arg-type]
+        assert event.model_dump(exclude_none=True)["served_ids"] == []
+
     def test_an_empty_lease_record_is_not_an_absent_one(self) -> None:
         result = evaluate_pass(setup_plain(), PassInputs(iteration=3, instruction_leases=()))
         assert result.lease_active_ids == () and result.next_instruction_leases == ()
@@ -325,6 +336,21 @@ class TestCursorThroughPasses:
         assert second.next_skill_cursor == "billing"
         (told,) = second.reroutes
         assert (told.volunteered_id, told.won_id, told.source) == ("admin", "billing", None)
+
+    def test_a_pick_that_rides_anyway_is_not_told_as_superseded(self) -> None:
+        # §3.4 step 10: the check is "pick not in evaluation.active", not "pick != cursor". From
+        # billing the model picks the unconditional entry triage while a route fires to refund:
+        # the cursor lands elsewhere, but triage is active (an unconditional entry always is), so
+        # nothing volunteered was lost and no reroute is told.
+        _, setup = support()
+        loop = Loop(setup)
+        loop.step([Call("lookup", 1)])
+        loop.step([Call("read_skill", "triage"), Call("refund_check", 1)])
+        third = loop.step()
+        assert third.context.pending_skill_pick == "triage"
+        assert third.next_skill_cursor == "refund"
+        assert "triage" in third.evaluation.active_ids
+        assert third.reroutes == () and third.reroute_fields() == []
 
     def test_conflicting_edges_are_reported(self) -> None:
         _, setup = support()
