@@ -324,9 +324,9 @@ class TestFollow:
         path = _copy("leases", tmp_path, drop_last=2)  # no turn_end / run_end yet
         seen: list[Message] = []
         async with opened(path, follow=True, message_hook=seen.append) as (pilot, screen):
-            await pilot.press("G")
             assert await wait_for(pilot, lambda: "run in progress" in screen_text(pilot.app))
             rows = screen.timeline.total
+            assert rows > 1 and screen.selected == rows - 1  # it opens on the newest iteration
             run_id = screen.session.model.runs[0].run_id
             started = time.perf_counter()
             grow(path, run_id=run_id, first_seq=screen.session.lines, iteration=1, turn=2)
@@ -378,7 +378,7 @@ class TestFollow:
             assert screen.timeline.total == 0
             path.write_bytes(sample("leases").read_bytes())
             assert await wait_for(pilot, lambda: screen.timeline.total == 3)
-            assert screen.selected >= 0
+            assert await wait_for(pilot, lambda: screen.selected == 2)  # the newest, as rows arrive
 
 
 class TestUntrusted:

@@ -477,6 +477,12 @@ class TraceScreen(Screen[None]):
         # collector's view, or every full collection walks them all (hundreds of ms per jump).
         gc.freeze()
         self._trace_grew(TraceGrew())
+        timeline = self.timeline
+        if self.following and timeline.cursor <= 0:
+            # Follow mode opens on the newest iteration (unless the user moved during the load);
+            # on the end, the cursor then keeps following the rows that arrive.
+            timeline.action_cursor_last()
+            self.new_rows = 0
         if self.mode != "replay":
             self._tail()
 
