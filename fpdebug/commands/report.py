@@ -16,8 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backtrack", metavar="FILE",
                         help="the backtrack sidecar to include (default: TRACE.backtrack.jsonl if it exists)")
     parser.epilog = (
-        "The report holds ids, names, counts and states, never a prompt, reply or tool output; every "
-        "string from the trace is made inert and Markdown-escaped."
+        "The report holds ids, names, counts and states, never a prompt, reply or tool output (from a "
+        "reply, only the unsupported values it stated); every string from the trace is made inert and "
+        "Markdown-escaped."
     )
 
 

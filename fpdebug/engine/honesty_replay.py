@@ -11,10 +11,14 @@ the loop calls at the three mount points, handing them only what the trace recor
   the tool results and user messages recorded before it, the tools offered on that call, and — with
   a tool middleware armed — the rewrites between the requested arguments and the ``args`` each
   ``tool_result`` ran with.
-- **answer** — at each ``turn_end``: the last reply of the turn is the answer; the committed state is
-  rebuilt from the events before it (history, this turn's number, the findings recomputed so far,
-  ``stopped_early``, declared coverage, this turn's rewrites). fpdebug has no evidence gate, answer
-  validation, argument ask or paused calls, so those keys read as absent.
+- **answer** — at each ``llm_call`` routed to ``final``: its reply is the answer; the committed state
+  is rebuilt from the events before it (history, this turn's number, the findings recomputed so far,
+  the ``stopped_early`` the final branch derives from the reply, declared coverage, this turn's
+  rewrites). fpdebug has no evidence gate, answer validation, argument ask or paused calls, so those
+  keys read as absent.
+
+An interrupted run (``run_end`` ``interrupted``) or a trace cut short wrote only the findings of the
+visits it finished; :func:`recompute_findings` states the rule that says which.
 
 The build-time facts (arms, grounds, hiding tools, display names, standing line mode) come from
 ``run_start.honesty``; whether the agent has a tool surface comes from ``run_start``'s tools and
@@ -23,6 +27,7 @@ injections. :func:`recorded_findings` returns what the trace itself filed, for c
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Sequence
 
 from fpdebug.engine.honesty import (
@@ -48,14 +53,15 @@ from fpdebug.trace.schema import (
     FindingEvent,
     InjectionDecl,
     LlmCallEvent,
+    LlmResponse,
     Message,
     RunEndEvent,
     RunStartEvent,
+    StoppedEarly,
     ToolCallRecord,
     ToolResultEvent,
     ToolSchema,
     TraceEvent,
-    TurnEndEvent,
     TurnStartEvent,
 )
 
@@ -119,12 +125,44 @@ def _requested(call: ToolCallRecord, config: InputsConfig) -> dict[str, object]:
     return dict(call.args)
 
 
+def _stopped_early(call: LlmCallEvent, reply: LlmResponse) -> StoppedEarly | None:
+    """What the loop's final branch records as ``stopped_early`` for a reply routed to ``final``.
+
+    A final reply that still asks for tools was cut by ``max_iterations`` (the only limit fpdebug's
+    loop applies); any other final reply was the model's own answer.
+    """
+    pending = len(reply.tool_calls)
+    if not pending or call.iteration is None:
+        return None
+    return StoppedEarly(reason="max-iterations", iteration=call.iteration, pending_tool_calls=pending,
+                        answer_was_empty=not reply.content.strip())
+
+
 def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
-    """Every finding the armed layers would file for a run, from its saved events alone.
+    """Every finding the armed layers filed in a run, from its saved events alone.
+
+    The same pure functions the loop calls at its three mount points, handed only what the trace
+    recorded. A run that was stopped part-way (the debugger's step gate, Ctrl-C: ``run_end``
+    ``interrupted``) or whose file ends early wrote only some of its findings; the rule below says
+    which, from where the run writes each finding:
+
+    - **results** rows are the first event of their loop head (the ``(turn, iteration)`` pair), so
+      they count exactly when the trace holds some event of that pair (the ``finding`` itself, or the
+      ``pass`` when the visit had nothing to say).
+    - **inputs** rows are written right after the ``llm_call`` they judge; **answer** rows right after
+      the final reply's ``llm_call`` and its inputs rows, before ``turn_end``. Nothing else is
+      written in between, so these findings are *due*: the k-th due finding counts only when the
+      trace holds at least k more events of the run after the ``llm_call`` (``run_end`` excepted:
+      an interrupted run writes it without finishing anything). A visit the run never finished —
+      an ``llm_call`` followed by ``run_end`` or by nothing — files nothing.
+    - The answer is the content of the ``llm_call`` whose route is ``final``; its ``stopped_early``
+      is what the loop's final branch derives from that reply (``max-iterations`` when the reply
+      still asks for tools), so an answer assessed before ``turn_end`` was written is recomputed
+      the same. A turn with no final ``llm_call`` has no answer and no assessment.
 
     Args:
-        events: One run's events, in trace order (``finding`` events, if any, are ignored except as
-            evidence that a loop head was visited).
+        events: One run's events, in trace order (``finding`` events, if any, are read only as
+            events: evidence of how far the run got, never as rows).
 
     Returns:
         The findings, in the order the loop files them. Empty when no layer is armed.
@@ -146,6 +184,7 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
     ran = {(e.turn, e.iteration, e.tool_call_id): e for e in events if isinstance(e, ToolResultEvent)}
 
     findings: list[Finding] = []
+    due: deque[Finding] = deque()  # filed by a visit, written only if the run got further
     prior: list[PriorResult] = []
     users: list[str] = []
     history: list[Message] = []
@@ -154,33 +193,35 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
     visited: set[tuple[int, int]] = set()
     stamp: int | None = None
     turn_rewrites: list[ArgumentRewrite] = []
-    last_reply: LlmCallEvent | None = None
 
-    def file(layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None) -> None:
+    def file(layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None,
+             *, now: bool) -> None:
         finding = file_finding(layer, rows, turn=turn, iteration=iteration)
         if finding is not None:
-            findings.append(finding)
+            (findings.append if now else due.append)(finding)
 
     for event in events:
+        if isinstance(event, RunEndEvent):
+            continue  # written even when the run finished nothing: proves no due finding
+        if due:
+            findings.append(due.popleft())  # this event was written after it: so was the finding
         if isinstance(event, TurnStartEvent):
             # A stamp never crosses a turn: a turn's first loop head has no batch to judge.
-            stamp, turn_rewrites, last_reply = None, [], None
-        run_level = isinstance(event, (RunStartEvent, RunEndEvent))
-        if event.turn is not None and event.iteration is not None and not run_level:
+            stamp, turn_rewrites = None, []
+        if event.turn is not None and event.iteration is not None and not isinstance(event, RunStartEvent):
             head = (event.turn, event.iteration)
             if head not in visited:
                 visited.add(head)
                 if arms.results:
                     batch = batches.get((event.turn, stamp), [])
-                    file("results", results_at_loop_head(event.iteration, stamp, batch), *head)
+                    file("results", results_at_loop_head(event.iteration, stamp, batch), *head, now=True)
         if isinstance(event, TurnStartEvent):
             users.append(event.user_message)
             history.append(Message(role="user", content=event.user_message))
         elif isinstance(event, LlmCallEvent) and event.response is not None:
-            last_reply = event
-            calls = event.response.tool_calls
-            history.append(Message(role="assistant", content=event.response.content,
-                                   tool_calls=calls or None))
+            reply = event.response
+            calls = reply.tool_calls
+            history.append(Message(role="assistant", content=reply.content, tool_calls=calls or None))
             if calls and arms.inputs:
                 rewrites: list[ArgumentRewrite] = []
                 if arms.tool_middleware:
@@ -193,7 +234,18 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
                     tools_in_reach=[t.name for t in event.request.tools], rewrites=rewrites,
                 )
                 turn_rewrites.extend(rewrites)
-                file("inputs", verdict.rows, event.turn, event.iteration)
+                file("inputs", verdict.rows, event.turn, event.iteration, now=False)
+            if event.route == "final" and arms.answer:
+                committed = {
+                    "history": tuple(history), "turnNumber": event.turn, "pausedToolCallId": None,
+                    # The ledger as the run held it: every finding before this one, inputs included.
+                    "findingsLedger": (*findings, *due), "stoppedEarly": _stopped_early(event, reply),
+                    "coverageDeclared": dict(coverage), "middlewareDecisions": tuple(turn_rewrites),
+                }
+                row = assess_answer(reply.content, committed, reads=reads, grounds=Grounds.from_arms(arms),
+                                    standing_line=arms.standing_line, display_names=arms.display_names)
+                if row is not None:
+                    file("answer", [row], event.turn, event.iteration, now=False)
         elif isinstance(event, ToolResultEvent):
             prior.append(PriorResult(event.tool_call_id, event.tool_name, event.result, event.iteration))
             history.append(Message(role="tool", content=event.result, tool_call_id=event.tool_call_id,
@@ -205,16 +257,4 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
             stamp = event.iteration
             if event.coverage is not None:
                 coverage[event.tool_call_id] = event.coverage
-        elif isinstance(event, TurnEndEvent) and arms.answer:
-            reply = last_reply.response if last_reply is not None else None
-            answer = reply.content if reply is not None else event.final_content
-            committed = {
-                "history": tuple(history), "turnNumber": event.turn, "pausedToolCallId": None,
-                "findingsLedger": tuple(findings), "stoppedEarly": event.stopped_early,
-                "coverageDeclared": dict(coverage), "middlewareDecisions": tuple(turn_rewrites),
-            }
-            row = assess_answer(answer, committed, reads=reads, grounds=Grounds.from_arms(arms),
-                                standing_line=arms.standing_line, display_names=arms.display_names)
-            if row is not None:
-                file("answer", [row], event.turn, event.iteration_count)
     return findings

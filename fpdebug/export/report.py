@@ -14,7 +14,9 @@ Markdown to paste into an issue. Per run:
   and when and why it was pruned;
 - **parks and re-engagements**: every engagement change of every mounted map;
 - **route conflicts**, **rejected picks**, **superseded reroutes**;
-- **unsupported values**: counted from the answer layer's ``finding`` rows;
+- **unsupported values**: per assessed answer, the values it stated, how many no source holds, and
+  those values themselves (the answer layer's ``finding`` rows); a run that did not complete says
+  that a turn it stopped in may have no assessment;
 - **backtrack verdicts**, when a backtrack sidecar lies beside the trace.
 
 **The backtrack sidecar** is ``<trace>.backtrack.jsonl`` (the name
@@ -29,7 +31,8 @@ Every string that came from the trace or the sidecar is passed through
 :func:`~fpdebug.trace.inert.inert_line` and Markdown-escaped (``|``, backticks, brackets, emphasis
 characters, ``<``/``>``; newlines are folded) before it reaches the Markdown. The JSON keeps the
 values as recorded (``json.dumps(..., ensure_ascii=True)`` escapes every control character).
-The report carries no prompt, reply or tool output: ids, names, counts and states only.
+The report carries no prompt, reply or tool output: ids, names, counts and states only, and the
+short values an answer stated that no source holds (the answer layer's own excerpts).
 """
 
 from __future__ import annotations
@@ -182,6 +185,8 @@ class UnsupportedRow(TypedDict):
     iteration: int | None
     stated: int
     unsupported: int
+    values: list[str]
+    """The unsupported values, as the answer states them, in the order it states them."""
 
 
 class VerdictRow(TypedDict):
@@ -436,6 +441,7 @@ def _run_report(model: RunModel, run: Run) -> RunReport:
                     unsupported.append({
                         "turn": event.turn, "iteration": event.iteration, "stated": len(row.values),
                         "unsupported": sum(1 for value in row.values if not value.supported),
+                        "values": [value.text for value in row.values if not value.supported],
                     })
     return {
         "run_id": run.run_id, "agent": run.agent_name, "provider": run.provider, "model": run.model,
@@ -722,14 +728,19 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
     out += [f"{level} Unsupported values", ""]
     if run["unsupported_values"]:
         out += _table(
-            ["turn.iter", "values stated", "unsupported"],
-            [[_where(row["turn"], row["iteration"]), str(row["stated"]), str(row["unsupported"])]
-             for row in run["unsupported_values"]],
+            ["turn.iter", "values stated", "unsupported", "unsupported values"],
+            [[_where(row["turn"], row["iteration"]), str(row["stated"]), str(row["unsupported"]),
+              _ids(row["values"])] for row in run["unsupported_values"]],
         )
     elif run["answer_layer"]:
         out.append("_The answer layer is armed; no answer was assessed._")
     else:
         out.append("_Not assessed: the answer layer is not armed in this run._")
+    if run["answer_layer"] and run["status"] != "completed":
+        # A run stopped part-way (the debugger's gate, Ctrl-C, a failure) assessed only the answers
+        # it reached: say so rather than let a short table read as "nothing unsupported".
+        out += ["", f"_The run did not complete ({md_cell(run['status'])}): a turn it stopped in may have "
+                    "no assessment._"]
     out.append("")
     return out
 

@@ -61,13 +61,13 @@ class Run:
         self.add(TurnStartEvent, turn=turn, user_message=message)
 
     def llm(self, turn: int, iteration: int, *, content: str = "", calls: list[ToolCallRecord] | None = None,
-            tools: list[ToolSchema] | None = None) -> None:
+            tools: list[ToolSchema] | None = None, route: str | None = None) -> None:
         self.calls += 1
         self.add(LlmCallEvent, turn=turn, iteration=iteration, call_index=self.calls, provider="scripted",
                  model="m",
                  request=LlmRequest(tools=self.tools if tools is None else tools),
                  response=LlmResponse(content=content, tool_calls=calls or []),
-                 route="tool-calls" if calls else "final")
+                 route=route or ("tool-calls" if calls else "final"))
 
     def tool(self, turn: int, iteration: int, call_id: str, name: str, result: str, *,
              args: dict[str, Any] | None = None, coverage: str | None = None) -> None:
@@ -236,11 +236,12 @@ def test_middleware_rewrites_and_hidden_tools_are_recomputed_from_the_ran_args()
     assert "middlewareDecisions" in assessment.reads and "coverageDeclared" in assessment.reads
 
 
-def test_the_answer_assessment_copies_stopped_early() -> None:
+def test_the_answer_assessment_says_the_final_reply_was_cut_short() -> None:
+    # A final reply that still asks for tools was cut by max_iterations, as the loop's final branch says.
     stopped = StoppedEarly(reason="max-iterations", iteration=1, pending_tool_calls=1, answer_was_empty=True)
     run = Run(honesty=HonestyArms(answer=True), tools=[])
     run.turn(1, "hi")
-    run.llm(1, 1, calls=[ToolCallRecord(id="c1", name="x")])
+    run.llm(1, 1, calls=[ToolCallRecord(id="c1", name="x")], route="final")
     run.end_turn(1, 1, "", stopped=stopped)
     (answer,) = recompute_findings(run.events)
     always = ["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly"]

@@ -175,9 +175,11 @@ def test_failures_trips_and_unsupported_values_are_reported(tmp_path: Path) -> N
     assert "ping-pong" in badges[2] and "ping-pong" not in badges[1]
     assert "rejected ×3" in badges[2] and "rejected ×3" not in badges[1] and "tool failed" in badges[0]
     assert "call failed" in badges[3]
-    assert run["unsupported_values"] == [{"turn": 1, "iteration": 3, "stated": 2, "unsupported": 1}]
+    assert run["unsupported_values"] == [
+        {"turn": 1, "iteration": 3, "stated": 2, "unsupported": 1, "values": ["$9"]}]
     text = render_markdown(report_trace(path))
-    assert "| 1.3 | 2 | 1 |" in text
+    assert "| 1.3 | 2 | 1 | $9 |" in text  # the value itself, not only its count; "$5" was supported
+    assert "$5" not in text
     assert "read\\_skill ✗" in text
 
 
@@ -192,6 +194,8 @@ def test_hostile_text_is_inert_and_escaped(tmp_path: Path) -> None:
     s.add(PassEvent, iteration=1, active_ids=[HOSTILE], evaluated_total=1)
     s.add(ToolResultEvent, iteration=1, tool_call_id=HOSTILE, tool_name=HOSTILE, result=HOSTILE)
     s.add(SkillRejectedEvent, iteration=1, requested_id=HOSTILE, allowed=[HOSTILE])
+    s.add(FindingEvent, iteration=1, layer="answer", rows=[AnswerAssessmentRow(reads=["history"], values=[
+        StatedValue(text=HOSTILE, kind="quoted", supported=False)])])
     s.add(TurnEndEvent, final_content=HOSTILE, iteration_count=1)
     s.turn = None
     s.add(RunEndEvent, status="failed", error=ErrorInfo(type="X", message=HOSTILE))
@@ -211,7 +215,7 @@ def test_hostile_text_is_inert_and_escaped(tmp_path: Path) -> None:
                 if not row.startswith("|"):
                     break
                 assert len(cells(row)) == width, row
-    assert tables == 3  # the header, the timeline, the rejected picks
+    assert tables == 4  # the header, the timeline, the rejected picks, the unsupported values
     # No live markup: every bracket, angle bracket and emphasis mark from the trace is escaped.
     assert not re.search(r"(?<!\\)[<>\[\]`*]", "".join(c for line in lines for c in cells(line)[1:-1]))
 
