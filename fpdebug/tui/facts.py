@@ -95,12 +95,23 @@ def row_facts(reader: TraceReader, iteration: Iteration) -> RowFacts:
     return RowFacts(active, evaluated, parked, errors, tuple(reasons))
 
 
-def invalid_near(model: RunModel, iteration: Iteration) -> int:
-    """How many invalid or opaque lines lie in or right next to the iteration's lines."""
+def invalid_near(model: RunModel, iteration: Iteration, *, found: Sequence[int] = ()) -> int:
+    """How many invalid or opaque lines lie in or right next to the iteration's lines.
+
+    Args:
+        model: For the lines it found invalid or opaque.
+        iteration: The iteration.
+        found: More invalid lines, sorted (lines the model took as events, found invalid when
+            validated in full).
+    """
     if not len(iteration):
         return 0
     low, high = iteration.first_line - 1, iteration.last_line + 1
-    return _count_between(model.invalid_lines, low, high) + _count_between(model.opaque_lines, low, high)
+    return (
+        _count_between(model.invalid_lines, low, high)
+        + _count_between(model.opaque_lines, low, high)
+        + _count_between(found, low, high)
+    )
 
 
 def _count_between(lines: Sequence[int], low: int, high: int) -> int:
@@ -110,13 +121,16 @@ def _count_between(lines: Sequence[int], low: int, high: int) -> int:
     return max(end - start, 0)
 
 
-def badges_of(model: RunModel, iteration: Iteration, facts: RowFacts) -> list[str]:
+def badges_of(
+    model: RunModel, iteration: Iteration, facts: RowFacts, *, found: Sequence[int] = ()
+) -> list[str]:
     """The badges of a timeline row, in :data:`BADGES` order.
 
     Args:
         model: For the invalid and opaque lines.
         iteration: The iteration's compact facts.
         facts: The peeked facts of the same iteration.
+        found: More invalid lines, sorted (see :func:`invalid_near`).
     """
     changes = {note.change for note in iteration.engagement_changes}
     found = {
@@ -128,6 +142,6 @@ def badges_of(model: RunModel, iteration: Iteration, facts: RowFacts) -> list[st
         "rejected": iteration.has("skill_rejected"),
         "superseded": iteration.has("reroute_superseded"),
         "error": facts.errors > 0,
-        "invalid": invalid_near(model, iteration) > 0,
+        "invalid": invalid_near(model, iteration, found=found) > 0,
     }
     return [name for name in BADGES if found[name]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-__all__ = ["FilterGrew", "LoadFinished", "TraceGrew", "TraceLoading"]
+__all__ = ["FilterGrew", "LoadFinished", "TraceChecked", "TraceGrew", "TraceLoading"]
 
 
 class TraceLoading(Message):
@@ -41,6 +41,13 @@ class TraceGrew(Message):
 
 class LoadFinished(Message):
     """The first load is complete: every line present at open time is indexed and modelled."""
+
+
+class TraceChecked(Message):
+    """More lines were validated in full (:meth:`~fpdebug.tui.session.TraceSession.check_step`)."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, TraceChecked)
 
 
 class FilterGrew(Message):

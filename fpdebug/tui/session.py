@@ -13,18 +13,20 @@ bisection, without a per-iteration dictionary (a million-event trace has ~100k i
 from __future__ import annotations
 
 import threading
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections import OrderedDict
 from collections.abc import Iterator
 
 from fpdebug.trace.model import KIND_CODES, Iteration, LeaseLifetime, Run, RunModel
 from fpdebug.trace.reader import TraceReader
-from fpdebug.trace.records import Record, classify_line
-from fpdebug.trace.schema import RunStartEvent
+from pydantic import ValidationError
+
+from fpdebug.trace.records import InvalidRecord, Record, classify_line
+from fpdebug.trace.schema import EVENT_ADAPTER, RunStartEvent
 from fpdebug.tui.facts import RowFacts, badges_of, invalid_near, row_facts
 from fpdebug.tui.query import Query
 
-__all__ = ["FIRST_SLICE", "MODEL_SLICE", "RUN_START_CACHE", "TraceSession"]
+__all__ = ["CHECK_SLICE", "FIRST_SLICE", "MODEL_SLICE", "RUN_START_CACHE", "TraceSession"]
 
 FIRST_SLICE = 2_000
 """Lines modelled before the first screen is shown (a few milliseconds of work)."""
@@ -37,6 +39,9 @@ FIRST_CHUNK = 1 << 20
 
 INDEX_CHUNK = 16 << 20
 """Bytes indexed per step afterwards."""
+
+CHECK_SLICE = 5_000
+"""Lines validated in full per check step (after the load, see :meth:`TraceSession.check_step`)."""
 
 RUN_START_CACHE = 8
 """``run_start`` records a session keeps parsed (the runs on screen; each is tens of KB as a model)."""
@@ -66,7 +71,16 @@ class TraceSession:
         """Bytes of the file scanned by the first full scan."""
         self.total = reader.size
         """Bytes the first full scan has to cover."""
+        self.found_invalid: list[int] = []
+        """Lines the model took as events from their facts, found invalid when read in full (sorted)."""
+        self.checked = 1
+        """Lines ``[1, checked)`` have been validated in full (by :meth:`check_step` or when read)."""
+        self._found_lock = threading.Lock()
+        self._check_lock = threading.Lock()
         self._seen_leases: dict[str, int] = {}
+        # The longest timeline label, without and with the run number (see label_width).
+        self._label_one_run = 0
+        self._label_runs = 0
         self._collected_lines = 0
         self._facts: OrderedDict[tuple[int, int], RowFacts] = OrderedDict()
         self._facts_lock = threading.Lock()
@@ -104,6 +118,51 @@ class TraceSession:
             self._collect()
         return fed
 
+    def check_step(self, *, limit: int = CHECK_SLICE) -> int:
+        """Validate up to ``limit`` more modelled lines in full; return how many were checked.
+
+        The model reads each line's facts only (:class:`~fpdebug.trace.model.RunModel`), so a
+        line that is valid JSON of a known kind but breaks the schema in a field the model does
+        not read counts there as an event. This step finds such lines and lists them in
+        :attr:`found_invalid`, so every count and badge of invalid lines agrees with what reading
+        the line shows.
+        """
+        with self._check_lock:
+            start = self.checked
+            end = min(self.model.lines_fed, start + limit)
+            if end <= start:
+                return 0
+            known = self.model.invalid_lines, self.model.opaque_lines
+            validate = EVENT_ADAPTER.validate_json
+            for line, _offset, raw in self.reader.iter_raw(start, stop=end):
+                if _contains(known[0], line) or _contains(known[1], line):
+                    continue
+                try:
+                    validate(raw)
+                except ValidationError:
+                    self._found(line)
+            self.checked = end
+            return end - start
+
+    @property
+    def check_done(self) -> bool:
+        """Every line read so far has been validated in full."""
+        return self.model_done and self.checked >= self.model.lines_fed
+
+    @property
+    def invalid_count(self) -> int:
+        """Invalid lines known: those the model saw plus those found when checked in full."""
+        return len(self.model.invalid_lines) + len(self.found_invalid)
+
+    def is_invalid(self, line: int) -> bool:
+        """Whether ``line`` is known to be an invalid record."""
+        return _contains(self.model.invalid_lines, line) or _contains(self.found_invalid, line)
+
+    def _found(self, line: int) -> None:
+        with self._found_lock:
+            if not _contains(self.found_invalid, line):
+                insort(self.found_invalid, line)
+
     def poll(self) -> tuple[int, int]:
         """Index what was appended and model all of it (the follow step).
 
@@ -132,7 +191,14 @@ class TraceSession:
         # quadratic). Leases are per run: only runs that got a record since the last step can
         # have new ones.
         with self.model.lock:
-            self.iterations.extend(self.model.all_iterations[len(self.iterations) :])
+            new = self.model.all_iterations[len(self.iterations) :]
+            self.iterations.extend(new)
+            for iteration in new:
+                width = len(f"T{iteration.turn}·I{iteration.number}")
+                run = self.model.run(iteration.run_id)
+                prefixed = width + len(f"{run.number if run is not None else 0}:")
+                self._label_one_run = max(self._label_one_run, width)
+                self._label_runs = max(self._label_runs, prefixed)
             since = self._collected_lines
             for run in self.model.runs:
                 if run.last_line < since:
@@ -151,8 +217,15 @@ class TraceSession:
         return self.model.run(iteration.run_id)
 
     def record(self, line: int) -> Record:
-        """The full record on ``line`` (validated, from the reader's cache)."""
-        return self.reader[line]
+        """The full record on ``line`` (validated, from the reader's cache).
+
+        A line the model took as an event but which turns out invalid is noted in
+        :attr:`found_invalid` (before the check step reaches it).
+        """
+        record = self.reader[line]
+        if isinstance(record, InvalidRecord) and not _contains(self.model.invalid_lines, line):
+            self._found(line)
+        return record
 
     def run_start(self, run_id: str) -> RunStartEvent | None:
         """A run's declared configuration (its ``run_start`` record), once it has arrived.
@@ -249,7 +322,12 @@ class TraceSession:
 
     def badges(self, row: int) -> list[str]:
         """The badges of a timeline row."""
-        return badges_of(self.model, self.iterations[row], self.facts(row))
+        return badges_of(self.model, self.iterations[row], self.facts(row), found=self.found_invalid)
+
+    @property
+    def label_width(self) -> int:
+        """The characters of the longest :meth:`label` of the rows so far (the timeline's label column)."""
+        return self._label_runs if len(self.model.runs) > 1 else self._label_one_run
 
     def label(self, iteration: Iteration) -> str:
         """``T1·I3`` (``2:T1·I3`` when the trace holds several runs)."""
@@ -266,7 +344,7 @@ class TraceSession:
         iteration = self.iterations[row]
         for kind in query.kinds:
             if kind in ("invalid", "opaque"):
-                if not invalid_near(self.model, iteration):
+                if not invalid_near(self.model, iteration, found=self.found_invalid):
                     return False
             elif kind not in KIND_CODES or not iteration.has(kind):
                 return False
@@ -324,7 +402,7 @@ class TraceSession:
 
     def line_kind(self, line: int) -> str | None:
         """A line's kind for filtering: its peeked kind, or ``invalid`` / ``opaque`` per the model."""
-        if _contains(self.model.invalid_lines, line):
+        if self.is_invalid(line):
             return "invalid"
         if _contains(self.model.opaque_lines, line):
             return "opaque"

@@ -24,6 +24,7 @@ __all__ = [
     "Palette",
     "clip",
     "compact_json",
+    "counted",
     "human_bytes",
     "join",
     "number",
@@ -85,6 +86,17 @@ def number(value: float) -> str:
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.1f}"
     return f"{int(value):,}"
+
+
+def counted(value: int, word: str, plural: str | None = None) -> str:
+    """``1 iteration``, ``2 iterations``: a number (as :func:`number` writes it) and the word it counts.
+
+    Args:
+        value: How many.
+        word: The singular.
+        plural: The plural when it is not ``word + "s"``.
+    """
+    return f"{number(value)} {word if value == 1 else plural or word + 's'}"
 
 
 def human_bytes(size: int) -> str:

@@ -412,7 +412,8 @@ class TestUntrusted:
             assert "pass record does not match the schema" in text
             assert "telemetry_v9" in text
             assert screen.query_one(EventDetail).line == at["opaque"]
-            assert "2 invalid · 1 opaque" in text
+            # the wrong-typed pass reads as a pass from its facts; validated in full it is invalid too
+            assert "3 invalid · 1 opaque" in text
 
     async def test_huge_contents_are_collapsed_until_expanded(
         self, hostile_trace: tuple[Path, dict[str, int]]

@@ -202,3 +202,20 @@ def write_runs(path: Path, passes: list[tuple[str, int, int]]) -> None:
         events.append(LeaseGrantEvent(**envelope(run_id, turn, iteration), lease=lease))
     with TraceWriter.create(path, durability="none", clock=FixedClock(T0)) as writer:
         writer.append_many(events)
+
+
+def write_schema_break(path: Path) -> int:
+    """The support sample with one field added to iteration 2's ``llm_call``; returns that line.
+
+    The line is valid JSON of a known kind and its facts (what the model reads) are intact: only
+    the full schema, which forbids unknown fields, says it is invalid.
+    """
+    lines = sample("support").read_bytes().splitlines()
+    for number, raw in enumerate(lines[1:], start=1):
+        data = orjson.loads(raw)
+        if data["kind"] == "llm_call" and data.get("iteration") == 2:
+            data["surprise"] = "an extra field"
+            lines[number] = orjson.dumps(data)
+            path.write_bytes(b"\n".join(lines) + b"\n")
+            return number
+    raise AssertionError("the support sample has no llm_call in iteration 2")

@@ -62,8 +62,9 @@ def help_document(
         Text("fpdebug keys", style=palette.heading),
         ("   every binding has an id: remap it in a keymap file (see the end)", palette.dim),
     )
+    rows: list[tuple[str, list[tuple[str, str, str]]]] = []
     for title, bindings in groups:
-        doc.heading(title)
+        rows.append((title, []))
         for binding in bindings:
             if not isinstance(binding, Binding) or binding.id is None:
                 continue
@@ -71,11 +72,22 @@ def help_document(
             shown = (
                 binding.key_display if binding.key_display and binding.id not in keymap else format_keys(keys)
             )
+            rows[-1][1].append((shown, binding.id, binding.tooltip or binding.description))
+    entries = [entry for _title, group in rows for entry in group]
+    # Columns as wide as their longest entry; a wrapped description continues under itself,
+    # never under the key or id columns.
+    key_width = max((len(shown) + 2 for shown, _id, _text in entries), default=16)
+    id_width = max((len(binding_id) + 2 for _shown, binding_id, _text in entries), default=18)
+    key_width, id_width = max(key_width, 16), max(id_width, 18)
+    for title, group in rows:
+        doc.heading(title)
+        for shown, binding_id, description in group:
             doc.line(
-                (f"{shown:<16}", palette.accent),
-                (f"{binding.id:<18}", palette.dim),
-                binding.tooltip or binding.description,
+                (f"{shown:<{key_width}}", palette.accent),
+                (f"{binding_id:<{id_width}}", palette.dim),
+                description,
                 indent=2,
+                hang=key_width + id_width,
             )
     doc.heading("Mouse")
     doc.line(
@@ -103,7 +115,11 @@ def help_document(
     )
     for name, meaning in _BADGE_MEANING.items():
         doc.line(
-            (f"{name:<11}", palette.accent), (f"{BADGE_LETTERS[name]}  ", palette.key), meaning, indent=2
+            (f"{name:<11}", palette.accent),
+            (f"{BADGE_LETTERS[name]}  ", palette.key),
+            meaning,
+            indent=2,
+            hang=14,
         )
     doc.heading("Command palette", ("   ctrl+p, then type", palette.dim))
     for command in commands:

@@ -32,10 +32,10 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Input, Tab, Tabs
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceGrew
+from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew
 from fpdebug.tui.query import Query
 from fpdebug.tui.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
-from fpdebug.tui.text import Palette, human_bytes, number, plain
+from fpdebug.tui.text import Palette, counted, human_bytes, number, plain
 from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.bars import RunHeader, SearchBar, StatusBar, TextBar, header_text
 from fpdebug.tui.widgets.calls import CallView
@@ -283,6 +283,7 @@ class TraceScreen(Screen[None]):
         """The last worker error, shown in the status bar."""
         self._filter_generation = 0
         self._filter_texts: dict[str, str] = {}
+        self._invalid_shown = 0
         self._syncing_events = False
         self._stop = threading.Event()
         self.first_paint = threading.Event()
@@ -391,10 +392,17 @@ class TraceScreen(Screen[None]):
             while not worker.is_cancelled and session.model_step(limit=LOAD_SLICE):
                 self.post_message(TraceGrew())
                 time.sleep(LOAD_PAUSE)
+            if not worker.is_cancelled:
+                self.post_message(LoadFinished())
+            # The model read each line's facts only: validate every line in full now, so counts,
+            # badges and filters of invalid lines agree with what opening a line shows.
+            while not worker.is_cancelled and session.check_step():
+                self.post_message(TraceChecked())
+                time.sleep(LOAD_PAUSE)
         finally:
             sys.setswitchinterval(interval)
         if not worker.is_cancelled:
-            self.post_message(LoadFinished())
+            self.post_message(TraceChecked())
 
     @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
     def _tail(self) -> None:
@@ -402,7 +410,10 @@ class TraceScreen(Screen[None]):
         worker = get_current_worker()
         while not worker.is_cancelled and not self._stop.is_set():
             lines, _rows = self.session.poll()
+            while self.session.check_step():
+                pass
             if lines:
+                self.post_message(TraceChecked())
                 self.post_message(TraceGrew(lines))
             self._stop.wait(FOLLOW_INTERVAL)
 
@@ -485,6 +496,21 @@ class TraceScreen(Screen[None]):
             self.new_rows = 0
         if self.mode != "replay":
             self._tail()
+
+    @on(TraceChecked)
+    @while_showing
+    def _trace_checked(self) -> None:
+        invalid = self.session.invalid_count
+        if invalid != self._invalid_shown:
+            self._invalid_shown = invalid
+            # Rows that matched (or not) before these lines were known to be invalid may now not.
+            for row_list in {id(lst): lst for lst in self.lists.values()}.values():
+                row_filter = row_list.row_filter
+                if row_filter is not None and "invalid" in (*row_filter.query.kinds, *row_filter.query.badges):
+                    self.apply_filter(row_list, row_filter.query.text)
+            self.timeline.refresh()
+            self.show_selection(refresh=True)
+        self._refresh_bars()
 
     @on(FilterGrew)
     @while_showing
@@ -829,11 +855,12 @@ class TraceScreen(Screen[None]):
         elif session.model.runs:
             run = session.model.runs[-1]
         state = self.run_header_state(palette) if run is not None else None
-        self.query_one(RunHeader).show(
-            header_text(session, run, self.source_name, palette, live=self.mode != "replay", state=state)
-        )
+        header = self.query_one(RunHeader)
+        live = self.mode != "replay"
+        width = header.content_size.width or None
+        header.show(header_text(session, run, self.source_name, palette, live=live, state=state, width=width))
         self.query_one("#timeline-header", TextBar).show(
-            timeline_header(self.timeline.scrollable_content_region.width or 80)
+            timeline_header(self.timeline.scrollable_content_region.width or 80, label=session.label_width)
         )
         self.query_one(StatusBar).show(self.status_text(palette))
 
@@ -857,13 +884,16 @@ class TraceScreen(Screen[None]):
             text.append(f"indexing {share:.0%} of {human_bytes(session.total)}", palette.warn)
         elif not self.loaded:
             share = session.model.lines_fed / max(session.lines, 1)
-            text.append(f"reading {share:.0%} · {number(session.lines)} lines", palette.warn)
+            text.append(f"reading {share:.0%} · {counted(session.lines, 'line')}", palette.warn)
         else:
-            text.append(f"{number(session.lines)} lines · {number(len(session.iterations))} iterations")
-        bad = len(session.model.invalid_lines)
+            text.append(f"{counted(session.lines, 'line')} · {counted(len(session.iterations), 'iteration')}")
+        bad = session.invalid_count
         opaque = len(session.model.opaque_lines)
         if bad:
             text.append(f" · {number(bad)} invalid", palette.bad)
+        if self.loaded and not session.check_done:
+            share = session.checked / max(session.model.lines_fed, 1)
+            text.append(f" · checking {share:.0%}", palette.warn)
         if opaque:
             text.append(f" · {number(opaque)} opaque", palette.warn)
         target = self.current_list()

@@ -15,9 +15,12 @@ from textual.widgets import Input, Label
 
 from fpdebug.trace.model import Run
 from fpdebug.tui.session import TraceSession
-from fpdebug.tui.text import Palette, number, plain
+from fpdebug.tui.text import Palette, clip, number, plain
 
-__all__ = ["RunHeader", "SearchBar", "StatusBar", "TextBar", "header_text"]
+__all__ = ["NAME_MIN", "RunHeader", "SearchBar", "StatusBar", "TextBar", "fit_lines", "header_text"]
+
+NAME_MIN = 16
+"""Characters of the file name the header keeps however narrow the terminal."""
 
 
 def header_text(
@@ -28,8 +31,13 @@ def header_text(
     *,
     live: bool = False,
     state: Text | None = None,
+    width: int | None = None,
 ) -> Text:
     """Two lines: the trace and run; the run's size, tokens and status.
+
+    Each line is one row: a line wider than ``width`` ends in ``…``, and on the first line the
+    file name gives way first (down to :data:`NAME_MIN` characters), since the run id and model
+    say more about what is on screen than a long path does.
 
     Args:
         session: The trace.
@@ -39,14 +47,15 @@ def header_text(
         live: The file is being followed (a run without ``run_end`` is running, not cut short).
         state: What a run without ``run_end`` is doing, from whoever drives it (paused at …);
             replaces ``● running``.
+        width: The cells each line may take (``None``: no limit).
     """
     text = Text(no_wrap=True, end="")
-    text.append("fpdebug ", palette.heading)
-    text.append_text(plain(source_name, palette.accent))
     if run is None:
+        text.append("fpdebug ", palette.heading)
+        text.append_text(plain(source_name, palette.accent))
         text.append("\n")
         text.append("no run yet" if session.model_done else "reading the trace…", palette.dim)
-        return text
+        return fit_lines(text, width)
     runs = len(session.model.runs)
     text.append("  run ", palette.dim)
     text.append_text(plain(run.run_id, palette.accent))
@@ -57,6 +66,15 @@ def header_text(
         text.append_text(plain(run.agent_name))
     text.append(" · ", palette.dim)
     text.append_text(plain(f"{run.provider or '?'} / {run.model or '?'}"))
+    first = Text(no_wrap=True, end="")
+    first.append("fpdebug ", palette.heading)
+    name = source_name
+    if width is not None:
+        room = width - len("fpdebug ") - text.cell_len
+        if len(name) > room:
+            name = clip(name, max(room, NAME_MIN))
+    first.append_text(plain(name, palette.accent))
+    text = first.append_text(text)
     text.append("\n")
     iterations = run.iteration_count
     text.append(f"{number(len(run.turns))} turn{'s' if len(run.turns) != 1 else ''}")
@@ -71,13 +89,38 @@ def header_text(
         if state is not None:
             text.append_text(state)
         else:
-            text.append("● running" if live else "■ no run_end (cut short?)", palette.warn)
+            text.append(_unended(session, run, live=live), palette.warn)
     else:
         text.append(f"■ {run.status}", palette.bad)
     if run.error:
         text.append(": ", palette.bad)
         text.append_text(plain(run.error, palette.bad, limit=200))
-    return text
+    return fit_lines(text, width)
+
+
+def _unended(session: TraceSession, run: Run, *, live: bool) -> str:
+    if live:
+        return "● running"
+    if not session.model_done:
+        # Its run_end may be in the part of the file not read yet.
+        return "… still loading (run_end not read yet)"
+    return "■ no run_end (cut short?)"
+
+
+def fit_lines(text: Text, width: int | None) -> Text:
+    """``text`` with each line cut to ``width`` cells, ending in ``…`` where it was cut.
+
+    Textual wraps a long line of a bar into the next row; a bar of fixed height would then lose
+    its last lines.
+    """
+    if width is None or all(line.cell_len <= width for line in text.split("\n")):
+        return text
+    lines = text.split("\n")
+    for line in lines:
+        line.truncate(max(width, 1), overflow="ellipsis")
+    fitted = Text("\n", end="", no_wrap=True).join(lines)
+    fitted.end = ""
+    return fitted
 
 
 class TextBar(Widget):
@@ -107,7 +150,10 @@ class TextBar(Widget):
 
 
 class RunHeader(TextBar):
-    """The run of the selected iteration: id, provider and model, turns, iterations, tokens, status."""
+    """The run of the selected iteration: id, provider and model, turns, iterations, tokens, status.
+
+    Each line stays on its row (cut with ``…`` to the width), so the second line always shows.
+    """
 
     DEFAULT_CSS = """
     RunHeader {
@@ -116,6 +162,10 @@ class RunHeader(TextBar):
         background: $panel;
     }
     """
+
+    def render(self) -> RenderableType:
+        # The screen fits the text when it builds it; this covers a resize before the next build.
+        return fit_lines(self.text, self.content_size.width or None)
 
 
 class StatusBar(TextBar):

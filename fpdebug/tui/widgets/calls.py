@@ -19,6 +19,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from fpdebug.trace.model import Iteration
+from fpdebug.trace.records import InvalidRecord
 from fpdebug.trace.schema import ArgumentRow, BasisRow, FindingEvent, LlmCallEvent, ToolResultEvent
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json, number, pretty_json
@@ -108,8 +109,17 @@ def call_document(session: TraceSession, iteration: Iteration, palette: Palette)
         record = session.record(line)
         if isinstance(record, LlmCallEvent):
             calls.append((line, record))
+        elif isinstance(record, InvalidRecord):
+            # The model counted the line as a call from the few fields it reads; the rest of the
+            # record breaks the schema, so there is no call to show, only why.
+            doc.line(
+                (f"the llm_call on line {line} is an invalid record: ", palette.bad),
+                (record.error, ""),
+                hang=2,
+            )
     if not calls:
-        doc.line(Text(f"{session.label(iteration)} made no LLM call", style=palette.dim))
+        if not doc.blocks:
+            doc.line(Text(f"{session.label(iteration)} made no LLM call", style=palette.dim))
         return doc.blocks
     try:
         provenance = argument_provenance(session, iteration)

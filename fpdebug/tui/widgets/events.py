@@ -32,7 +32,7 @@ from fpdebug.trace.schema import (
     TurnStartEvent,
 )
 from fpdebug.tui.session import TraceSession
-from fpdebug.tui.text import Palette, clip, compact_json, number, plain
+from fpdebug.tui.text import Palette, clip, compact_json, counted, number, plain
 from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView
 from fpdebug.tui.widgets.row_list import RowList
 
@@ -53,8 +53,8 @@ def summarize(record: Record) -> str:
         return f"{record.producer} · schema {record.schema_version} · created {record.created.isoformat()}"
     if isinstance(record, RunStartEvent):
         return (
-            f"{record.agent_name} · {record.provider}/{record.model} · {len(record.injections)} injections"
-            f" · max {record.max_iterations} iterations"
+            f"{record.agent_name} · {record.provider}/{record.model} · {counted(len(record.injections), 'injection')}"
+            f" · max {counted(record.max_iterations, 'iteration')}"
         )
     if isinstance(record, TurnStartEvent):
         return f"user: {clip(record.user_message, 300)}"
@@ -171,7 +171,7 @@ def event_document(session: TraceSession, line: int, palette: Palette) -> list[B
             Text(f"Line {line}", style=palette.heading),
             " · ",
             ("invalid record", palette.bad),
-            (f"   byte {number(offset)} · {number(record.length)} bytes", palette.dim),
+            (f"   byte {number(offset)} · {counted(record.length, 'byte')}", palette.dim),
         )
         doc.fact("error", (record.error, palette.bad))
         if record.kind is not None:
@@ -251,7 +251,7 @@ def _tree(doc: DocBuilder, value: object, indent: int, depth: int, key: str | No
         return
     if isinstance(value, str):
         if len(value) > _INLINE or "\n" in value:
-            doc.line(*label, (f"({number(len(value))} characters)", palette.dim), indent=indent)
+            doc.line(*label, (f"({counted(len(value), 'character')})", palette.dim), indent=indent)
             doc.content(value, indent=indent + 2, rows=6)
         else:
             doc.line(*label, (value, ""), indent=indent)

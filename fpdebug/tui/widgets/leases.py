@@ -2,8 +2,8 @@
 
 One row per lease (DOMAIN §4.3): what it serves and how long (``next-call`` / ``until-skill-exit``),
 who granted it (tool, call, iteration), then a bar over the timeline's iterations: ``◆`` the batch
-that granted it, ``█`` each pass it served, ``✕`` the pass whose sweep pruned it, ``─`` alive in
-between; and how it ended (``spent``, ``tenure-ended``) or ``alive``. The bars show a window of the
+that granted it, ``█`` each pass it served, ``✕`` the pass whose sweep pruned it (``█✕`` when it
+served that pass too, as a spent ``next-call`` lease does), ``─`` alive in between; and how it ended (``spent``, ``tenure-ended``) or ``alive``. The bars show a window of the
 iterations around the selected one, whose column is highlighted.
 """
 
@@ -165,8 +165,16 @@ class LeaseGantt(RowList):
             style: Style = palette.dim
             if row == span.grant:
                 char, style = "◆", palette.accent
+            elif row in served and row == span.prune:
+                # Served, then pruned by the same pass's sweep (how a next-call lease is spent,
+                # DOMAIN §4.3): the cell shows both marks; a one-column cell shows the prune.
+                focus = column_style if row == self.focus_row else Style()
+                if cell > 1:
+                    bar.append("█" * (cell - 1), palette.good + focus)
+                bar.append("✕", palette.bad + focus)
+                continue
             elif row in served:
-                char, style = "█", palette.bad if row == span.prune else palette.good
+                char, style = "█", palette.good
             elif row == span.prune:
                 char, style = "✕", palette.bad
             elif first < row < end_of_life:

@@ -227,13 +227,19 @@ class DiagramBlock(Block):
         return self.diagram.width + self.indent <= width
 
     def height(self, console: Console, width: int, expanded: bool) -> int:
-        return self.diagram.height if self.fits(width) else 1
+        return self.diagram.height if self.fits(width) else len(self._note(console, width))
+
+    def _note(self, console: Console, width: int) -> list[Text]:
+        """What stands in for a drawing too wide for ``width``, wrapped to it."""
+        need = self.diagram.width + self.indent
+        note = Text(f"(the drawing needs {need} columns; the lists below say it all)", style=self._palette.dim)
+        lines = note.wrap(console, max(width - self.indent, 1))
+        return [Text(" " * self.indent, end="") + line for line in lines]
 
     def row(self, console: Console, width: int, expanded: bool, y: int) -> Text:
         if not self.fits(width):
-            need = self.diagram.width + self.indent
-            note = f"(the drawing needs {need} columns; the lists below say it all)"
-            return Text(" " * self.indent + note, style=self._palette.dim, end="")
+            lines = self._note(console, width)
+            return lines[y] if 0 <= y < len(lines) else Text(end="")
         if self._rows is None:
             self._rows = [self._render(y) for y in range(self.diagram.height)]
         return Text(" " * self.indent, end="") + self._rows[y]

@@ -48,19 +48,43 @@ class _Columns(NamedTuple):
 
 _WIDE = _Columns(9, 13, 5, 3, 3, 3, 5)
 _NARROW = _Columns(7, 10, 3, 2, 2, 2, 5)
+_WIDE_MIN = 8  # badge room below which the narrow columns are used
 _WORDS_MIN = 14  # below this much room, badges are letters
+_BADGE_ROOM = 4  # letters the narrow layout keeps for badges (the cursor column gives way)
+_SKILL_MIN = 4
 
 
-def _columns(width: int) -> _Columns:
-    return _WIDE if width - _WIDE.fixed >= 8 else _NARROW
+def _columns(width: int, label: int) -> tuple[_Columns, bool]:
+    """The column widths for a timeline ``width`` wide whose longest label has ``label`` characters.
+
+    The label column fits the longest label (``T·I`` is never cut: it is what tells rows
+    apart); in the narrow layout the cursor column shrinks so that a few badge letters still fit.
+
+    Returns:
+        The columns, and whether they are the wide layout.
+    """
+    label = max(label, len("iter"))
+    wide = _WIDE._replace(label=label)
+    if width - wide.fixed >= _WIDE_MIN:
+        return wide, True
+    narrow = _NARROW._replace(label=label)
+    short = narrow.fixed + _BADGE_ROOM - width
+    if short > 0:
+        narrow = narrow._replace(skill=max(narrow.skill - short, _SKILL_MIN))
+    return narrow, False
 
 
-def timeline_header(width: int) -> Text:
-    """The column titles above the timeline."""
-    c = _columns(width)
+def timeline_header(width: int, *, label: int = 0) -> Text:
+    """The column titles above the timeline.
+
+    Args:
+        width: The timeline's width.
+        label: The longest row label (:attr:`TraceSession.label_width`).
+    """
+    c, _wide = _columns(width, label)
     badges = "badges" if width - c.fixed >= _WORDS_MIN else "bdg"
     text = (
-        f"{'iter':<{c.label}} {'cursor':<{c.skill}} {'act':>{c.active}} {'ls':>{c.leases}} "
+        f"{'iter':<{c.label}} {clip('cursor', c.skill):<{c.skill}} {'act':>{c.active}} {'ls':>{c.leases}} "
         f"{'pk':>{c.parked}} {'tl':>{c.tools}} {'route':<{c.route}} {badges}"
     )
     return Text(text, no_wrap=True, end="")
@@ -89,8 +113,8 @@ class IterationTimeline(RowList):
         model = self.session.model
         return (
             len(self.session.iterations[row]),
-            len(model.invalid_lines) + len(model.opaque_lines),
-            len(model.runs) > 1,
+            len(model.invalid_lines) + len(model.opaque_lines) + len(self.session.found_invalid),
+            self.session.label_width,
         )
 
     def render_row(self, row: int, width: int) -> Text:
@@ -108,16 +132,16 @@ class IterationTimeline(RowList):
         badges = session.badges(row)
 
         text = Text(no_wrap=True, end="")
-        c = _columns(width)
+        c, wide = _columns(width, session.label_width)
         words = width - c.fixed >= _WORDS_MIN
-        text.append(f"{clip(label, c.label):<{c.label}} ")
+        text.append(f"{label:<{c.label}} ")
         if skill is None:
             text.append(f"{'—':<{c.skill}} ", palette.dim)
         else:
             shown = clip(("→" if moved else " ") + skill, c.skill)
             text.append_text(plain(f"{shown:<{c.skill}} ", palette.accent if moved else ""))
         active = "—" if facts.active is None else str(facts.active)
-        if facts.evaluated is not None and facts.active is not None and c is _WIDE and words:
+        if facts.evaluated is not None and facts.active is not None and wide and words:
             active = f"{facts.active}/{facts.evaluated}"
         text.append(f"{clip(active, c.active):>{c.active}} ")
         text.append(f"{served or '·':>{c.leases}} ", palette.good if served else palette.dim)
