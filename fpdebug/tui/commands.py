@@ -66,6 +66,68 @@ def filter_query(argument: str) -> str:
     return argument.strip()
 
 
+_FILTERS: tuple[tuple[str, str, str, str | None], ...] = (
+    # The query, then what it keeps in the timeline, in the Events view and in the Leases view
+    # (None: the query would keep every lease or none, so the palette does not offer it there).
+    (
+        "kind lease_prune",
+        "iterations where a lease was pruned",
+        "lease_prune lines",
+        "leases that were pruned",
+    ),
+    ("kind lease_grant", "iterations where a lease was granted", "lease_grant lines", None),
+    ("badge park", "passes on which a map parked", "the lines of passes on which a map parked", None),
+    (
+        "badge reengage",
+        "passes on which a parked map came back",
+        "the lines of passes on which a parked map came back",
+        None,
+    ),
+    (
+        "badge conflict",
+        "iterations with a route conflict",
+        "the lines of iterations with a route conflict",
+        None,
+    ),
+    (
+        "badge rejected",
+        "iterations with a rejected read_skill pick",
+        "the lines of iterations with a rejected read_skill pick",
+        None,
+    ),
+    (
+        "badge error",
+        "iterations with a failed LLM or tool call",
+        "the lines of iterations with a failed LLM or tool call",
+        None,
+    ),
+    ("kind invalid", "iterations with an invalid or opaque line in or next to them", "invalid lines", None),
+)
+"""The fixed ``filter:`` commands and what each keeps, per kind of list."""
+
+
+def _filtered(screen: TraceScreen) -> str | None:
+    """Which kind of list a filter acts on in the current view (``None``: the view has no rows)."""
+    target = screen.current_list()
+    if target is None:
+        return None
+    if target is screen.timeline:
+        return "timeline"
+    return "events" if target is screen.lists.get("events") else "leases"
+
+
+def _view_title(screen: TraceScreen) -> str:
+    return next((view.title for view in screen.VIEWS if view.id == screen.view), screen.view)
+
+
+def _same_as(command: PaletteCommand) -> str:
+    """What a command does, to spot two entries doing the same (``filter: kind:K`` is ``filter: kind K``)."""
+    area, colon, rest = command.text.partition(":")
+    if colon and area.strip().lower() == "filter":
+        return "filter:" + filter_query(rest).lower()
+    return command.text.strip().lower()
+
+
 def fixed_commands(screen: TraceScreen) -> list[PaletteCommand]:
     """The commands offered on an empty prompt."""
     commands = [
@@ -92,21 +154,21 @@ def fixed_commands(screen: TraceScreen) -> list[PaletteCommand]:
             partial(screen.action_step_iteration, -1),
         ),
     ]
-    for query, meaning in (
-        ("kind lease_prune", "iterations where a lease was pruned"),
-        ("kind lease_grant", "iterations where a lease was granted"),
-        ("badge park", "passes on which a map parked"),
-        ("badge reengage", "passes on which a parked map came back"),
-        ("badge conflict", "route conflicts"),
-        ("badge rejected", "rejected read_skill picks"),
-        ("badge error", "failed LLM or tool calls"),
-        ("kind invalid", "invalid or opaque lines"),
-    ):
-        commands.append(
-            PaletteCommand(
-                f"filter: {query}", f"Show only {meaning}", partial(_apply, screen, filter_query(query))
+    target = _filtered(screen)
+    if target is not None:
+        column = ("timeline", "events", "leases").index(target)
+        title = _view_title(screen)
+        for query, *meanings in _FILTERS:
+            meaning = meanings[column]
+            if meaning is None:
+                continue  # it would keep every row of this view, or none
+            commands.append(
+                PaletteCommand(
+                    f"filter: {query}",
+                    f"Show only {meaning} (the {title} view)",
+                    partial(_apply, screen, filter_query(query)),
+                )
             )
-        )
     commands += [
         PaletteCommand("filter: clear", "Show every row of the current view", screen.action_clear_filter),
         PaletteCommand(
@@ -179,10 +241,12 @@ def parametric_command(screen: TraceScreen, typed: str) -> PaletteCommand | None
             f"go: line {line}", "Show this line in the Events view", partial(_go_line, screen, line)
         )
     if (match := _FILTER.match(typed)) and match.group(1).strip().lower() != "clear":
+        if _filtered(screen) is None:
+            return None  # the view has no rows to filter
         query = filter_query(match.group(1))
         return PaletteCommand(
             f"filter: {match.group(1).strip()}",
-            f"Filter the current view with {query!r}",
+            f"Filter the {_view_title(screen)} view with {query!r}",
             partial(_apply, screen, query),
         )
     return None
@@ -348,10 +412,17 @@ class TraceCommands(Provider):
         if screen is None:
             return
         special = parametric_command(screen, query)
+        commands = list(self._commands())
         if special is not None:
+            # A typed command that a fixed one does too is listed once, as the fixed one (its help
+            # says more), on top even when the fuzzy match would not find it (``kind:K``).
+            twin = next((command for command in commands if _same_as(command) == _same_as(special)), None)
+            if twin is not None:
+                commands.remove(twin)
+                special = twin
             yield Hit(1.0, Text(special.text), special.callback, text=special.text, help=special.help)
         matcher = self.matcher(query)
-        for command in self._commands():
+        for command in commands:
             score = matcher.match(command.text)
             if score > 0:
                 yield Hit(

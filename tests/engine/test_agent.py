@@ -618,7 +618,7 @@ class TestStopping:
         with pytest.raises(RunInterrupted):
             result.check()
 
-    def test_a_gate_that_stores_the_event_then_stops_ends_the_run_right_after_it(self, tmp_path: Path) -> None:
+    def test_a_gate_that_stores_the_event_then_stops_ends_the_run_after_it(self, tmp_path: Path) -> None:
         class StoringGate(Gate):
             def emit(self, event: TraceEvent) -> None:
                 self.inner.emit(event)
@@ -634,7 +634,7 @@ class TestStopping:
             result = agent.run("go", provider=model, sink=gate, clock=FixedClock(T0), run_id="g")
         assert result.status == "interrupted"
         events, _, _ = read_back(path)
-        assert [e.seq for e in events] == list(range(1, len(events) + 1))  # run_end did not reuse pass's seq
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))  # run_end has a seq of its own
         assert [e.kind for e in events[-2:]] == ["pass", "run_end"] and events[-2].iteration == 2
         calls = [e for e in events if e.kind == "llm_call"]
         assert len(calls) == 1 and len(model.requests) == 1  # the second iteration's call was never made

@@ -7,13 +7,17 @@ import time
 from pathlib import Path
 
 import pytest
+from textual import events
+from textual.app import App
+from textual.command import CommandInput, CommandList, CommandPalette
 from textual.message import Message
+from textual.pilot import Pilot
 
 from fpdebug.cli import main
 from fpdebug.trace.schema import RunEndEvent
 from fpdebug.trace.writer import TraceWriter
 from fpdebug.tui.app import FpdebugApp, TraceSource, binding_ids, keymap_ids
-from fpdebug.tui.commands import PaletteCommand
+from fpdebug.tui.commands import PaletteCommand, fixed_commands, parametric_command
 from fpdebug.tui.drive import DriveApp
 from fpdebug.tui.messages import LoadFinished, TraceGrew
 from fpdebug.tui.screens.help_screen import HelpDocument, HelpScreen
@@ -24,10 +28,17 @@ from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.leases import LeaseGantt
 from fpdebug.tui.widgets.timeline import IterationTimeline
 from tests.conftest import T0
-from tests.tui.helpers import opened, run_palette, screen_segments, screen_text, wait_for
+from tests.tui.helpers import NARROW, opened, run_palette, screen_segments, screen_text, wait_for
 from tests.tui.traces import MARKUP, grow, sample
 
 pytestmark = pytest.mark.anyio
+
+
+def type_at_once(app: App[object], *keys: str) -> None:
+    """Queue key presses back to back, as a terminal delivers fast typing (``pilot.press`` waits
+    for the app to go idle after each key, which hides what a key does to the next one)."""
+    for key in keys:
+        app.post_message(events.Key(key, key if len(key) == 1 else None))
 
 
 def _inspector_text(screen: TraceScreen) -> str:
@@ -105,6 +116,25 @@ class TestNavigation:
             await pilot.click("#tab-passes")
             await pilot.pause()
             assert screen.view == "passes"
+
+    async def test_keys_typed_right_after_a_view_switch_go_to_the_new_view(self) -> None:
+        async with opened(sample("support"), size=NARROW) as (pilot, screen):
+            app = pilot.app
+            assert screen.selected == 0
+            type_at_once(app, "3", "G")  # G is queued before 3 is handled, as a terminal sends them
+            await pilot.pause()
+            calls = screen.query_one("#view-calls", CallView)
+            assert screen.view == "calls" and app.focused is calls
+            assert screen.selected == 0  # the timeline did not take the G
+            assert calls.max_scroll_y > 0  # and G scrolled it to the bottom (animated)
+            assert await wait_for(pilot, lambda: calls.scroll_y == calls.max_scroll_y)
+            type_at_once(app, "4", "G")
+            await pilot.pause()
+            events = screen.query_one(EventList)
+            assert app.focused is events and events.cursor == screen.session.lines - 1
+            type_at_once(app, "1", "G")
+            await pilot.pause()
+            assert app.focused is screen.timeline and screen.selected == screen.timeline.total - 1
 
     async def test_a_mouse_click_selects_a_row(self) -> None:
         async with opened(sample("support")) as (pilot, screen):
@@ -271,6 +301,60 @@ class TestPalette:
                 pilot, lambda: screen.timeline.row_filter is not None and screen.timeline.row_filter.done
             )
             assert screen.timeline.row_filter.query.kinds == ("lease_prune",)  # type: ignore[union-attr]
+
+
+async def palette_offers(pilot: Pilot[object], typed: str) -> list[str]:
+    """What the palette lists for ``typed`` (each command with its help), once the list settles."""
+    await pilot.press("ctrl+p")
+    assert await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
+    pilot.app.screen.query_one(CommandInput).value = typed
+    options = pilot.app.screen.query_one(CommandList)
+    assert await wait_for(pilot, lambda: options.option_count > 0)
+    await pilot.pause(0.3)  # every provider has answered (they answer within milliseconds)
+    offered = []
+    for index in range(options.option_count):
+        prompt = options.get_option_at_index(index).prompt
+        offered.append(" ".join(getattr(prompt, "plain", str(prompt)).split()))
+    await pilot.press("escape")
+    assert await wait_for(pilot, lambda: not isinstance(pilot.app.screen, CommandPalette))
+    return offered
+
+
+class TestPaletteFilters:
+    async def test_a_filter_is_listed_once_and_says_what_it_keeps_in_the_view_on_show(self) -> None:
+        async with opened(sample("support")) as (pilot, screen):
+            offered = await palette_offers(pilot, "filter: kind lease_prune")
+            same = [text for text in offered if text.startswith("filter: kind lease_prune")]
+            assert same == [
+                "filter: kind lease_prune Show only iterations where a lease was pruned (the Passes view)"
+            ]
+            await pilot.press("4")
+            offered = await palette_offers(pilot, "filter: kind lease_prune")
+            same = [text for text in offered if text.startswith("filter: kind lease_prune")]
+            assert same == ["filter: kind lease_prune Show only lease_prune lines (the Events view)"]
+            await pilot.press("2")
+            offered = await palette_offers(pilot, "filter: kind:lease_prune")  # the same filter, typed
+            same = [text for text in offered if "lease_prune" in text and text.startswith("filter:")]
+            assert same == ["filter: kind lease_prune Show only leases that were pruned (the Leases view)"]
+
+    async def test_each_view_is_offered_only_the_filters_that_mean_something_there(self) -> None:
+        async with opened(sample("support")) as (pilot, screen):
+            await pilot.press("2")
+            texts = [command.text for command in fixed_commands(screen)]
+            assert "filter: kind lease_prune" in texts and "filter: badge park" not in texts
+            await pilot.press("7")
+            texts = [command.text for command in fixed_commands(screen)]
+            assert not [text for text in texts if text.startswith("filter:") and text != "filter: clear"]
+            assert parametric_command(screen, "filter: refund") is None  # the Backtrack view has no rows
+            await pilot.press("4")
+            texts = [command.text for command in fixed_commands(screen)]
+            assert texts.count("filter: kind lease_prune") == 1 and "filter: badge park" in texts
+            # what the Events view's filter of a command keeps is what its help says
+            await run_palette(pilot, "filter: kind lease_prune")
+            events = screen.query_one(EventList)
+            assert await wait_for(pilot, lambda: events.row_filter is not None and events.row_filter.done)
+            kept = events.row_filter.rows  # type: ignore[union-attr]
+            assert kept and {screen.session.line_kind(line) for line in kept} == {"lease_prune"}
 
 
 class TestHelpAndKeymap:

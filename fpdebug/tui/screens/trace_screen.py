@@ -610,7 +610,9 @@ class TraceScreen(Screen[None]):
             "backtrack": "#backtrack-doc",
         }.get(view)
         if focus is not None and not self.has_class("-searching"):
-            self.query_one(focus).focus()
+            # Now, not after the queue (Widget.focus defers): a key typed right after the view's
+            # key is already queued and must reach the new view, not the one it replaced.
+            self.set_focus(self.query_one(focus))
         self._refresh_bars()
 
     def show_selection(self, *, refresh: bool = False) -> None:

@@ -469,6 +469,15 @@ class DocumentView(LineView, can_focus=True):
         self._relayout()
         self.refresh()
 
+    def action_scroll_end(self) -> None:
+        """Scroll to the bottom, also of a view that the key typed just before this one showed.
+
+        Textual's own action gives up on a view with no scroll range yet, and a view shown this
+        moment has none until its layout (``3G`` typed fast). ``scroll_end`` itself waits for the
+        layout, so it is asked for in any case (a short document stays put).
+        """
+        self.scroll_end(x_axis=self.scroll_y == self.is_vertical_scroll_end)
+
     def action_toggle_expand(self) -> None:
         """Expand or collapse every long content."""
         self.expanded = not self.expanded
