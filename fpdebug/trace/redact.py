@@ -22,11 +22,16 @@ What is matched by default (:data:`BUILTIN_RULES`):
 - user patterns: ``FPDEBUG_REDACT_PATTERNS`` (one regular expression per line) and ``patterns``.
   A pattern with a group named ``secret`` redacts that group only, otherwise the whole match.
 
-**JSON stays JSON.** :meth:`Redactor.redact_json` changes only the content of JSON strings. The
+**JSON stays JSON.** :meth:`Redactor.redact_json` changes only the content of JSON strings, and
+the bare value (a number, ``true``, ``false``, ``null``) of a secret-named key, which becomes the
+string ``"[redacted]"`` as a whole token (``{"password": 4821}`` → ``{"password": "[redacted]"}``;
+inside a JSON text held in a string, quoted the way its key is, ``\"[redacted]\"``). The
 built-in secrets never contain a quote or a backslash and never start inside an escape, so they
 are replaced in place; a literal or user pattern whose match would touch the JSON syntax (a quote,
-an escape, a number) is applied to each decoded string instead, which is then re-encoded. A
-redacted line always parses, to the same structure, and stays one line.
+an escape, a number) is applied to each decoded string instead, which is then re-encoded. Every
+changed line is parsed again: should it not parse (it never should), the line is redacted the
+conservative way instead (decoded, every string and every value of a secret-named key redacted,
+re-encoded), so a redacted line always parses, stays one line, and no record is lost.
 
 **Cost.** A line with nothing that looks like a secret costs one pass of a Rust literal matcher
 (pydantic-core's regex engine): about 0.3 µs per KB. Only lines that contain a trigger (``sk-``,
@@ -43,11 +48,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, TypeVar
 
+import orjson
 from pydantic_core import SchemaValidator, core_schema
 
 from fpdebug.errors import ConfigError
@@ -204,6 +211,8 @@ _RULE_MATCHERS = tuple(_literal_matcher(rule.trigger_literals()) for rule in BUI
 
 # A JSON string token: a quote, then characters other than quote and backslash, or escapes.
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A bare JSON value a secret-named key may hold: it is redacted as a whole token.
+_BARE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
 
 
 class Redactor:
@@ -327,8 +336,11 @@ class Redactor:
     def redact_json(self, text: str) -> str:
         """Redact a JSON document (a trace line, an export) so that it stays the same valid JSON.
 
-        Only the content of strings (keys and values) changes; numbers, structure, key order,
-        escaping style and layout are kept.
+        Only the content of strings (keys and values) changes, and the bare value of a secret-named
+        key (``"token": null``, ``"password": 4821``), which becomes the string ``"[redacted]"``;
+        structure, key order, escaping style and layout are kept. A changed text is parsed again;
+        should it not parse while the input did, the input is redacted value by value and
+        re-encoded instead (compact), so the result is always valid JSON.
 
         Args:
             text: A JSON text. Text that is not JSON is redacted as plain text.
@@ -338,9 +350,12 @@ class Redactor:
         """
         if not self._patterns and not self._might_match(text) and (text.isascii() or _UTF8(text)):
             return text
+        return self._checked(text, self._redact_json(text))
+
+    def _redact_json(self, text: str) -> str:
         spans = self._builtin_spans(text)
         if spans:
-            text = _replace(text, spans, self.replacement)
+            text = _replace(text, spans, self.replacement, _bare_replacements(text, spans, self.replacement))
         if self._literals is None and not self._patterns:
             return text
         others = self._other_spans(text)
@@ -356,12 +371,30 @@ class Redactor:
         # Too deep to parse, or a match that touches the syntax: work string by string (no recursion).
         return _JSON_STRING.sub(self._redact_string_token, text)
 
+    def _checked(self, original: str, redacted: str) -> str:
+        # The safety net: a line that parsed must still parse. Paid only by lines that changed.
+        if redacted is original or _parses(redacted) is not False:
+            return redacted
+        if _parses(original) is False:
+            return redacted  # not JSON to begin with: redacted as plain text
+        return self._conservative(original)
+
+    def _conservative(self, text: str) -> str:
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            # Too deep to decode: strings only, one token at a time (cannot break the syntax).
+            return _JSON_STRING.sub(self._redact_string_token, text)
+        return json.dumps(self.redact_value(value), ensure_ascii=text.isascii(), separators=(",", ":"))
+
     def redact_value(self, value: _V) -> _V:
         """Redact every string in a JSON-like value (dicts, lists and tuples walked, keys included).
 
         For values about to be serialised by someone else (span attributes, report fields). A string
         under a key is judged with its key, as ``key: value`` would be in text (so the value of
-        ``{"api_key": …}`` or ``{"Authorization": "Bearer …"}`` is found as in a JSON line).
+        ``{"api_key": …}`` or ``{"Authorization": "Bearer …"}`` is found as in a JSON line); so is
+        a number, boolean or ``None`` under a key, which becomes the string ``"[redacted]"`` when
+        it is a secret's (``{"password": 4821}``), as :meth:`redact_json` does in JSON text.
 
         Args:
             value: A string, a container of values, or anything else (returned as it is).
@@ -389,6 +422,12 @@ class Redactor:
             judged = self.redact(prefix + value)
             if judged.startswith(prefix):
                 return self.redact(value) if judged[len(prefix):] == value else judged[len(prefix):]
+        if isinstance(key, str) and (value is None or isinstance(value, int | float)) and self._builtin:
+            # Judged in its JSON spelling, exactly as the same field in a JSON line would be.
+            shown = f"{key}: {json.dumps(value)}"
+            if self.redact(shown) != shown:
+                return self.replacement
+            return value
         return self.redact_value(value)
 
     def redact_line(self, line: bytes) -> bytes:
@@ -531,7 +570,12 @@ def _json_body(value: str, *, ascii: bool) -> str:
     return json.dumps(value, ensure_ascii=ascii)[1:-1]
 
 
-def _replace(text: str, spans: list[tuple[int, int]], replacement: str) -> str:
+def _replace(
+    text: str,
+    spans: list[tuple[int, int]],
+    replacement: str,
+    special: Mapping[tuple[int, int], str] | None = None,
+) -> str:
     spans.sort()
     out: list[str] = []
     position = 0
@@ -539,10 +583,72 @@ def _replace(text: str, spans: list[tuple[int, int]], replacement: str) -> str:
         if end <= position:
             continue  # inside a span already replaced
         out.append(text[position : max(start, position)])
-        out.append(replacement)
+        out.append(special.get((start, end), replacement) if special else replacement)
         position = end
     out.append(text[position:])
     return "".join(out)
+
+
+def _bare_replacements(
+    text: str, spans: list[tuple[int, int]], replacement: str
+) -> dict[tuple[int, int], str]:
+    """The spans that are a whole bare JSON value (a number, true, false, null), each with its quoted
+    replacement: ``"[redacted]"`` outside strings; inside a string (a JSON text held in a string),
+    quoted with the escaped quote that closed its key, so that text stays JSON too."""
+    special: dict[tuple[int, int], str] = {}
+    regions: tuple[list[int], list[int]] | None = None
+    for start, end in spans:
+        if (start and text[start - 1] in "\"'") or _BARE.fullmatch(text, start, end) is None:
+            continue  # a quoted value, or text that is no JSON value: replaced in place
+        if regions is None:
+            found = [m.span() for m in _JSON_STRING.finditer(text)]
+            regions = ([a for a, _ in found], [b for _, b in found])
+        at = bisect_right(regions[0], start) - 1
+        if at < 0 or regions[1][at] <= start:
+            special[(start, end)] = f'"{replacement}"'  # a bare token of the document itself
+            continue
+        quote = _key_quote(text, start)
+        if quote:
+            special[(start, end)] = f"{quote}{replacement}{quote}"
+    return special
+
+
+def _key_quote(text: str, at: int) -> str:
+    """The quote that closed the key before ``: value`` at ``at`` (inside a string: ``\\"`` escaped
+    once, ``\\\\\\"`` twice, or ``'``), or ``""`` when the value does not follow a quoted key."""
+    at = _skip_space_back(text, at)
+    if at == 0 or text[at - 1] != ":":
+        return ""
+    at = _skip_space_back(text, at - 1)
+    if at == 0 or text[at - 1] not in "\"'":
+        return ""
+    slashes = 0
+    while at - 1 - slashes > 0 and text[at - 2 - slashes] == "\\":
+        slashes += 1
+    if text[at - 1] == "'":
+        return "'" if slashes == 0 else ""
+    return text[at - 1 - slashes : at] if slashes % 2 == 1 else ""
+
+
+def _skip_space_back(text: str, at: int) -> int:
+    while at > 0:
+        if text[at - 1] in " \t\r\n":
+            at -= 1
+        elif at >= 2 and text[at - 2] == "\\" and text[at - 1] in "nrt":
+            at -= 2
+        else:
+            break
+    return at
+
+
+def _parses(text: str) -> bool | None:
+    """Whether ``text`` is JSON; ``None`` when too deep to tell."""
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        state = _json_state(text)  # orjson refuses some valid JSON (lone surrogate escapes, depth)
+        return None if state == "deep" else state == "ok"
+    return True
 
 
 def _json_state(text: str) -> Literal["ok", "deep", "invalid"]:

@@ -9,6 +9,7 @@ own rules are in ``test_redact.py``.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -157,3 +158,94 @@ def test_sidecars_exports_and_reports_redact_on_their_own(
     assert _leaks(raw) == []
     for name in ("leaky.fptrace.jsonl.backtrack.jsonl", "export.json"):
         assert REPLACEMENT.encode() in (raw / name).read_bytes(), name
+
+
+PIN = "".join(str((i * 3 + 4) % 10) for i in range(9))  # a numeric secret: digits only, no shape
+
+LOGIN_MODULE = '''
+"""An agent whose model logs in with a numeric password and a null token."""
+import os
+
+from fpdebug.engine.agent import Agent
+from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply
+from fpdebug.engine.tools import tool
+
+USER_MESSAGES = ["Log me in"]
+
+
+@tool(description="Log in.")
+def login(user: str, password: int, token: str | None = None) -> str:
+    return "logged in"
+
+
+def build_agent() -> Agent:
+    return Agent("login").system_prompt("You log users in.").tools(login)
+
+
+def scripted_provider() -> ScriptedProvider:
+    pin = int(os.environ["PLANTED_PIN"])
+    return ScriptedProvider([
+        ScriptedReply.tool_call("login", {"user": "dana", "password": pin, "token": None}),
+        "You are logged in.",
+    ])
+'''
+
+
+@pytest.fixture
+def login_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("PLANTED_PIN", PIN)
+    module = tmp_path / "login.py"
+    module.write_text(LOGIN_MODULE)
+    return module
+
+
+def test_a_numeric_password_and_a_null_token_are_redacted_and_no_record_is_lost(
+    login_module: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "login.fptrace.jsonl"
+    assert main(["run", str(login_module), "--trace", str(trace)]) == 0
+    assert PIN.encode() not in trace.read_bytes()
+    lines = trace.read_bytes().splitlines()
+    records = [json.loads(line) for line in lines]  # every line is JSON
+    assert main(["validate", str(trace)]) == 0
+    capsys.readouterr()
+    assert main(["summary", str(trace), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["problems"] == 0 and summary["invalid_lines"] == []
+    assert [(run["llm_calls"], run["tool_results"]) for run in summary["runs"]] == [(2, 1)]
+    kinds = [r["kind"] for r in records]
+    assert kinds.count("llm_call") == 2 and kinds.count("tool_result") == 1 and kinds[-1] == "run_end"
+    result = next(r for r in records if r["kind"] == "tool_result")
+    assert result["args"] == {"user": "dana", "password": REPLACEMENT, "token": REPLACEMENT}
+
+
+def test_an_export_of_an_unredacted_trace_holds_no_numeric_secret(
+    login_module: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OTLP key/values carry numbers as ``intValue``: a secret-named key's number is redacted too."""
+    from fpdebug.trace import writer as writer_module
+    from fpdebug.trace.redact import Redactor
+
+    trace = tmp_path / "raw.fptrace.jsonl"
+    with monkeypatch.context() as patch:
+        patch.setattr(writer_module, "default_redactor", Redactor.off)
+        assert main(["run", str(login_module), "--trace", str(trace)]) == 0
+    assert f'"password":{PIN}'.encode() in trace.read_bytes()  # the control: written as it is
+    export = tmp_path / "export.json"
+    assert main(["export", str(trace), "--include-content", "-o", str(export)]) == 0
+    assert main(["report", str(trace), "--format", "json", "-o", str(tmp_path / "report.json")]) == 0
+    capsys.readouterr()
+    for path in (export, tmp_path / "report.json"):
+        assert PIN.encode() not in path.read_bytes(), path.name
+    passwords = [kv["value"] for kv in _key_values(json.loads(export.read_text())) if kv["key"] == "password"]
+    assert passwords and all(value == {"stringValue": REPLACEMENT} for value in passwords)
+
+
+def _key_values(node: object) -> list[dict[str, object]]:
+    """Every OTLP ``{"key": …, "value": …}`` pair of an export, at any depth."""
+    if isinstance(node, list):
+        return [kv for item in node for kv in _key_values(item)]
+    if isinstance(node, dict):
+        own = [node] if set(node) == {"key", "value"} else []
+        return own + [kv for value in node.values() for kv in _key_values(value)]
+    return []
