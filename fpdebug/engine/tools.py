@@ -52,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from fpdebug.engine.types import Tool
 from fpdebug.errors import DefinitionError
+from fpdebug.trace.records import well_formed_value
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -451,7 +452,10 @@ def call_tool(handler: Callable[..., object], args: Mapping[str, object], *, tim
         timeout: Seconds to wait; ``None`` or ``math.inf`` runs the handler inline.
 
     Returns:
-        What the handler returned.
+        What the handler returned, with every lone UTF-16 surrogate in its strings replaced by
+        U+FFFD (:func:`~fpdebug.trace.records.well_formed_value`): a string cut in the middle of
+        an emoji or an ``os.listdir`` name that is not UTF-8 is read by the model exactly as the
+        trace records it.
 
     Raises:
         InvalidToolArguments: The arguments do not fit.
@@ -475,7 +479,7 @@ def call_tool(handler: Callable[..., object], args: Mapping[str, object], *, tim
             return handler(**args)
 
     if timeout is None or math.isinf(timeout):
-        return call()
+        return well_formed_value(call())
     box: dict[str, object] = {}
     done = threading.Event()
     context = contextvars.copy_context()  # the tool sees the caller's context variables
@@ -498,4 +502,4 @@ def call_tool(handler: Callable[..., object], args: Mapping[str, object], *, tim
         )
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
-    return box.get("value")
+    return well_formed_value(box.get("value"))

@@ -11,10 +11,16 @@ A line of a trace is classified into exactly one of:
 
 Classifying never raises for bad bytes; only the header check (:func:`parse_header`) raises,
 because a file without a valid header is not a trace at all.
+
+A lone UTF-16 surrogate (``\ud83c`` without its pair: valid JSON, but no Unicode text) is read
+leniently: the fast parser refuses it, so such a line is decoded again by the standard library and
+each lone surrogate becomes U+FFFD (:func:`well_formed_text`), the rest of the record intact. The
+writer writes such text the same way, so a trace never holds one.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable
@@ -46,9 +52,12 @@ __all__ = [
     "Record",
     "TornTail",
     "classify_line",
+    "loads_lenient",
     "parse_header",
     "peek_line",
     "read_first_line",
+    "well_formed_text",
+    "well_formed_value",
 ]
 
 PREVIEW_BYTES = 200
@@ -237,6 +246,12 @@ def classify_line(line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueReco
     try:
         return EVENT_ADAPTER.validate_json(raw)
     except ValidationError as error:
+        repaired = _without_lone_surrogates(raw)
+        if repaired is not None:
+            try:
+                return EVENT_ADAPTER.validate_json(repaired)
+            except ValidationError:
+                pass  # explained from the line as written
         return _explain(line, offset, raw, error)
 
 
@@ -252,7 +267,7 @@ def _explain(line: int, offset: int, raw: bytes, error: ValidationError) -> Opaq
     except UnicodeDecodeError as bad:
         return invalid(f"not valid UTF-8: byte 0x{raw[bad.start]:02x} at offset {offset + bad.start}")
     try:
-        data = orjson.loads(raw)
+        data = loads_lenient(raw)
     except orjson.JSONDecodeError as bad:
         return invalid(f"not valid JSON: {bad}")
     if not isinstance(data, dict):
@@ -325,7 +340,7 @@ def peek_line(prefix: bytes, read_all: Callable[[], bytes]) -> Peek:
                 int(iteration) if iteration is not None else None,
             )
     try:
-        data = orjson.loads(read_all())
+        data = loads_lenient(read_all())
     except orjson.JSONDecodeError:
         return _NO_PEEK
     if not isinstance(data, dict):
@@ -341,8 +356,104 @@ def peek_line(prefix: bytes, read_all: Callable[[], bytes]) -> Peek:
 
 _NO_PEEK = Peek(None, None, None, None, None)
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 
 
 def _typed(value: object, cls: type[_T]) -> _T | None:
     # ``type() is`` rather than isinstance: a JSON ``true`` is not an integer seq.
     return value if type(value) is cls else None  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------
+# Text UTF-8 can hold
+
+
+def well_formed_text(text: str) -> str:
+    """``text`` with every lone UTF-16 surrogate replaced by U+FFFD (a surrogate pair is joined).
+
+    A Python string can hold a lone surrogate (``"\\ud83c"`` of an emoji cut in half, or the
+    ``surrogateescape`` stand-in for a byte of a non-UTF-8 file name) that UTF-8 cannot encode.
+    The trace holds text as UTF-8, so such text is written, and read, this way.
+
+    Args:
+        text: Any string.
+
+    Returns:
+        The same object when it has no surrogate, else the repaired copy.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def well_formed_value(value: _V) -> _V:
+    """:func:`well_formed_text` applied to every string of a JSON-like value (keys included).
+
+    Args:
+        value: A string, dict, list or tuple of values, or anything else (returned as it is).
+
+    Returns:
+        A value of the same shape; the same object when nothing changed (also when the value is
+        too deep to walk: the writer repairs its record on its own).
+    """
+    try:
+        return _well_formed(value)
+    except RecursionError:
+        return value
+
+
+def _well_formed(value: _V) -> _V:
+    if isinstance(value, str):
+        return well_formed_text(value)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        items = [(_well_formed(k), _well_formed(v)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
+            return value
+        return type(value)(items)  # type: ignore[return-value, call-arg]
+    if isinstance(value, list | tuple):
+        out = [_well_formed(item) for item in value]
+        if all(a is b for a, b in zip(out, value, strict=True)):
+            return value
+        return type(value)(out)  # type: ignore[return-value]
+    return value
+
+
+def loads_lenient(raw: bytes | str) -> object:
+    """``orjson.loads``, but a text with a lone surrogate escape (``"\\ud800"``) is read too.
+
+    orjson refuses such JSON; the standard library decodes it, and every lone surrogate becomes
+    U+FFFD. Only a line orjson refused pays for the second parse.
+
+    Raises:
+        orjson.JSONDecodeError: The text is not JSON (orjson's own error).
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        if "surrogate" not in str(error):
+            raise
+        try:
+            return well_formed_value(json.loads(raw))
+        except (ValueError, RecursionError):
+            raise error from None
+
+
+def _without_lone_surrogates(raw: bytes) -> bytes | None:
+    """The line re-encoded with its lone surrogates replaced, or ``None`` (it has none, or no JSON)."""
+    if b"\\u" not in raw:
+        return None  # no escape at all: cheap to rule out, and the common case of a bad line
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    repaired = well_formed_value(data)
+    if repaired is data:
+        return None
+    try:
+        return orjson.dumps(repaired)
+    except (orjson.JSONEncodeError, TypeError):
+        return None

@@ -49,12 +49,12 @@ from types import TracebackType
 from typing import Literal, TypeAlias
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from fpdebug.errors import TraceError, TraceFormatError, TraceLockedError, TraceWriteError
 from fpdebug.trace.clock import Clock, SystemClock
-from fpdebug.trace.records import parse_header, read_first_line
+from fpdebug.trace.records import loads_lenient, parse_header, read_first_line, well_formed_value
 from fpdebug.trace.redact import Redactor, default_redactor
 from fpdebug.trace.schema import SCHEMA_VERSION, TraceEvent, TraceHeader
 
@@ -77,8 +77,32 @@ def dump_record(record: BaseModel) -> bytes:
 
     Uses the model's own serializer: measured faster than ``EVENT_ADAPTER.dump_json`` (no union
     dispatch) and than ``orjson.dumps(model_dump(mode="json"))``, with identical bytes.
+
+    Text UTF-8 cannot encode (a lone surrogate: half an emoji, a ``surrogateescape`` file name) is
+    written with each lone surrogate as U+FFFD (:func:`~fpdebug.trace.records.well_formed_text`),
+    the rest of the record as it is. Only a record the fast path refused pays for that.
+
+    Raises:
+        PydanticSerializationError: The record cannot be serialised for another reason.
     """
-    return type(record).__pydantic_serializer__.to_json(record, exclude_none=True) + b"\n"
+    serializer = type(record).__pydantic_serializer__
+    try:
+        return serializer.to_json(record, exclude_none=True) + b"\n"
+    except PydanticSerializationError as error:
+        # The record is rebuilt from its repaired fields, so the line is the one a record holding
+        # the repaired text would have (pydantic's JSON mode would mangle a key's surrogate).
+        try:
+            data = record.model_dump()
+        except PydanticSerializationError:
+            raise error from None
+        repaired = well_formed_value(data)
+        if repaired is data:
+            raise  # not a surrogate: the original error says what is wrong
+        try:
+            clean = type(record).model_validate(repaired)
+        except ValidationError:
+            raise error from None
+        return serializer.to_json(clean, exclude_none=True) + b"\n"
 
 
 class TraceWriter:
@@ -536,7 +560,7 @@ def _last_seq(fd: int, size: int) -> int:
             if start == 0:
                 return 0  # reached line 0, the header
             try:
-                data = orjson.loads(view[start:end])
+                data = loads_lenient(view[start:end])
             except orjson.JSONDecodeError:
                 data = None
             if isinstance(data, dict) and type(data.get("seq")) is int:
