@@ -1,4 +1,4 @@
-"""Bad-input fuzzing of the reader, ``fpdebug validate`` / ``summary`` and the debugger's rendering.
+"""Bad-input fuzzing of the reader, the CLI (validate, summary, backtrack) and the debugger's rendering.
 
 Three targets, each fed traces built by hypothesis strategies: good records (every kind of text,
 markup and control sequences included) interleaved with garbage lines of every shape a damaged or
@@ -8,8 +8,9 @@ hostile file has (random bytes, truncated UTF-8, nesting beyond any parser's lim
 - ``reader``: :class:`~fpdebug.trace.reader.TraceReader` never raises on a bad line, every good
   record reads back equal at its line, ``problems()`` and :class:`~fpdebug.trace.model.RunModel`
   finish;
-- ``cli``: ``fpdebug validate`` and ``fpdebug summary [--json]`` (through ``cli.main``) never let
-  an exception out, exit 0, 1 or 2, and print nothing a terminal would obey;
+- ``cli``: ``fpdebug validate``, ``fpdebug summary [--json]`` and ``fpdebug backtrack [--json]``
+  (no reruns; its sidecar written and read back) through ``cli.main`` never let an exception out,
+  exit 0, 1 or 2, and print nothing a terminal would obey;
 - ``render``: the debugger's row and document builders (timeline and event rows, the pass
   inspector, the call view, the event detail) render every record without an exception and
   without a control or bidi character.
@@ -73,6 +74,7 @@ __all__ = [
     "Case",
     "UnsafeText",
     "cases",
+    "check_backtrack",
     "check_cli",
     "check_reader",
     "check_render",
@@ -133,7 +135,7 @@ good_bodies: st.SearchStrategy[tuple[type[TraceEvent], dict[str, object]]] = st.
         "evaluated_total": small,
     })),
     st.tuples(st.just(LlmCallEvent), st.fixed_dictionaries({
-        "turn": st.just(1), "iteration": st.integers(1, 4), "call_index": st.integers(1, 9),
+        "turn": st.just(1), "iteration": st.integers(1, 4), "call_index": st.integers(1, 9) | st.just(2**70),
         "provider": texts, "model": texts,
         "request": st.builds(LlmRequest, messages=st.lists(
             st.builds(Message, role=st.sampled_from(["user", "assistant", "tool"]), content=texts), max_size=3
@@ -148,7 +150,9 @@ good_bodies: st.SearchStrategy[tuple[type[TraceEvent], dict[str, object]]] = st.
         "route": st.none() | st.sampled_from(["tool-calls", "final"]),
     })),
     st.tuples(st.just(ToolResultEvent), st.fixed_dictionaries({
-        "turn": st.just(1), "iteration": st.integers(1, 4), "tool_call_id": texts, "tool_name": texts,
+        # An iteration beyond 64 bits is valid JSON and a valid record: the backtrack's sidecar holds it.
+        "turn": st.just(1), "iteration": st.integers(1, 4) | st.just(2**70), "tool_call_id": texts,
+        "tool_name": texts,
         "args": st.dictionaries(texts, st.integers(-(2**100), 2**100) | texts | st.booleans(), max_size=3),
         "result": texts, "status": st.none() | st.sampled_from(["success", "failure", "invalid"]),
     })),
@@ -307,7 +311,7 @@ def _cli(argv: list[str]) -> tuple[int, str, str]:
 
 
 def check_cli(case: Case, path: Path) -> None:
-    """validate and summary: exit 0/1/2, no exception, nothing unsafe printed."""
+    """validate, summary and backtrack: exit 0/1/2, no exception, nothing unsafe printed."""
     write_case(case, path)
     code, out, err = _cli(["validate", str(path)])
     assert code in (0, 1, 2), code
@@ -330,6 +334,30 @@ def check_cli(case: Case, path: Path) -> None:
         for text in (out, err):
             if unsafe_characters(text):
                 raise UnsafeText(f"{argv[0]} printed {unsafe_characters(text)!r}")
+    check_backtrack(case, path)
+
+
+def check_backtrack(case: Case, path: Path) -> None:
+    """backtrack without reruns, text and JSON: exit 0/1/2, its sidecar readable, nothing unsafe printed."""
+    from fpdebug.backtrack import load_sidecar, sidecar_path_for
+
+    sidecar = sidecar_path_for(path)
+    sidecar.unlink(missing_ok=True)
+    try:
+        for argv in (["backtrack", str(path)], ["backtrack", "--json", "--no-save", str(path)]):
+            code, out, err = _cli(argv)
+            assert code in (0, 1, 2) and (code == 2 or case.header == "good"), (argv, code, err)
+            assert (code == 2) == bool(err), (argv, code, err)  # an error says why; a report is quiet
+            if code != 2 and "--json" in argv:
+                json.loads(out)
+            for text in (out, err):
+                if unsafe_characters(text):
+                    raise UnsafeText(f"backtrack printed {unsafe_characters(text)!r}")
+        if sidecar.exists():
+            saved = load_sidecar(sidecar)
+            assert saved.unreadable_lines == 0 and [b.status for b in saved.backtracks] == ["complete"], saved
+    finally:
+        sidecar.unlink(missing_ok=True)
 
 
 def _only_valid_garbage(path: Path) -> bool:

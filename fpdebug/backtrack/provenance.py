@@ -43,7 +43,7 @@ from typing import Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 from fpdebug.backtrack.suspects import EdgeHop, Piece
-from fpdebug.errors import BacktrackError
+from fpdebug.errors import BacktrackError, FpdebugError
 from fpdebug.trace.model import Iteration, Run, RunModel
 from fpdebug.trace.schema import (
     ActiveReason,
@@ -73,6 +73,7 @@ __all__ = [
     "CallRef",
     "ContextPiece",
     "CursorOrigin",
+    "DefaultCall",
     "EngagementStanding",
     "HonestyFlag",
     "HonestyFlagName",
@@ -82,8 +83,10 @@ __all__ = [
     "MissingPiece",
     "PieceOrigin",
     "Provenance",
+    "ReadProblems",
     "UnsupportedValue",
     "call_lines",
+    "default_call",
     "default_call_line",
     "find_call_line",
     "recorded_call",
@@ -365,6 +368,54 @@ class UnsupportedValue(_Frozen):
     """The ``finding`` record."""
 
 
+class ReadProblems(_Frozen):
+    """What the trace reader could not read, as ``fpdebug summary`` counts it: bad lines, a torn tail.
+
+    Counted from the model the backtrack reads (its facts pass), so a line whose unread fields break
+    the schema may count as a record; ``fpdebug validate`` lists every problem.
+    """
+
+    invalid: int = 0
+    """Lines that are not valid records."""
+    unknown_kind: int = 0
+    """Lines of a kind this fpdebug does not know (kept as opaque records)."""
+    torn_tail_line: int | None = None
+    """The line an unfinished last record would have been (bytes after the last newline), if any."""
+    torn_tail_bytes: int = 0
+    """How many bytes that unfinished record has."""
+
+    @property
+    def count(self) -> int:
+        """How many problems: bad lines, plus one for a torn tail."""
+        return self.invalid + self.unknown_kind + (self.torn_tail_line is not None)
+
+    @property
+    def note(self) -> str | None:
+        """``2 problems (1 invalid, 1 torn-tail at line 8; `fpdebug validate` lists them)``, or None."""
+        parts = [f"{self.invalid} invalid"] if self.invalid else []
+        if self.unknown_kind:
+            parts.append(f"{self.unknown_kind} unknown-kind")
+        if self.torn_tail_line is not None:
+            parts.append(f"1 torn-tail at line {self.torn_tail_line}, {self.torn_tail_bytes} bytes")
+        if not parts:
+            return None
+        return (f"{self.count} problem{'s' if self.count != 1 else ''} ({', '.join(parts)}; "
+                "`fpdebug validate` lists them)")
+
+    @classmethod
+    def of(cls, model: RunModel) -> ReadProblems:
+        """The problems of the trace ``model`` was built from (its reader's torn tail included)."""
+        torn = None
+        tail = getattr(model.source, "torn_tail", None)
+        if callable(tail):
+            try:
+                torn = tail()
+            except FpdebugError:  # a reader closed or a file shrunk: no tail to report
+                torn = None
+        return cls(invalid=len(model.invalid_lines), unknown_kind=len(model.opaque_lines),
+                   torn_tail_line=getattr(torn, "line", None), torn_tail_bytes=getattr(torn, "length", 0))
+
+
 class Provenance(_Frozen):
     """Everything the trace says about how one LLM call's context was assembled (correlational)."""
 
@@ -421,6 +472,11 @@ class Provenance(_Frozen):
     """Every tool schema the run offered or declared (what a tool restoration sends)."""
     run_start_line: int | None = None
     """The run's ``run_start`` record (where declarations are BORN)."""
+    target_note: str | None = None
+    """Why the call explained by default is not the final answer as recorded (an unreadable, torn,
+    failed or missing final call): say it wherever the explanation is shown."""
+    read_problems: ReadProblems = Field(default_factory=ReadProblems)
+    """What the reader could not read in the trace."""
 
     def origin(self, piece_id: str) -> PieceOrigin | None:
         """The origin of one suspect piece, if it is one of :attr:`suspects`."""
@@ -473,32 +529,120 @@ def call_lines(model: RunModel) -> Iterator[int]:
     yield from sorted(lines)
 
 
-def default_call_line(model: RunModel) -> int:
-    """The call that produced the final answer of the last turn (the default to explain).
+@dataclass(frozen=True)
+class DefaultCall:
+    """The call explained by default, and why it is not the final answer, when it is not."""
+
+    line: int
+    """The ``llm_call`` line."""
+    problem: str | None = None
+    """Why the final answer's own call could not be explained (unreadable, torn, failed, missing), or
+    that a later call is unreadable; ``None`` when the explained call is the final answer as recorded
+    (or the latest answer of a run still in progress, with nothing unreadable after it)."""
+    fell_back: bool = False
+    """The line is not the ended turn's final call (an earlier call with a reply was taken)."""
+
+    def note(self, call: LlmCallEvent) -> str | None:
+        """The warning to show with the explanation of ``call`` (this default's call), if any."""
+        if self.problem is None:
+            return None
+        if not self.fell_back:
+            return f"{self.problem}: it may have held a later answer than the one explained here"
+        return (f"this is not the last answer the trace recorded: {self.problem}. Explaining llm_call "
+                f"#{call.call_index} (seq {call.seq}), the latest call with a readable reply, instead; "
+                "name the call to explain with --call SEQ (B on a calls row in the debugger)")
+
+
+def _reply_line(model: RunModel, lines: Iterable[int]) -> int | None:
+    for line in lines:
+        record = model.record(line)
+        if isinstance(record, LlmCallEvent) and record.response is not None:
+            return line
+    return None
+
+
+def _clipped(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _damage_after(model: RunModel, line: int, *, fallback: bool) -> str | None:
+    """What after ``line`` may have been a later answer: unreadable calls, failed calls, a torn tail."""
+    found: list[str] = []
+    unreadable = []
+    for bad in model.invalid_lines:
+        if bad <= line:
+            continue
+        record = model.record(bad)
+        kind = getattr(record, "kind", None)
+        if kind == "llm_call" or (fallback and kind in (None, "turn_end")):
+            unreadable.append((bad, kind, getattr(record, "error", "")))
+    if unreadable:
+        bad, kind, error = unreadable[-1]
+        what = f"the {kind} record" if kind else "the record"
+        more = f" (and {len(unreadable) - 1} more unreadable line(s) after it)" if len(unreadable) > 1 else ""
+        found.append(f"{what} at line {bad} is unreadable ({_clipped(error, 120)}){more}")
+    if fallback:
+        failed = sorted(later for run in model.runs for iteration in run.iterations()
+                        for later in iteration.llm_lines if later > line)
+        if failed:
+            record = model.record(failed[-1])
+            error = getattr(record, "error", None)
+            why = f" ({_clipped(f'{error.type}: {error.message}')})" if getattr(error, "type", None) else ""
+            found.append(f"the llm_call at line {failed[-1]} has no reply{why}")
+        torn = getattr(model.source, "torn_tail", None)
+        tail = torn() if callable(torn) else None
+        if tail is not None:
+            found.append(f"the trace ends in a torn record at line {tail.line} ({tail.length} bytes after "
+                         "the last newline: a writer stopped mid-record, or is still writing)")
+    return "; ".join(found) or None
+
+
+def default_call(model: RunModel) -> DefaultCall:
+    """The call that produced the final answer of the last turn, and what kept it from being explained.
 
     The last run's last turn that ended: the ``llm_call`` of its final iteration that routed
     ``final``. A run whose last turn did not end falls back to its latest call that has a reply.
+    When the explained call is not that final answer because the final call is unreadable, torn,
+    failed or missing (or a later ``llm_call`` is unreadable), :attr:`DefaultCall.problem` says so:
+    a backtrack must never quietly explain another call than the one the user asked about.
 
     Raises:
         BacktrackError: The trace has no ``llm_call`` with a reply.
     """
+    skipped: list[str] = []
     for run in reversed(model.runs):
         for turn in reversed(run.turns):
             if turn.end_line is not None:
                 end = model.record(turn.end_line)
                 number = end.iteration_count if isinstance(end, TurnEndEvent) else None
                 iteration = turn.iteration(number) if number is not None else None
-                if iteration is not None:
-                    for line in reversed(iteration.llm_lines):
-                        record = model.record(line)
-                        if isinstance(record, LlmCallEvent) and record.response is not None:
-                            return line
-            for iteration in reversed(turn.iterations):
-                for line in reversed(iteration.llm_lines):
-                    record = model.record(line)
-                    if isinstance(record, LlmCallEvent) and record.response is not None:
-                        return line
+                line = _reply_line(model, reversed(iteration.llm_lines)) if iteration is not None else None
+                if line is not None:
+                    return DefaultCall(line, _damage_after(model, line, fallback=False), fell_back=False)
+                if number is None:
+                    skipped.append(f"the turn_end of turn {turn.number} at line {turn.end_line} is "
+                                   "unreadable")
+                else:
+                    skipped.append(f"turn {turn.number} ended after iteration {number}, but no llm_call "
+                                   "with a reply was read in that iteration")
+            line = _reply_line(model, (line for iteration in reversed(turn.iterations)
+                                       for line in reversed(iteration.llm_lines)))
+            if line is not None:
+                damage = _damage_after(model, line, fallback=True)
+                problems = [*skipped, damage] if damage else skipped
+                return DefaultCall(line, "; ".join(problems) or None, fell_back=True)
     raise BacktrackError("the trace has no llm_call with a reply: there is no answer to explain")
+
+
+def default_call_line(model: RunModel) -> int:
+    """The call that produced the final answer of the last turn (the default to explain).
+
+    The line of :func:`default_call` (which also says why, when it is not the final answer).
+
+    Raises:
+        BacktrackError: The trace has no ``llm_call`` with a reply.
+    """
+    return default_call(model).line
 
 
 def find_call_line(model: RunModel, *, line: int | None = None, seq: int | None = None) -> int:
@@ -1531,7 +1675,8 @@ def trace_provenance(
     """
     if max_hops < 3:
         raise BacktrackError(f"max_hops must be at least 3 (READ, LANDED, BORN), got {max_hops}")
-    call_line = find_call_line(model, line=line, seq=seq)
+    default = default_call(model) if line is None and seq is None else None
+    call_line = default.line if default is not None else find_call_line(model, line=line, seq=seq)
     call = recorded_call(model, call_line)
     assert call.response is not None  # find_call_line refuses failed calls
     run = model.run(call.run_id)
@@ -1564,4 +1709,5 @@ def trace_provenance(
         declared_order=[d.id for d in run_start.injections] if run_start else [],
         declared=list(run_start.injections) if run_start else [],
         known_tools=builder.known_tools(), run_start_line=run.start_line,
+        target_note=default.note(call) if default is not None else None, read_problems=ReadProblems.of(model),
     )

@@ -29,6 +29,7 @@ verdicts exactly as they were shown.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Sequence
@@ -40,7 +41,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from fpdebug.backtrack.ablation import AblationVerdict, BisectResult, ProbeStats, SuspectProbe
-from fpdebug.backtrack.provenance import HonestyFlag, Hop, Provenance
+from fpdebug.backtrack.provenance import HonestyFlag, Hop, Provenance, ReadProblems
 from fpdebug.backtrack.suspects import EdgeHop, Suspect, SuspectRanking, suspect_label
 from fpdebug.errors import BacktrackError
 from fpdebug.trace.redact import default_redactor
@@ -361,13 +362,23 @@ class BacktrackReport(_Frozen):
     """Reruns made so far."""
     status: Status = "complete"
     """``running`` while probes are still to come; ``cancelled`` or ``failed`` when stopped early."""
+    target_note: str | None = None
+    """Why the call explained by default is not the final answer as recorded (its record unreadable,
+    torn, failed or missing), or that a later call is unreadable: shown first, never left out."""
+    read_problems: ReadProblems = Field(default_factory=ReadProblems)
+    """What the trace reader could not read (bad lines, a torn tail), as ``fpdebug summary`` counts it."""
 
     # -- derived lines ---------------------------------------------------------------------------
 
     @property
     def honesty(self) -> list[str]:
-        """``⚠ <flag>: <note>`` for each flag, then the two claim-discipline lines."""
-        return [f"⚠ {flag.flag}: {flag.note}" for flag in self.flags] + list(CLAIM_DISCIPLINE)
+        """``⚠ target: …`` when the default call is not the final answer, ``⚠ trace: …`` when the reader
+        met bad lines or a torn tail, ``⚠ <flag>: <note>`` for each flag, then the two claim-discipline
+        lines."""
+        lines = [f"⚠ target: {self.target_note}"] if self.target_note else []
+        if self.read_problems.note:
+            lines.append(f"⚠ trace: {self.read_problems.note}")
+        return lines + [f"⚠ {flag.flag}: {flag.note}" for flag in self.flags] + list(CLAIM_DISCIPLINE)
 
     @property
     def stable_baseline(self) -> bool | None:
@@ -546,6 +557,7 @@ def build_report(
         cards=[_card(s, provenance) for s in shown], folded=folded, folded_count=folded_count,
         score_note=score_note, missing=[_missing_card(s, provenance) for s in ranking.missing],
         unsupported=unsupported, assessed=provenance.assessed, flags=list(provenance.flags),
+        target_note=provenance.target_note, read_problems=provenance.read_problems,
     )
 
 
@@ -693,7 +705,7 @@ class SidecarWriter:
         Raises:
             BacktrackError: The disk refused it.
         """
-        data = orjson.dumps(record.model_dump(mode="json", exclude_none=True)) + b"\n"
+        data = _json_line(record.model_dump(mode="json", exclude_none=True))
         data = default_redactor().redact_line(data)  # rerun answers may echo secrets: same redactor as traces
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
@@ -731,6 +743,19 @@ class SidecarWriter:
             error: str | None = None) -> None:
         """Record how the backtrack ended."""
         self.append(EndRecord(id=self.id, status=status, runs_used=runs_used, error=error, **self._call))
+
+
+def _json_line(data: object) -> bytes:
+    """One JSON line; exact even for integers beyond 64 bits (a valid trace may hold them).
+
+    orjson refuses such integers; the standard library writes them exactly, and the sidecar's reader
+    (pydantic) reads them back exactly.
+    """
+    try:
+        return orjson.dumps(data) + b"\n"
+    except TypeError:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-8", "replace") + b"\n"
 
 
 def _ends_torn(fd: int) -> bool:

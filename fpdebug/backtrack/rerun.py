@@ -23,11 +23,11 @@ answering" counts as a different answer.
 
 **Where the provider comes from** (:func:`rerun_provider_for`): the scripted model the trace's run
 was built from (``run_start.options``: ``scenario`` → the demo's ``scripted_provider()``,
-``module`` → the user module's), rebuilt fresh for every rerun; or a live Anthropic/OpenAI model
-ONLY when the caller names it. Scripted reruns run inside ``allow_live_calls(False)``, so nothing
-reaches the network unless asked; a live rerun is allowed by the caller's explicit choice (and
-``FPDEBUG_BLOCK_LIVE_CALLS=1`` still refuses it). The replay provider cannot rerun: it replays
-the recorded answer and fails by design on any changed request.
+``module`` → the user module's, only when the caller's loader allows it), rebuilt fresh for every
+rerun; or a live Anthropic/OpenAI model ONLY when the caller names it. Scripted reruns run inside
+``allow_live_calls(False)``, so nothing reaches the network unless asked; a live rerun is allowed
+by the caller's explicit choice (and ``FPDEBUG_BLOCK_LIVE_CALLS=1`` still refuses it). The replay
+provider cannot rerun: it replays the recorded answer and fails by design on any changed request.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ ProviderFactory = Callable[[], Provider]
 ModuleLoader = Callable[[str], ModuleType]
 """Loads a scenario or user module by the name ``run_start.options`` recorded (``scenario`` or
 ``module``). The backtrack layer cannot import the demo package; the CLI and the TUI pass
-``lambda name: fpdebug.demo.load_target(name).module``."""
+:func:`fpdebug.demo.recorded_module_loader`, which loads built-in scenarios and imports a user's
+module only when the user named it (a trace is untrusted: what it names is never imported as such)."""
 
 
 @dataclass(frozen=True)

@@ -242,7 +242,7 @@ def backtrack(
         model: The live model.
         base_url: Another endpoint for the live provider.
         load_module: Loads the scenario or module the run recorded (the CLI and TUI pass
-            ``lambda name: fpdebug.demo.load_target(name).module``).
+            :func:`fpdebug.demo.recorded_module_loader`, which refuses a module the user did not name).
         rerun: A ready provider source (overrides ``provider``/``model``/``load_module``).
         runner: A ready runner (overrides everything about providers; tests and embedders).
         flip_test: ``auto``, ``exact``, ``normalized``, ``similarity``, or your own test.

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 HELP = "Explain an answer: the chain of every piece of context, ranked suspects, and seeded rerun verdicts."
 
+ANSWER_LIMIT = 2000
+"""Characters of the answer the text output shows; the rest is counted (``--json`` has it all)."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``TRACE``, the call, the reruns, the provider and the output options."""
@@ -32,6 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the model reruns use: the run's scripted model (default), or a live one "
                              "(only when named here, with --model)")
     parser.add_argument("--model", metavar="M", help="the live model to rerun with")
+    parser.add_argument("--module", metavar="PATH_OR_MODULE",
+                        help="the agent module (a .py path or a dotted module) whose scripted model reruns "
+                             "use, when the run came from your own module: fpdebug imports only a module "
+                             "named here, never one because the trace names it (built-in scenarios need "
+                             "nothing); it must be the module the trace recorded (same file or dotted name)")
+    parser.add_argument("--force-module", action="store_true",
+                        help="rerun with --module even though the trace recorded another module")
     parser.add_argument("--base-url", metavar="URL", help="another endpoint for the live provider")
     parser.add_argument("--flip-test", choices=("auto", "exact", "normalized", "similarity"), default="auto",
                         help="how a rerun's answer counts as changed (default auto: normalized text for "
@@ -44,7 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Explain the call, rerun it as asked, print the report; exit 0 (errors exit 2 through cli.main)."""
+    """Explain the call, rerun it as asked, print the report.
+
+    Exit 0; 1 when the call explained by default is not the final answer as recorded (its record is
+    unreadable, torn, failed or missing, or a later call is unreadable: the report says which, and
+    ``--call SEQ`` picks another); errors exit 2 through cli.main.
+    """
     from fpdebug.backtrack.session import backtrack
     from fpdebug.demo import recorded_module_loader
     from fpdebug.errors import BacktrackError
@@ -56,13 +71,16 @@ def run(args: argparse.Namespace) -> int:
         raise BacktrackError("--model names a live model: pass --provider anthropic or --provider openai too")
     if args.max_probes < 1:
         raise BacktrackError(f"--max-probes must be at least 1, got {args.max_probes}")
+    if args.force_module and not args.module:
+        raise BacktrackError("--force-module needs the module to load (--module PATH_OR_MODULE)")
     trace = Path(args.trace)
     reruns = args.ablate or args.restore or args.bisect
     progress = _progress if reruns and sys.stderr.isatty() else None
     result = backtrack(
         trace, seq=args.call, ablate=args.ablate, restore=args.restore, bisect=args.bisect,
         samples=args.samples, provider=args.provider, model=args.model, base_url=args.base_url,
-        load_module=recorded_module_loader(trace), flip_test=args.flip_test, max_probes=args.max_probes,
+        load_module=recorded_module_loader(trace, module=args.module, force=args.force_module),
+        flip_test=args.flip_test, max_probes=args.max_probes,
         save=not args.no_save, progress=progress,
     )
     if progress is not None:
@@ -71,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(_as_json(result), indent=2, ensure_ascii=True))
     else:
         sys.stdout.write(render(result))
-    return 0
+    return 1 if result.report.target_note else 0
 
 
 def _progress(done: int, total: int) -> None:
@@ -134,8 +152,10 @@ def render(result: Backtrack) -> str:
         name = candidate.injection_id or candidate.tool_name or candidate.id
         stamp = _card_stamp(card.verdict, card.probe) if card is not None else ""
         restorable = "" if candidate.restorable else " (cannot be restored)"
-        lines.append(f"  {candidate.kind} '{name}' — {candidate.reason}: {candidate.detail}{restorable}"
-                     f"{stamp}")
+        # A detail that starts with its reason ("parked: its map is parked") is not prefixed twice.
+        why = candidate.detail if candidate.detail.startswith(candidate.reason) else (
+            f"{candidate.reason}: {candidate.detail}")
+        lines.append(f"  {candidate.kind} '{name}' — {why}{restorable}{stamp}")
     if report.rerun_provider is not None and report.baseline is None and report.bisect is None:
         lines += ["", "verdicts: nothing to rerun (no suspect or missing piece that a rerun can apply)"]
     if report.baseline is not None or report.bisect is not None:
@@ -171,13 +191,24 @@ def render(result: Backtrack) -> str:
 
 def _header(report: BacktrackReport) -> list[str]:
     agent = f", agent {report.agent}" if report.agent else ""
-    return [
-        f"backtrack {report.trace} (run {report.run_id}{agent}, model {report.model})",
+    lines = [f"backtrack {report.trace} (run {report.run_id}{agent}, model {report.model})"]
+    if report.target_note:  # first, before anything is read as the final answer's explanation
+        lines.append(f"⚠ target: {report.target_note}")
+    if report.read_problems.note:
+        lines.append(f"trace:  {report.read_problems.note}")
+    return lines + [
         f"claim:  {report.claim}",
         f"tier:   {report.mode_label}",
         f"answer: {report.decided_at.label} answered",
-        f"        {report.answer!r}",
+        f"        {bounded(report.answer)}",
     ]
+
+
+def bounded(answer: str, limit: int = ANSWER_LIMIT) -> str:
+    """The answer quoted, at most ``limit`` characters of it, then how many more there are."""
+    if len(answer) <= limit:
+        return repr(answer)
+    return f"{answer[:limit]!r} … ({len(answer) - limit} more characters)"
 
 
 def _chain(answer: str, chain: list[Hop]) -> list[str]:

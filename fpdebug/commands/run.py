@@ -157,7 +157,10 @@ def drive_in_debugger(
         wrap_sink=wrap_sink,
     )
     with TraceReader(trace, index=False, cache_size=READER_CACHE, wait_for_header=True) as reader:
-        app = DriveApp(TraceSource(trace, "drive"), reader=reader, keymap=keymap, controller=driver)
+        # The user named this module to run it: the backtrack pane may import it again for reruns.
+        module = None if scenario.builtin else scenario.source
+        source = TraceSource(trace, "drive", rerun_module=module)
+        app = DriveApp(source, reader=reader, keymap=keymap, controller=driver)
         try:
             app.run()
         finally:

@@ -22,6 +22,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='a TOML keymap ([keys] binding-id = "keys"); default $FPDEBUG_KEYMAP or '
         "~/.config/fpdebug/keymap.toml",
     )
+    parser.add_argument(
+        "--module",
+        metavar="PATH_OR_MODULE",
+        help="the agent module (a .py path or a dotted module) the backtrack pane's reruns may import, "
+        "when the run came from your own module; a module the trace merely names is never imported",
+    )
+    parser.add_argument(
+        "--force-module",
+        action="store_true",
+        help="let the pane rerun with --module even though the trace recorded another module",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,18 +43,22 @@ def run(args: argparse.Namespace) -> int:
 
     Raises:
         TraceError: The file is missing, unreadable, not a trace, or from a newer schema.
-        ConfigError: The keymap file is invalid.
+        ConfigError: The keymap file is invalid, or ``--force-module`` without ``--module``.
     """
     from pathlib import Path
 
+    from fpdebug.errors import ConfigError
     from fpdebug.trace.reader import TraceReader
     from fpdebug.tui.app import READER_CACHE, FpdebugApp, TraceSource, keymap_ids
     from fpdebug.tui.keymap import find_keymap, load_keymap
 
+    if args.force_module and not args.module:
+        raise ConfigError("--force-module needs the module to load (--module PATH_OR_MODULE)")
     keymap_path = find_keymap(args.keymap)
     keymap = load_keymap(keymap_path, known_ids=keymap_ids()) if keymap_path is not None else {}
     mode = "follow" if args.follow else "replay"
     with TraceReader(args.trace, index=False, cache_size=READER_CACHE, wait_for_header=args.follow) as reader:
-        app = FpdebugApp(TraceSource(Path(args.trace), mode), reader=reader, keymap=keymap)
+        source = TraceSource(Path(args.trace), mode, rerun_module=args.module, force_module=args.force_module)
+        app = FpdebugApp(source, reader=reader, keymap=keymap)
         app.run()
     return 0

@@ -10,6 +10,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -244,23 +245,71 @@ def load_target(target: str) -> Scenario:
     return _scenario_of(module, target, builtin=False, default_name=target.rsplit(".", 1)[-1])
 
 
-def recorded_module_loader(trace: str | os.PathLike[str]) -> Callable[[str], ModuleType]:
+def _module_identity(name: str) -> str:
+    """What two names of one module share: a file's name (``agents/login.py`` → ``login``) or a
+    dotted module's last part (``agents.login`` → ``login``)."""
+    looks_like_path = name.endswith(".py") or os.sep in name or (os.altsep or "\0") in name
+    if looks_like_path:
+        return Path(name).stem
+    return name.rsplit(".", 1)[-1]
+
+
+def _same_module(recorded: str, named: str) -> bool:
+    if recorded == named:
+        return True
+    if recorded in SCENARIOS or named in SCENARIOS:
+        return False
+    return _module_identity(recorded) == _module_identity(named)
+
+
+def recorded_module_loader(
+    trace: str | os.PathLike[str],
+    *,
+    module: str | None = None,
+    force: bool = False,
+    command: str = "fpdebug backtrack TRACE --ablate",
+) -> Callable[[str], ModuleType]:
     """A loader of the scenario or module a run of ``trace`` recorded, for reruns of that run.
 
-    The loader takes what the run's ``run_start`` names (a scenario, a ``.py`` path, a dotted module;
-    see :func:`load_target`); a relative path that does not load from here is tried beside the trace.
-    The backtracker takes it as its ``load_module`` (it may not import this package itself).
+    A trace is untrusted input, so the name its ``run_start.options`` records decides nothing by
+    itself: a BUILT-IN scenario (``support``, ``planted-fact``…) is loaded from this package; any
+    other name (a ``.py`` path, a dotted module) is loaded only when the user names the module
+    explicitly (``module``, from ``--module`` on the command line), and then only when it is the
+    same module as the recorded one (same file name or same dotted name; see
+    :func:`_same_module`) or the user insists (``force``, from ``--force-module``). Nothing is
+    imported before these checks pass, and nothing is ever looked up beside the trace.
+
+    Args:
+        trace: The trace the reruns belong to (named in messages only).
+        module: The module the user named (a ``.py`` path or a dotted module), if any.
+        force: Load ``module`` even when the trace recorded another name.
+        command: The command line the refusal tells the user to run (``TRACE`` is replaced by the
+            trace's path, and ``--module NAME`` appended).
+
+    Returns:
+        The loader the backtracker takes as its ``load_module`` (it may not import this package).
+        It raises :class:`ScenarioError` when it refuses, naming the recorded module and the
+        option to pass.
     """
-    folder = Path(trace).parent
+    shown_trace = shlex.quote(str(trace))
 
     def load(name: str) -> ModuleType:
-        try:
-            return load_target(name).module
-        except ScenarioError:
-            beside = folder / name
-            if not Path(name).is_absolute() and beside.is_file():
-                return load_target(str(beside)).module
-            raise
+        if module is None:
+            if name in SCENARIOS:
+                return load_scenario(name).module
+            hint = command.replace("TRACE", shown_trace) + f" --module {shlex.quote(name)}"
+            raise ScenarioError(
+                f"this trace's run was built from the module {name!r} (run_start.options), not from a "
+                "built-in scenario; fpdebug never imports code because a trace names it. If you trust "
+                f"that module, name it yourself: {hint}"
+            )
+        if not (force or _same_module(name, module)):
+            raise ScenarioError(
+                f"--module {module!r} is not the module this trace's run recorded ({name!r}): its scripted "
+                "model would not reproduce the run; name the recorded module, or pass --force-module to "
+                "rerun with this one anyway"
+            )
+        return load_target(module).module
 
     return load
 

@@ -276,6 +276,13 @@ class RunReport(TypedDict):
     unsupported_values: list[UnsupportedRow]
 
 
+class TornTailRow(TypedDict):
+    """An unfinished last record: the bytes after the trace's last newline."""
+
+    line: int
+    bytes: int
+
+
 class TraceReport(TypedDict):
     """The whole report (what ``--format json`` prints)."""
 
@@ -284,6 +291,7 @@ class TraceReport(TypedDict):
     schema_version: int
     invalid_lines: int
     opaque_lines: int
+    torn_tail: TornTailRow | None
     runs: list[RunReport]
     backtrack: BacktrackSection | None
 
@@ -535,12 +543,14 @@ def build_report(
         BacktrackError: The sidecar cannot be read.
     """
     header = reader.header
+    torn = reader.torn_tail()
     return {
         "trace": trace_name,
         "producer": header.producer,
         "schema_version": header.schema_version,
         "invalid_lines": len(model.invalid_lines),
         "opaque_lines": len(model.opaque_lines),
+        "torn_tail": None if torn is None else {"line": torn.line, "bytes": torn.length},
         "runs": [_run_report(model, run) for run in model.runs],
         "backtrack": None if sidecar is None else backtrack_section(
             load_sidecar(sidecar), run_ids={run.run_id for run in model.runs}),
@@ -793,6 +803,10 @@ def render_markdown(report: TraceReport) -> str:
     bad = report["invalid_lines"] + report["opaque_lines"]
     if bad:
         notes += f" {bad} line(s) could not be read as known records (`fpdebug validate` lists them)."
+    torn = report["torn_tail"]
+    if torn is not None:
+        notes += (f" The trace ends in a torn record at line {torn['line']} ({torn['bytes']} bytes after the "
+                  "last newline: a writer stopped mid-record); it was not read.")
     out += [notes, ""]
     runs = report["runs"]
     if not runs:

@@ -49,6 +49,11 @@ class TraceSource:
     """The trace file."""
     mode: Mode = "replay"
     """``replay`` a saved file, ``follow`` a file being written, ``drive`` a run the app drives."""
+    rerun_module: str | None = None
+    """The agent module the user named (``--module``, or the module ``fpdebug run`` ran) that the
+    backtrack pane's reruns may import; a module the trace merely records is never imported."""
+    force_module: bool = False
+    """Let the reruns import :attr:`rerun_module` even when the trace recorded another module."""
 
 
 @runtime_checkable
@@ -122,7 +127,8 @@ class FpdebugApp(App[None]):
         elif follow and mode == "replay":
             mode = "follow"
         super().__init__()
-        self.source = TraceSource(source.path, mode)
+        self.source = TraceSource(source.path, mode, rerun_module=source.rerun_module,
+                                  force_module=source.force_module)
         """What is open."""
         self.keymap: dict[str, str] = dict(keymap or {})
         """The user's key remapping (binding id → keys)."""

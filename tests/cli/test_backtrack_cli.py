@@ -13,6 +13,7 @@ from fpdebug.engine.agent import Agent
 from fpdebug.engine.injections import define_fact
 from fpdebug.engine.providers.scripted import ScriptedProvider
 from fpdebug.engine.sink import TraceFileSink
+from fpdebug.errors import FpdebugError
 from fpdebug.trace.clock import FixedClock
 from tests.backtrack.traces import copy_sample, events, planted_trace, records
 from tests.conftest import T0
@@ -86,7 +87,7 @@ def test_restore_probes_the_missing_context(tmp_path: Path, capsys: pytest.Captu
     seq = next(r["seq"] for r in events(path, "llm_call") if r["iteration"] == parked["iteration"])
     code, out, _ = run(capsys, str(path), "--call", str(seq), "--restore", "--no-save")
     assert code == 0
-    assert "injection 'zone-audit' — parked: parked: its map is parked" in out
+    assert "injection 'zone-audit' — parked: its map is parked" in out and "parked: parked" not in out
     assert "tool 'get_zone_info' — tool-parked" in out
     assert "restoring injection 'zone-audit'" in out and "restoring tool 'get_zone_info'" in out
 
@@ -179,3 +180,209 @@ def test_trace_text_is_printed_inert(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 0
     assert "\x1b" not in out and "\u202e" not in out and "\r" not in out and "\x07" not in out
     assert "\\x1b[2J" in out and "\\u202e" in out
+
+
+# ----------------------------------------------------------------------------------------------
+# A trace names code: never imported unless the user names it (audit a59)
+
+
+def _naming(tmp_path: Path, module: str) -> Path:
+    """The planted-fact sample, its run_start claiming it was built from ``module``."""
+    path = tmp_path / "report-from-customer.fptrace.jsonl"
+    lines = copy_sample("planted-fact", tmp_path).read_bytes().splitlines(keepends=True)
+    start = json.loads(lines[1])
+    start["options"] = {"module": module}
+    lines[1] = (json.dumps(start) + "\n").encode()
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def test_a_module_the_trace_names_is_not_imported_by_ablate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _naming(tmp_path, "helper.py")
+    (tmp_path / "helper.py").write_text(
+        'from pathlib import Path\nPath(__file__).with_name("PWNED").write_text("code ran at import")\n')
+    monkeypatch.chdir(tmp_path)
+    for argv in (["--ablate"], ["--bisect"], ["--restore"], ["--ablate", "--provider", "scripted"]):
+        code, out, err = run(capsys, str(path), *argv)
+        assert code == 2 and out == "" and "Traceback" not in err
+        assert "built from the module 'helper.py'" in err and "--module helper.py" in err
+        assert not (tmp_path / "PWNED").exists()
+    assert not Path(str(path) + ".backtrack.jsonl").exists()  # refused before anything was written
+    code, out, _ = run(capsys, str(path), "--no-save")  # explaining alone never needs the module
+    assert code == 0 and "suspects" in out and not (tmp_path / "PWNED").exists()
+
+
+def test_a_user_module_reruns_when_named_with_module(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fpdebug.demo import run_target
+
+    agent = tmp_path / "my_planted.py"
+    agent.write_text("from fpdebug.demo.planted_fact import USER_MESSAGES, build_agent, scripted_provider\n")
+    trace = tmp_path / "mine.fptrace.jsonl"
+    run_target(str(agent), trace_path=trace, clock=FixedClock(T0))
+    code, _, err = run(capsys, str(trace), "--ablate", "--no-save")
+    assert code == 2 and f"--module {agent}" in err
+    code, out, err = run(capsys, str(trace), "--ablate", "--no-save", "--module", str(agent))
+    assert (code, err) == (0, "")
+    assert "CAUSAL: ablating injection 'vip-override' flipped the outcome in 3/3 seeded reruns" in out
+    other = tmp_path / "other_agent.py"
+    other.write_text(agent.read_text())
+    code, _, err = run(capsys, str(trace), "--ablate", "--no-save", "--module", str(other))
+    assert code == 2 and "--force-module" in err
+    code, out, _ = run(capsys, str(trace), "--ablate", "--no-save", "--module", str(other), "--force-module")
+    assert code == 0 and "[CAUSAL 3/3]" in out
+    code, _, err = run(capsys, str(trace), "--ablate", "--force-module")
+    assert code == 2 and "--force-module needs the module" in err
+
+
+# ----------------------------------------------------------------------------------------------
+# Damaged and extreme traces (audit a59)
+
+
+def _damaged(tmp_path: Path, how: str) -> Path:
+    """The planted-fact sample with its final llm_call (line 7) unreadable or torn."""
+    lines = copy_sample("planted-fact", tmp_path).read_bytes().splitlines(keepends=True)
+    assert json.loads(lines[7])["kind"] == "llm_call" and json.loads(lines[7])["route"] == "final"
+    if how == "wrong-type":
+        final = json.loads(lines[7])
+        final["iteration"] = "two"
+        lines[7] = (json.dumps(final) + "\n").encode()
+    else:  # torn: the writer died in the middle of the final call
+        lines = [*lines[:7], lines[7][:200]]
+    path = tmp_path / f"{how}.fptrace.jsonl"
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+@pytest.mark.parametrize(("how", "problem"), [
+    ("wrong-type", "the llm_call record at line 7 is unreadable"),
+    ("torn", "the trace ends in a torn record at line 7"),
+])
+def test_an_unreadable_final_call_is_never_silently_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str, problem: str
+) -> None:
+    path = _damaged(tmp_path, how)
+    code, out, err = run(capsys, str(path), "--no-save")
+    assert code == 1 and err == ""
+    head = out.splitlines()[:4]
+    assert head[1].startswith("⚠ target: this is not the last answer the trace recorded: ")
+    assert problem in head[1]
+    assert "Explaining llm_call #1 (seq 4)" in head[1] and "--call SEQ" in head[1]
+    counted = "1 invalid" if how == "wrong-type" else "1 torn-tail at line 7"
+    assert head[2].startswith("trace:  1 problem (") and counted in head[2]
+    assert "  ⚠ target: this is not the last answer" in out.split("\nhonesty\n")[1]
+    code, out, _ = run(capsys, str(path), "--no-save", "--json")
+    report = json.loads(out)["report"]
+    assert code == 1 and problem in report["target_note"] and report["honesty"][0].startswith("⚠ target: ")
+    expected = {"invalid": 1} if how == "wrong-type" else {"torn_tail_line": 7, "torn_tail_bytes": 200}
+    assert expected.items() <= report["read_problems"].items()
+    code, out, _ = run(capsys, str(path), "--no-save", "--call", "4")  # asked for: no warning
+    assert code == 0 and "⚠ target" not in out and "trace:  1 problem" in out
+
+
+def test_a_healthy_trace_has_no_target_or_trace_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, str(copy_sample("planted-fact", tmp_path)), "--no-save")
+    assert code == 0 and "⚠ target" not in out and "\ntrace:" not in out
+
+
+def test_integers_beyond_64_bits_are_saved_exactly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fpdebug.backtrack import load_sidecar
+
+    lines = copy_sample("planted-fact", tmp_path).read_bytes().splitlines(keepends=True)
+    result = json.loads(lines[5])
+    assert result["kind"] == "tool_result"
+    result["iteration"] = 2**70  # valid JSON, a valid record: the chain shows it as a hop's iteration
+    result["args"] = {"order_id": "ORD-7", "n": 2**70}
+    lines[5] = (json.dumps(result) + "\n").encode()
+    path = tmp_path / "big.fptrace.jsonl"
+    path.write_bytes(b"".join(lines))
+    code, out, err = run(capsys, str(path))
+    assert (code, err) == (0, "") and "Traceback" not in out
+    sidecar = load_sidecar(Path(str(path) + ".backtrack.jsonl"))
+    saved = sidecar.backtracks[-1]
+    assert saved.status == "complete" and sidecar.unreadable_lines == 0
+    hops = [hop for card in saved.report.cards for hop in card.chain]
+    assert any(hop.iteration == 2**70 for hop in hops)
+
+
+def test_a_huge_answer_is_bounded_in_the_text_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "long.jsonl"
+    answer = "A" * 50_000 + "THE END"
+    with TraceFileSink.create(path, clock=FixedClock(T0)) as sink:
+        Agent("long").injections(define_fact("f", data="x")).run("hi", provider=ScriptedProvider([answer]),
+                                                                 sink=sink)
+    code, out, _ = run(capsys, str(path), "--no-save")
+    assert code == 0 and "THE END" not in out and max(map(len, out.splitlines())) < 2_100
+    assert f"… ({len(answer) - 2000} more characters)" in out
+    code, out, _ = run(capsys, str(path), "--no-save", "--json")
+    assert json.loads(out)["report"]["answer"] == answer  # the JSON keeps it whole
+
+
+# ----------------------------------------------------------------------------------------------
+# The debugger's pane gets the module only from the command line
+
+
+class _Stop(FpdebugError):
+    """Ends a command at the moment the debugger would take the screen."""
+
+
+def test_view_hands_the_named_module_to_the_debugger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fpdebug.tui.app import FpdebugApp
+
+    seen: list[object] = []
+
+    def run_app(app: FpdebugApp) -> None:
+        seen.append(app.source)
+
+    monkeypatch.setattr(FpdebugApp, "run", run_app)
+    path = copy_sample("planted-fact", tmp_path)
+    assert main(["view", str(path)]) == 0
+    assert main(["view", str(path), "--module", "agents/mine.py", "--force-module"]) == 0
+    assert [(s.rerun_module, s.force_module) for s in seen] == [(None, False), ("agents/mine.py", True)]
+    assert main(["view", str(path), "--force-module"]) == 2
+
+
+def test_run_tui_lets_the_pane_rerun_the_module_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fpdebug.commands import run as run_command
+    from fpdebug.trace.writer import TraceWriter
+    from fpdebug.tui import drive
+
+    seen: list[object] = []
+
+    class Driver:
+        def __init__(self, scenario: object, *, trace_path: Path, **_: object) -> None:
+            TraceWriter.create(trace_path).close()  # the header the debugger waits for
+
+        def stop(self) -> None:
+            pass
+
+        def wait(self, timeout: float | None = None) -> bool:
+            return True
+
+    class App:
+        def __init__(self, source: object, **_: object) -> None:
+            seen.append(source)
+
+        def run(self) -> None:
+            raise _Stop("the screen would be taken here")
+
+    monkeypatch.setattr(run_command, "is_terminal", lambda: True)
+    monkeypatch.setattr(drive, "RunDriver", Driver)
+    monkeypatch.setattr(drive, "DriveApp", App)
+    agent = tmp_path / "my_planted.py"
+    agent.write_text("from fpdebug.demo.planted_fact import USER_MESSAGES, build_agent, scripted_provider\n")
+    assert main(["run", str(agent), "--tui", "--trace", str(tmp_path / "a.jsonl")]) == 2
+    assert main(["run", "planted-fact", "--tui", "--trace", str(tmp_path / "b.jsonl")]) == 2
+    assert "the screen would be taken here" in capsys.readouterr().err
+    assert [getattr(s, "rerun_module", None) for s in seen] == [str(agent), None]

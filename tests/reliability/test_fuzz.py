@@ -1,4 +1,4 @@
-"""Bad input never crashes the reader, ``validate``/``summary`` or the debugger's rendering (issue 9 §2).
+"""Bad input never crashes the reader, the CLI (validate, summary, backtrack) or the debugger (issue 9 §2).
 
 The short fuzz runs of ``bench/fuzz.py``'s three targets (a few seconds each), then the inputs too
 big or too specific for a random run, each as one example: a 50 MB garbage line between good
@@ -51,7 +51,9 @@ def test_the_reader_keeps_every_good_record_among_garbage(scratch: Path, case: C
 
 @fuzz(150)
 @given(cases)
-def test_validate_and_summary_exit_0_1_or_2_and_print_nothing_unsafe(scratch: Path, case: Case) -> None:
+def test_validate_summary_and_backtrack_exit_0_1_or_2_and_print_nothing_unsafe(
+    scratch: Path, case: Case
+) -> None:
     check_cli(case, scratch)
 
 

@@ -111,8 +111,9 @@ def test_no_secret_reaches_any_file_fpdebug_writes(
         result = Agent("live").run("hi", provider=provider, sink=sink)
     assert result.status == "failed" and result.error is not None
     assert KEY in result.error.message and TOKEN in result.error.message  # in memory it is all there
-    # 3. A backtrack with reruns (their answers repeat the key) into the sidecar.
-    assert main(["backtrack", str(trace), "--ablate", "--samples", "2"]) == 0
+    # 3. A backtrack with reruns (their answers repeat the key) into the sidecar; the run came from a
+    # user's module, which reruns import only when named.
+    assert main(["backtrack", str(trace), "--ablate", "--samples", "2", "--module", str(planted)]) == 0
     sidecar = out / "leaky.fptrace.jsonl.backtrack.jsonl"
     # 4. Exports with content, and reports.
     for source in (trace, failed):
@@ -147,7 +148,7 @@ def test_sidecars_exports_and_reports_redact_on_their_own(
         patch.setattr(writer_module, "default_redactor", Redactor.off)
         assert main(["run", str(planted), "--trace", str(trace)]) == 0
     assert KEY.encode() in trace.read_bytes() and TOKEN.encode() in trace.read_bytes()  # the control
-    assert main(["backtrack", str(trace), "--ablate", "--samples", "2"]) == 0
+    assert main(["backtrack", str(trace), "--ablate", "--samples", "2", "--module", str(planted)]) == 0
     assert main(["export", str(trace), "--include-content", "-o", str(raw / "export.json")]) == 0
     assert main(["report", str(trace), "--format", "json", "-o", str(raw / "report.json")]) == 0
     capsys.readouterr()

@@ -331,3 +331,91 @@ def test_the_readme_screenshot_reruns_on_a_copy(tmp_path: Path) -> None:
     assert "CAUSAL:&#160;ablating&#160;injection&#160;&#x27;vip-override&#x27;&#160;flipped" in svg
     assert not sidecar_path_for(sample("planted-fact")).exists()
     assert list(tmp_path.iterdir()) == [tmp_path / "backtrack.svg"]
+
+
+class TestAuditA59:
+    """A trace never makes the pane import code; damaged and extreme traces are said, not crashed on."""
+
+    @staticmethod
+    def _naming(tmp_path: Path, module: str) -> Path:
+        trace = copy_sample("planted-fact", tmp_path)
+        lines = trace.read_bytes().splitlines(keepends=True)
+        start = orjson.loads(lines[1])
+        start["options"] = {"module": module}
+        lines[1] = orjson.dumps(start) + b"\n"
+        trace.write_bytes(b"".join(lines))
+        return trace
+
+    async def test_a_module_the_trace_names_is_not_imported_the_pane_says_what_to_pass(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        trace = self._naming(tmp_path, "helper.py")
+        (tmp_path / "helper.py").write_text(
+            'from pathlib import Path\nPath(__file__).with_name("PWNED").write_text("code ran at import")\n')
+        monkeypatch.chdir(tmp_path)
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            for key in ("a", "b", "r"):
+                await pilot.press(key)
+                stopped = await wait_for(pilot, lambda: bool(pane.state.error) and not pane.running,
+                                         timeout=RERUNS)
+                assert stopped
+                await pilot.pause()
+                text = pane_text(app)
+                assert "built from the module 'helper.py'" in text
+                assert f"fpdebug view {trace} --module helper.py" in text
+                assert not (tmp_path / "PWNED").exists()
+        assert not sidecar_path_for(trace).exists()  # refused before anything was written
+
+    async def test_the_module_the_user_named_reruns(self, tmp_path: Path) -> None:
+        from fpdebug.tui.app import TraceSource
+
+        agent = tmp_path / "my_planted.py"
+        agent.write_text("from fpdebug.demo.planted_fact import USER_MESSAGES, build_agent, "
+                         "scripted_provider\n")
+        trace = self._naming(tmp_path, "my_planted.py")
+        app = FpdebugApp(TraceSource(trace, rerun_module=str(agent)))
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            await pilot.press("a")
+            assert await wait_for(pilot, lambda: pane.report is not None and pane.report.status == "complete"
+                                  and not pane.running, timeout=RERUNS)
+            assert pane.state.error is None
+            assert any(v.verdict.kind == "confirmed" and v.source == "injection:vip-override"
+                       for v in pane.report.verdicts)
+
+    async def test_integers_beyond_64_bits_do_not_stop_the_reruns(self, tmp_path: Path) -> None:
+        trace = copy_sample("planted-fact", tmp_path)
+        lines = trace.read_bytes().splitlines(keepends=True)
+        result = orjson.loads(lines[5])
+        assert result["kind"] == "tool_result"
+        lines[5] = lines[5].replace(b'"iteration":1,', b'"iteration":%d,' % 2**70, 1)
+        assert b"%d" % 2**70 in lines[5]
+        trace.write_bytes(b"".join(lines))
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            await pilot.press("a")
+            assert await wait_for(pilot, lambda: not pane.running and pane.report is not None
+                                  and pane.report.status == "complete", timeout=RERUNS)
+            assert pane.state.error is None and "TypeError" not in pane_text(app)
+        assert load_sidecar(sidecar_path_for(trace)).backtracks[-1].status == "complete"
+
+    async def test_an_unreadable_final_call_is_said_first(self, tmp_path: Path) -> None:
+        trace = copy_sample("planted-fact", tmp_path)
+        lines = trace.read_bytes().splitlines(keepends=True)
+        final = orjson.loads(lines[7])
+        assert final["kind"] == "llm_call" and final["route"] == "final"
+        final["iteration"] = "two"
+        lines[7] = orjson.dumps(final) + b"\n"
+        trace.write_bytes(b"".join(lines))
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            assert pane.report is not None and pane.report.call_seq == 4
+            text = pane_text(app)
+            assert "⚠ target this is not the last answer the trace recorded" in text
+            assert "the llm_call record at line 7 is unreadable" in text
+            assert text.index("⚠ target") < text.index("claim")
+            assert "trace 1 problem (1 invalid" in text

@@ -16,7 +16,10 @@ it completes), :class:`BacktrackPane.VerdictArrived` with the report as saved so
 ``esc`` sets the event its ``cancelled`` hook reads, and the backtracker stops before its next
 rerun, keeping (and saving) every finished verdict. The thread never touches a widget. The reruns use
 the run's scripted model only: a trace a live provider answered is refused by the backtracker, and
-the pane shows its message with the command line that would rerun it live.
+the pane shows its message with the command line that would rerun it live. A run built from the
+user's own module is rerun only when the user named that module (``fpdebug view TRACE --module
+PATH``, or the module ``fpdebug run … --tui`` ran: :attr:`~fpdebug.tui.app.TraceSource.rerun_module`);
+otherwise the pane shows the refusal, naming the recorded module and the option, and reruns nothing.
 """
 
 from __future__ import annotations
@@ -369,8 +372,17 @@ class BacktrackPane(Vertical):
         self.set_class(True, "-running")
         self.query_one(ProgressBar).update(total=None, progress=0)
         self._refresh()
-        self._rerun(self._token, self.report.call_line, bisect, restore)
+        module, force = self.rerun_module
+        self._rerun(self._token, self.report.call_line, bisect, restore, module, force)
         return True
+
+    @property
+    def rerun_module(self) -> tuple[str | None, bool]:
+        """The agent module the user named for reruns (``--module``; never one a trace names), and
+        whether the user insists on it (``--force-module``)."""
+        source = getattr(self.app, "source", None)
+        module = getattr(source, "rerun_module", None)
+        return (module if isinstance(module, str) else None), getattr(source, "force_module", False) is True
 
     def action_cancel(self) -> None:
         """Stop the reruns before the next one (escape does its usual job when nothing runs)."""
@@ -386,7 +398,8 @@ class BacktrackPane(Vertical):
             self._refresh()
 
     @work(thread=True, exclusive=True, group="backtrack", exit_on_error=False)
-    def _rerun(self, token: int, call_line: int, bisect: bool, restore: bool) -> None:
+    def _rerun(self, token: int, call_line: int, bisect: bool, restore: bool, module: str | None,
+               force: bool) -> None:
         """Run the backtrack; report progress and each saved verdict; never touch a widget."""
         from fpdebug.demo import recorded_module_loader  # the scenario registry: for reruns only
 
@@ -431,7 +444,8 @@ class BacktrackPane(Vertical):
                 restore=restore,
                 bisect=bisect,
                 samples=SAMPLES,
-                load_module=recorded_module_loader(self.trace),
+                load_module=recorded_module_loader(self.trace, module=module, force=force,
+                                                   command="fpdebug view TRACE"),
                 progress=progress,
                 cancelled=cancelled,
             )

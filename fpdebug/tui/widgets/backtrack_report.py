@@ -237,6 +237,10 @@ def _head(doc: DocBuilder, report: BacktrackReport, state: PaneState, trace_name
         Text("Backtrack ", style=palette.heading),
         (report.decided_at.label, palette.accent),
     )
+    if report.target_note:  # before anything is read as the final answer's explanation
+        doc.fact("⚠ target", (report.target_note, palette.bad))
+    if report.read_problems.note:
+        doc.fact("trace", (report.read_problems.note, palette.warn))
     doc.fact("claim", (report.claim, ""))
     doc.fact("answer", ("'" + clip(report.answer, 600) + "'", palette.accent))
     tier_style = palette.good if report.mode == "causal" else palette.warn
