@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -49,6 +51,47 @@ def test_export_writes_otlp_json_to_stdout_or_to_a_private_file(
     spans = spans_of(parse_otlp_json(printed))
     assert len(spans) == sum(r["kind"] in ("run_start", "turn_start", "llm_call", "tool_result")
                              for r in raw_records(support))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["export", "--include-content"], ["report"], ["report", "--format", "json"]],
+    ids=["export", "report-md", "report-json"],
+)
+def test_an_output_file_is_0600_whatever_the_umask_and_also_when_it_existed(
+    command: list[str], support: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fresh, existing = tmp_path / "fresh.out", tmp_path / "existing.out"
+    existing.write_text("an older, world-readable file\n")
+    existing.chmod(0o644)
+    old_umask = os.umask(0)
+    try:
+        for out in (fresh, existing):
+            assert main([command[0], str(support), *command[1:], "-o", str(out)]) == 0
+    finally:
+        os.umask(old_umask)
+    capsys.readouterr()
+    for out in (fresh, existing):
+        assert stat.S_IMODE(out.stat().st_mode) == 0o600, out.name
+        assert out.read_bytes() == fresh.read_bytes() != b""
+
+
+def test_an_output_that_is_not_a_regular_file_keeps_its_mode(
+    support: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo, 0o644)
+    os.chmod(fifo, 0o644)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    try:
+        assert main(["report", str(support), "-o", str(fifo)]) == 0
+    finally:
+        reader.join(timeout=10)
+    capsys.readouterr()
+    assert received and received[0].startswith(b"#")
+    assert stat.S_IMODE(fifo.stat().st_mode) == 0o644
 
 
 def test_export_leaves_content_out_unless_asked(support: Path, capsys: pytest.CaptureFixture[str]) -> None:
