@@ -66,6 +66,7 @@ from fpdebug.engine.tools import InvalidToolArguments, ToolFunction, ToolTimeout
 from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult
 from fpdebug.errors import DefinitionError, FpdebugError, ProviderError, RunInterrupted, ToolMiddlewareError
 from fpdebug.trace.clock import Clock, SystemClock
+from fpdebug.trace.records import well_formed_text
 from fpdebug.trace.schema import (
     CursorMoveEvent,
     EngagementEvent,
@@ -713,9 +714,11 @@ class RunResult:
 
 def error_info(exc: BaseException) -> ErrorInfo:
     """An exception as the trace records it (a ``ProviderError`` keeps its status, not its prefix)."""
+    # Exception text may hold a lone surrogate (a surrogateescape file name): repaired here, so the
+    # model reads what the trace records (see fpdebug.trace.records.well_formed_text).
     if isinstance(exc, ProviderError):
-        return ErrorInfo(type=type(exc).__name__, message=exc.message, status=exc.status)
-    return ErrorInfo(type=type(exc).__name__, message=str(exc) or type(exc).__name__)
+        return ErrorInfo(type=type(exc).__name__, message=well_formed_text(exc.message), status=exc.status)
+    return ErrorInfo(type=type(exc).__name__, message=well_formed_text(str(exc) or type(exc).__name__))
 
 
 class _RunFailed(Exception):
@@ -1427,7 +1430,7 @@ class TurnLoop:
             except RunInterrupted:
                 raise
             except InvalidToolArguments as exc:
-                status, error = "invalid", ErrorInfo(type="InvalidToolArguments", message=str(exc))
+                status, error = "invalid", ErrorInfo(type="InvalidToolArguments", message=well_formed_text(str(exc)))
             except ToolTimeout as exc:
                 status, error = "failure", ErrorInfo(type="TimeoutError", message=f"{call.name} {exc}")
             except Exception as exc:  # noqa: BLE001 - a tool that raises becomes a failure result

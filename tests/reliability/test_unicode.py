@@ -168,6 +168,29 @@ def test_a_tool_returning_a_lone_surrogate_does_not_fail_the_run(tmp_path: Path)
     assert [m.content for m in last_call.request.messages if m.role == "tool"] == read
 
 
+def test_a_tool_raising_with_a_lone_surrogate_in_its_message_is_a_failure_the_model_reads_as_recorded(
+    tmp_path: Path,
+) -> None:
+    def open_file() -> str:
+        """Open the file."""
+        raise FileNotFoundError("no such file: caf\udce9.txt")  # a surrogateescape file name
+
+    path = tmp_path / "run.jsonl"
+    provider = ScriptedProvider([ScriptedReply.tool_call("open_file", {}), "Done."])
+    agent = Agent("surr").tools(open_file)
+    clock = FixedClock(T0)
+    with TraceFileSink.create(path, clock=clock) as sink:
+        result = agent.run("Open it", provider=provider, sink=sink, clock=clock)
+    assert result.status == "completed"
+    with TraceReader(path) as reader:
+        assert reader.problems() == []
+        (failed,) = [r for _, r in reader.iter_records(1) if isinstance(r, ToolResultEvent)]
+    assert failed.status == "failure" and failed.error is not None
+    assert failed.error.message == f"no such file: caf{FFFD}.txt"
+    read = [m.content for m in provider.requests[-1].messages if m.role == "tool"]
+    assert read == [failed.result] and FFFD in failed.result
+
+
 def test_the_command_line_run_of_such_an_agent_completes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
