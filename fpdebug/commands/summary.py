@@ -220,7 +220,10 @@ def render(facts: TraceSummary) -> str:
     problems = _plural(facts["problems"], "problem")
     if detail:
         problems += f" ({detail}; `fpdebug validate` lists them)"
-    lines.append(f"{facts['lines']} lines ({facts['events']} events), {facts['bytes']} bytes, {problems}")
+    lines.append(
+        f"{_plural(facts['lines'], 'line')} ({_plural(facts['events'], 'event')}), "
+        f"{_plural(facts['bytes'], 'byte')}, {problems}"
+    )
     for run in facts["runs"]:
         status = run["status"] + (f" ({safe(run['error'])})" if run["error"] else "")
         lines += [

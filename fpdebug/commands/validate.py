@@ -48,5 +48,6 @@ def run(args: argparse.Namespace) -> int:
         if count:
             print(f"{count} problem{'s' if count != 1 else ''}", file=sys.stderr)
             return 1
-        print(f"{shown}: ok ({len(reader)} lines, schema_version {reader.header.schema_version})")
+        lines = len(reader)
+        print(f"{shown}: ok ({lines} line{'s' if lines != 1 else ''}, schema_version {reader.header.schema_version})")
         return 0

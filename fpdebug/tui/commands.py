@@ -28,6 +28,7 @@ from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from fpdebug.tui.query import FIELDS
+from fpdebug.tui.text import counted
 
 if TYPE_CHECKING:
     from fpdebug.tui.screens.trace_screen import TraceScreen
@@ -216,7 +217,7 @@ def _go_line(screen: TraceScreen, line: int) -> None:
     events = screen.lists["events"]
     if line >= screen.session.lines:
         screen.app.notify(
-            f"Line {line} is not in the trace ({screen.session.lines} lines).", severity="warning", timeout=3
+            f"Line {line} is not in the trace ({counted(screen.session.lines, 'line')}).", severity="warning", timeout=3
         )
         return
     screen.view = "events"

@@ -33,6 +33,16 @@ def test_validate_a_clean_trace(clean: Path, capsys: pytest.CaptureFixture[str])
     assert out == f"{clean}: ok ({lines} lines, schema_version {SCHEMA_VERSION})\n"
 
 
+def test_counts_of_one_are_singular(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "header-only.jsonl"
+    TraceWriter.create(path, clock=None).close()  # the header line and nothing else
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out == f"{path}: ok (1 line, schema_version {SCHEMA_VERSION})\n"
+    assert main(["summary", str(path)]) == 0
+    second = capsys.readouterr().out.splitlines()[1]
+    assert second.startswith("1 line (0 events), ") and " 1 lines" not in second
+
+
 def test_validate_lists_every_problem_by_line_and_offset(
     clean: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
