@@ -409,6 +409,10 @@ def run_target(
     turns = tuple(messages) if messages else scenario.user_messages
     if not turns:
         raise ScenarioError(f"{scenario.source} declares no USER_MESSAGES; give one with --message TEXT")
+    # Mistakes in the declaration or the provider are refused before the trace file exists, so
+    # none is left holding a header only.
+    provider = check_provider(provider)
+    agent.check()
     path = Path(trace_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clock = clock or SystemClock()

@@ -712,6 +712,24 @@ class RunResult:
         raise FpdebugError(f"run {self.run_id} failed: {why}")
 
 
+def _unreadable_result(tool_name: str, value: object) -> ErrorInfo | None:
+    """Why a tool's return value cannot become the text the model reads, or ``None`` when it can.
+
+    A value that refers to itself, or is nested deeper than JSON encoding allows, would otherwise
+    raise out of the loop; it is the tool's failure instead, recorded like a tool that raised.
+    """
+    if isinstance(value, str):
+        return None
+    try:
+        text_of(value.model_dump(mode="json") if isinstance(value, BaseModel) else value)
+    except (ValueError, TypeError, RecursionError) as exc:
+        return ErrorInfo(
+            type="UnreadableToolResult",
+            message=f"{tool_name} returned a value that cannot be written as JSON: {type(exc).__name__}: {exc}",
+        )
+    return None
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
     """An exception as the trace records it (a ``ProviderError`` keeps its status, not its prefix)."""
     # Exception text may hold a lone surrogate (a surrogateescape file name): repaired here, so the
@@ -1435,6 +1453,9 @@ class TurnLoop:
                 status, error = "failure", ErrorInfo(type="TimeoutError", message=f"{call.name} {exc}")
             except Exception as exc:  # noqa: BLE001 - a tool that raises becomes a failure result
                 status, error = "failure", error_info(exc)
+            else:
+                error = _unreadable_result(call.name, value)
+                status = "failure" if error is not None else status
         if error is not None:
             text = f"Error: {call.name} failed: {error.type}: {error.message}"
             self._record_tool_result(call, text, start, status=status, error=error)

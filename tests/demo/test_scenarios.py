@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from fpdebug.demo import (
     sample_path,
     write_samples,
 )
+from fpdebug.engine.agent import Agent
 from fpdebug.errors import DefinitionError, ScenarioError
 from fpdebug.trace.model import RunModel
 from fpdebug.trace.schema import (
@@ -214,6 +217,23 @@ def test_a_module_whose_scripted_provider_returns_no_provider_is_a_scenario_erro
     with pytest.raises(ScenarioError, match=r"odd_agent.py: scripted_provider\(\) returned no provider: .*not int 5"):
         run_target(scenario, trace_path=trace)
     assert not trace.exists()  # refused before the trace file was created
+
+
+@pytest.mark.parametrize("mistake", ["provider", "agent"])
+def test_a_bad_provider_or_agent_given_to_run_target_leaves_no_trace_file(mistake: str, tmp_path: Path) -> None:
+    scenario = load_target("support")
+    trace = tmp_path / "t.jsonl"
+    if mistake == "provider":
+        with pytest.raises(DefinitionError, match="the provider must be a Provider"):
+            run_target(scenario, trace_path=trace, provider=object())  # type: ignore[arg-type]
+    else:
+        # .maps() with no skill map: a mistake found when the agent compiles, not when declared.
+        broken = dataclasses.replace(
+            scenario, module=types.SimpleNamespace(build_agent=lambda: Agent("a").maps(renewal_grace=2))
+        )
+        with pytest.raises(DefinitionError, match="nothing is mounted"):
+            run_target(broken, trace_path=trace, provider=scenario.scripted_provider())
+    assert not trace.exists()
 
 
 def test_a_dotted_module_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

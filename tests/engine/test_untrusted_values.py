@@ -134,3 +134,42 @@ def test_a_deeply_nested_tool_result_leaves_the_run_on_its_skill(tmp_path: Path)
     run = record(Agent("deep").skill_map(guarded_map()), "go", model, tmp_path)
     assert run.result.status == "completed" and run.result.content == "done"
     assert [(e.to_skill, e.by) for e in run.of("cursor_move")] == [("a", "entry"), ("a", "stay")]
+
+
+# ----------------------------------------------------------------------------------------------
+# A return value that cannot become text is the tool's failure, not a crash of the run
+
+
+def _circular() -> dict[str, object]:
+    loop: dict[str, object] = {"id": "A-17"}
+    loop["self"] = loop
+    return loop
+
+
+def _too_deep() -> list[object]:
+    deep: list[object] = []
+    for _ in range(5_000):
+        deep = [deep]
+    return deep
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    (_circular(), "ValueError: Circular reference detected"),
+    (_too_deep(), "RecursionError"),
+    ({"when": object()}, None),  # default=str turns an unknown object into its text: readable
+], ids=["circular", "too-deep", "unknown-object"])
+def test_a_result_that_cannot_be_written_as_json_is_a_failure_the_loop_survives(
+    value: object, why: str | None, tmp_path: Path
+) -> None:
+    run = record(Agent("a").tools(give_tool(value)), "go", calls_give(), tmp_path)
+    assert run.result.status == "completed" and run.result.content == "done"
+    (result,) = run.of("tool_result")
+    if why is None:
+        assert result.status is None and result.error is None
+        return
+    assert result.status == "failure" and result.error is not None
+    assert result.error.type == "UnreadableToolResult"
+    assert result.error.message.startswith("give returned a value that cannot be written as JSON: ")
+    assert why in result.error.message
+    # The model read the failure, exactly as recorded.
+    assert result.result == f"Error: give failed: UnreadableToolResult: {result.error.message}"
