@@ -66,7 +66,7 @@ from fpdebug.engine.tools import InvalidToolArguments, ToolFunction, ToolTimeout
 from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult
 from fpdebug.errors import DefinitionError, FpdebugError, ProviderError, RunInterrupted, ToolMiddlewareError
 from fpdebug.trace.clock import Clock, SystemClock
-from fpdebug.trace.records import well_formed_text
+from fpdebug.trace.records import well_formed_text, well_formed_value
 from fpdebug.trace.schema import (
     CursorMoveEvent,
     EngagementEvent,
@@ -730,6 +730,39 @@ def _unreadable_result(tool_name: str, value: object) -> ErrorInfo | None:
     return None
 
 
+def _well_formed_call(call: ToolCallRecord) -> ToolCallRecord:
+    """``call`` with every lone surrogate of its id, name and arguments replaced by U+FFFD."""
+    update: dict[str, object] = {}
+    for name in ("id", "name", "raw_args"):
+        text = getattr(call, name)
+        if isinstance(text, str) and well_formed_text(text) is not text:
+            update[name] = well_formed_text(text)
+    args = well_formed_value(call.args)
+    if args is not call.args:
+        update["args"] = args
+    return call.model_copy(update=update) if update else call
+
+
+def _well_formed_reply(response: LlmResponse) -> LlmResponse:
+    """The provider's reply with every lone surrogate replaced by U+FFFD (what the trace records).
+
+    A model can send half an emoji; the trace holds UTF-8, so it records U+FFFD. Repairing the
+    reply as it arrives makes the tool receive, and the conversation send back, that same text.
+    """
+    content = well_formed_text(response.content)
+    stop_reason = response.stop_reason
+    if stop_reason is not None:
+        stop_reason = well_formed_text(stop_reason)
+    calls = [_well_formed_call(call) for call in response.tool_calls]
+    if (
+        content is response.content
+        and stop_reason is response.stop_reason
+        and all(a is b for a, b in zip(calls, response.tool_calls, strict=True))
+    ):
+        return response
+    return response.model_copy(update={"content": content, "stop_reason": stop_reason, "tool_calls": calls})
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
     """An exception as the trace records it (a ``ProviderError`` keeps its status, not its prefix)."""
     # Exception text may hold a lone surrogate (a surrogateescape file name): repaired here, so the
@@ -868,6 +901,9 @@ class Conversation:
         """
         if not isinstance(user_message, str):
             raise DefinitionError(f"a user message must be a string, got {user_message!r}")
+        # A lone surrogate (a non-UTF-8 file name passed on through `--message "$(ls)"`) is sent as
+        # U+FFFD: the trace can hold only that, and the model must read what the trace records.
+        user_message = well_formed_text(user_message)
         if self.status != "running":
             raise FpdebugError(f"run {self.run_id} has ended ({self.status}); open a new conversation")
         if not self._busy.acquire(blocking=False):
@@ -1169,6 +1205,9 @@ class TurnLoop:
                     f"{conversation.provider.name}.complete() returned {type(response).__name__} "
                     f"{response!r:.80}, not an LlmResponse"
                 )
+            # Repaired before anything reads it: the tool receives, the conversation echoes and the
+            # trace records the same arguments and text.
+            response = _well_formed_reply(response)
         except RunInterrupted:
             raise
         except Exception as exc:  # every provider failure is the run's failure, recorded, not a traceback
@@ -1306,7 +1345,7 @@ class TurnLoop:
                 refused[position] = ErrorInfo(type=type(exc).__name__, message=str(exc))
                 ran.append(call)
                 continue
-            ran.append(call.model_copy(update={"args": dict(rewritten.args)}))
+            ran.append(call.model_copy(update={"args": well_formed_value(dict(rewritten.args))}))
         return tuple(ran), refused
 
     def _dispatch(self, calls: Sequence[ToolCallRecord], refused: Mapping[int, ErrorInfo]) -> None:
@@ -1462,7 +1501,8 @@ class TurnLoop:
             batch.append(ToolResult(call.name, text, call.id, status))
             return state, text, None
         if isinstance(value, BaseModel):
-            value = value.model_dump(mode="json")
+            # call_tool repaired the strings it could walk; a model's are repaired once dumped.
+            value = well_formed_value(value.model_dump(mode="json"))
         envelope = parse_envelope(value)
         if envelope is None:
             warn_near_miss(value, tool_name=call.name)

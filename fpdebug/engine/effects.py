@@ -32,6 +32,7 @@ from fpdebug.engine.leases import (
 )
 from fpdebug.engine.skillmap import RouteConflictReport, SkillMap
 from fpdebug.engine.types import DELIVERY_LEASES, TOOL_STATUSES, Activation, DeliveryLease, ToolStatus
+from fpdebug.trace.records import well_formed_text
 from fpdebug.trace.schema import ConflictParty, EffectJudgment, MalformedEffect, RouteConflict
 
 __all__ = [
@@ -245,10 +246,14 @@ def warn_near_miss(value: object, *, tool_name: str) -> None:
 
 
 def text_of(value: object) -> str:
-    """The text the model reads for a value: a string as is, anything else as compact JSON."""
+    """The text the model reads for a value: a string as is, anything else as compact JSON.
+
+    Every lone surrogate becomes U+FFFD, as the trace records it: an object's ``str()`` (the
+    JSON fallback) can hold one that no earlier repair could reach.
+    """
     if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+        return well_formed_text(value)
+    return well_formed_text(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def envelope(

@@ -16,6 +16,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from fpdebug.cli import main
 from fpdebug.engine.agent import Agent
@@ -212,6 +213,97 @@ def test_the_command_line_run_of_such_an_agent_completes(
     assert main(["validate", str(trace)]) == 0
     capsys.readouterr()
     assert f'"result":"Party time {FFFD}"'.encode() in trace.read_bytes()
+
+
+def _requests_are_the_trace(path: Path, provider: ScriptedProvider) -> list[object]:
+    """The trace's records, after checking each request the provider received is the one recorded."""
+    with TraceReader(path) as reader:
+        assert reader.problems() == []
+        records = [record for _, record in reader.iter_records(1)]
+    recorded = [r.request for r in records if isinstance(r, LlmCallEvent)]
+    assert recorded == list(provider.requests) and len(recorded) >= 2
+    return records
+
+
+class Page(BaseModel):
+    title: str
+
+
+class Shown:
+    """An object whose text is only its ``str()`` (text_of's JSON fallback)."""
+
+    def __str__(self) -> str:
+        return HALF_EMOJI
+
+
+def page() -> Page:
+    """Fetch a page."""
+    return Page(title=HALF_EMOJI)
+
+
+def shown() -> dict[str, object]:
+    """Show a value."""
+    return {"value": Shown()}
+
+
+@pytest.mark.parametrize("fetch", [page, shown], ids=["pydantic-model", "object-str"])
+def test_a_result_repaired_only_once_dumped_is_read_by_the_model_as_recorded(
+    tmp_path: Path, fetch: object
+) -> None:
+    path = tmp_path / "run.jsonl"
+    name = fetch.__name__  # type: ignore[attr-defined]
+    provider = ScriptedProvider([ScriptedReply.tool_call(name, {}), "Done."])
+    clock = FixedClock(T0)
+    agent = Agent("surr").tools(fetch)  # type: ignore[arg-type]
+    with TraceFileSink.create(path, clock=clock) as sink:
+        result = agent.run("Go", provider=provider, sink=sink, clock=clock)
+    assert result.status == "completed"
+    records = _requests_are_the_trace(path, provider)
+    (done,) = [r for r in records if isinstance(r, ToolResultEvent)]
+    assert f"Party time {FFFD}" in done.result
+    assert [m.content for m in provider.requests[-1].messages if m.role == "tool"] == [done.result]
+
+
+def test_a_user_message_with_a_lone_surrogate_is_sent_as_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    provider = ScriptedProvider([ScriptedReply.tool_call("fetch_title", {}), "Done."])
+    clock = FixedClock(T0)
+    message = f"Read {BAD_NAME}"  # `--message "$(ls)"` in a directory with a Latin-1 file name
+    with TraceFileSink.create(path, clock=clock) as sink:
+        result = Agent("surr").tools(fetch_title).run(message, provider=provider, sink=sink, clock=clock)
+    assert result.status == "completed"
+    records = _requests_are_the_trace(path, provider)
+    (start,) = [r for r in records if isinstance(r, TurnStartEvent)]
+    assert start.user_message == f"Read caf{FFFD}.txt"
+    assert [m.content for m in provider.requests[0].messages if m.role == "user"] == [start.user_message]
+    assert result.turns[0].user_message == start.user_message
+
+
+def test_tool_call_arguments_with_a_lone_surrogate_reach_the_tool_as_recorded(tmp_path: Path) -> None:
+    received: list[dict[str, object]] = []
+
+    def echo(q: str, tags: list[str]) -> str:
+        """Echo the query."""
+        received.append({"q": q, "tags": tags})
+        return "ok"
+
+    path = tmp_path / "run.jsonl"
+    args = {"q": "a\ud83c", "tags": [BAD_NAME]}
+    provider = ScriptedProvider([
+        ScriptedReply.tool_call("echo", args, content="Half \udc99 thought."), "Done.",
+    ])
+    clock = FixedClock(T0)
+    with TraceFileSink.create(path, clock=clock) as sink:
+        result = Agent("surr").tools(echo).run("Go", provider=provider, sink=sink, clock=clock)
+    assert result.status == "completed"
+    records = _requests_are_the_trace(path, provider)
+    (done,) = [r for r in records if isinstance(r, ToolResultEvent)]
+    assert done.args == {"q": f"a{FFFD}", "tags": [f"caf{FFFD}.txt"]}
+    assert received == [done.args]
+    # The conversation echoes the model's request as the trace records it, text included.
+    (echoed,) = [m for m in provider.requests[-1].messages if m.role == "assistant"]
+    assert echoed.content == f"Half {FFFD} thought."
+    assert echoed.tool_calls is not None and echoed.tool_calls[0].args == done.args
 
 
 # ----------------------------------------------------------------------------------------------
