@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -708,10 +709,11 @@ class SidecarWriter:
         data = _json_line(record.model_dump(mode="json", exclude_none=True))
         data = default_redactor().redact_line(data)  # rerun answers may echo secrets: same redactor as traces
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise BacktrackError(f"cannot write the backtrack sidecar {self.path}: {exc.strerror}") from exc
         try:
+            _owner_only(fd)
             if _ends_torn(fd):
                 # A crashed writer left half a line: start ours on a line of its own.
                 data = b"\n" + data
@@ -743,6 +745,19 @@ class SidecarWriter:
             error: str | None = None) -> None:
         """Record how the backtrack ended."""
         self.append(EndRecord(id=self.id, status=status, runs_used=runs_used, error=error, **self._call))
+
+
+def _owner_only(fd: int) -> None:
+    """Make the sidecar readable by its owner only (rerun answers may quote the trace's content).
+
+    The mode ``os.open`` creates with applies to a new file only; a sidecar that already exists
+    (made by ``touch``, or by an older version) keeps its own, so it is set on every open.
+    """
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        try:
+            os.fchmod(fd, 0o600)
+        except PermissionError:
+            pass  # not our file: it stays as restrictive as its owner made it
 
 
 def _json_line(data: object) -> bytes:

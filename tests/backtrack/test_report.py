@@ -157,6 +157,16 @@ def test_unsupported_values_become_suspects_of_their_own_kind(tmp_path: Path) ->
 # The session and its sidecar
 
 
+def test_an_existing_sidecar_with_a_loose_mode_is_made_owner_only(tmp_path: Path) -> None:
+    path = planted_trace(tmp_path)
+    sidecar = sidecar_path_for(path)
+    sidecar.touch()
+    sidecar.chmod(0o644)  # made by `touch` or an older version: readable by everyone
+    backtrack(path, load_module=demo_loader)
+    assert stat.S_IMODE(sidecar.stat().st_mode) == 0o600
+    assert records(sidecar)[0]["record"] == "report"
+
+
 def test_a_full_backtrack_saves_every_record_beside_an_untouched_trace(tmp_path: Path) -> None:
     path = planted_trace(tmp_path)
     before, mtime = digest(path), path.stat().st_mtime_ns
