@@ -55,7 +55,18 @@ from fpdebug.engine.injections import Injection, LlmActivated, StepPointer
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
 from fpdebug.engine.sink import EventSink, MemorySink, Recorder
 from fpdebug.engine.skillmap import PickCarriers, SkillMap, SkillPick, apply_skill_pick, gate_skill_pick
-from fpdebug.engine.steps import OnSkip, skip_policies, step_boundary
+from fpdebug.engine.steps import (
+    SKIP_STEP,
+    StepPlan,
+    current_step,
+    held_out_step_tools,
+    read_skill_step_intro,
+    skip_step_result,
+    skip_step_schema,
+    step_banner_prefix,
+    step_on_return,
+    step_plans_of,
+)
 from fpdebug.engine.tool_middleware import (
     ToolCallContext,
     ToolMiddleware,
@@ -232,7 +243,7 @@ class _Compiled:
     read_skill: ToolSchema | None
     open_skill_ids: tuple[str, ...]
     catalog_by_id: Mapping[str, Injection]
-    skip_policies: Mapping[str, OnSkip]
+    step_plans: Mapping[str, StepPlan]
 
 
 class Agent:
@@ -588,10 +599,16 @@ def _compile(spec: AgentSpec) -> _Compiled:
         setup = PassSetup(catalog, skill_map=graph, engagement=plan)
 
     ignored = set(spec.ignored_tools)
+    step_plans = step_plans_of(catalog)
     by_name: dict[str, Tool] = {}
     for t in (*spec.tools, *(t for injection in catalog for t in injection.tools)):
         if t.name == READ_SKILL:
             raise DefinitionError(f"the tool name {READ_SKILL!r} is reserved for loading skills")
+        if t.name == SKIP_STEP and step_plans:
+            raise DefinitionError(
+                f"the tool name {SKIP_STEP!r} is reserved for skipping a step: a skill of this agent "
+                "declares steps"
+            )
         if t.name in ignored:
             continue
         seen = by_name.get(t.name)
@@ -617,7 +634,7 @@ def _compile(spec: AgentSpec) -> _Compiled:
         read_skill=read_skill,
         open_skill_ids=open_ids,
         catalog_by_id=MappingProxyType({i.id: i for i in catalog}),
-        skip_policies=MappingProxyType(skip_policies(catalog)),
+        step_plans=MappingProxyType(step_plans),
     )
 
 
@@ -1183,8 +1200,26 @@ class TurnLoop:
             for schema in row.tools:
                 if schema.name not in ignored:
                     tools.setdefault(schema.name, schema)
+        procedure = current_step(self.step_pointer, self.compiled.step_plans)
+        if procedure is not None:
+            # A step in progress narrows the offer to it (DOMAIN §5.6; reference buildToolsSlot.ts):
+            # the stepped skill's other step tools are held out unless another source offers them
+            # too, the current step's tool leads with the banner, and skip_step is offered.
+            pointer, plan, step = procedure
+            others = {s.name for s in self.compiled.agent_tools}
+            for row in result.active_injections:
+                if row.id != pointer.skill_id:
+                    others.update(schema.name for schema in row.tools)
+            for name in held_out_step_tools(self.step_pointer, self.compiled.step_plans, others):
+                tools.pop(name, None)
+            offered = tools.get(step.tool)
+            if offered is not None:
+                banner = step_banner_prefix(pointer, step)
+                tools[step.tool] = offered.model_copy(update={"description": banner + offered.description})
         if self.compiled.read_skill is not None:
             tools.setdefault(READ_SKILL, self.compiled.read_skill)
+        if procedure is not None:
+            tools.setdefault(SKIP_STEP, skip_step_schema(procedure[0], procedure[1]))
         return LlmRequest(
             system_prompt=segments,
             messages=[*self.history, *injected],
@@ -1253,13 +1288,7 @@ class TurnLoop:
         **fields: object,
     ) -> None:
         """Record one call's ``tool_result``: the text the model reads, how long the call took since
-        ``start``, and the kind's other ``fields`` (status, error, effects, coverage…).
-
-        Every result passes here, so this is the result boundary where the step pointer advances or
-        skips (DOMAIN §5.6); ``read_skill`` results are not step boundaries.
-        """
-        if call.name != READ_SKILL:
-            fields.update(self._step_boundary(status))
+        ``start``, and the kind's other ``fields`` (status, error, effects, coverage, step…)."""
         self._emit(
             ToolResultEvent,
             tool_call_id=call.id,
@@ -1271,17 +1300,32 @@ class TurnLoop:
             **fields,
         )
 
-    def _step_boundary(self, status: ToolResultStatus | None) -> dict[str, object]:
-        """Advance or skip the step pointer for one result; the ``tool_result.step`` field, if any."""
-        pointer = self.step_pointer
-        if not pointer:
-            return {}  # no skill declares steps, or no procedure holds the tenure: no key written
-        on_skip = self.compiled.skip_policies.get(pointer[0].skill_id, "advance")
-        change = step_boundary(pointer, status, on_skip=on_skip)
-        if change is None:
-            return {}  # the procedure is finished: nothing moves
-        self.step_pointer = change.next
-        return {"step": change.record()}
+    def _step_on_return(self, tool_name: str) -> tuple[str, dict[str, object]]:
+        """Advance the step pointer for a call that ran clean: the suffix the model reads after the
+        result and the ``tool_result.step`` field (both empty when nothing moved, DOMAIN §5.6)."""
+        moved = step_on_return(self.step_pointer, self.compiled.step_plans, tool_name)
+        if moved is None:
+            return "", {}  # no procedure in progress, or not the current step's tool: no key written
+        boundary, suffix = moved
+        self.step_pointer = boundary.next
+        return suffix, {"step": boundary.record()}
+
+    def _skip_step(self, call: ToolCallRecord) -> str:
+        """The framework's ``skip_step``: skip (or hold) the current step; record it; return the text."""
+        start = self.recorder.now()
+        if call.raw_args is not None:
+            message = f'skip_step needs {{"reason": "<why>"}}, got {call.raw_args!r}'
+            error = ErrorInfo(type="InvalidToolArguments", message=message)
+            self._record_tool_result(call, message, start, status="invalid", error=error)
+            return message
+        reason = call.args.get("reason")
+        text, boundary = skip_step_result(self.step_pointer, self.compiled.step_plans, reason)
+        fields: dict[str, object] = {}
+        if boundary is not None:
+            self.step_pointer = boundary.next
+            fields["step"] = boundary.record()
+        self._record_tool_result(call, text, start, **fields)
+        return text
 
     def _final(self, response: LlmResponse) -> TurnResult:
         content = response.content
@@ -1378,6 +1422,9 @@ class TurnLoop:
                     if pick.accepted and pick.skill_id not in self.provenance:
                         self.provenance[pick.skill_id] = Activation(READ_SKILL, self.iteration, call.id)
                 batch.append(ToolResult(READ_SKILL, text, call.id, status))
+            elif call.name == SKIP_STEP and compiled.step_plans:
+                text = self._skip_step(call)
+                batch.append(ToolResult(SKIP_STEP, text, call.id))
             else:
                 state, text, declared = self._run_tool(
                     call, scope, state, batch, refused=refused.get(position)
@@ -1448,6 +1495,9 @@ class TurnLoop:
         if skill is not None and skill.surface_mode in ("tool-only", "both") and skill.system_prompt:
             # A tool-only body never rides the system prompt: the tool result is how it arrives.
             text += "\n\n" + skill.system_prompt
+        plan = self.compiled.step_plans.get(pick.skill_id)
+        if plan is not None:
+            text += read_skill_step_intro(plan)  # where its procedure starts
         return text
 
     def _run_tool(
@@ -1506,15 +1556,19 @@ class TurnLoop:
         envelope = parse_envelope(value)
         if envelope is None:
             warn_near_miss(value, tool_name=call.name)
-            text = text_of(value)
+            suffix, step = self._step_on_return(call.name)
+            text = text_of(value) + suffix
             coverage = _coverage_of(found, call.args, value)
-            self._record_tool_result(call, text, start, coverage=coverage)
+            self._record_tool_result(call, text, start, coverage=coverage, **step)
             batch.append(ToolResult(call.name, value, call.id))
             return state, text, coverage
         judged = judge_effects(envelope, tool_name=call.name, tool_call_id=call.id, scope=scope, state=state)
         for sid, activation in judged.activations:
             self.provenance.setdefault(sid, activation)
-        text = text_of(envelope.content) + judged.suffix
+        # A declared status does not stop the advance: only a call that failed to run clean does
+        # (reference toolCalls.ts: `executed && !error && !denied && !skillRejected && !ceilingRefused`).
+        suffix, step = self._step_on_return(call.name)
+        text = text_of(envelope.content) + suffix + judged.suffix
         coverage = _coverage_of(found, call.args, envelope.content)
         self._record_tool_result(
             call,
@@ -1524,6 +1578,7 @@ class TurnLoop:
             effects=list(judged.judgments),
             malformed=list(envelope.malformed),
             coverage=coverage,
+            **step,
         )
         for lease in judged.grants:
             self._emit(LeaseGrantEvent, lease=lease.record())

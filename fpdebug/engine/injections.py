@@ -43,6 +43,7 @@ __all__ = [
     "OnToolReturn",
     "ProposedTransition",
     "Rule",
+    "Step",
     "StepPointer",
     "SurfaceMode",
     "Trigger",
@@ -190,6 +191,17 @@ class TurnRoute:
     """``intent``, ``continuity``, ``decider`` or ``entry``."""
     witness: Witness | None = None
     """The text that decided, when the verdict came from a data matcher."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a skill's declared procedure (the reference's ``SkillStep``): run ``tool``, for
+    the reason ``note``."""
+
+    tool: str
+    """The tool this step runs: one of the skill's own tools (repeats across steps are legal)."""
+    note: str
+    """Why the step exists: the sentence the model reads about it (non-empty)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,8 +355,8 @@ class Injection:
     """``system_prompt`` is a template over :data:`TEMPLATE_FACTS`."""
     surface_mode: SurfaceMode | None = None
     """Skills: how the body reaches the model."""
-    steps: tuple[str, ...] | None = None
-    """Skills: a step procedure, one description per step."""
+    steps: tuple[Step, ...] | None = None
+    """Skills: a step procedure, one ``(tool, note)`` pair per step."""
     metadata: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     """Other author metadata (``on_skip``, ``auto_activate``, ``cache``…), stored as given."""
 
@@ -631,7 +643,7 @@ def define_skill(
     description: str | None = None,
     tools: Iterable[Tool | ToolSchema] | None = None,
     surface_mode: SurfaceMode = "auto",
-    steps: Sequence[str] | None = None,
+    steps: Sequence[Step | tuple[str, str]] | None = None,
     on_skip: str | None = None,
     via_tool_name: str = "read_skill",
 ) -> Injection:
@@ -643,19 +655,17 @@ def define_skill(
         description: Shown in the skill catalog.
         tools: Tools the skill brings while it is active.
         surface_mode: ``auto``, ``system-prompt``, ``tool-only`` or ``both``.
-        steps: A step procedure, one non-empty description per step; each tool result while the skill
-            holds the tenure advances or skips it (DOMAIN §5.6, :mod:`fpdebug.engine.steps`).
-        on_skip: What a skipped step does: ``advance`` (the default, move past it) or ``hold`` (keep
-            it current); stored as metadata and checked when the agent compiles.
+        steps: A step procedure: :class:`Step` values or ``(tool, note)`` pairs, each naming one of
+            this skill's own ``tools`` and a non-empty note. A clean result of the current step's tool
+            advances it; the model skips a step only through ``skip_step`` (DOMAIN §5.6,
+            :mod:`fpdebug.engine.steps`).
+        on_skip: What a ``skip_step`` does: ``advance`` (the default: record the skip, move to the
+            next step) or ``hold`` (record it, keep the step current); legal only beside ``steps``.
         via_tool_name: The activating tool.
 
     Returns:
         The frozen injection.
     """
-    if steps is not None:
-        steps = tuple(steps)
-        if not steps or any(not isinstance(s, str) or not s.strip() for s in steps):
-            raise DefinitionError(f"skill {id!r}: steps must be a non-empty list of non-empty strings")
     base = define_injection(
         id,
         trigger=LlmActivated(via_tool_name),
@@ -665,7 +675,68 @@ def define_skill(
         description=description,
         metadata={"on_skip": on_skip} if on_skip is not None else None,
     )
-    return _replace(base, surface_mode=surface_mode, steps=steps)
+    declared = _skill_steps(id, steps, on_skip, base.tool_names)
+    return _replace(base, surface_mode=surface_mode, steps=declared)
+
+
+def _skill_steps(
+    skill_id: str,
+    steps: Sequence[Step | tuple[str, str]] | None,
+    on_skip: object,
+    tool_names: Sequence[str],
+) -> tuple[Step, ...] | None:
+    """Validate a ``steps`` declaration against the skill's own tools (the reference refuses every
+    mistake at ``defineSkill``, where all the data is in hand: ``skillSteps.ts`` ·
+    ``validateSkillSteps``)."""
+    where = f"define_skill({skill_id!r})"
+    if steps is None:
+        if on_skip is not None:
+            raise DefinitionError(
+                f"{where}: on_skip is legal only beside steps (it says what a skipped step does), and "
+                "this skill declares no steps; add steps or drop on_skip"
+            )
+        return None
+    if isinstance(steps, str | bytes) or not isinstance(steps, Sequence):
+        raise DefinitionError(f"{where}: steps must be a list of Step(tool=..., note=...) values")
+    if not steps:
+        raise DefinitionError(f"{where}: steps=[] declares nothing; omit the field instead")
+    if on_skip is not None and on_skip not in ("advance", "hold"):
+        raise DefinitionError(
+            f"{where}: on_skip {on_skip!r} is not a policy; use 'advance' (record the skip and move on, "
+            "the default) or 'hold' (record the skip and keep the step current)"
+        )
+    if not tool_names:
+        raise DefinitionError(
+            f"{where}: steps declares a tool sequence but this skill carries no tools; every step runs "
+            "one of the skill's own tools"
+        )
+    out: list[Step] = []
+    for n, step in enumerate(steps, start=1):
+        if isinstance(step, str):
+            # The shape before steps named tools: say what changed rather than guess a tool.
+            raise DefinitionError(
+                f"{where}: step {n} is the text {step!r}; a step is Step(tool=..., note=...) (or a "
+                "(tool, note) pair) naming which of the skill's tools it runs, and only a clean result "
+                "of that tool completes it"
+            )
+        if isinstance(step, tuple) and len(step) == 2:
+            step = Step(*step)
+        if not isinstance(step, Step):
+            raise DefinitionError(f"{where}: step {n} ({step!r}) is not a Step(tool=..., note=...)")
+        if not isinstance(step.tool, str) or not step.tool.strip():
+            raise DefinitionError(f"{where}: step {n} names no tool; every step is Step(tool, note)")
+        if not isinstance(step.note, str) or not step.note.strip():
+            raise DefinitionError(
+                f"{where}: step {n} ({step.tool!r}) has no note; the note is the sentence the model "
+                "reads about why the step exists"
+            )
+        if step.tool not in tool_names:
+            raise DefinitionError(
+                f"{where}: step {n} names {step.tool!r}, which this skill's tools do not carry; steps "
+                "may only sequence the skill's own tools"
+            )
+        out.append(step)
+    return tuple(out)
 
 
 def _replace(injection: Injection, **changes: object) -> Injection:

@@ -22,9 +22,11 @@ Markdown to paste into an issue. Per run:
 **The backtrack sidecar** is ``<trace>.backtrack.jsonl`` (the name
 :func:`fpdebug.backtrack.report.sidecar_path_for` gives, the file ``fpdebug backtrack`` appends to).
 It is read by :func:`fpdebug.backtrack.report.load_sidecar`, the backtracker's own reader, which
-rebuilds each saved backtrack from its records; the report shows, per backtrack, the claim, the
-explained call, the mode, the status (finished, cancelled, failed, or unfinished when no end record
-was written), the baseline, every verdict and the bisection's culprit sets. Lines that are not
+rebuilds each saved backtrack from its records; the report shows, per backtrack, its warnings first
+(``⚠ target``: the explained call is not the final answer as recorded; ``⚠ trace``: the trace had
+lines the backtracker could not read; each honesty flag), then the claim, the explained call, the
+mode, the status (finished, cancelled, failed, or unfinished when no end record was written), the
+baseline, every verdict and the bisection's culprit sets. Lines that are not
 records, and a torn last line, are counted, never fatal. No sidecar, no section.
 
 Every string that came from the trace or the sidecar is passed through
@@ -64,6 +66,7 @@ __all__ = [
     "REPORT_FORMATS",
     "BacktrackSection",
     "BisectRow",
+    "HonestyFlagRow",
     "LeaseRow",
     "MapChangeRow",
     "RunReport",
@@ -202,6 +205,13 @@ class VerdictRow(TypedDict):
     claim: str
 
 
+class HonestyFlagRow(TypedDict):
+    """An honesty flag a saved backtrack carries (DOMAIN §9.1), and why it applies."""
+
+    flag: str
+    note: str
+
+
 class BisectRow(TypedDict):
     """A saved bisection: its outcome and the minimal culprit sets (each removed together)."""
 
@@ -220,6 +230,12 @@ BacktrackStatus: TypeAlias = Literal["finished", "cancelled", "failed", "unfinis
 class SavedBacktrackRow(TypedDict):
     """One backtrack saved in the sidecar."""
 
+    target_note: str | None
+    """Why the explained call is not the final answer as recorded (``None`` when it is)."""
+    trace_note: str | None
+    """What the backtracker could not read of the trace (bad lines, a torn tail), if anything."""
+    flags: list[HonestyFlagRow]
+    """The honesty flags that apply to the backtrack's claims."""
     claim: str
     run_id: str
     in_trace: bool
@@ -489,6 +505,9 @@ def _saved_row(saved: SavedBacktrack, run_ids: set[str]) -> SavedBacktrackRow:
     report = saved.report
     bisect = report.bisect
     return {
+        # The warnings come before the claim, as the backtracker shows them: the claim reads differently.
+        "target_note": report.target_note, "trace_note": report.read_problems.note,
+        "flags": [{"flag": flag.flag, "note": flag.note} for flag in report.flags],
         "claim": report.claim, "run_id": report.run_id, "in_trace": report.run_id in run_ids,
         "call_seq": report.call_seq, "call_index": report.call_index, "turn": report.turn,
         "iteration": report.iteration, "mode": report.mode, "status": _STATUS[saved.status],
@@ -758,7 +777,15 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
 def _backtrack_markdown(number: int, row: SavedBacktrackRow) -> list[str]:
     where = _where(row["turn"], row["iteration"])
     call = f"llm\\_call #{row['call_index']} (seq {row['call_seq']}, turn.iter {where})"
-    out = [f"### Backtrack {number}: {call}", "", md_cell(row["claim"]), ""]
+    out = [f"### Backtrack {number}: {call}", ""]
+    # Before the claim, as `fpdebug backtrack` prints them: nothing reads as the answer's explanation first.
+    if row["target_note"]:
+        out += [f"⚠ target: {md_cell(row['target_note'])}", ""]
+    if row["trace_note"]:
+        out += [f"⚠ trace: {md_cell(row['trace_note'])}", ""]
+    for flag in row["flags"]:
+        out += [f"⚠ {md_cell(flag['flag'])}: {md_cell(flag['note'])}", ""]
+    out += [md_cell(row["claim"]), ""]
     baseline = "–"
     if row["baseline"] is not None:
         baseline = f"{md_cell(row['baseline'])} ({'stable' if row['baseline_stable'] else 'UNSTABLE'})"

@@ -694,19 +694,23 @@ class StepPointerRecord(Frozen):
 
 class StepChange(Frozen):
     """What one tool result did to the step pointer (DOMAIN §5.6; §8.2's ``step_advanced`` /
-    ``step_skipped``). Written only on results that met a procedure in progress."""
+    ``step_skipped``). Written only on a result that advanced or skipped a step."""
 
     outcome: Literal["step_advanced", "step_skipped"]
-    """``step_advanced``: the result came back ``success`` (or with no status) and the step is done;
-    ``step_skipped``: any other status, the step was not done."""
+    """``step_advanced``: a call of the current step's tool ran clean and the step is done;
+    ``step_skipped``: the model called ``skip_step`` with a reason."""
     skill_id: str
     """The skill whose procedure it is."""
     step: int
     """The 1-based step the result concerned."""
     total: int
     """How many steps the skill declares."""
+    tool: str | None = None
+    """The tool that step names."""
     held: bool = False
     """A skip under the skill's ``on_skip="hold"``: the step stays current (the pointer did not move)."""
+    reason: str | None = None
+    """The reason ``skip_step`` gave (skips only)."""
     step_pointer: StepPointerRecord
     """The pointer after this result."""
 
@@ -1117,8 +1121,9 @@ class ToolResultEvent(_Event):
     coverage: str | None = None
     """The coverage the tool declared for its result (``first 50 of 300``…), when it declared one."""
     step: StepChange | None = None
-    """What this result did to the step pointer (DOMAIN §5.6); absent when no procedure was in
-    progress (always on ``read_skill`` results, which are not step boundaries)."""
+    """What this result did to the step pointer (DOMAIN §5.6); absent when it moved nothing (no
+    procedure in progress, another tool than the current step's, a failed call, a teaching
+    ``skip_step`` answer)."""
 
 
 class FindingEvent(_Event):

@@ -482,7 +482,7 @@ class TestProjectionRoutingAndProvenance:
     def test_step_pointer_is_re_keyed_only_when_steps_exist(self) -> None:
         graph = (
             SkillMapBuilder()
-            .skill(define_skill("a", body="a", steps=["one", "two"]))
+            .skill(define_skill("a", body="a", tools=[Tool("go")], steps=[("go", "one"), ("go", "two")]))
             .skill(define_skill("b", body="b"))
             .entry("a")
             .route("a", "b", on_tool_return="go")

@@ -316,7 +316,9 @@ class TestStepPointer:
         assert rekey_step_pointer((StepPointer("triage", 1, 2),), "billing", self.plans) == fresh
 
     def test_step_plans(self) -> None:
-        skills = [define_skill("billing", body="b", steps=["a", "b", "c"]), define_skill("t", body="t")]
+        pay = [Tool("pay")]
+        steps = [("pay", "a"), ("pay", "b"), ("pay", "c")]
+        skills = [define_skill("billing", body="b", tools=pay, steps=steps), define_skill("t", body="t")]
         assert step_plans(skills) == {"billing": 3}
         with pytest.raises(DefinitionError):
-            define_skill("x", body="b", steps=[])
+            define_skill("x", body="b", tools=pay, steps=[])

@@ -1,9 +1,16 @@
-"""The step pointer's tool-calls half (DOMAIN §5.6): each result boundary advances or skips it.
+"""Step procedures as the reference declares and moves them (DOMAIN §5.6; reference ``skillSteps.ts``).
 
-DOMAIN's words pinned here: the pointer is ``[{skillId, step (1-based), total, skipped}]`` or ``[]``;
-``step == total + 1`` means the steps are done; the tool-calls stage advances or skips it at every
-result boundary; the pointer can never move the cursor (it has no cursor to move: these functions
-see only the pointer).
+The reference (footprintjs/agentfootprint, ``src/lib/injection-engine/skillSteps.ts`` and
+``src/core/agent/stages/toolCalls.ts``) pins what these tests assert:
+
+- a step is a ``{tool, note}`` pair whose tool must be one of the skill's own tools, refused at
+  ``defineSkill`` otherwise (``validateSkillSteps``);
+- the pointer advances only when the finished call is the current step's tool
+  (``applyStepReturn``: ``if (!state || state.step.tool !== call.toolName) return ''``);
+- only ``skip_step(reason)`` skips; ``onSkip: 'advance'`` records the skip and moves on, ``'hold'``
+  records it and keeps the step current (``OnSkipPolicy``, ``applySkipStep``); an empty reason or
+  no procedure in progress is a teaching answer that moves nothing;
+- every sentence the model reads comes from ``skillSteps.ts`` (banner, suffixes, skip sentences).
 """
 
 from __future__ import annotations
@@ -12,164 +19,180 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fpdebug.engine.injections import StepPointer, define_skill, define_steering
+from fpdebug.engine.injections import Step, StepPointer, define_skill
 from fpdebug.engine.steps import (
-    advance_step_pointer,
-    skip_policies,
-    skip_step_pointer,
-    step_boundary,
-    step_pointer_records,
+    StepPlan,
+    current_step,
+    held_out_step_tools,
+    read_skill_step_intro,
+    skip_step_description,
+    skip_step_result,
+    skip_step_schema,
+    step_banner_prefix,
+    step_on_return,
+    step_plans_of,
 )
+from fpdebug.engine.types import Tool
 from fpdebug.errors import DefinitionError
-from fpdebug.trace.schema import StepChange, ToolResultStatus
 
-STATUSES: tuple[ToolResultStatus, ...] = (
-    "success", "failure", "denied", "invalid", "partial", "pending", "absent",
+TOOLS = [Tool("lookup"), Tool("charge"), Tool("receipt")]
+STEPS = (
+    Step("lookup", "look up the order"),
+    Step("charge", "refund the charge"),
+    Step("receipt", "file the receipt"),
 )
-NOT_DONE = tuple(s for s in STATUSES if s != "success")
 
 
-def at(step: int, total: int = 3, skipped: tuple[int, ...] = ()) -> tuple[StepPointer, ...]:
-    return (StepPointer("refund", step, total, skipped),)
+def plans(on_skip: str = "advance") -> dict[str, StepPlan]:
+    return step_plans_of([define_skill("refund", body="b", tools=TOOLS, steps=STEPS, on_skip=on_skip)])
 
 
-class TestAdvance:
-    def test_a_done_step_moves_the_pointer_to_the_next_and_keeps_the_skips(self) -> None:
-        assert advance_step_pointer(at(1)) == at(2)
-        assert advance_step_pointer(at(2, skipped=(1,))) == at(3, skipped=(1,))
-
-    def test_the_last_step_done_leaves_the_pointer_at_total_plus_one(self) -> None:
-        assert advance_step_pointer(at(3)) == at(4)
-
-    def test_a_finished_or_empty_pointer_does_not_move(self) -> None:
-        assert advance_step_pointer(at(4)) == at(4)
-        assert advance_step_pointer(()) == ()
-        assert advance_step_pointer(None) == ()
+def at(step: int, skipped: tuple[int, ...] = ()) -> tuple[StepPointer, ...]:
+    return (StepPointer("refund", step, 3, skipped),)
 
 
-class TestSkip:
-    def test_a_skipped_step_is_recorded_and_passed(self) -> None:
-        assert skip_step_pointer(at(1)) == at(2, skipped=(1,))
-        assert skip_step_pointer(at(2, skipped=(1,))) == at(3, skipped=(1, 2))
+class TestDefinition:
+    """``validateSkillSteps``: every refusal happens at ``defineSkill``."""
 
-    def test_skipping_the_last_step_finishes_the_procedure(self) -> None:
-        assert skip_step_pointer(at(3)) == at(4, skipped=(3,))
+    def test_pairs_and_steps_are_accepted_and_folded_into_a_plan(self) -> None:
+        pairs = [("lookup", "look up the order"), *STEPS[1:]]
+        skill = define_skill("refund", body="b", tools=TOOLS, steps=pairs)
+        assert skill.steps == STEPS
+        assert plans()["refund"] == StepPlan("refund", STEPS, "advance")
+        assert plans("hold")["refund"].on_skip == "hold"
 
-    def test_hold_keeps_the_step_current_and_records_nothing_on_the_pointer(self) -> None:
-        assert skip_step_pointer(at(2), on_skip="hold") == at(2)
+    def test_an_old_free_text_step_is_refused_with_the_new_shape_named(self) -> None:
+        shape = r"step 1 is the text 'look up'.*Step\(tool=\.\.\., note=\.\.\.\)"
+        with pytest.raises(DefinitionError, match=shape):
+            define_skill("refund", body="b", tools=TOOLS, steps=["look up"])
 
-    def test_a_finished_or_empty_pointer_does_not_move(self) -> None:
-        assert skip_step_pointer(at(4, skipped=(2,))) == at(4, skipped=(2,))
-        assert skip_step_pointer(()) == ()
+    def test_a_step_whose_tool_is_not_the_skills_own_is_refused(self) -> None:
+        # skillSteps.ts: `if (!opts.toolNames.has(step.tool)) throw` "…which this skill's tools does
+        # not carry"
+        with pytest.raises(DefinitionError, match="step 2 names 'escalate', which this skill's tools do not"):
+            define_skill("refund", body="b", tools=TOOLS, steps=[STEPS[0], Step("escalate", "hand over")])
 
-
-class TestBoundary:
-    @pytest.mark.parametrize("status", [None, "success"])
-    def test_a_result_that_succeeded_advances(self, status: ToolResultStatus | None) -> None:
-        change = step_boundary(at(2), status)
-        assert change is not None
-        assert (change.outcome, change.skill_id, change.step, change.total, change.held) == (
-            "step_advanced", "refund", 2, 3, False,
-        )
-        assert change.next == at(3)
-
-    @pytest.mark.parametrize("status", NOT_DONE)
-    def test_any_other_status_skips(self, status: ToolResultStatus) -> None:
-        change = step_boundary(at(2), status)
-        assert change is not None and change.outcome == "step_skipped" and change.step == 2
-        assert change.next == at(3, skipped=(2,)) and not change.held
-
-    @pytest.mark.parametrize("status", NOT_DONE)
-    def test_under_hold_a_skip_is_reported_but_the_pointer_stays(self, status: ToolResultStatus) -> None:
-        change = step_boundary(at(2), status, on_skip="hold")
-        assert change is not None and change.outcome == "step_skipped" and change.held
-        assert change.next == at(2)
-
-    def test_hold_does_not_stop_a_success_from_advancing(self) -> None:
-        change = step_boundary(at(2), "success", on_skip="hold")
-        assert change is not None and change.outcome == "step_advanced" and change.next == at(3)
-
-    @pytest.mark.parametrize("pointer", [None, (), at(4), at(4, skipped=(1, 3))])
-    def test_nothing_happens_without_a_procedure_in_progress(
-        self, pointer: tuple[StepPointer, ...] | None
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"steps": [Step("lookup", "  ")]}, "step 1 .'lookup'. has no note"),
+            ({"steps": [Step("", "why")]}, "step 1 names no tool"),
+            ({"steps": []}, r"steps=\[\] declares nothing"),
+            ({"steps": STEPS, "on_skip": "skip"}, "on_skip 'skip' is not a policy"),
+            ({"on_skip": "hold"}, "on_skip is legal only beside steps"),
+            ({"steps": STEPS, "tools": None}, "carries no tools"),
+        ],
+    )
+    def test_each_other_mistake_is_refused_at_definition(
+        self, kwargs: dict[str, object], message: str
     ) -> None:
-        assert step_boundary(pointer, "success") is None
-        assert step_boundary(pointer, "failure") is None
-
-    def test_the_record_carries_the_pointer_after_the_result(self) -> None:
-        change = step_boundary(at(3, skipped=(1,)), "denied")
-        assert change is not None
-        record = change.record()
-        assert isinstance(record, StepChange)
-        assert record.model_dump() == {
-            "outcome": "step_skipped",
-            "skill_id": "refund",
-            "step": 3,
-            "total": 3,
-            "held": False,
-            "step_pointer": {"skill_id": "refund", "step": 4, "total": 3, "skipped": [1, 3]},
-        }
+        args: dict[str, object] = {"tools": TOOLS, **kwargs}
+        with pytest.raises(DefinitionError, match=message):
+            define_skill("refund", body="b", **args)  # type: ignore[arg-type]
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    total=st.integers(min_value=1, max_value=6),
-    statuses=st.lists(st.sampled_from((None, *STATUSES)), max_size=12),
-    hold=st.booleans(),
-)
-def test_a_procedure_walked_result_by_result_keeps_its_shape(
-    total: int, statuses: list[ToolResultStatus | None], hold: bool
-) -> None:
-    pointer: tuple[StepPointer, ...] = (StepPointer("s", 1, total),)
-    moved = 0
-    for status in statuses:
-        before = pointer[0]
-        change = step_boundary(pointer, status, on_skip="hold" if hold else "advance")
-        if before.step == total + 1:
-            assert change is None  # done is done: no boundary moves a finished procedure
-            continue
-        assert change is not None and change.step == before.step
-        pointer = change.next
-        moved += pointer[0].step - before.step
-    (final,) = pointer
-    assert (final.skill_id, final.total) == ("s", total)
-    assert 1 <= final.step <= total + 1  # total + 1 (done) is as far as it goes
-    assert final.step == 1 + moved
-    # Each step passed was either done or skipped: the skips are passed steps, ascending, once each.
-    assert list(final.skipped) == sorted(set(final.skipped))
-    assert all(1 <= s < final.step for s in final.skipped)
-    done = [s in (None, "success") for s in statuses]
-    if hold:
-        # A held skip never moves the pointer: only done steps do, up to total + 1.
-        assert final.skipped == ()
-        assert final.step == 1 + min(sum(done), total)
-    else:
-        # Every boundary passes one step until the procedure is done; the not-done ones are skips.
-        passed = min(len(statuses), total)
-        assert final.step == 1 + passed
-        assert final.skipped == tuple(i + 1 for i in range(passed) if not done[i])
+class TestAdvanceOnReturn:
+    """``applyStepReturn``: only the current step's tool advances the pointer."""
+
+    def test_another_tool_moves_nothing_however_often_it_runs(self) -> None:
+        assert step_on_return(at(1), plans(), "charge") is None
+        assert step_on_return(at(1), plans(), "receipt") is None
+
+    def test_the_current_steps_tool_advances_and_says_what_is_next(self) -> None:
+        moved = step_on_return(at(1, (7,)), plans(), "lookup")
+        assert moved is not None
+        boundary, suffix = moved
+        assert (boundary.outcome, boundary.step, boundary.tool) == ("step_advanced", 1, "lookup")
+        assert not boundary.held
+        assert boundary.next == at(2, (7,))  # an advance keeps the earlier skips
+        # stepAdvanceSuffix: " Step {done} of {total} done. Now on step k of n: <note> (tool: `t`)."
+        assert suffix == " Step 1 of 3 done. Now on step 2 of 3: refund the charge (tool: `charge`)."
+
+    def test_the_last_step_completes_the_procedure_and_a_complete_one_never_moves(self) -> None:
+        moved = step_on_return(at(3), plans(), "receipt")
+        assert moved is not None and moved[0].next == at(4)
+        assert moved[1] == " Step 3 of 3 done. All 3 steps complete."
+        assert step_on_return(at(4), plans(), "receipt") is None
+        assert step_on_return((), plans(), "lookup") is None
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.sampled_from(["lookup", "charge", "receipt", "other"]), max_size=12))
+    def test_the_pointer_counts_exactly_the_in_order_step_calls(self, calls: list[str]) -> None:
+        pointer = at(1)
+        expected = 1
+        for name in calls:
+            moved = step_on_return(pointer, plans(), name)
+            if expected <= 3 and name == STEPS[expected - 1].tool:
+                expected += 1
+                assert moved is not None
+                pointer = moved[0].next
+            else:
+                assert moved is None
+        assert pointer == at(expected)
 
 
-class TestPolicies:
-    def test_each_stepped_skill_advances_unless_it_declares_hold(self) -> None:
-        catalog = [
-            define_skill("refund", body="r", steps=["a", "b"]),
-            define_skill("audit", body="a", steps=["a"], on_skip="hold"),
-            define_skill("plain", body="p"),
-            define_steering("tone", prompt="Brief."),
-        ]
-        assert skip_policies(catalog) == {"refund": "advance", "audit": "hold"}
+class TestSkipStep:
+    """``applySkipStep`` and its sentences."""
 
-    def test_an_unknown_policy_is_refused(self) -> None:
-        with pytest.raises(DefinitionError, match="on_skip 'later' is not a policy"):
-            skip_policies([define_skill("refund", body="r", steps=["a"], on_skip="later")])
+    def test_advance_records_the_skip_and_moves_on(self) -> None:
+        text, boundary = skip_step_result(at(2), plans(), "  the payment service is down ")
+        assert boundary is not None
+        assert (boundary.outcome, boundary.step, boundary.held, boundary.reason) == (
+            "step_skipped", 2, False, "the payment service is down",
+        )
+        assert boundary.next == at(3, (2,))
+        assert text == (
+            "Step 2 skipped: the payment service is down. Now on step 3 of 3: file the receipt "
+            "(tool: `receipt`)."
+        )
 
-    def test_on_skip_without_steps_is_refused(self) -> None:
-        with pytest.raises(DefinitionError, match="on_skip applies only beside steps"):
-            skip_policies([define_skill("refund", body="r", on_skip="hold")])
+    def test_skipping_the_last_step_completes_the_procedure(self) -> None:
+        text, boundary = skip_step_result(at(3, (2,)), plans(), "no printer")
+        assert boundary is not None and boundary.next == at(4, (2, 3))
+        assert text == (
+            "Step 3 skipped: no printer. That was the last step — the 'refund' procedure is complete "
+            "(2 step(s) skipped)."
+        )
+
+    def test_hold_records_the_skip_and_keeps_the_step_current(self) -> None:
+        text, boundary = skip_step_result(at(2), plans("hold"), "down")
+        assert boundary is not None and boundary.held and boundary.next == at(2)
+        assert text == (
+            "Skip of step 2 recorded: down. Step 2 of 3 stays current (declared policy 'hold') — "
+            "run `charge`, or finish and say why."
+        )
+
+    @pytest.mark.parametrize("reason", [None, "", "   ", 42])
+    def test_an_empty_reason_is_a_teaching_answer_that_moves_nothing(self, reason: object) -> None:
+        text, boundary = skip_step_result(at(2), plans(), reason)
+        assert boundary is None and text.startswith("skip_step was not applied: `reason` is required")
+
+    def test_no_procedure_in_progress_is_a_teaching_answer(self) -> None:
+        for pointer in ((), at(4)):
+            text, boundary = skip_step_result(pointer, plans(), "why")
+            assert boundary is None and text.startswith("skip_step has nothing to skip")
 
 
-def test_the_pointer_records_as_the_trace_shape() -> None:
-    assert step_pointer_records(()) == []
-    (record,) = step_pointer_records(at(2, skipped=(1,)))
-    assert record.model_dump() == {"skill_id": "refund", "step": 2, "total": 3, "skipped": [1]}
+class TestWhatTheModelSees:
+    def test_the_banner_the_skip_description_and_the_read_skill_intro(self) -> None:
+        pointer = at(2)[0]
+        plan = plans()["refund"]
+        assert step_banner_prefix(pointer, plan.steps[1]) == "[Step 2 of 3 — refund the charge] "
+        assert skip_step_description(pointer, plan) == (
+            "Skip step 2 of 3 ('charge' — refund the charge) with a recorded reason. 2 step(s) remain in "
+            "the 'refund' procedure. On skip, the procedure moves to the next step "
+            "(declared policy: 'advance')."
+        )
+        assert "the step stays current until it runs or the turn ends (declared policy: 'hold')" in (
+            skip_step_description(pointer, plans("hold")["refund"])
+        )
+        schema = skip_step_schema(pointer, plan)
+        assert schema.name == "skip_step" and schema.parameters["required"] == ["reason"]
+        intro = " You are on step 1 of 3: look up the order. Its tool: `lookup`."
+        assert read_skill_step_intro(plan) == intro
+
+    def test_the_offer_holds_out_the_other_step_tools_unless_someone_else_offers_them(self) -> None:
+        assert held_out_step_tools(at(2), plans(), ()) == {"lookup", "receipt"}
+        assert held_out_step_tools(at(2), plans(), ("receipt",)) == {"lookup"}
+        assert held_out_step_tools(at(4), plans(), ()) == frozenset()
+        assert current_step(at(4), plans()) is None

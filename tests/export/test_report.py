@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from fpdebug.backtrack.ablation import ProbeStats, SimilarityStats
+from fpdebug.backtrack.provenance import HonestyFlag, ReadProblems
 from fpdebug.backtrack.report import SidecarWriter, sidecar_path_for
 from fpdebug.backtrack.session import backtrack, explain
 from fpdebug.cli import main
@@ -295,6 +296,40 @@ def test_the_report_shows_what_the_backtracker_saved(
     assert "| injection 'vip-override' | ablating | confirmed | causal | 3/3 | CAUSAL: ablating" in text
     assert "| confirmed | causal | {injection 'vip-override'} | 6 | 18 |" in text
     assert "skipped" not in text and "half a record" not in text
+
+
+def test_the_target_warning_and_honesty_notes_of_a_backtrack_reach_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = copy_sample("planted-fact", tmp_path)
+    lines = trace.read_bytes().splitlines(keepends=True)
+    final = max(i for i, line in enumerate(lines) if json.loads(line).get("kind") == "llm_call")
+    lines[final] = b'{"kind": "llm_call", "seq": \x00garbled\n'  # the final answer's record, unreadable
+    trace.write_bytes(b"".join(lines))
+    assert main(["backtrack", str(trace)]) == 1  # it explains an earlier call, and says so
+    printed = capsys.readouterr().out
+    saved = json.loads(sidecar_path_for(trace).read_text(encoding="utf-8").splitlines()[0])["report"]
+    target = saved["target_note"]
+    trace_note = ReadProblems.model_validate(saved["read_problems"]).note
+    assert target and f"⚠ target: {target}" in printed
+    assert saved["read_problems"]["invalid"] == 1 and trace_note
+    # A second backtrack carrying an honesty flag (a baseline that flipped with nothing removed).
+    flagged = explain(trace).report
+    flag = HonestyFlag(flag="baseline-unstable", note="1/3 reruns flipped with nothing removed")
+    SidecarWriter(trace, flagged.model_copy(update={"flags": [flag]})).end("complete")
+    section = report_trace(trace)["backtrack"]
+    assert section is not None
+    first, second = section["backtracks"]
+    assert (first["target_note"], first["trace_note"], first["flags"]) == (target, trace_note, [])
+    assert second["target_note"] == target and second["flags"] == [{"flag": flag.flag, "note": flag.note}]
+    text = render_markdown(report_trace(trace))
+    claim = f"\n{md_cell(saved['claim'])}\n"
+    first_md, second_md = text.split("### Backtrack 2")
+    for warning in (f"⚠ target: {md_cell(target)}", f"⚠ trace: {md_cell(trace_note)}"):
+        assert first_md.index(warning) < first_md.index(claim)  # read before the claim
+    assert second_md.index(f"⚠ baseline-unstable: {flag.note}") < second_md.index(claim)
+    as_json = json.dumps(report_trace(trace))
+    assert as_json.index('"target_note"') < as_json.index('"claim"')
 
 
 def test_only_real_junk_is_counted_and_every_backtrack_keeps_its_status(tmp_path: Path) -> None:

@@ -28,7 +28,10 @@ def test_the_pointer_each_pass_saw_and_what_each_result_did(tmp_path: Path) -> N
     model = ScriptedProvider(
         [
             R.tool_call("read_skill", {"id": "refund"}),
-            R.batch(ScriptedCall("lookup", {"order_id": "A"}), ScriptedCall("charge", {"order_id": "A"})),
+            R.batch(
+                ScriptedCall("lookup", {"order_id": "A"}),
+                ScriptedCall("skip_step", {"reason": "no \x1b[31mcard"}),
+            ),
             "done",
         ]
     )
@@ -36,9 +39,19 @@ def test_the_pointer_each_pass_saw_and_what_each_result_did(tmp_path: Path) -> N
     first, second, third = shown(run.path)
     assert "no procedure holds the tenure" in first
     assert "refund  step 1 of 3" in second
-    assert "step 1 of 3 advanced → refund  step 2 of 3" in second
-    assert "step 2 of 3 skipped → refund  step 3 of 3 · skipped 2" in second
+    assert "step 1 of 3 (lookup) advanced → refund  step 2 of 3" in second
+    # The skip names its step's tool and the model's reason, made inert (no raw escape reaches the screen).
+    assert "step 2 of 3 (charge) skipped → refund  step 3 of 3 · skipped 2 — no " in second
+    assert "\x1b" not in second
     assert "refund  step 3 of 3 · skipped 2" in third
+
+
+def test_a_held_skip_says_so(tmp_path: Path) -> None:
+    model = ScriptedProvider(
+        [R.tool_call("read_skill", {"id": "refund"}), R.tool_call("skip_step", {"reason": "later"}), "ok"]
+    )
+    run = record(Agent("hold").skills(refund_skill(on_skip="hold")), "Refund A", model, tmp_path)
+    assert "step 1 of 3 (lookup) skipped, held → refund  step 1 of 3 — later" in shown(run.path)[1]
 
 
 def test_a_trace_without_steps_shows_no_step_rows(tmp_path: Path) -> None:

@@ -532,14 +532,20 @@ def _tool_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) 
             )
         if result.step is not None:
             change = result.step
-            verb = "held" if change.held else change.outcome.removeprefix("step_")
+            verb = "skipped, held" if change.held else change.outcome.removeprefix("step_")
+            named: list[Part] = [" (", (change.tool, palette.accent), ")"] if change.tool else []
+            why: list[Part] = [" — ", (change.reason, palette.dim)] if change.reason else []
             doc.line(
                 ("step ", palette.key),
-                f"{change.step} of {change.total} ",
+                f"{change.step} of {change.total}",
+                *named,
+                " ",
                 (verb, palette.good if verb == "advanced" else palette.warn),
                 " → ",
                 *_step_phrase(change.step_pointer, palette),
+                *why,
                 indent=4,
+                hang=2,
             )
         for effect in result.effects:
             target = effect.instruction_id or effect.target_skill_id or "?"
