@@ -523,7 +523,9 @@ class Agent:
             options: Extra settings recorded in ``run_start.options`` for this run only.
 
         Returns:
-            The open :class:`Conversation`.
+            The open :class:`Conversation` (already ended ``interrupted`` if the sink stopped the run
+            on its ``run_start``: ``run_end`` follows it when the sink stored it, and nothing of the
+            run is written when it refused it).
         """
         return Conversation(self, provider=provider, sink=sink, clock=clock, run_id=run_id, options=options)
 
@@ -564,7 +566,7 @@ class Agent:
             provider=provider, sink=sink, clock=clock, run_id=run_id, options=options
         )
         for message in messages:
-            if conversation.send(message).status != "completed":
+            if conversation.status != "running" or conversation.send(message).status != "completed":
                 break
         return conversation.close()
 
@@ -866,7 +868,17 @@ class Conversation:
         """``running`` until ``run_end`` is written."""
         self._result: RunResult | None = None
         self._busy = threading.Lock()
-        self.recorder.emit(RunStartEvent, **self._run_start_fields(options))
+        try:
+            self.recorder.emit(RunStartEvent, **self._run_start_fields(options))
+        except RunInterrupted as stop:  # stopped as it opens: the conversation is born ended
+            if stop.stored:
+                self._end("interrupted")  # run_start is in the trace: close the run it opened
+            else:
+                # The sink refused run_start: nothing of the run is in the trace, and a run_end alone
+                # would close a run the trace never opened.
+                self.status = "interrupted"
+                events = tuple(self.sink.events) if isinstance(self.sink, MemorySink) else None
+                self._result = RunResult(run_id=self.run_id, status="interrupted", turns=(), events=events)
 
     def _run_start_fields(self, options: Mapping[str, object] | None) -> dict[str, object]:
         spec, compiled = self.agent.spec, self.compiled

@@ -29,7 +29,7 @@ from fpdebug.engine.providers.scripted import ScriptedCall, ScriptedProvider, Sc
 from fpdebug.engine.sink import MemorySink, NullSink, TraceFileSink
 from fpdebug.engine.skillmap import SkillMapBuilder
 from fpdebug.engine.tools import tool
-from fpdebug.errors import DefinitionError, ProviderError, RunInterrupted, TraceWriteError
+from fpdebug.errors import DefinitionError, FpdebugError, ProviderError, RunInterrupted, TraceWriteError
 from fpdebug.trace.clock import FixedClock
 from fpdebug.trace.model import RunModel
 from fpdebug.trace.reader import TraceReader
@@ -639,6 +639,50 @@ class TestStopping:
         calls = [e for e in events if e.kind == "llm_call"]
         assert len(calls) == 1 and len(model.requests) == 1  # the second iteration's call was never made
         assert events[-1].input_tokens == calls[0].response.usage.input_tokens
+
+    def test_a_sink_that_stores_run_start_then_stops_gets_its_run_end(self, tmp_path: Path) -> None:
+        class StoringGate(Gate):
+            def emit(self, event: TraceEvent) -> None:
+                self.inner.emit(event)
+                if event.kind == "run_start":
+                    raise RunInterrupted("stopped as the run opened", stored=True)
+
+        agent, model = looping_agent()
+        path = tmp_path / "opened.jsonl"
+        with TraceFileSink.create(path, clock=FixedClock(T0)) as inner:
+            gate = StoringGate(inner, kind="run_start", nth=1, error=RunInterrupted("unused"))
+            result = agent.run(["go", "again"], provider=model, sink=gate, clock=FixedClock(T0), run_id="g")
+        assert result.status == "interrupted" and result.turns == ()
+        assert not model.requests  # the run ended before its first turn: no model call
+        events, run_model, _ = read_back(path)  # read_back asserts the trace has no problem
+        assert [(e.kind, e.seq) for e in events] == [("run_start", 1), ("run_end", 2)]
+        end = events[-1]
+        assert isinstance(end, RunEndEvent) and end.status == "interrupted"
+        assert (end.turns, end.input_tokens, end.output_tokens) == (0, 0, 0)
+        assert run_model.runs[0].status == "interrupted"
+
+    def test_a_sink_that_refuses_run_start_leaves_no_record_and_a_valid_trace(self, tmp_path: Path) -> None:
+        agent, model = looping_agent()
+        path = tmp_path / "refused.jsonl"
+        with TraceFileSink.create(path, clock=FixedClock(T0)) as inner:
+            gate = Gate(inner, kind="run_start", nth=1, error=RunInterrupted("stop"))
+            result = agent.run("go", provider=model, sink=gate, clock=FixedClock(T0), run_id="g")
+            assert inner.next_seq == 1  # nothing consumed: a next run on this file starts at seq 1
+        assert result.status == "interrupted" and result.turns == () and not model.requests
+        with pytest.raises(RunInterrupted):
+            result.check()
+        events, run_model, _ = read_back(path)  # the header alone: a run_end would close no run_start
+        assert events == [] and run_model.runs == []
+
+    def test_a_conversation_stopped_on_run_start_is_born_ended(self, tmp_path: Path) -> None:
+        agent, model = looping_agent()
+        with TraceFileSink.create(tmp_path / "c.jsonl", clock=FixedClock(T0)) as inner:
+            gate = Gate(inner, kind="run_start", nth=1, error=RunInterrupted("stop"))
+            with agent.conversation(provider=model, sink=gate, clock=FixedClock(T0)) as chat:
+                assert chat.status == "interrupted"
+                with pytest.raises(FpdebugError, match="has ended"):
+                    chat.send("go")
+        assert chat.result is not None and chat.result.status == "interrupted" and not model.requests
 
     def test_ctrl_c_is_recorded_then_re_raised(self, tmp_path: Path) -> None:
         def stop(text: str) -> str:

@@ -5,15 +5,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
+from fpdebug.cli import main
+from fpdebug.demo import SCENARIOS
 from fpdebug.demo.registry import SAMPLE_START, load_scenario
-from fpdebug.engine.agent import RunResult
+from fpdebug.engine.agent import RunResult, TurnLoop
 from fpdebug.engine.providers.base import Provider
-from fpdebug.engine.sink import MemorySink
+from fpdebug.engine.sink import MemorySink, TraceFileSink
 from fpdebug.errors import ConfigError, FpdebugError
 from fpdebug.trace.clock import FixedClock
+from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import (
     EngagementEvent,
     LeasePruneEvent,
@@ -22,7 +26,9 @@ from fpdebug.trace.schema import (
     LlmResponse,
     PassEvent,
     RunEndEvent,
+    ToolCallRecord,
     ToolResultEvent,
+    TraceEvent,
 )
 from fpdebug.tui.drive.gate import Breakpoint, GateStatus, StepGate
 
@@ -333,7 +339,142 @@ class TestStopping:
     def test_stop_before_the_run_starts_still_opens_and_closes_the_trace(self, gated) -> None:
         run = gated("support", before=lambda gate: gate.stop())
         assert run.finish().status == "interrupted"
-        assert [event.kind for event in run.sink.events] == ["run_start", "run_end"]
+        # run_start always goes through; the run stops at the event after it, written
+        assert [event.kind for event in run.sink.events] == ["run_start", "turn_start", "run_end"]
+        assert [event.seq for event in run.sink.events] == [1, 2, 3]
+
+    def test_a_pause_before_the_run_starts_pauses_after_run_start_and_quitting_there_closes_the_trace(
+        self, gated
+    ) -> None:
+        run = gated("support", start="running", before=lambda gate: gate.pause())
+        status = run.paused()
+        assert status.paused_at is not None and status.paused_at.kind == "turn_start"
+        run.gate.stop()
+        assert run.finish().status == "interrupted"
+        assert [event.kind for event in run.sink.events] == ["run_start", "turn_start", "run_end"]
+
+    def test_a_run_start_breakpoint_never_pauses(self, gated) -> None:
+        run = gated("support", start="running", breakpoints=(Breakpoint.on_kind("run_start"),))
+        assert run.finish().status == "completed"
+        assert all(status.state != "paused" for status in run.watcher.statuses)
+
+    def test_quitting_while_a_model_call_is_in_flight_keeps_that_call(self, gated) -> None:
+        scenario = load_scenario("support")
+        inner = scenario.scripted_provider()
+        asked, release = threading.Event(), threading.Event()
+        made: list[LlmRequest] = []
+
+        class SlowSecondCall:
+            name, model = inner.name, inner.model
+
+            def complete(self, request: LlmRequest) -> LlmResponse:
+                made.append(request)
+                if len(made) == 2:
+                    asked.set()
+                    release.wait(WAIT)
+                return inner.complete(request)
+
+        run = gated("support", start="running", provider=SlowSecondCall())  # type: ignore[arg-type]
+        assert asked.wait(WAIT)  # the second call is billed and in flight: the user quits now
+        run.gate.stop()
+        release.set()
+        assert run.finish().status == "interrupted"
+        events = run.sink.events
+        assert [event.kind for event in events[-2:]] == ["llm_call", "run_end"]
+        calls = [e for e in events if isinstance(e, LlmCallEvent)]
+        assert len(calls) == len(made) == 2
+        end = events[-1]
+        assert isinstance(end, RunEndEvent) and end.status == "interrupted"
+        assert end.input_tokens == sum(e.response.usage.input_tokens for e in calls if e.response)
+        assert end.output_tokens == sum(e.response.usage.output_tokens for e in calls if e.response)
+
+
+class StopOnArrival:
+    """The trace file with a hand on the gate: it quits (``gate.stop()``) as the ``at``-th event
+    arrives, that is while the run was still working towards it (a model call, a tool, a pass),
+    never while the gate is paused."""
+
+    def __init__(self, inner: TraceFileSink, gate: StepGate, *, at: int) -> None:
+        self.inner, self.gate, self.at = inner, gate, at
+
+    @property
+    def next_seq(self) -> int:
+        return self.inner.next_seq
+
+    def emit(self, event: TraceEvent) -> None:
+        if event.seq == self.at:
+            assert self.gate.status.state == "running"
+            self.gate.stop()
+        self.inner.emit(event)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class TestStopWhileRunning:
+    @pytest.mark.parametrize("name", SCENARIOS)
+    def test_quitting_at_any_event_of_a_running_run_keeps_every_record(
+        self, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        entered: list[str] = []  # the tool calls the loop began to run (their handlers may have run)
+        run_tool = TurnLoop._run_tool
+
+        def recording_run_tool(
+            loop: TurnLoop, call: ToolCallRecord, *args: object, **kwargs: object
+        ) -> object:
+            entered.append(call.id)
+            return run_tool(loop, call, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(TurnLoop, "_run_tool", recording_run_tool)
+        full = plain_run(name)
+        assert full[-1]["kind"] == "run_end" and full[-1]["status"] == "completed"
+        for at in range(1, len(full) + 1):
+            entered.clear()
+            scenario = load_scenario(name)
+            inner_model = scenario.scripted_provider()
+            made: list[LlmRequest] = []
+
+            class CountingModel:
+                name, model = inner_model.name, inner_model.model
+
+                def complete(self, request: LlmRequest) -> LlmResponse:
+                    made.append(request)
+                    return inner_model.complete(request)
+
+            path = tmp_path / f"{name}-{at}.jsonl"
+            gate = StepGate(start="running")
+            with TraceFileSink.create(path, clock=FixedClock(SAMPLE_START)) as file:
+                result = scenario.build_agent().run(
+                    list(scenario.user_messages),
+                    provider=CountingModel(),  # type: ignore[arg-type]
+                    sink=gate.attach(StopOnArrival(file, gate, at=at)),
+                    clock=FixedClock(SAMPLE_START),
+                    run_id="gated",
+                )
+            where = f"{name}: quit as event {at} arrived"
+            with TraceReader(path) as reader:
+                events = [reader[i] for i in range(1, len(reader))]
+            assert [e.seq for e in events] == list(range(1, len(events) + 1)), where  # dense
+            end = events[-1]
+            assert isinstance(end, RunEndEvent), where
+            if at == len(full):  # the quit came as run_end was written: nothing left to stop
+                assert result.status == end.status == "completed", where
+                assert [e.model_dump() for e in events] == full, where
+            else:
+                # the event the quit came during is written (run_start always goes through, so a
+                # quit as it arrives stops at turn_start), and run_end follows it at once
+                last = max(at, 2)
+                assert result.status == end.status == "interrupted", where
+                assert gate.status.state == "ended" and gate.status.outcome == "interrupted", where
+                assert [e.model_dump() for e in events[:-1]] == full[:last], where
+            calls = [e for e in events if isinstance(e, LlmCallEvent)]
+            assert len(calls) == len(made), where  # every billed request is recorded
+            usage = [e.response.usage for e in calls if e.response is not None]
+            assert end.input_tokens == sum(u.input_tokens for u in usage), where  # tokens match the trace
+            assert end.output_tokens == sum(u.output_tokens for u in usage), where
+            recorded = {e.tool_call_id for e in events if isinstance(e, ToolResultEvent)}
+            assert set(entered) <= recorded, where  # every tool that ran has its tool_result
+            assert main(["validate", str(path)]) == 0, where
 
     def test_emit_without_a_sink_is_an_error(self) -> None:
         with pytest.raises(FpdebugError, match="attach"):

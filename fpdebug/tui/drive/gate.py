@@ -7,8 +7,11 @@ releases it with :meth:`StepGate.resume` (continue), :meth:`StepGate.step` (run 
 ``pass`` is written) or :meth:`StepGate.stop` (end the run). Stopping a paused run raises
 :class:`~fpdebug.errors.RunInterrupted` (``stored``: the event is written) from the ``emit`` it is
 paused in, so the run does nothing more (no model call, no tool); a running gate raises it from the
-next ``emit`` before storing anything. The agent loop then writes ``run_end {interrupted}`` (which
-the gate lets through): the trace stays dense and complete.
+next ``emit`` too, after writing that event: every event records something that already happened
+(a model call that was billed, a tool that ran), so dropping it would lose it. The agent loop then
+writes ``run_end {interrupted}``: the trace stays dense and complete, and its tokens are those of
+the calls it records. ``run_start`` and ``run_end`` always go through: the gate never pauses or stops
+on them, so the trace opens and closes properly.
 
 Breakpoints (:class:`Breakpoint`) are checked against every event as it is written: an event kind
 (``lease_prune``…), a map parking (an ``engagement`` whose changes include ``parked``), the cursor
@@ -250,21 +253,22 @@ class StepGate:
         """Write ``event``, then pause the run here if a step, a pause or a breakpoint says so.
 
         Raises:
-            RunInterrupted: The gate was stopped: before the write (nothing is written; ``run_start``
-                and ``run_end`` always go through, so the trace opens and closes properly), or
-                while paused on this event (it is written: the error says ``stored``).
+            RunInterrupted: The gate was stopped, before this event or while paused on it. Always
+                ``stored``: the event is written first (it records something that already
+                happened). ``run_start`` and ``run_end`` never raise, so the trace opens and closes
+                properly.
             FpdebugError: No sink is attached.
         """
         sink = self._sink
         if sink is None:
             raise FpdebugError("StepGate.emit before attach(): the gate wraps no sink")
-        with self._cond:
-            if self._control.stopping and event.kind not in _ALWAYS_THROUGH:
-                raise RunInterrupted("the debugger stopped the run")
-        sink.emit(event)  # write first: the event that pauses the run is on disk before it pauses
+        sink.emit(event)  # write first: the event that pauses (or stops) the run is on disk before it does
         with self._cond:
             control = self._control
             status = replace(self._status, last_seq=event.seq, events=self._status.events + 1)
+            if control.stopping and event.kind not in _ALWAYS_THROUGH:
+                self._status = status
+                raise RunInterrupted("the debugger stopped the run", stored=True)
             if isinstance(event, RunEndEvent):
                 self._status = replace(
                     status,
@@ -274,6 +278,9 @@ class StepGate:
                     error=f"{event.error.type}: {event.error.message}" if event.error is not None else None,
                 )
                 changed: GateStatus | None = self._status
+            elif event.kind in _ALWAYS_THROUGH:  # run_start: never a place to pause (nor stop)
+                self._status = status
+                return
             else:
                 hits = tuple(bp.label for bp in control.breakpoints if bp.matches(event))
                 reason: PauseReason | None = None
@@ -283,7 +290,7 @@ class StepGate:
                     reason = "pause"
                 elif control.target == "pass" and event.kind == "pass":
                     reason = "step"
-                if reason is None or control.stopping:
+                if reason is None:
                     self._status = status
                     return
                 control.paused = PausePoint(
@@ -349,7 +356,8 @@ class StepGate:
         return self.pause()
 
     def stop(self) -> None:
-        """End the run: a paused ``emit`` raises ``RunInterrupted`` at once, else the next ``emit`` does."""
+        """End the run: a paused ``emit`` raises ``RunInterrupted`` at once, else the next ``emit`` does
+        once it has written its event (``run_start`` excepted: the run stops at the event after it)."""
         with self._cond:
             if self._status.state == "ended" or self._control.stopping:
                 return
