@@ -34,9 +34,12 @@ from __future__ import annotations
 
 import inspect
 import math
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
+
+from pydantic import TypeAdapter, ValidationError
 
 from fpdebug.backtrack.ablation import RunCost, RunOutput
 from fpdebug.backtrack.provenance import READ_SKILL, Provenance, render_answer
@@ -310,6 +313,7 @@ def scripted_rerun_provider(
     usable = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     kwargs = {name: options[name] for name, parameter in parameters.items()
               if name in options and parameter.kind in usable}
+    _check_recorded_arguments(factory, kwargs, source=source)
 
     def make() -> Provider:
         try:
@@ -327,6 +331,68 @@ def scripted_rerun_provider(
     return RerunProvider(factory=make, live=False,
                          description=f"the scripted model of {source}{f' ({shown})' if shown else ''}, "
                                      "fresh for every rerun")
+
+
+def _check_recorded_arguments(factory: Callable[..., object], kwargs: Mapping[str, object], *,
+                              source: str) -> None:
+    """Refuse a recorded option that does not fit ``scripted_provider``'s annotation of it.
+
+    The options come from the trace (untrusted): a ``variant`` of ``{"x": [1]}`` or ``"../../evil"``
+    would otherwise reach the factory, which may quietly fall back to its default and rerun another
+    model than the one that ran. Parameters without a readable annotation are passed as recorded.
+
+    Raises:
+        BacktrackError: A recorded value is not one the annotation allows.
+    """
+    try:
+        hints = typing.get_type_hints(factory)
+    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved checks nothing
+        return
+    for name, value in kwargs.items():
+        hint = hints.get(name)
+        if hint is None or _fits(hint, value):
+            continue
+        if typing.get_origin(hint) is typing.Literal:
+            allowed = "one of " + ", ".join(repr(choice) for choice in typing.get_args(hint))
+        else:
+            allowed = f"a {getattr(hint, '__name__', hint)}"
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:59] + "…"
+        raise BacktrackError(
+            f"this trace's run_start.options records {name}={shown} ({type(value).__name__}), but "
+            f"scripted_provider() of {source} takes {allowed}: the recorded run cannot be rebuilt from it; "
+            "pass --provider anthropic|openai --model M to rerun the call live"
+        )
+
+
+def _fits(hint: object, value: object) -> bool:
+    """Whether ``value`` is one ``hint`` allows, strictly (``True`` for a hint pydantic cannot check)."""
+    try:
+        TypeAdapter(hint).validate_python(value, strict=True)
+    except ValidationError:
+        return False
+    except Exception:  # noqa: BLE001 - a hint pydantic cannot check (an arbitrary class) checks nothing
+        return True
+    return True
+
+
+def _recorded_name(options: Mapping[str, object]) -> str | None:
+    """The scenario or module ``run_start.options`` names, or ``None`` when it names neither.
+
+    Raises:
+        BacktrackError: The name recorded is not a string (a list, a dict…): it names nothing.
+    """
+    for key in ("scenario", "module"):
+        value = options.get(key)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            raise BacktrackError(
+                f"this trace's run_start.options records its {key} as a {type(value).__name__}, not a "
+                "name (a string): it does not say which scripted model to rerun with; pass --provider "
+                "anthropic|openai --model M to rerun the call live"
+            )
+        return value
+    return None
 
 
 def rerun_provider_for(
@@ -372,8 +438,8 @@ def rerun_provider_for(
             "or force the run's scripted model with --provider scripted"
         )
     options = dict(run_start.options) if run_start is not None else {}
-    name = options.get("scenario") or options.get("module")
-    if not name:
+    name = _recorded_name(options)
+    if name is None:
         raise BacktrackError(
             "this trace records no scenario or module to rebuild its scripted model from (run_start.options "
             "has neither 'scenario' nor 'module'); pass --provider anthropic|openai --model M to rerun the "
@@ -382,7 +448,7 @@ def rerun_provider_for(
     if load_module is None:
         raise BacktrackError(f"cannot load {name!r} to rebuild its scripted model: no module loader was "
                              "given")
-    return scripted_rerun_provider(load_module(str(name)), options=options, source=str(name))
+    return scripted_rerun_provider(load_module(name), options=options, source=name)
 
 
 def _live(provider: str, model: str, base_url: str | None) -> RerunProvider:

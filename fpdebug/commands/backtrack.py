@@ -39,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the agent module (a .py path or a dotted module) whose scripted model reruns "
                              "use, when the run came from your own module: fpdebug imports only a module "
                              "named here, never one because the trace names it (built-in scenarios need "
-                             "nothing); it must be the module the trace recorded (same file or dotted name)")
+                             "nothing); it must have the module name the trace recorded (a file's name "
+                             "without .py, a dotted module's last part: ~/agents/login.py matches "
+                             "agents/login.py and agents.login)")
     parser.add_argument("--force-module", action="store_true",
                         help="rerun with --module even though the trace recorded another module")
     parser.add_argument("--base-url", metavar="URL", help="another endpoint for the live provider")

@@ -97,7 +97,11 @@ def _planted(variant: Variant) -> tuple[Injection, ...]:
                 description="VIP handling policy",
             ),
         )
-    raise DefinitionError(f"unknown planted-fact variant {variant!r}; use one of {', '.join(VARIANTS)}")
+    raise _unknown(variant)
+
+
+def _unknown(variant: object) -> DefinitionError:
+    return DefinitionError(f"unknown planted-fact variant {variant!r}; use one of {', '.join(VARIANTS)}")
 
 
 def build_agent(*, variant: Variant = "single") -> Agent:
@@ -134,7 +138,13 @@ def _approves(request: LlmRequest, variant: Variant) -> bool:
 
 def responder(variant: Variant = "single"):
     """The scripted model of one variant: look the order up (while the tool is offered), then answer
-    from the context: approve only when the planted context says so, else decline."""
+    from the context: approve only when the planted context says so, else decline.
+
+    Raises:
+        DefinitionError: ``variant`` is not one of :data:`VARIANTS` (never a silent ``single``).
+    """
+    if not isinstance(variant, str) or variant not in VARIANTS:
+        raise _unknown(variant)
 
     def respond(request: LlmRequest) -> ScriptedReply:
         if last_result(request, "lookup_order") is None and "lookup_order" in offered(request):

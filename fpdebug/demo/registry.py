@@ -275,9 +275,11 @@ def recorded_module_loader(
     itself: a BUILT-IN scenario (``support``, ``planted-fact``…) is loaded from this package; any
     other name (a ``.py`` path, a dotted module) is loaded only when the user names the module
     explicitly (``module``, from ``--module`` on the command line), and then only when it is the
-    same module as the recorded one (same file name or same dotted name; see
-    :func:`_same_module`) or the user insists (``force``, from ``--force-module``). Nothing is
-    imported before these checks pass, and nothing is ever looked up beside the trace.
+    same module as the recorded one (the same module name: a file's name without ``.py`` or a
+    dotted module's last part, so ``~/agents/login.py`` matches ``agents/login.py`` and
+    ``agents.login``; see :func:`_same_module`) or the user insists (``force``, from
+    ``--force-module``). Nothing is imported before these checks pass, and nothing is ever looked
+    up beside the trace.
 
     Args:
         trace: The trace the reruns belong to (named in messages only).
@@ -294,6 +296,11 @@ def recorded_module_loader(
     shown_trace = shlex.quote(str(trace))
 
     def load(name: str) -> ModuleType:
+        if not isinstance(name, str):  # the trace is untrusted: a list or a dict names no module
+            raise ScenarioError(
+                f"this trace's run_start.options records its scenario or module as a {type(name).__name__}, "
+                "not a name (a string): there is no module to load"
+            )
         if module is None:
             if name in SCENARIOS:
                 return load_scenario(name).module

@@ -238,6 +238,56 @@ def test_a_user_module_reruns_when_named_with_module(
     assert code == 2 and "--force-module needs the module" in err
 
 
+def _with_options(tmp_path: Path, options: dict[str, object]) -> Path:
+    """The planted-fact sample, its run_start recording ``options`` instead of its own."""
+    path = _naming(tmp_path, "unused.py")
+    lines = path.read_bytes().splitlines(keepends=True)
+    start = json.loads(lines[1])
+    start["options"] = options
+    lines[1] = (json.dumps(start) + "\n").encode()
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("options", [
+    {"scenario": ["planted-fact"]}, {"scenario": {"name": "planted-fact"}}, {"module": ["helper.py"]},
+    {"scenario": [], "module": {"a": 1}},
+], ids=["scenario-list", "scenario-dict", "module-list", "empty-list-then-dict"])
+def test_a_recorded_name_that_is_not_a_string_is_refused_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: dict[str, object]
+) -> None:
+    path = _with_options(tmp_path, options)
+    code, out, err = run(capsys, str(path), "--ablate")
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert "not a name (a string)" in err and "--provider anthropic|openai" in err
+    assert "built from the module" not in err and "planted-fact'" not in err  # never stringified into a name
+    assert not Path(str(path) + ".backtrack.jsonl").exists()
+
+
+@pytest.mark.parametrize("variant", [{"x": [1]}, "../../evil", ["single"], 3])
+def test_a_recorded_option_the_scripted_model_does_not_take_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: object
+) -> None:
+    path = _with_options(tmp_path, {"scenario": "planted-fact", "variant": variant})
+    code, out, err = run(capsys, str(path), "--ablate")
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"variant={variant!r}" in err
+    assert "one of 'single', 'joint', 'independent', 'unchanged'" in err
+    assert not Path(str(path) + ".backtrack.jsonl").exists()
+    # A variant it takes reruns that variant's model: 'unchanged' never approves, so nothing flips.
+    path = _with_options(tmp_path, {"scenario": "planted-fact", "variant": "unchanged"})
+    code, out, err = run(capsys, str(path), "--ablate", "--no-save")
+    assert (code, err) == (0, "") and "variant='unchanged'" in out and "CAUSAL" not in out
+
+
+def test_the_module_help_says_how_names_match(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["backtrack", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(same file or dotted name)" not in text
+    assert "a file's name without .py, a dotted module's last part" in text
+
+
 # ----------------------------------------------------------------------------------------------
 # Damaged and extreme traces (audit a59)
 

@@ -108,3 +108,34 @@ def test_another_module_than_the_recorded_one_needs_force(tmp_path: Path) -> Non
 def test_a_named_module_that_does_not_exist_is_a_scenario_error(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="no such file"):
         recorded_module_loader(tmp_path / "t.jsonl", module="missing_agent.py")("missing_agent.py")
+
+
+def test_names_match_by_module_name_alone(tmp_path: Path) -> None:
+    """The check is the module's name (a file's stem, a dotted name's last part), as --module's help says:
+    it catches a wrong module named by mistake, it is not where trust comes from (naming it is)."""
+    mine = tmp_path / "elsewhere" / "login.py"
+    mine.parent.mkdir()
+    mine.write_text(MODULE, encoding="utf-8")
+    for recorded in ("agents/login.py", "agents.login", "login"):
+        loaded = recorded_module_loader(tmp_path / "t.jsonl", module=str(mine))(recorded)
+        assert loaded.MARK == "the user's module"
+    with pytest.raises(ScenarioError, match="--force-module"):
+        recorded_module_loader(tmp_path / "t.jsonl", module=str(mine))("agents.logout")
+
+
+@pytest.mark.parametrize("name", [["planted-fact"], {"module": "helper.py"}, 7])
+def test_a_recorded_name_that_is_not_a_string_loads_nothing(tmp_path: Path, name: object) -> None:
+    for module in (None, "helper.py"):
+        load = recorded_module_loader(tmp_path / "t.jsonl", module=module, force=True)
+        with pytest.raises(ScenarioError, match="not a name") as refused:
+            load(name)  # type: ignore[arg-type]
+        assert "built from the module" not in str(refused.value)
+
+
+@pytest.mark.parametrize("variant", [{"x": [1]}, "../../evil", None])
+def test_the_planted_fact_model_refuses_a_variant_it_does_not_know(variant: object) -> None:
+    from fpdebug.demo.planted_fact import scripted_provider
+    from fpdebug.errors import DefinitionError
+
+    with pytest.raises(DefinitionError, match="unknown planted-fact variant .*use one of single, joint"):
+        scripted_provider(variant=variant)  # type: ignore[arg-type]
