@@ -1,4 +1,4 @@
-"""Secrets out of everything fpdebug writes: the :class:`Redactor` and the process's default one.
+r"""Secrets out of everything fpdebug writes: the :class:`Redactor` and the process's default one.
 
 A trace records prompts, replies, tool arguments and tool results verbatim, so a key a tool echoed, a
 header a provider error quoted or a password a user pasted would reach the disk with them. The trace
@@ -14,11 +14,18 @@ What is matched by default (:data:`BUILTIN_RULES`):
 - values by their context: the token after ``Bearer``; the value of an ``Authorization`` header
   (after its scheme); the value after a name such as ``api_key``, ``apiKey``, ``x-api-key``,
   ``OPENAI_API_KEY``, ``secret_access_key``, ``access_token``, ``client_secret``, ``password`` or
-  ``token`` followed by ``:`` or ``=`` (quoted or not, as text, as a JSON key, as a header). The
-  names are recognised in lower case, Title case and UPPER case (``apiKey`` and ``API_KEY`` too);
+  ``token`` followed by ``:`` or ``=`` (as text, as a JSON key, as a header). As a JSON key (in the
+  document or in JSON text held in its strings, any depth) the name is recognised in any letter case
+  and with its letters spelled as ``\uXXXX`` escapes, and the WHOLE string value is redacted, up to
+  its closing quote, whatever characters it holds (``{"pAssword": "a b;c\"d"}`` →
+  ``{"pAssword": "[redacted]"}``). In plain text the name is recognised in lower, Title and UPPER
+  case; a quoted value (``password="a b"``, ``'a b'``) is redacted to its closing quote, an unquoted
+  one up to the first space or one of ``"'\,;&<>(){}[]`` (``password=ab&cd`` keeps ``&cd``);
 - the literal values of ``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY`` and of every environment variable
-  named in ``FPDEBUG_REDACT_ENV`` (comma-separated) or passed as ``env_vars``; values shorter than
-  :data:`MIN_LITERAL` characters are ignored (redacting every ``abc`` would destroy the trace);
+  named in ``FPDEBUG_REDACT_ENV`` (comma-separated) or passed as ``env_vars``, raw or spelled as JSON
+  spells them (escaped quotes and backslashes, ``\uXXXX``) in JSON text held in strings down to
+  :data:`MAX_DEPTH` levels; values shorter than :data:`MIN_LITERAL` characters are ignored
+  (redacting every ``abc`` would destroy the trace);
 - user patterns: ``FPDEBUG_REDACT_PATTERNS`` (one regular expression per line) and ``patterns``.
   A pattern with a group named ``secret`` redacts that group only, otherwise the whole match.
 
@@ -27,15 +34,18 @@ the bare value (a number, ``true``, ``false``, ``null``) of a secret-named key, 
 string ``"[redacted]"`` as a whole token (``{"password": 4821}`` → ``{"password": "[redacted]"}``;
 inside a JSON text held in a string, quoted the way its key is, ``\"[redacted]\"``). The
 built-in secrets never contain a quote or a backslash and never start inside an escape, so they
-are replaced in place; a literal or user pattern whose match would touch the JSON syntax (a quote,
-an escape, a number) is applied to each decoded string instead, which is then re-encoded. Every
+are replaced in place, and so is a secret-named key's quoted value (its escaped content, between
+quotes of the same depth). A literal or user pattern whose match would touch the JSON syntax (a
+quote, an escape, a number) is applied to each decoded string instead, which is then re-encoded; a
+string that holds JSON text is redacted as JSON in turn (to :data:`MAX_DEPTH`). Every
 changed line is parsed again: should it not parse (it never should), the line is redacted the
 conservative way instead (decoded, every string and every value of a secret-named key redacted,
 re-encoded), so a redacted line always parses, stays one line, and no record is lost.
 
 **Cost.** A line with nothing that looks like a secret costs one pass of a Rust literal matcher
 (pydantic-core's regex engine): about 0.3 µs per KB. Only lines that contain a trigger (``sk-``,
-``Bearer``, ``key:``…) are examined in detail. User patterns run with Python's ``re`` on every line.
+``Bearer``, ``key:``, a name in any case before ``":``, a ``\u`` escape of a letter…) are examined
+in detail. User patterns run with Python's ``re`` on every line.
 
 **Not a guarantee.** Redaction is pattern-based: a secret with no recognisable shape, no telling
 context and no configured value (a password in free prose, a key split across two strings) is
@@ -63,6 +73,7 @@ __all__ = [
     "BUILTIN_RULES",
     "DEFAULT_SECRET_ENV_VARS",
     "ENV_LIST_VAR",
+    "MAX_DEPTH",
     "MIN_LITERAL",
     "PATTERNS_ENV_VAR",
     "REPLACEMENT",
@@ -97,7 +108,10 @@ MIN_LITERAL = 8
 
 _SPACE = r"(?:[ \t\r\n]|\\[nrt])"
 _QUOTE = r"(?:\\*[\"'])?"  # a quote, possibly escaped at any depth; never a lone backslash
-_ASSIGN = rf"{_QUOTE}{_SPACE}*[:=]{_SPACE}*{_QUOTE}{_SPACE}*"
+_ASSIGN = rf"(?P<k>{_QUOTE}){_SPACE}*(?P<a>[:=]){_SPACE}*"
+# The quote that opens a quoted value (``"``, ``\"`` at any depth, or ``'``): the value then runs to
+# its closing quote (:func:`_closing_quote`); ``v`` marks where its content starts.
+_OPEN = r"(?P<q>\\*[\"'])"
 _VALUE = r"[^\s\"'\\,;&<>(){}\[\]]{4,}"
 _SUFFIXES = ("\\", '"', "'", " ", "\t", "\r", "\n", ":", "=")  # what may follow a name before its value
 
@@ -125,13 +139,20 @@ class Rule:
     """How the text before the anchor is checked."""
     triggers: tuple[str, ...] = ()
     """Literals of the fast pre-check; the anchors themselves when empty."""
+    ignore_case: bool = False
+    """Anchors are found in any letter case (``pAssword``); the pre-check's literals stay exact."""
+
+    def trigger_anchors(self) -> tuple[str, ...]:
+        """The anchors searched exactly: each in lower, Title and UPPER case when ``ignore_case``."""
+        return _casings(*self.anchors) if self.ignore_case else self.anchors
 
     def trigger_literals(self) -> tuple[str, ...]:
         """The literals that must occur in a text for this rule to match anything in it."""
         return self.triggers or self.anchors
 
 
-_NAMES = _casings("key", "token", "secret", "password", "passwd")
+_NAME_WORDS = ("key", "token", "secret", "password", "passwd")
+_NAMES = _casings(*_NAME_WORDS)
 
 BUILTIN_RULES: tuple[Rule, ...] = (
     Rule(
@@ -153,7 +174,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "Authorization header value",
         _casings("authorization"),
         # The scheme is possessive: "Bearer [redacted]" must not make "Bearer" the value.
-        rf"(?i:authorization){_ASSIGN}(?:(?i:bearer|basic|token|bot|apikey|key){_SPACE}+)?+(?P<s>{_VALUE})",
+        rf"(?i:authorization){_ASSIGN}(?:{_OPEN}{_SPACE}*)?"
+        rf"(?:(?i:bearer|basic|token|bot|apikey|key){_SPACE}+)?+(?P<v>)(?P<s>{_VALUE})?",
         "word",
         tuple(a + s for a in _casings("authorization") for s in _SUFFIXES),
     ),
@@ -166,10 +188,11 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "value of a secret-named field (api_key=…, \"password\": …)",
-        _NAMES,
-        rf"{_ASSIGN}(?P<s>{_VALUE})",
+        _NAME_WORDS,
+        rf"{_ASSIGN}(?:{_OPEN}(?P<v>)|(?P<s>{_VALUE}))",
         "name",
         tuple(a + s for a in _NAMES for s in _SUFFIXES),
+        ignore_case=True,
     ),
 )
 """The built-in rules, in the order they are tried."""
@@ -195,19 +218,48 @@ def _rust_escape(text: str) -> str:
     return "".join(c if c.isalnum() and c.isascii() or c == "_" else f"\\x{{{ord(c):x}}}" for c in text)
 
 
-def _literal_matcher(literals: Iterable[str]) -> Callable[[str | bytes], bool]:
-    """A fast "does the text contain any of these literals" test (Rust, via pydantic-core)."""
+def _literal_matcher(literals: Iterable[str], *patterns: str) -> Callable[[str | bytes], bool]:
+    """A fast "does the text contain any of these literals (or match a pattern)" test (Rust, via
+    pydantic-core)."""
     unique = sorted(set(literals), key=len, reverse=True)
-    if not unique:
+    if not unique and not patterns:
         return lambda text: False
-    pattern = "|".join(_rust_escape(literal) for literal in unique)
+    pattern = "|".join([*(_rust_escape(literal) for literal in unique), *patterns])
     validator = SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
     return validator.isinstance_python
+
+
+def _rust_matcher(pattern: str) -> Callable[[str | bytes], bool]:
+    return SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex")).isinstance_python
 
 
 _UTF8 = SchemaValidator(core_schema.str_schema(regex_engine="rust-regex")).isinstance_python
 _COMPILED = tuple(re.compile(rule.pattern) for rule in BUILTIN_RULES)
 _RULE_MATCHERS = tuple(_literal_matcher(rule.trigger_literals()) for rule in BUILTIN_RULES)
+_ANCHORS = tuple(
+    # A lookahead, so that overlapping anchors are all found (as the exact search finds them).
+    re.compile(f"(?=({'|'.join(map(re.escape, rule.anchors))}))", re.IGNORECASE | re.ASCII)
+    if rule.ignore_case
+    else None
+    for rule in BUILTIN_RULES
+)
+# A secret's name in any letter case as a JSON key (``"pAssword":``, ``\"Api_KEY\": ``): the exact
+# literals of the pre-check cover lower, Title and UPPER case only (a case-insensitive literal set
+# is many times slower); this pattern, in the same matcher, is searched from its ``":`` inward.
+_ANY_CASE_KEY_PATTERN = r'(?i:key|token|secret|passw(?:or)?d)\\*"[ \t\r\n]*:'
+_ANY_CASE_KEY = _rust_matcher(_ANY_CASE_KEY_PATTERN)
+# An ASCII letter, ``_`` or ``-`` spelled as a \u escape (``"\u0070assword"``): such a string is
+# decoded and re-spelled plainly before the rules look at it, so a name cannot hide behind escapes.
+_ESCAPED_NAME_CHARS = ("\\u004", "\\u005", "\\u006", "\\u007", "\\u002d", "\\u002D")
+_ESCAPED_NAME_CHAR = re.compile(r"\\u00(?:[4-7][0-9a-fA-F]|2[dD])")
+_VALUE_RE = re.compile(_VALUE)
+# A quoted value under a secret's name is redacted up to its closing quote; a single-quoted one
+# (a Python repr, a shell line) only when no double quote, backslash or line break comes first.
+_SINGLE_RUN = re.compile(r"[^'\"\\\n]*")
+_JSON_START = re.compile(r"[ \t\r\n]*[\[{]")
+
+MAX_DEPTH = 6
+"""How deep JSON text held in strings (JSON in a string in a string…) is decoded and redacted."""
 
 # A JSON string token: a quote, then characters other than quote and backslash, or escapes.
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -239,7 +291,7 @@ class Redactor:
         redactor.redact("Authorization: Bearer abc.def.123")  # 'Authorization: Bearer [redacted]'
     """
 
-    __slots__ = ("_builtin", "_forms", "_literals", "_might_match", "_patterns", "replacement")
+    __slots__ = ("_builtin", "_has_form", "_literals", "_might_match", "_patterns", "replacement")
 
     def __init__(
         self,
@@ -257,18 +309,20 @@ class Redactor:
         """What a secret becomes."""
         self._builtin = builtin
         self._patterns: tuple[re.Pattern[str], ...] = tuple(_compile_user(p) for p in patterns)
-        kept = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_LITERAL}
-        values = sorted(kept, key=len, reverse=True)
+        values = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_LITERAL}, key=len, reverse=True)
+        # The spellings a value takes inside JSON strings, escaped once per level of JSON text held
+        # in a string (escaped quotes and backslashes, \uXXXX): each sends a JSON text through the
+        # per-string path, where the decoded value matches; in plain text they are matched as they are.
+        forms = sorted({f for v in values for f in _spellings(v)} - set(values), key=len, reverse=True)
+        spellings = [*values, *forms]
         self._literals: re.Pattern[str] | None = (
-            re.compile("|".join(re.escape(v) for v in values)) if values else None
+            re.compile("|".join(re.escape(v) for v in spellings)) if spellings else None
         )
-        # The shapes a value takes inside a JSON string (escaped quotes, \uXXXX): found in a JSON
-        # text, they send it through the per-string path, where the decoded value matches.
-        self._forms: tuple[str, ...] = tuple(
-            {f for v in values for f in (_json_body(v, ascii=False), _json_body(v, ascii=True)) if f != v}
-        )
+        self._has_form = _literal_matcher(forms)
         triggers = [lit for rule in BUILTIN_RULES for lit in rule.trigger_literals()] if builtin else []
-        self._might_match = _literal_matcher([*triggers, *values, *self._forms])
+        escapes = _ESCAPED_NAME_CHARS if builtin else ()
+        any_case = (_ANY_CASE_KEY_PATTERN,) if builtin else ()
+        self._might_match = _literal_matcher([*triggers, *escapes, *spellings], *any_case)
 
     # ------------------------------------------------------------------------------------------
     # Construction
@@ -328,9 +382,9 @@ class Redactor:
         Returns:
             The text with every match replaced (the same object when nothing matched).
         """
-        if not self._patterns and not self._might_match(text) and (text.isascii() or _UTF8(text)):
+        if self._clean(text):
             return text
-        spans = self._builtin_spans(text) + self._other_spans(text)
+        spans = self._builtin_spans(text, in_json=False)[0] + self._other_spans(text)
         return _replace(text, spans, self.replacement) if spans else text
 
     def redact_json(self, text: str) -> str:
@@ -348,28 +402,77 @@ class Redactor:
         Returns:
             The redacted text (the same object when nothing matched).
         """
-        if not self._patterns and not self._might_match(text) and (text.isascii() or _UTF8(text)):
+        if self._clean(text):
             return text
-        return self._checked(text, self._redact_json(text))
+        return self._checked(text, self._redact_json(text, 0))
 
-    def _redact_json(self, text: str) -> str:
-        spans = self._builtin_spans(text)
+    def _clean(self, text: str | bytes) -> bool:
+        # The common case: one pass of the Rust matcher, nothing decoded.
+        return not self._patterns and not self._might_match(text) and (text.isascii() or _UTF8(text))
+
+    def _redact_json(self, text: str, depth: int) -> str:
+        if self._builtin and "\\u00" in text and _ESCAPED_NAME_CHAR.search(text):
+            text = self._respelled(text, depth)  # "\u0070assword" → "password", at every depth
+        spans, per_string = self._builtin_spans(text, in_json=True)
         if spans:
             text = _replace(text, spans, self.replacement, _bare_replacements(text, spans, self.replacement))
-        if self._literals is None and not self._patterns:
+        if self._literals is None and not self._patterns and not per_string:
             return text
         others = self._other_spans(text)
-        has_form = any(form in text for form in self._forms)
-        if not others and not has_form:
-            return text
-        if not has_form and all('"' not in text[a:b] and "\\" not in text[a:b] for a, b in others):
-            candidate = _replace(text, others, self.replacement)
-            if _json_state(candidate) == "ok":
-                return candidate  # every replacement fell inside a string, clear of escapes
+        if not per_string and not self._has_form(text):
+            if not others:
+                return text
+            if all('"' not in text[a:b] and "\\" not in text[a:b] for a, b in others):
+                candidate = _replace(text, others, self.replacement)
+                if _json_state(candidate) == "ok":
+                    return candidate  # every replacement fell inside a string, clear of escapes
         if _json_state(text) == "invalid":
             return self.redact(text)
-        # Too deep to parse, or a match that touches the syntax: work string by string (no recursion).
-        return _JSON_STRING.sub(self._redact_string_token, text)
+        # A match that touches the syntax, an escaped spelling of a literal, a quoted value in text
+        # held in a string, or too deep to parse: work string by string (each decoded, and JSON text
+        # held in one redacted as JSON in turn, down to MAX_DEPTH).
+        return _JSON_STRING.sub(lambda match: self._string_token(match.group(), depth), text)
+
+    def _string_token(self, token: str, depth: int) -> str:
+        if self._clean(token):
+            return token
+        try:
+            value = json.loads(token)
+        except (ValueError, RecursionError):
+            return token
+        redacted = self._redact_text(value, depth + 1)
+        if redacted is value or redacted == value:
+            return token
+        return json.dumps(redacted, ensure_ascii=token.isascii())
+
+    def _redact_text(self, text: str, depth: int) -> str:
+        """A string's content: redacted as JSON when it is a JSON text (to MAX_DEPTH), else as text."""
+        if self._clean(text):
+            return text
+        if depth <= MAX_DEPTH and _looks_like_json(text) and _parses(text) is not False:
+            return self._checked(text, self._redact_json(text, depth))
+        return self.redact(text)
+
+    def _respelled(self, text: str, depth: int) -> str:
+        """``text`` with every string that spells a name character as a \\u escape re-spelled plainly
+        (the same decoded value), in JSON text held in strings too (to MAX_DEPTH)."""
+
+        def respell(match: re.Match[str]) -> str:
+            token = match.group()
+            if "\\u00" not in token:
+                return token
+            try:
+                value = json.loads(token)
+            except (ValueError, RecursionError):
+                return token
+            plain = value
+            if depth < MAX_DEPTH and _looks_like_json(value) and _parses(value) is not False:
+                plain = self._respelled(value, depth + 1)
+            if plain is value and not _ESCAPED_NAME_CHAR.search(token):
+                return token
+            return json.dumps(plain, ensure_ascii=token.isascii())
+
+        return _JSON_STRING.sub(respell, text)
 
     def _checked(self, original: str, redacted: str) -> str:
         # The safety net: a line that parsed must still parse. Paid only by lines that changed.
@@ -384,17 +487,19 @@ class Redactor:
             value = json.loads(text)
         except RecursionError:
             # Too deep to decode: strings only, one token at a time (cannot break the syntax).
-            return _JSON_STRING.sub(self._redact_string_token, text)
+            return _JSON_STRING.sub(lambda match: self._string_token(match.group(), 0), text)
         return json.dumps(self.redact_value(value), ensure_ascii=text.isascii(), separators=(",", ":"))
 
     def redact_value(self, value: _V) -> _V:
         """Redact every string in a JSON-like value (dicts, lists and tuples walked, keys included).
 
         For values about to be serialised by someone else (span attributes, report fields). A string
-        under a key is judged with its key, as ``key: value`` would be in text (so the value of
-        ``{"api_key": …}`` or ``{"Authorization": "Bearer …"}`` is found as in a JSON line); so is
-        a number, boolean or ``None`` under a key, which becomes the string ``"[redacted]"`` when
-        it is a secret's (``{"password": 4821}``), as :meth:`redact_json` does in JSON text.
+        under a key is judged with its key, as ``"key": value`` would be in a JSON line: the whole
+        string under a secret-named key (``{"api_key": …}``, ``{"pAssword": …}``) becomes
+        ``"[redacted]"``, and ``{"Authorization": "Bearer …"}`` keeps its scheme; so is a number,
+        boolean or ``None`` under a key, which becomes the string ``"[redacted]"`` when it is a
+        secret's (``{"password": 4821}``), as :meth:`redact_json` does in JSON text. A string that
+        holds JSON text is redacted as JSON (to :data:`MAX_DEPTH`).
 
         Args:
             value: A string, a container of values, or anything else (returned as it is).
@@ -403,7 +508,7 @@ class Redactor:
             A value of the same shape (the same object when nothing changed).
         """
         if isinstance(value, str):
-            return self.redact(value)  # type: ignore[return-value]
+            return self._redact_text(value, 0)  # type: ignore[return-value]
         if isinstance(value, dict):
             items = [(self.redact_value(k), self._field(k, v)) for k, v in value.items()]
             if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
@@ -418,13 +523,23 @@ class Redactor:
 
     def _field(self, key: object, value: object) -> object:
         if isinstance(key, str) and isinstance(value, str) and self._builtin:
-            prefix = f"{key}: "
-            judged = self.redact(prefix + value)
-            if judged.startswith(prefix):
-                return self.redact(value) if judged[len(prefix):] == value else judged[len(prefix):]
+            if _is_secret_name(key):
+                return value if value in ("", self.replacement) else self.replacement
+            # Judged in its JSON spelling (``"Authorization": "Bearer …"``), as in a JSON line.
+            shown = json.dumps({key: value}, ensure_ascii=False)
+            if self._clean(shown):
+                return value
+            judged = self._redact_json(shown, 0)
+            try:
+                (redacted,) = json.loads(judged).values()
+            except (ValueError, RecursionError):
+                return self._redact_text(value, 0)
+            if not isinstance(redacted, str):
+                return self._redact_text(value, 0)
+            return value if redacted == value else redacted
         if isinstance(key, str) and (value is None or isinstance(value, int | float)) and self._builtin:
             # Judged in its JSON spelling, exactly as the same field in a JSON line would be.
-            shown = f"{key}: {json.dumps(value)}"
+            shown = f"{json.dumps(key)}: {json.dumps(value)}"
             if self.redact(shown) != shown:
                 return self.replacement
             return value
@@ -439,7 +554,7 @@ class Redactor:
         Returns:
             The bytes to write instead (the same object when nothing matched).
         """
-        if not self._patterns and not self._might_match(line) and (line.isascii() or _UTF8(line)):
+        if self._clean(line):
             return line  # the common case: one pass of the Rust matcher, nothing decoded
         body = line[:-1] if line.endswith(b"\n") else line
         text = body.decode("utf-8", "surrogateescape")
@@ -452,21 +567,32 @@ class Redactor:
     # ------------------------------------------------------------------------------------------
     # Internals
 
-    def _builtin_spans(self, text: str) -> list[tuple[int, int]]:
+    def _builtin_spans(self, text: str, *, in_json: bool) -> tuple[list[tuple[int, int]], bool]:
+        """The built-in rules' spans, and whether a quoted value was left to the per-string path."""
         spans: list[tuple[int, int]] = []
         if not self._builtin:
-            return spans
-        for rule, compiled, might_match in zip(BUILTIN_RULES, _COMPILED, _RULE_MATCHERS, strict=True):
+            return spans, False
+        quotes = _QuoteCache(text, in_json=in_json)
+        for rule, compiled, might_match, anchors in zip(
+            BUILTIN_RULES, _COMPILED, _RULE_MATCHERS, _ANCHORS, strict=True
+        ):
+            if anchors is not None and _ANY_CASE_KEY(text):
+                # A name in any letter case as a JSON key: the slower case-insensitive search.
+                for found in anchors.finditer(text):
+                    span = _match_rule(rule, compiled, text, found.start(1), found.end(1) - found.start(1), quotes)
+                    if span is not None:
+                        spans.append(span)
+                continue
             if not might_match(text):
                 continue
-            for anchor in rule.anchors:
+            for anchor in rule.trigger_anchors():
                 at = text.find(anchor)
                 while at != -1:
-                    span = _match_rule(rule, compiled, text, at, len(anchor))
+                    span = _match_rule(rule, compiled, text, at, len(anchor), quotes)
                     if span is not None:
                         spans.append(span)
                     at = text.find(anchor, at + 1)
-        return spans
+        return spans, quotes.deferred
 
     def _other_spans(self, text: str) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
@@ -479,17 +605,6 @@ class Redactor:
                 if span[0] < span[1]:
                     spans.append(span)
         return spans
-
-    def _redact_string_token(self, match: re.Match[str]) -> str:
-        token = match.group()
-        try:
-            value = json.loads(token)
-        except ValueError:
-            return token
-        redacted = self.redact(value)
-        if redacted is value or redacted == value:
-            return token
-        return json.dumps(redacted, ensure_ascii=token.isascii())
 
 
 def default_redactor() -> Redactor:
@@ -508,7 +623,12 @@ def _cached(patterns: tuple[str, ...], values: tuple[str, ...]) -> Redactor:
 
 
 def _match_rule(
-    rule: Rule, compiled: re.Pattern[str], text: str, at: int, length: int
+    rule: Rule,
+    compiled: re.Pattern[str],
+    text: str,
+    at: int,
+    length: int,
+    quotes: _QuoteCache | None = None,
 ) -> tuple[int, int] | None:
     if rule.boundary == "name":
         start = _name_start(text, at)
@@ -520,7 +640,103 @@ def _match_rule(
         if not _boundary_ok(text, at, _NAME_CHARS if rule.boundary == "token" else _WORD_CHARS):
             return None
         match = compiled.match(text, at)
-    return None if match is None else match.span("s")
+    if match is None:
+        return None
+    if "q" in compiled.groupindex and match.group("q") is not None:
+        return (quotes or _QuoteCache(text, in_json=False)).value(match)
+    return None if match.group("s") is None else match.span("s")
+
+
+class _QuoteCache:
+    """Finds where quoted values end, remembering each search (many names may share one value)."""
+
+    __slots__ = ("_found", "deferred", "in_json", "text")
+
+    def __init__(self, text: str, *, in_json: bool) -> None:
+        self.text = text
+        self.in_json = in_json
+        self.deferred = False
+        """A quoted value was left to the per-string path (JSON text only)."""
+        self._found: dict[str, tuple[int, int, int | None]] = {}
+
+    def value(self, match: re.Match[str]) -> tuple[int, int] | None:
+        """The span of the quoted value a rule matched the opening quote of (group ``q``)."""
+        quote, start = match.group("q"), match.start("v")
+        if self.in_json and not (match.group("a") == ":" and match.group("k") == quote):
+            # Not a JSON key's value ("name": "…" with the same quote spelling at both ends): the
+            # quote after ``password=`` may close the very string the name is in. The string is
+            # decoded and judged as text instead.
+            self.deferred = True
+            return None
+        end = self._closing(quote, start)
+        if end is None:  # no closing quote where one must be: the unquoted rule, safe characters only
+            found = _VALUE_RE.match(self.text, start)
+            return None if found is None else found.span()
+        return (start, end) if end > start else None
+
+    def _closing(self, quote: str, start: int) -> int | None:
+        known = self._found.get(quote)
+        if known is not None and known[0] <= start <= known[1]:
+            return known[2]
+        end, stop = _closing_quote(self.text, start, quote)
+        self._found[quote] = (start, stop, end)
+        return end
+
+
+def _closing_quote(text: str, start: int, quote: str) -> tuple[int | None, int]:
+    """Where the value opened by ``quote`` just before ``start`` ends, and up to where that holds.
+
+    A double quote escaped ``k`` times (``k = 2**d - 1``: the quote of JSON text held ``d`` strings
+    deep) is closed by the first double quote preceded by ``k + m * 2**d`` backslashes with ``m``
+    even (``m`` odd: a quote inside the value). A quote with fewer than ``k`` backslashes ends the
+    string the value was in: no closing quote. A single quote is closed by the next single quote
+    unless a double quote, a backslash or a line break comes first. Returns (the index of the
+    closing quote's first character or ``None``, the last start for which the same answer holds).
+    """
+    if quote == "'":
+        stop = _SINGLE_RUN.match(text, start).end()  # type: ignore[union-attr]
+        return (stop if stop < len(text) and text[stop] == "'" else None), stop
+    k = len(quote) - 1
+    if k & (k + 1):
+        return None, start  # not a quote of any JSON depth
+    width = k + 1
+    at = start
+    while True:
+        x = text.find('"', at)
+        if x == -1:
+            return None, len(text)
+        run = 0
+        while x - run > 0 and text[x - run - 1] == "\\":
+            run += 1
+        if run < k:
+            return None, x - run
+        pairs, rest = divmod(run - k, width)
+        if rest == 0 and pairs % 2 == 0:
+            return x - k, x - run
+        at = x + 1
+
+
+def _is_secret_name(key: str) -> bool:
+    """Whether a (decoded) key names a secret, as the name rule judges ``"key": …`` in JSON text."""
+    start = len(key)
+    while start > 0 and key[start - 1] in _NAME_CHARS:
+        start -= 1
+    return _SECRET_NAME.fullmatch(key, start) is not None
+
+
+def _looks_like_json(text: str) -> bool:
+    return _JSON_START.match(text) is not None
+
+
+def _spellings(value: str) -> set[str]:
+    """``value`` as a JSON string's content, escaped once per level down to MAX_DEPTH, each level
+    with or without \\u escapes for non-ASCII (as ``json.dumps``, orjson and pydantic write it)."""
+    out: set[str] = set()
+    level = {value}
+    for _ in range(MAX_DEPTH):
+        level = {_json_body(text, ascii=ascii) for text in level for ascii in (False, True)}
+        out |= level
+    return out
 
 
 def _after_escape(text: str, at: int) -> bool:

@@ -230,16 +230,21 @@ def test_off_changes_nothing() -> None:
 
 
 def _brute_force_spans(text: str) -> list[tuple[int, int]]:
-    """Every built-in span, found without the fast literal pre-check."""
+    """Every built-in span, found without the fast literal pre-check: at every position holding an
+    anchor (a name in lower, Title or UPPER case, or in any case when a JSON key is spelled so)."""
+    any_case = redact_module._ANY_CASE_KEY(text)
     spans = []
     for rule, compiled in zip(BUILTIN_RULES, redact_module._COMPILED, strict=True):
         for anchor in rule.anchors:
-            at = text.find(anchor)
-            while at != -1:
-                span = redact_module._match_rule(rule, compiled, text, at, len(anchor))
-                if span is not None:
-                    spans.append(span)
-                at = text.find(anchor, at + 1)
+            for at in range(len(text)):
+                found = text[at : at + len(anchor)]
+                if found == anchor or (
+                    rule.ignore_case and found.lower() == anchor.lower()
+                    and (any_case or found in (anchor, anchor.title(), anchor.upper()))
+                ):
+                    span = redact_module._match_rule(rule, compiled, text, at, len(anchor))
+                    if span is not None:
+                        spans.append(span)
     return sorted(spans)
 
 
@@ -248,7 +253,7 @@ _PIECES = st.sampled_from([
     "sk-", "ant-", "proj-", "AKIA", "ASIA", "ghp_", "AIza", "xoxb-", "Bearer", "bearer", "Authorization",
     "AUTHORIZATION", "api_key", "apiKey", "KEY", "key", "token", "Token", "secret", "password", "PASSWD",
     ":", "=", " ", "\t", "\n", "\\n", "\\", '"', "'", "\\\"", "-", "_", "0123456789", "ABCDEFGHIJKLMNOP",
-    "abcdefghij", "é", "\u202e", "\x1b", "Basic ",
+    "abcdefghij", "é", "\u202e", "\x1b", "Basic ", "pAssWord", "tOKen", "Key", "\\u0070", "<", ";", "&", ",",
 ])
 
 
@@ -257,7 +262,7 @@ _PIECES = st.sampled_from([
 def test_the_fast_pre_check_never_hides_a_match(text: str) -> None:
     redactor = Redactor()
     expected = _brute_force_spans(text)
-    assert sorted(redactor._builtin_spans(text)) == expected
+    assert sorted(redactor._builtin_spans(text, in_json=False)[0]) == expected
     if expected:
         assert redactor.redact(text) != text
 
@@ -524,3 +529,184 @@ def test_secret_named_keys_holding_any_json_value_stay_valid_json_without_the_se
     assert redactor.redact_value(document) == expected
     for secret in _secret_strings(document):
         assert secret not in out.decode()
+
+
+# ----------------------------------------------------------------------------------------------
+# A secret-named key's string value: redacted whole, whatever it holds, at any depth
+
+
+PASSWORDS = ["x<9Kq2!mZ#77", "ab;cd-Secret-99", 'q"uoted-Pa55', "Tr0ub4dor&3xyz", "P@ss,w0rd-long-tail",
+             "Pässwort-2024!", "correct horse battery staple", "back\\slash(){}[]", "a"]
+
+
+@pytest.mark.parametrize("password", PASSWORDS)
+def test_the_whole_value_of_a_secret_named_key_is_redacted_in_the_writer(tmp_path: Path, password: str) -> None:
+    path = tmp_path / "t.jsonl"
+    with TraceWriter.create(path) as writer:
+        writer.append(ToolResultEvent(
+            seq=1, ts=T0, run_id="r", turn=1, iteration=1, tool_call_id="c1", tool_name="db",
+            args={"password": password, "user": "bob"}, result=json.dumps({"user": "bob", "password": password}),
+        ))
+    data = path.read_text()
+    if len(password) >= 4:  # a one-letter password is in every word
+        for spelling in (password, json.dumps(password)[1:-1], json.dumps(json.dumps(password))[1:-1]):
+            assert spelling not in data
+    with TraceReader(path) as reader:
+        record = reader[1]
+    assert isinstance(record, ToolResultEvent)
+    assert record.args == {"password": REPLACEMENT, "user": "bob"}
+    assert json.loads(record.result) == {"user": "bob", "password": REPLACEMENT}
+
+
+@pytest.mark.parametrize("key", ["pAssword", "\\u0070assword", "PASS\\u0057ORD", "Api_\\u004bey", "x-API-kEy"])
+def test_a_secret_named_key_in_any_case_or_spelled_with_escapes_is_recognised(redactor: Redactor, key: str) -> None:
+    inner = '{"' + key + '": "\\u0068unter2 and more", "other": "kept \\u0068ere"}'
+    for depth in (0, 1, 2):
+        text = inner
+        for _ in range(depth):
+            text = json.dumps({"result": text})
+        decoded = json.loads(redactor.redact_json(text))
+        for _ in range(depth):
+            decoded = json.loads(decoded["result"])
+        assert list(decoded.values()) == [REPLACEMENT, "kept here"]
+
+
+def test_a_quoted_value_in_plain_text_is_redacted_to_its_closing_quote(redactor: Redactor) -> None:
+    assert redactor.redact('password="correct horse; staple" ok') == f'password="{REPLACEMENT}" ok'
+    assert redactor.redact("{'password': 'a b,c'}") == f"{{'password': '{REPLACEMENT}'}}"
+    # Unquoted, the value ends at a space or a separator: the start of it is all that is known.
+    assert redactor.redact("password=Tr0ub4dor&3xyz") == f"password={REPLACEMENT}&3xyz"
+    # In a JSON string, text that quotes its value is judged decoded: the same result.
+    line = json.dumps({"m": 'password="correct horse; staple" ok', "n": "password=", "o": "x y"})
+    assert json.loads(redactor.redact_json(line)) == {
+        "m": f'password="{REPLACEMENT}" ok', "n": "password=", "o": "x y",
+    }
+
+
+def test_redact_value_redacts_the_whole_string_of_a_secret_named_key(redactor: Redactor) -> None:
+    value = {"pAssword": "a b;c", "db_password": 'q"x', "Authorization": "Bearer abc,def", "note": "hi",
+             "result": json.dumps({"token": "t o k"})}
+    assert redactor.redact_value(value) == {
+        "pAssword": REPLACEMENT, "db_password": REPLACEMENT, "Authorization": f"Bearer {REPLACEMENT}",
+        "note": "hi", "result": json.dumps({"token": REPLACEMENT}),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Configured values in JSON text held in strings, at every depth
+
+
+@pytest.mark.parametrize("secret", ["Pässwort-ENV-secret", 'my"quoted"secret', "back\\slash-secret"])
+@pytest.mark.parametrize("depth", [0, 1, 2, 3])
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_a_configured_value_is_redacted_at_every_depth(secret: str, depth: int, ascii_only: bool) -> None:
+    redactor = Redactor.from_env({"DB_PASS": secret, ENV_LIST_VAR: "DB_PASS"})
+    text = secret
+    for level in range(depth):
+        text = json.dumps({"note": text, "level": level}, ensure_ascii=ascii_only)
+    line = json.dumps({"kind": "tool_result", "result": text}, ensure_ascii=ascii_only)
+    out = json.loads(redactor.redact_line(line.encode()))
+    value = out["result"]
+    for level in reversed(range(depth)):
+        decoded = json.loads(value)
+        assert decoded["level"] == level
+        value = decoded["note"]
+    assert value == REPLACEMENT
+
+
+# ----------------------------------------------------------------------------------------------
+# The property: any characters, any key spelling, any depth
+
+
+_FILLER = st.text(alphabet="abcdfghij0123456789 \"\\{}[]:,<>é", max_size=12)  # cannot form a trigger
+_SECRET_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)) | st.sampled_from("\"\\<;&,(){}[] 'äß€😀"),
+    min_size=1, max_size=16,
+)
+_MARKS = "ÄßΩ😀;&()'"  # a configured value holds one: never in filler, keys or the replacement
+_LITERAL = st.tuples(_SECRET_TEXT, st.sampled_from(_MARKS), _SECRET_TEXT).map("".join).filter(
+    lambda s: len(s) >= MIN_LITERAL and s not in REPLACEMENT
+)
+_NAME_SPELLING = st.tuples(
+    st.sampled_from(["password", "api_key", "token", "client_secret", "passwd", "x-api-key", "accessToken"]),
+    st.lists(st.sampled_from(["lower", "upper", "escape", "keep"]), min_size=16, max_size=16),
+)
+
+
+def _spelled_key(name: str, styles: list[str]) -> tuple[str, str]:
+    """A key's JSON token (letters in mixed case, some as \\u escapes) and its decoded text."""
+    chars = [c.lower() if s == "lower" else c.upper() if s == "upper" else c for c, s in zip(name, styles)]
+    decoded = "".join(chars)
+    token = "".join(f"\\u{ord(c):04x}" if s == "escape" else c for c, s in zip(chars, styles))
+    return f'"{token}"', decoded
+
+
+_LEVEL = st.tuples(
+    st.lists(st.tuples(_NAME_SPELLING, _SECRET_TEXT), max_size=2),  # secret-named fields
+    st.lists(st.tuples(st.text(alphabet="abcdfghij", min_size=1, max_size=5), _FILLER, st.booleans()), max_size=3),
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.booleans(),  # ensure_ascii
+    st.booleans(),  # compact
+)
+
+
+def _encode_level(level: tuple, inner: str | None, literal: str) -> tuple[str, dict[str, object]]:
+    """One level's JSON text, spelled by hand (to control the keys), and what it must redact to."""
+    secrets, plain, number, ascii_only, compact = level
+    colon, comma = (":", ",") if compact else (": ", ", ")
+    parts: list[str] = []
+    expected: dict[str, object] = {}
+    for index, ((name, styles), value) in enumerate(secrets):
+        token, decoded = _spelled_key(name, styles)
+        if decoded in expected:
+            continue
+        parts.append(f"{token}{colon}{json.dumps(value, ensure_ascii=ascii_only)}")
+        expected[decoded] = REPLACEMENT
+    for key, filler, planted in plain:
+        if key in expected:
+            continue
+        value = filler + literal + filler if planted else filler
+        parts.append(f"{json.dumps(key)}{colon}{json.dumps(value, ensure_ascii=ascii_only)}")
+        expected[key] = filler + REPLACEMENT + filler if planted else filler
+    parts.append(f'"n"{colon}{number}')
+    expected["n"] = number
+    if inner is not None:
+        parts.append(f'"inner"{colon}{json.dumps(inner, ensure_ascii=ascii_only)}')
+    return "{" + comma.join(parts) + "}", expected
+
+
+def _check(out: object, levels: list[dict[str, object]]) -> None:
+    """``out`` (a decoded level) holds exactly what is expected, down every nested level."""
+    assert isinstance(out, dict)
+    expected, deeper = levels[0], levels[1:]
+    inner = out.pop("inner", None)
+    assert out == expected
+    assert (inner is None) == (not deeper)
+    if deeper:
+        assert isinstance(inner, str)
+        _check(json.loads(inner), deeper)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_LEVEL, min_size=1, max_size=4), _LITERAL)
+def test_secret_values_of_any_characters_at_any_depth_leave_no_trace(levels: list[tuple], literal: str) -> None:
+    """Secret-named keys (any case, letters \\u-escaped) holding any characters, and a configured
+    value with quotes, backslashes and non-ASCII, in JSON text nested 0-3 levels deep in strings:
+    the line parses, every decoded level holds the replacement where the secrets were and exactly the
+    original elsewhere, and no spelling of any secret is left in the bytes."""
+    text: str | None = None
+    expectations: list[dict[str, object]] = []
+    for level in reversed(levels):
+        text, expected = _encode_level(level, text, literal)
+        expectations.insert(0, expected)
+    assert text is not None
+    redactor = Redactor.from_env({"DB_PASS": literal, ENV_LIST_VAR: "DB_PASS"})
+    out = redactor.redact_line(text.encode() + b"\n")
+    assert out.endswith(b"\n") and out.count(b"\n") == 1
+    _check(json.loads(out), expectations)
+    written = out.decode()
+    for spelling in redact_module._spellings(literal) | {literal}:
+        assert spelling not in written
+    # The structural walk (exports, reports) agrees on every level.
+    walked = redactor.redact_value(json.loads(text))
+    _check(walked, expectations)
