@@ -74,6 +74,24 @@ class TestTimelineColumns:
             parked = [row for row in rows if "T1·I4 " in row]
             assert parked and parked[0].split("││")[0].rstrip(" │").endswith("P")
 
+    @pytest.mark.parametrize(("turn", "iteration"), [(1, 10), (12, 10), (12, 100), (123, 100)])
+    async def test_badges_show_at_80_columns_beside_long_labels(
+        self, tmp_path: Path, turn: int, iteration: int
+    ) -> None:
+        """Labels of 9 to 12 characters (``12:T123·I100``): the columns give way, the badges stay."""
+        path = tmp_path / "long.fptrace.jsonl"
+        write_runs(path, [(f"run-{r}", t, i) for r in range(1, 13) for t, i in ((1, 1), (turn, iteration))])
+        longest = f"12:T{turn}·I{iteration}"
+        async with opened(path, size=(80, 24)) as (pilot, screen):
+            await pilot.press("G")
+            await pilot.pause()
+            assert screen.session.label_width == len(longest)
+            timeline = [row.split("││")[0].strip("│ ▁▂▃▄▅▆▇█") for row in _rows(screen_text(pilot.app))]
+            assert any(row.startswith("iter") and row.endswith("bdg") for row in timeline)
+            rows = [row for row in timeline if "·I" in row]
+            assert any(row.startswith(f"{longest} ") for row in rows)
+            assert len(rows) > 6 and all(row.endswith(" g") for row in rows), rows  # every pass granted a lease
+
     @pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 48)])
     async def test_labels_of_many_runs_are_never_cut(self, many_runs: Path, size: tuple[int, int]) -> None:
         async with opened(many_runs, size=size) as (pilot, screen):

@@ -110,7 +110,8 @@ def help_document(
     )
     doc.heading("Timeline columns and badges")
     doc.line(
-        "act active/evaluated injections · ls leases served · pk maps parked · tl tool calls · route",
+        "act active/evaluated injections · ls leases served · pk maps parked · tl tool calls · route "
+        "(r: t tools, f final when narrow; there pk, then ls, give way so badges still fit)",
         indent=2,
     )
     for name, meaning in _BADGE_MEANING.items():

@@ -43,22 +43,27 @@ class _Columns(NamedTuple):
 
     @property
     def fixed(self) -> int:
-        return sum(self) + len(self)
+        """Characters the columns take with their separators (a column of width 0 is not drawn)."""
+        return sum(width + 1 for width in self if width)
 
 
 _WIDE = _Columns(9, 13, 5, 3, 3, 3, 5)
 _NARROW = _Columns(7, 10, 3, 2, 2, 2, 5)
 _WIDE_MIN = 8  # badge room below which the narrow columns are used
 _WORDS_MIN = 14  # below this much room, badges are letters
-_BADGE_ROOM = 4  # letters the narrow layout keeps for badges (the cursor column gives way)
+_BADGE_ROOM = 4  # letters the narrow layout keeps for badges (the columns give way, see _columns)
 _SKILL_MIN = 4
+_ROUTE_LETTER = 1  # the route as one letter: t tools, f final
 
 
 def _columns(width: int, label: int) -> tuple[_Columns, bool]:
     """The column widths for a timeline ``width`` wide whose longest label has ``label`` characters.
 
     The label column fits the longest label (``T·I`` is never cut: it is what tells rows
-    apart); in the narrow layout the cursor column shrinks so that a few badge letters still fit.
+    apart). In the narrow layout the other columns give way, one after another, until a few
+    badge letters fit: the cursor column shrinks, the route becomes a letter, then the parked
+    column goes (the ``P`` badge still says a map parked), then the leases-served one. Badges
+    outlast the counts because they are what the timeline is scanned for.
 
     Returns:
         The columns, and whether they are the wide layout.
@@ -71,7 +76,16 @@ def _columns(width: int, label: int) -> tuple[_Columns, bool]:
     short = narrow.fixed + _BADGE_ROOM - width
     if short > 0:
         narrow = narrow._replace(skill=max(narrow.skill - short, _SKILL_MIN))
+    for give_up in ({"route": _ROUTE_LETTER}, {"parked": 0}, {"leases": 0}):
+        if narrow.fixed + _BADGE_ROOM <= width:
+            break
+        narrow = narrow._replace(**give_up)
     return narrow, False
+
+
+def _route_word(word: str, width: int) -> str:
+    """``word`` when it fits ``width``, else its first letter (``t`` tools, ``f`` final)."""
+    return word if len(word) <= width else word[:1]
 
 
 def timeline_header(width: int, *, label: int = 0) -> Text:
@@ -83,10 +97,12 @@ def timeline_header(width: int, *, label: int = 0) -> Text:
     """
     c, _wide = _columns(width, label)
     badges = "badges" if width - c.fixed >= _WORDS_MIN else "bdg"
-    text = (
-        f"{'iter':<{c.label}} {clip('cursor', c.skill):<{c.skill}} {'act':>{c.active}} {'ls':>{c.leases}} "
-        f"{'pk':>{c.parked}} {'tl':>{c.tools}} {'route':<{c.route}} {badges}"
-    )
+    text = f"{'iter':<{c.label}} {clip('cursor', c.skill):<{c.skill}} {'act':>{c.active}} "
+    if c.leases:
+        text += f"{'ls':>{c.leases}} "
+    if c.parked:
+        text += f"{'pk':>{c.parked}} "
+    text += f"{'tl':>{c.tools}} {_route_word('route', c.route):<{c.route}} {badges}"
     return Text(text, no_wrap=True, end="")
 
 
@@ -144,17 +160,19 @@ class IterationTimeline(RowList):
         if facts.evaluated is not None and facts.active is not None and wide and words:
             active = f"{facts.active}/{facts.evaluated}"
         text.append(f"{clip(active, c.active):>{c.active}} ")
-        text.append(f"{served or '·':>{c.leases}} ", palette.good if served else palette.dim)
-        parked = facts.parked_maps
-        text.append(
-            f"{(len(parked) or '·') if parked is not None else '·':>{c.parked}} ",
-            palette.bad if parked else palette.dim,
-        )
+        if c.leases:
+            text.append(f"{served or '·':>{c.leases}} ", palette.good if served else palette.dim)
+        if c.parked:
+            parked = facts.parked_maps
+            text.append(
+                f"{(len(parked) or '·') if parked is not None else '·':>{c.parked}} ",
+                palette.bad if parked else palette.dim,
+            )
         text.append(f"{tools or '·':>{c.tools}} ", "" if tools else palette.dim)
         if route == "tool-calls":
-            text.append(f"{'tools':<{c.route}} ")
+            text.append(f"{_route_word('tools', c.route):<{c.route}} ")
         elif route == "final":
-            text.append(f"{'final':<{c.route}} ", palette.good)
+            text.append(f"{_route_word('final', c.route):<{c.route}} ", palette.good)
         else:
             text.append(f"{'—':<{c.route}} ", palette.dim)
         for name in badges:
