@@ -285,7 +285,7 @@ class TestRefusalsAndBadTraces:
             text = pane_text(app)
             assert "answered by the anthropic provider" in text and "--provider anthropic" in text
             assert "fpdebug backtrack planted-fact.fptrace.jsonl --call 7 --ablate --provider" in text
-            assert "stopped: see below" in screen_text(app)
+            assert "nothing rerun: see below" in screen_text(app)
         assert not sidecar_path_for(trace).exists()  # refused before anything was written
 
     async def test_a_trace_without_llm_calls_says_so(self, tmp_path: Path) -> None:
@@ -367,6 +367,54 @@ class TestAuditA59:
                 assert f"fpdebug view {trace} --module helper.py" in text
                 assert not (tmp_path / "PWNED").exists()
         assert not sidecar_path_for(trace).exists()  # refused before anything was written
+
+    async def test_a_refused_rerun_claims_no_verdicts(self, tmp_path: Path) -> None:
+        trace = self._naming(tmp_path, "my_planted.py")
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            await pilot.press("a")
+            assert await wait_for(pilot, lambda: bool(pane.state.error) and not pane.running, timeout=RERUNS)
+            await pilot.pause()
+            text = pane_text(app)
+            assert "built from the module 'my_planted.py'" in text
+            assert pane.state.origin == "explained"
+            assert "verdicts none yet (chains and rankings only; nothing was rerun)" in text
+            assert "in this session" not in text and "saved beside the trace" not in text
+            assert "note nothing was rerun (the verdicts above are as they were)" in text
+            assert "nothing rerun: see below" in screen_text(app)
+        assert not sidecar_path_for(trace).exists()
+
+    async def test_a_refused_rerun_leaves_the_saved_verdicts_saved(self, tmp_path: Path) -> None:
+        from fpdebug.backtrack import backtrack
+        from fpdebug.demo import recorded_module_loader
+
+        agent = tmp_path / "my_planted.py"
+        agent.write_text("from fpdebug.demo.planted_fact import USER_MESSAGES, build_agent, "
+                         "scripted_provider\n")
+        trace = self._naming(tmp_path, "my_planted.py")
+        backtrack(trace, ablate=True, samples=backtrack_pane.SAMPLES,
+                  load_module=recorded_module_loader(trace, module=str(agent)))
+        saved = load_sidecar(sidecar_path_for(trace)).latest(call_seq=7)
+        assert saved is not None and saved.status == "complete"
+        when = saved.created.strftime("%Y-%m-%d %H:%M UTC")
+        sidecar = sidecar_path_for(trace).read_bytes()
+        app = FpdebugApp(trace)  # no --module this time: the reruns are refused
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            assert pane.state.origin == "saved"
+            await pilot.press("a")
+            assert await wait_for(pilot, lambda: bool(pane.state.error) and not pane.running, timeout=RERUNS)
+            await pilot.pause()
+            text = pane_text(app)
+            assert "built from the module 'my_planted.py'" in text
+            assert (pane.state.origin, pane.state.saved_at, pane.state.saved_status) == (
+                "saved", saved.created, "complete")
+            assert f"SAVED beside the trace on {when} · complete · 18 reruns" in text
+            assert "in this session" not in text
+            assert "note nothing was rerun" in text
+            assert "nothing rerun: see below" in screen_text(app)
+        assert sidecar_path_for(trace).read_bytes() == sidecar  # nothing was added
 
     async def test_the_module_the_user_named_reruns(self, tmp_path: Path) -> None:
         from fpdebug.tui.app import TraceSource

@@ -215,6 +215,7 @@ class BacktrackPane(Vertical):
         self._growth: _Growth | None = None
         self._target: int | None = None
         self._stale = False
+        self._reran = False  # the running (or last) backtrack saved a record: the report is its own
 
     @property
     def trace(self) -> Path:
@@ -307,6 +308,7 @@ class BacktrackPane(Vertical):
             self._target = self._default_line()
         self.report = None
         self.state = PaneState()
+        self._reran = False
         self._token += 1
         self.set_class(False, "-running")
         self._refresh()
@@ -368,7 +370,13 @@ class BacktrackPane(Vertical):
             return False
         self._token += 1
         self._cancel.clear()
-        self.state = PaneState(origin="live", running=True)
+        self._reran = False
+        # Where the report on show came from stays true until this run saves a verdict of its own:
+        # reruns refused before the first one leave the saved (or traced) report as it was.
+        before = self.state
+        self.state = PaneState(
+            origin=before.origin, saved_at=before.saved_at, saved_status=before.saved_status, running=True
+        )
         self.set_class(True, "-running")
         self.query_one(ProgressBar).update(total=None, progress=0)
         self._refresh()
@@ -482,7 +490,15 @@ class BacktrackPane(Vertical):
         if message.token != self._token:
             return
         self.report = message.report
+        self._mark_live()
         self._refresh()
+
+    def _mark_live(self) -> None:
+        """The report on show is this session's reruns' own (saved beside the trace as they ran)."""
+        self._reran = True
+        self.state.origin = "live"
+        self.state.saved_at = None
+        self.state.saved_status = None
 
     @on(Finished)
     def _finished(self, message: Finished) -> None:
@@ -490,6 +506,7 @@ class BacktrackPane(Vertical):
         if message.token != self._token:
             return
         self.report = message.report
+        self._mark_live()
         self.state.running = False
         self.state.notes = []
         if message.report.status == "cancelled":
@@ -506,6 +523,14 @@ class BacktrackPane(Vertical):
         self.state.error = message.error
         self.state.hint = message.hint
         self.state.notes = []
+        if self._reran:
+            if self.report is not None and self.report.status == "running":
+                self.report = self.report.finished("failed")  # as the sidecar now records it
+        elif self.state.done == 0:
+            self.state.notes = ["nothing was rerun (the verdicts above are as they were)"]
+        else:
+            self.state.notes = [f"{self.state.done} reruns made, no verdict completed (the verdicts above are "
+                                "as they were)"]
         self.set_class(False, "-running")
         self._refresh()
 
@@ -538,7 +563,8 @@ class BacktrackPane(Vertical):
             text.append(f"running {self.state.done}{total} reruns", palette.warn)
             text.append("  c cancel", palette.dim)
         elif self.state.error:
-            text.append("stopped: see below", palette.bad)
+            stopped = "stopped" if self._reran or self.state.done else "nothing rerun"
+            text.append(f"{stopped}: see below", palette.bad)
         elif self.state.origin == "saved":
             text.append(f"saved verdicts ({self.state.saved_status or report.status})", palette.accent)
         elif self.state.origin == "live":
