@@ -286,6 +286,8 @@ class TraceScreen(Screen[None]):
         self._invalid_shown = 0
         self._syncing_events = False
         self._stop = threading.Event()
+        # Set once the load worker has validated every line it found (then the tail checks new ones).
+        self._backlog_checked = threading.Event()
         self.first_paint = threading.Event()
         """Set once the first rows are on screen (the first-screen probe of the benchmarks waits on it)."""
 
@@ -402,19 +404,24 @@ class TraceScreen(Screen[None]):
         finally:
             sys.setswitchinterval(interval)
         if not worker.is_cancelled:
+            self._backlog_checked.set()
             self.post_message(TraceChecked())
 
     @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
     def _tail(self) -> None:
-        """Poll the followed file; announce growth (the notices coalesce)."""
+        """Poll the followed file; announce growth (the notices coalesce); check new lines in full."""
         worker = get_current_worker()
+        session = self.session
         while not worker.is_cancelled and not self._stop.is_set():
-            lines, _rows = self.session.poll()
-            while self.session.check_step():
-                pass
+            lines, _rows = session.poll()
             if lines:
-                self.post_message(TraceChecked())
+                # Before any checking: the whole-file check of a big trace takes seconds, and new
+                # events must show within a tick of being written.
                 self.post_message(TraceGrew(lines))
+            # The load worker checks every line it finds, appended ones too, until it catches up;
+            # then new lines are checked here, one slice a tick so polling never waits long.
+            if self._backlog_checked.is_set() and session.check_step():
+                self.post_message(TraceChecked())
             self._stop.wait(FOLLOW_INTERVAL)
 
     def _run_filter(self, target: RowList, row_filter: RowFilter) -> None:
@@ -545,6 +552,8 @@ class TraceScreen(Screen[None]):
     @on(RowList.Highlighted, "#timeline")
     @while_showing
     def _timeline_moved(self, message: RowList.Highlighted) -> None:
+        if not message.is_current:
+            return  # a later move's notice follows: only the newest may set the selection
         self.selected = message.row
         if self.timeline.at_end:
             self.new_rows = 0
@@ -552,6 +561,8 @@ class TraceScreen(Screen[None]):
     @on(RowList.Highlighted, "#events")
     @while_showing
     def _event_moved(self, message: RowList.Highlighted) -> None:
+        if not message.is_current:
+            return
         self.query_one("#event-detail", EventDetail).show(message.row)
         row = self.session.row_at_line(message.row)
         if row is not None and row != self.selected:
@@ -564,6 +575,8 @@ class TraceScreen(Screen[None]):
     @on(RowList.Highlighted, "#leases")
     @while_showing
     def _lease_moved(self, message: RowList.Highlighted) -> None:
+        if not message.is_current:
+            return
         self.query_one("#lease-detail", LeaseDetail).show(message.row)
 
     @on(RowList.Selected, "#leases")
@@ -589,6 +602,8 @@ class TraceScreen(Screen[None]):
     @while_showing
     def watch_selected(self, row: int) -> None:
         timeline = self.timeline
+        # A selection that came from the timeline is already under its cursor: only a selection
+        # made elsewhere (events, a jump, a lease) moves the cursor, never back to an older row.
         if row >= 0 and timeline.cursor != row:
             timeline.move_to_row(row, center=True)
         self.show_selection()

@@ -150,7 +150,18 @@ class RowList(LineView, can_focus=True):
     """The row under the cursor (a row number, ``-1`` when the list is empty)."""
 
     class Highlighted(_RowMessage):
-        """The cursor moved to another row (``row`` is the row now under the cursor)."""
+        """The cursor moved to another row (``row`` is the row it moved to)."""
+
+        @property
+        def is_current(self) -> bool:
+            """Whether ``row`` is still under the cursor.
+
+            The message is handled after the move that posted it, so moves made in between
+            (fast keys, a screen moving the cursor back) have made it stale. A handler that acts
+            on a stale one moves things to an old row, whose own notice can then undo the newer
+            move, and two notices in flight bounce for ever.
+            """
+            return self.row_list.cursor == self.row
 
     class Selected(_RowMessage):
         """The user opened a row (``enter`` or a double click)."""
