@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from fpdebug import __version__
-from fpdebug.errors import FpdebugError
+from fpdebug.errors import FpdebugError, Terminated
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -67,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return the process exit code.
 
     Exit codes: 0 success, 1 the command found problems (e.g. ``validate``), 2 an error that
-    stopped the command (a message on stderr, never a traceback), 130 interrupted.
+    stopped the command (a message on stderr, never a traceback), 130 interrupted (Ctrl-C),
+    143 / 129 ended by SIGTERM / SIGHUP.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -79,9 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"fpdebug {args.command}: error: {terminal_text(str(error))}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print(f"fpdebug {args.command}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as interrupt:
+        # SIGTERM / SIGHUP arrive as Terminated: the shell's convention, 128 + the signal's number.
+        code = 128 + interrupt.signum if isinstance(interrupt, Terminated) else EXIT_INTERRUPTED
+        try:
+            print(f"fpdebug {args.command}: interrupted", file=sys.stderr)
+        except OSError:
+            pass  # the terminal hung up (SIGHUP): nobody is left to tell
+        return code
     except BrokenPipeError:
         # The reader of our stdout went away (`fpdebug summary … | head`): not an error.
         sys.stderr.close()

@@ -21,6 +21,9 @@ the TUI) can catch one class and show a clear message instead of a traceback::
     ├── BacktrackError          a backtrack request cannot be answered (unknown call, suspect…)
     │   └── BacktrackCancelled  its caller cancelled a backtrack; what finished is kept
     └── ExportError             an export cannot be made or delivered (OTLP endpoint, serve host)
+
+Outside that tree, :class:`Terminated` is a ``KeyboardInterrupt``: SIGTERM or SIGHUP ending a run is
+handled exactly as Ctrl-C is (``run_end {interrupted}``), and ``except Exception`` never swallows it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "RunInterrupted",
     "ScenarioError",
     "ScriptExhaustedError",
+    "Terminated",
     "ToolError",
     "ToolMiddlewareError",
     "TraceError",
@@ -160,3 +164,18 @@ class ExportError(FpdebugError):
 
 class ConfigError(FpdebugError):
     """A user configuration file (such as the debugger's keymap) is missing or invalid."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP asked the command to end: handled as Ctrl-C is, a run records ``run_end {interrupted}``.
+
+    ``cli.main`` exits with the conventional ``128 + signum`` (143 for SIGTERM, 129 for SIGHUP).
+
+    Args:
+        signum: The signal that arrived.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by signal {signum}")
+        self.signum = signum
+        """The signal that arrived."""

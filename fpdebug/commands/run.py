@@ -7,8 +7,11 @@ breakpoints); :func:`drive_in_debugger` is shared with ``fpdebug demo``.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import signal
 import sys
+import threading
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -106,6 +109,63 @@ def add_debugger_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+ENDING_SIGNALS = ("SIGTERM", "SIGHUP")
+"""The signals that end a run cleanly (``run_end {interrupted}``) instead of killing it mid-trace."""
+
+
+@contextmanager
+def ending_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
+    """Route SIGTERM and SIGHUP to ``on_signal(signum)`` while the block runs; restore the previous handlers.
+
+    Only the main thread can set handlers: elsewhere the block runs without them. A signal that was
+    ignored when the block began (``nohup`` ignores SIGHUP) stays ignored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, object] = {}
+    try:
+        for name in ENDING_SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is None or signal.getsignal(signum) == signal.SIG_IGN:
+                continue
+            previous[signum] = signal.signal(signum, lambda number, _frame: on_signal(number))
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type] - what getsignal/signal returned
+
+
+def _terminate_once() -> Callable[[int], None]:
+    """A handler that raises :class:`~fpdebug.errors.Terminated` once, as Ctrl-C raises KeyboardInterrupt.
+
+    The agent loop records ``run_end {interrupted}`` for it; a second signal while it does so is
+    ignored, so the run's last record is never torn by a second interruption.
+    """
+    from fpdebug.errors import Terminated
+
+    fired: list[int] = []
+
+    def raise_terminated(signum: int) -> None:
+        if not fired:
+            fired.append(signum)
+            raise Terminated(signum)
+
+    return raise_terminated
+
+
+def _print_lines(lines: Sequence[str]) -> None:
+    """Print ``lines``; after a hang-up (no terminal left) drop them instead of failing at exit."""
+    try:
+        for line in lines:
+            print(line)
+        sys.stdout.flush()
+    except OSError:
+        # The unwritten text stays buffered in the old stream, whose flush at exit would fail too
+        # (exit status 120): the remaining output goes nowhere, as the terminal it was for.
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives until exit
+
+
 def is_terminal() -> bool:
     """Whether stdin and stdout are a terminal (the debugger needs both)."""
     return sys.stdin.isatty() and sys.stdout.isatty()
@@ -126,10 +186,12 @@ def drive_in_debugger(
 
     Everything that can be refused (the agent's definition, the breakpoints, the keymap, the trace
     file) is checked before the screen is taken. Quitting the debugger ends a run still in progress
-    with ``run_end {interrupted}`` (exit code 130, as for an interrupted ``fpdebug run``).
+    with ``run_end {interrupted}`` (exit code 130, as for an interrupted ``fpdebug run``). SIGTERM and
+    SIGHUP quit it the same way (the app restores the terminal, the trace is closed) and the exit
+    code is then 143 or 129.
 
     Returns:
-        The exit code of :func:`finish`.
+        The exit code of :func:`finish`, or ``128 + signum`` after SIGTERM / SIGHUP.
 
     Raises:
         FpdebugError: A bad definition, breakpoint, keymap or trace path; a run that failed.
@@ -161,21 +223,46 @@ def drive_in_debugger(
         module = None if scenario.builtin else scenario.source
         source = TraceSource(trace, "drive", rerun_module=module)
         app = DriveApp(source, reader=reader, keymap=keymap, controller=driver)
-        try:
-            app.run()
-        finally:
-            driver.stop()  # the app stops it on exit; this covers an app that never started
-            if not driver.wait(1.0):
-                print("waiting for the run to end (a model or tool call is in flight)…", file=sys.stderr)
-                driver.wait()
+        signalled: list[int] = []
+
+        def quit_on_signal(signum: int) -> None:
+            # SIGTERM / SIGHUP: quit as `q` does (the gate writes the event in flight, the run ends
+            # interrupted, Textual restores the terminal); a second signal changes nothing.
+            if not signalled:
+                signalled.append(signum)
+                app.quit_from_signal()
+
+        with ending_signals(quit_on_signal):
+            try:
+                app.run()
+            finally:
+                driver.stop()  # the app stops it on exit; this covers an app that never started
+                if not driver.wait(1.0):
+                    _say_on_stderr("waiting for the run to end (a model or tool call is in flight)…")
+                    driver.wait()
     if driver.error is not None:
         if isinstance(driver.error, FpdebugError):
             raise driver.error
         raise FpdebugError(f"the run stopped: {type(driver.error).__name__}: {driver.error}")
     assert driver.result is not None
+    if signalled:
+        # The trace is closed; the terminal may be gone (SIGHUP): say what we can, never fail on it.
+        name = signal.Signals(signalled[0]).name
+        lines = summary_lines(driver.result)
+        if driver.result.result.status == "interrupted":
+            lines.insert(0, f"{name}: the debugger quit and stopped the run (run_end interrupted)")
+        _print_lines(lines)
+        return 128 + signalled[0]
     if driver.result.result.status == "interrupted":
         print("you left the debugger before the run ended: it was stopped (run_end interrupted)")
     return finish(driver.result)
+
+
+def _say_on_stderr(text: str) -> None:
+    try:
+        print(text, file=sys.stderr)
+    except OSError:
+        pass  # the terminal hung up
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -219,7 +306,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "A module for `fpdebug run` defines build_agent() -> fpdebug.engine.agent.Agent and, to run "
         "offline, scripted_provider(); USER_MESSAGES gives its default turns. Live providers read "
         "ANTHROPIC_API_KEY / OPENAI_API_KEY. Exit codes: 0 the run completed, 2 it failed (the trace "
-        "still records everything up to the failure), 130 interrupted."
+        "still records everything up to the failure), 130 interrupted (Ctrl-C, or q in the debugger), "
+        "143 / 129 ended by SIGTERM / SIGHUP (the trace still ends with run_end interrupted)."
     )
 
 
@@ -348,15 +436,17 @@ def _run(args: argparse.Namespace, sdk_log: SdkLog | None) -> int:
         )
         _otlp_summary(streams, args.otlp, sdk_log)
         return code
-    result = run_target(
-        scenario,
-        trace_path=trace,
-        provider=provider,
-        run_id=args.run_id,
-        messages=args.messages,
-        max_iterations=args.max_iterations,
-        overwrite=args.overwrite,
-        wrap_sink=wrap,
-    )
+    # SIGTERM / SIGHUP end the run as Ctrl-C does: run_end interrupted, then exit 143 / 129.
+    with ending_signals(_terminate_once()):
+        result = run_target(
+            scenario,
+            trace_path=trace,
+            provider=provider,
+            run_id=args.run_id,
+            messages=args.messages,
+            max_iterations=args.max_iterations,
+            overwrite=args.overwrite,
+            wrap_sink=wrap,
+        )
     _otlp_summary(streams, args.otlp, sdk_log)
     return finish(result)
