@@ -170,8 +170,11 @@ def fixed_commands(screen: TraceScreen) -> list[PaletteCommand]:
                     partial(_apply, screen, filter_query(query)),
                 )
             )
+        # only where there is a list: a view without rows (Backtrack) has no filter to clear
+        commands.append(
+            PaletteCommand("filter: clear", "Show every row of the current view", screen.action_clear_filter)
+        )
     commands += [
-        PaletteCommand("filter: clear", "Show every row of the current view", screen.action_clear_filter),
         PaletteCommand(
             "expand: long contents",
             "Expand or collapse long prompts and results",

@@ -104,6 +104,18 @@ class TestTimelineColumns:
             assert screen.session.label_width == len("12:T3·I10")
 
 
+class TestFooter:
+    @pytest.mark.parametrize("size", [(80, 24), (60, 20)])
+    async def test_the_help_key_stays_in_sight_in_every_view(self, size: tuple[int, int]) -> None:
+        async with opened(sample("support"), size=size) as (pilot, screen):
+            for view in screen.VIEWS:
+                await pilot.press(view.key)
+                await pilot.pause()
+                footer = _rows(screen_text(pilot.app))[-1]
+                assert "? Keys" in footer, (view.id, footer)
+                assert footer.rstrip().endswith("^p Palette"), (view.id, footer)
+
+
 class TestWrapping:
     async def test_the_skill_map_note_wraps_at_40_columns(self) -> None:
         async with opened(sample("zone-trap"), size=(40, 24)) as (pilot, screen):

@@ -29,7 +29,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Input, Tab, Tabs
+from textual.widgets import ContentSwitcher, Input, Tab, Tabs
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew
@@ -37,7 +37,7 @@ from fpdebug.tui.query import Query
 from fpdebug.tui.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
 from fpdebug.tui.text import Palette, counted, human_bytes, number, plain
 from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
-from fpdebug.tui.widgets.bars import RunHeader, SearchBar, StatusBar, TextBar, header_text
+from fpdebug.tui.widgets.bars import KeysFooter, RunHeader, SearchBar, StatusBar, TextBar, header_text
 from fpdebug.tui.widgets.calls import CallView
 from fpdebug.tui.widgets.diff import DiffView
 from fpdebug.tui.widgets.document import DocumentView
@@ -302,7 +302,7 @@ class TraceScreen(Screen[None]):
                 yield self.compose_view(view)
         yield SearchBar(id="search-bar")
         yield StatusBar(id="status")
-        yield Footer()
+        yield KeysFooter()
 
     def compose_view(self, view: ViewSpec) -> Widget:
         """The widget of one view (its id must be ``view-<id>``)."""

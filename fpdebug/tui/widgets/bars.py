@@ -8,16 +8,16 @@ from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
+from textual.containers import Horizontal, HorizontalGroup
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input, Label
+from textual.widgets import Footer, Input, Label
 
 from fpdebug.trace.model import Run
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, number, plain
 
-__all__ = ["NAME_MIN", "RunHeader", "SearchBar", "StatusBar", "TextBar", "fit_lines", "header_text"]
+__all__ = ["NAME_MIN", "KeysFooter", "RunHeader", "SearchBar", "StatusBar", "TextBar", "fit_lines", "header_text"]
 
 NAME_MIN = 16
 """Characters of the file name the header keeps however narrow the terminal."""
@@ -218,3 +218,38 @@ class SearchBar(Horizontal):
     def action_close(self) -> None:
         """Leave the prompt."""
         self.post_message(self.Closed())
+
+
+class KeysFooter(Footer):
+    """The key bar, with ``? Keys`` kept in sight at every width.
+
+    A view with many keys of its own (Backtrack: ablate, bisect, cancel…) fills the bar before the
+    screen's and app's keys, and the help key, which lists every other one, would be the first to
+    fall off the right edge: here it sits at the right end, beside the palette key, and the other
+    keys give way.
+    """
+
+    DEFAULT_CSS = """
+    KeysFooter > HorizontalGroup.-meta-keys {
+        dock: right;
+        width: auto;
+        & > FooterKey.-command-palette { dock: none; }
+    }
+    """
+
+    HELP_ACTION = "help"
+    """The action of the key kept in sight."""
+
+    def compose(self) -> ComposeResult:
+        meta: list[Widget] = []
+        for widget in super().compose():
+            # FooterKey is not public API: the help key is known by its action, the palette's by its class
+            if getattr(widget, "action", None) == self.HELP_ACTION:
+                meta.insert(0, widget)
+            elif widget.has_class("-command-palette"):
+                meta.append(widget)
+            else:
+                yield widget
+        if meta:
+            with HorizontalGroup(classes="-meta-keys"):
+                yield from meta

@@ -74,10 +74,13 @@ def summarize(record: Record) -> str:
     if isinstance(record, LeaseGrantEvent):
         lease = record.lease
         lease_text = f"{lease.instruction_id} {lease.delivery_lease}"
-        return f"{lease_text} granted by {lease.tool_name} (tenant {lease.skill_id})"
+        # DOMAIN §4: a lease granted while no skill held the tenure has no skill_id (not a skill named None)
+        tenant = f"tenant {lease.skill_id}" if lease.skill_id is not None else "no tenant"
+        return f"{lease_text} granted by {lease.tool_name} ({tenant})"
     if isinstance(record, LeasePruneEvent):
         pruned = ", ".join(f"{item.instruction_id} {item.reason}" for item in record.pruned)
-        return f"{record.site} sweep, tenant {record.tenant}: {pruned}"
+        tenant = f"tenant {record.tenant}" if record.tenant is not None else "no tenant"
+        return f"{record.site} sweep, {tenant}: {pruned}"
     if isinstance(record, EngagementEvent):
         changes = ", ".join(f"{c.map_id} {c.kind}" for c in record.changes) or "no change"
         standing = ", ".join(f"{r.map_id} {r.standing} ({r.by}, idle {r.idle})" for r in record.records)
@@ -97,11 +100,12 @@ def summarize(record: Record) -> str:
     if isinstance(record, FindingEvent):
         return f"{record.layer} layer · {len(record.rows)} row(s)"
     if isinstance(record, SkillRejectedEvent):
-        return f"read_skill {record.requested_id} rejected (cursor {record.current_skill_id})"
+        cursor = f"cursor {record.current_skill_id}" if record.current_skill_id is not None else "no cursor"
+        return f"read_skill {record.requested_id} rejected ({cursor})"
     if isinstance(record, RouteConflictEvent):
         return f"winner {record.winner.tool_name}→{record.winner.target}, {len(record.losers)} loser(s)"
     if isinstance(record, RerouteSupersededEvent):
-        return f"{record.volunteered_id} volunteered, cursor went to {record.won_id}"
+        return f"{record.volunteered_id} volunteered, cursor went to {record.won_id or '(none)'}"
     if isinstance(record, RunEndEvent):
         error = f": {record.error.type}: {record.error.message}" if record.error else ""
         return f"{record.status}{error} · {record.turns} turn(s)"
