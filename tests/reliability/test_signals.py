@@ -107,10 +107,14 @@ def drive_to_the_second_pass(tmp_path: Path) -> tuple[Terminal, Path]:
     terminal = Terminal("demo", "support", "--trace", "run.fptrace.jsonl", cwd=tmp_path)
     trace = tmp_path / "run.fptrace.jsonl"
     passes = lambda: [kind for kind, _ in kinds(trace)].count("pass") if trace.exists() else 0  # noqa: E731
-    wait_until(lambda: passes() == 1, "the demo paused at its first pass")
-    wait_until(lambda: "paused at T1·I1" in terminal.text(), "the screen shows the paused run")
-    terminal.type("s")
-    wait_until(lambda: passes() == 2, "s stepped to the second pass")
+    try:
+        wait_until(lambda: passes() == 1, "the demo paused at its first pass")
+        wait_until(lambda: "paused at T1·I1" in terminal.text(), "the screen shows the paused run")
+        terminal.type("s")
+        wait_until(lambda: passes() == 2, "s stepped to the second pass")
+    except BaseException:
+        terminal.kill()  # never leave the app running behind a failed test
+        raise
     return terminal, trace
 
 
