@@ -58,15 +58,18 @@ def chosen_run(args: argparse.Namespace) -> tuple[Scenario, Provider, Path]:
     return scenario, provider, chosen_trace_path(args, scenario.name)
 
 
-def run_demo(args: argparse.Namespace) -> Path:
-    """Run the chosen scenario into its trace file and print the summary; return the trace path."""
-    from fpdebug.commands.run import finish
+def run_demo(args: argparse.Namespace) -> int:
+    """Run the chosen scenario into its trace file and print the summary; return the exit code.
+
+    SIGTERM and SIGHUP end the run as Ctrl-C does (``run_end interrupted``), as for ``fpdebug run``.
+    """
+    from fpdebug.commands.run import ending_signals, finish, terminate_once
     from fpdebug.demo.registry import run_target
 
     scenario, provider, trace = chosen_run(args)
-    run = run_target(scenario, trace_path=trace, provider=provider, overwrite=args.overwrite)
-    finish(run)
-    return run.trace_path
+    with ending_signals(terminate_once()):
+        run = run_target(scenario, trace_path=trace, provider=provider, overwrite=args.overwrite)
+    return finish(run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,7 +99,6 @@ def run(args: argparse.Namespace) -> int:
                 "(open its trace with fpdebug view TRACE)",
                 file=sys.stderr,
             )
-        run_demo(args)
-        return 0
+        return run_demo(args)
     scenario, provider, trace = chosen_run(args)
     return drive_in_debugger(scenario, trace=trace, provider=provider, args=args)

@@ -136,7 +136,7 @@ def ending_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
             signal.signal(signum, handler)  # type: ignore[arg-type] - what getsignal/signal returned
 
 
-def _terminate_once() -> Callable[[int], None]:
+def terminate_once() -> Callable[[int], None]:
     """A handler that raises :class:`~fpdebug.errors.Terminated` once, as Ctrl-C raises KeyboardInterrupt.
 
     The agent loop records ``run_end {interrupted}`` for it; a second signal while it does so is
@@ -437,7 +437,7 @@ def _run(args: argparse.Namespace, sdk_log: SdkLog | None) -> int:
         _otlp_summary(streams, args.otlp, sdk_log)
         return code
     # SIGTERM / SIGHUP end the run as Ctrl-C does: run_end interrupted, then exit 143 / 129.
-    with ending_signals(_terminate_once()):
+    with ending_signals(terminate_once()):
         result = run_target(
             scenario,
             trace_path=trace,

@@ -232,6 +232,31 @@ def test_a_signal_ends_a_plain_run_as_ctrl_c_does(tmp_path: Path, signum: int) -
     assert ("llm_call", None) in kinds(trace)  # the billed call that asked for the tool is kept
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_ends_a_demo_without_the_debugger_as_ctrl_c_does(
+    tmp_path: Path, signum: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fpdebug.engine.providers.scripted import ScriptedProvider
+
+    complete = ScriptedProvider.complete
+    calls: list[int] = []
+
+    def signalled_on_the_second_call(self: ScriptedProvider, request):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signum)  # delivered to this (main) thread at once
+        return complete(self, request)
+
+    monkeypatch.setattr(ScriptedProvider, "complete", signalled_on_the_second_call)
+    trace = tmp_path / "demo.fptrace.jsonl"
+    before = signal.getsignal(signum)
+    assert main(["demo", "support", "--no-tui", "--trace", str(trace)]) == 128 + signum
+    assert "interrupted" in capsys.readouterr().err
+    assert_ended_interrupted(trace)
+    assert len(calls) == 2  # the run stopped at the signal: no third call
+    assert signal.getsignal(signum) == before  # the demo's handlers are gone again
+
+
 def test_ending_signals_restores_the_previous_handlers_and_keeps_an_ignored_hang_up_ignored() -> None:
     from fpdebug.commands.run import ending_signals
 
