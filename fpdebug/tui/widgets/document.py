@@ -10,6 +10,7 @@ screen of work.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from array import array
 from bisect import bisect_right
 from collections.abc import Hashable
@@ -37,19 +38,19 @@ COLLAPSED_ROWS = 8
 _COLLAPSED_CHARS = 4096  # characters made inert for a collapsed preview (enough for 8 rows)
 
 
-class Block:
+class Block(ABC):
     """A piece of a document: some rows at a given width."""
 
     collapsible = False
     """Whether ``e`` changes this block."""
 
+    @abstractmethod
     def height(self, console: Console, width: int, expanded: bool) -> int:
         """How many rows the block takes."""
-        raise NotImplementedError
 
+    @abstractmethod
     def row(self, console: Console, width: int, expanded: bool, y: int) -> Text:
         """Row ``y`` of the block, as one line of Text."""
-        raise NotImplementedError
 
 
 class TextBlock(Block):

@@ -51,5 +51,9 @@ class IterationDocument(DocumentView):
         return self.document(self.session.iterations[self.row])
 
     def document(self, iteration: Iteration) -> list[Block]:
-        """The blocks that explain ``iteration`` (subclasses override)."""
-        raise NotImplementedError
+        """The blocks that explain ``iteration``: each view (inspector, calls, skill map) writes its own.
+
+        Not an ``abc.abstractmethod``: a Textual widget's metaclass cannot be combined with
+        ``ABCMeta``, so a subclass that forgets it fails here, on first use, with the class named.
+        """
+        raise TypeError(f"{type(self).__name__} must define document(iteration)")
