@@ -201,34 +201,27 @@ def skip_step_result(
     if not text:
         return _SKIP_NEEDS_REASON, None
     current, plan, step = state
-    if plan.on_skip == "hold":
-        # Recorded and held: the step stays the offer; each repeated skip is recorded, each a fact.
-        boundary = StepBoundary(
-            outcome="step_skipped",
-            skill_id=current.skill_id,
-            step=current.step,
-            total=current.total,
-            tool=step.tool,
-            held=True,
-            next=(current,),
-            reason=text,
-        )
-        return (
-            f"Skip of step {current.step} recorded: {text}. Step {current.step} of {current.total} stays "
-            f"current (declared policy 'hold') — run `{step.tool}`, or finish and say why.",
-            boundary,
-        )
-    after = StepPointer(current.skill_id, current.step + 1, current.total, (*current.skipped, current.step))
+    held = plan.on_skip == "hold"
+    # Held: recorded, and the step stays the offer (each repeated skip is recorded, each a fact).
+    after = current if held else StepPointer(
+        current.skill_id, current.step + 1, current.total, (*current.skipped, current.step)
+    )
     boundary = StepBoundary(
         outcome="step_skipped",
         skill_id=current.skill_id,
         step=current.step,
         total=current.total,
         tool=step.tool,
-        held=False,
+        held=held,
         next=(after,),
         reason=text,
     )
+    if held:
+        return (
+            f"Skip of step {current.step} recorded: {text}. Step {current.step} of {current.total} stays "
+            f"current (declared policy 'hold') — run `{step.tool}`, or finish and say why.",
+            boundary,
+        )
     if after.step > after.total:
         return (
             f"Step {current.step} skipped: {text}. That was the last step — the '{after.skill_id}' "
