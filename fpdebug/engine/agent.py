@@ -43,6 +43,7 @@ from pydantic import BaseModel
 from fpdebug.engine.effects import (
     EffectScope,
     EffectState,
+    Envelope,
     judge_effects,
     parse_envelope,
     proposal_conflict,
@@ -731,22 +732,16 @@ class RunResult:
         raise FpdebugError(f"run {self.run_id} failed: {why}")
 
 
-def _unreadable_result(tool_name: str, value: object) -> ErrorInfo | None:
-    """Why a tool's return value cannot become the text the model reads, or ``None`` when it can.
+def _unreadable_result(tool_name: str, exc: Exception) -> ErrorInfo:
+    """A tool's return value that cannot become the text the model reads, as the tool's failure.
 
     A value that refers to itself, or is nested deeper than JSON encoding allows, would otherwise
-    raise out of the loop; it is the tool's failure instead, recorded like a tool that raised.
+    raise out of the loop; it is recorded like a tool that raised.
     """
-    if isinstance(value, str):
-        return None
-    try:
-        text_of(value.model_dump(mode="json") if isinstance(value, BaseModel) else value)
-    except (ValueError, TypeError, RecursionError) as exc:
-        return ErrorInfo(
-            type="UnreadableToolResult",
-            message=f"{tool_name} returned a value that cannot be written as JSON: {type(exc).__name__}: {exc}",
-        )
-    return None
+    return ErrorInfo(
+        type="UnreadableToolResult",
+        message=f"{tool_name} returned a value that cannot be written as JSON: {type(exc).__name__}: {exc}",
+    )
 
 
 def _well_formed_call(call: ToolCallRecord) -> ToolCallRecord:
@@ -1523,6 +1518,8 @@ class TurnLoop:
         start = self.recorder.now()
         found = None if call.name in self.spec.ignored_tools else self.compiled.tools_by_name.get(call.name)
         value: object = None
+        envelope: Envelope | None = None
+        content_text = ""
         error: ErrorInfo | None = None
         status: ToolResultStatus | None = None
         if refused is not None:
@@ -1555,21 +1552,23 @@ class TurnLoop:
             except Exception as exc:  # noqa: BLE001 - a tool that raises becomes a failure result
                 status, error = "failure", error_info(exc)
             else:
-                error = _unreadable_result(call.name, value)
-                status = "failure" if error is not None else status
+                if isinstance(value, BaseModel):
+                    # call_tool repaired the strings it could walk; a model's are repaired once dumped.
+                    value = well_formed_value(value.model_dump(mode="json"))
+                envelope = parse_envelope(value)
+                try:
+                    content_text = text_of(value if envelope is None else envelope.content)
+                except (ValueError, TypeError, RecursionError) as exc:
+                    status, error = "failure", _unreadable_result(call.name, exc)
         if error is not None:
             text = f"Error: {call.name} failed: {error.type}: {error.message}"
             self._record_tool_result(call, text, start, status=status, error=error)
             batch.append(ToolResult(call.name, text, call.id, status))
             return state, text, None
-        if isinstance(value, BaseModel):
-            # call_tool repaired the strings it could walk; a model's are repaired once dumped.
-            value = well_formed_value(value.model_dump(mode="json"))
-        envelope = parse_envelope(value)
         if envelope is None:
             warn_near_miss(value, tool_name=call.name)
             suffix, step = self._step_on_return(call.name)
-            text = text_of(value) + suffix
+            text = content_text + suffix
             coverage = _coverage_of(found, call.args, value)
             self._record_tool_result(call, text, start, coverage=coverage, **step)
             batch.append(ToolResult(call.name, value, call.id))
@@ -1580,7 +1579,7 @@ class TurnLoop:
         # A declared status does not stop the advance: only a call that failed to run clean does
         # (reference toolCalls.ts: `executed && !error && !denied && !skillRejected && !ceilingRefused`).
         suffix, step = self._step_on_return(call.name)
-        text = text_of(envelope.content) + suffix + judged.suffix
+        text = content_text + suffix + judged.suffix
         coverage = _coverage_of(found, call.args, envelope.content)
         self._record_tool_result(
             call,
