@@ -19,10 +19,8 @@ from collections.abc import Iterator
 
 from fpdebug.trace.model import KIND_CODES, Iteration, LeaseLifetime, Run, RunModel
 from fpdebug.trace.reader import TraceReader
-from pydantic import ValidationError
-
 from fpdebug.trace.records import InvalidRecord, Record, classify_line
-from fpdebug.trace.schema import EVENT_ADAPTER, RunStartEvent
+from fpdebug.trace.schema import RunStartEvent
 from fpdebug.tui.facts import RowFacts, badges_of, invalid_near, row_facts
 from fpdebug.tui.query import Query
 
@@ -133,13 +131,12 @@ class TraceSession:
             if end <= start:
                 return 0
             known = self.model.invalid_lines, self.model.opaque_lines
-            validate = EVENT_ADAPTER.validate_json
-            for line, _offset, raw in self.reader.iter_raw(start, stop=end):
+            for line, offset, raw in self.reader.iter_raw(start, stop=end):
                 if _contains(known[0], line) or _contains(known[1], line):
                     continue
-                try:
-                    validate(raw)
-                except ValidationError:
+                # The reader's own verdict (lenient where it is lenient, e.g. a lone surrogate
+                # escape), so a line checked here is invalid exactly when opening it says so.
+                if isinstance(classify_line(line, offset, raw), InvalidRecord):
                     self._found(line)
             self.checked = end
             return end - start

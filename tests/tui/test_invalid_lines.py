@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fpdebug.trace.records import InvalidRecord
 from fpdebug.tui.widgets.calls import CallView
 from fpdebug.tui.widgets.events import EventList
 from fpdebug.tui.widgets.timeline import IterationTimeline
@@ -40,6 +41,21 @@ class TestSession:
         assert session.line_kind(line) == "invalid"
         row = session.row_at_line(line)
         assert row is not None and "invalid" in session.badges(row)
+
+    def test_the_check_agrees_with_the_reader_on_a_lone_surrogate_escape(self, tmp_path: Path) -> None:
+        # The reader reads "\ud800" leniently (as U+FFFD); the check must not call the line invalid.
+        path = tmp_path / "surrogate.fptrace.jsonl"
+        write_schema_break(path)
+        lines = path.read_bytes().splitlines(keepends=True)
+        target = next(i for i, raw in enumerate(lines) if b'"kind":"tool_result"' in raw)
+        lines[target] = lines[target].replace(b'"result":"', b'"result":"\\ud800', 1)
+        path.write_bytes(b"".join(lines))
+        session = load_session(path)
+        assert b"\\ud800" in session.reader.raw(target)
+        assert not isinstance(session.record(target), InvalidRecord)
+        while session.check_step():
+            pass
+        assert not session.is_invalid(target)
 
     def test_reading_the_line_notes_it_before_the_check_reaches_it(self, schema_break: tuple[Path, int]) -> None:
         path, line = schema_break
