@@ -94,9 +94,21 @@ class UnsafeText(AssertionError):
 
 
 _UNSAFE = frozenset(
-    [*map(chr, range(0x00, 0x09)), *map(chr, range(0x0B, 0x20)), *map(chr, range(0x7F, 0xA0)),
-     "\u061c", "\u200e", "\u200f", *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A)),
-     "\u2028", "\u2029", "\ufff9", "\ufffa", "\ufffb"]
+    [
+        *map(chr, range(0x09)),
+        *map(chr, range(0x0B, 0x20)),
+        *map(chr, range(0x7F, 0xA0)),
+        "\u061c",
+        "\u200e",
+        "\u200f",
+        *map(chr, range(0x202A, 0x202F)),
+        *map(chr, range(0x2066, 0x206A)),
+        "\u2028",
+        "\u2029",
+        "\ufff9",
+        "\ufffa",
+        "\ufffb",
+    ]
 )
 
 
@@ -112,9 +124,21 @@ def unsafe_characters(text: str, *, newlines: bool = True) -> set[str]:
 # Inputs
 
 HOSTILE = [
-    "[bold red]x[/]", "[link=http://e]click[/link]", "\x1b[2J", "\x1b]52;c;aGk=\x07",
+    "[bold red]x[/]",
+    "[link=http://e]click[/link]",
+    "\x1b[2J",
+    "\x1b]52;c;aGk=\x07",
     "\x1b]8;;http://e\x1b\\",
-    "\x1b]0;title\x07", "\u202eevil", "\x9b31m", "\r", "\x00", "é", "💥", "\u2028", "\\", '"',
+    "\x1b]0;title\x07",
+    "\u202eevil",
+    "\x9b31m",
+    "\r",
+    "\x00",
+    "é",
+    "💥",
+    "\u2028",
+    "\\",
+    '"',
 ]
 texts = st.one_of(st.text(max_size=40), st.lists(st.sampled_from(HOSTILE), max_size=6).map("".join))
 small = st.integers(min_value=0, max_value=10**6)
@@ -126,49 +150,119 @@ def _envelope(seq: int, body: dict[str, object]) -> dict[str, object]:
 
 # A good record: a kind and its fields (seq and the envelope are added when the case is written).
 good_bodies: st.SearchStrategy[tuple[type[TraceEvent], dict[str, object]]] = st.one_of(
-    st.tuples(st.just(RunStartEvent), st.fixed_dictionaries({
-        "provider": texts, "model": texts, "max_iterations": small, "system_prompt": texts,
-    })),
-    st.tuples(st.just(TurnStartEvent), st.fixed_dictionaries({"turn": st.just(1), "user_message": texts})),
-    st.tuples(st.just(PassEvent), st.fixed_dictionaries({
-        "turn": st.just(1), "iteration": st.integers(1, 4), "active_ids": st.lists(texts, max_size=3),
-        "evaluated_total": small,
-    })),
-    st.tuples(st.just(LlmCallEvent), st.fixed_dictionaries({
-        "turn": st.just(1), "iteration": st.integers(1, 4), "call_index": st.integers(1, 9) | st.just(2**70),
-        "provider": texts, "model": texts,
-        "request": st.builds(LlmRequest, messages=st.lists(
-            st.builds(Message, role=st.sampled_from(["user", "assistant", "tool"]), content=texts), max_size=3
-        )),
-        "response": st.none() | st.builds(
-            LlmResponse, content=texts,
-            tool_calls=st.lists(st.builds(ToolCallRecord, id=texts, name=texts, args=st.dictionaries(
-                texts, st.integers(-(2**80), 2**80) | texts, max_size=2)), max_size=2),
-            usage=st.builds(Usage, input_tokens=small, output_tokens=small),
+    st.tuples(
+        st.just(RunStartEvent),
+        st.fixed_dictionaries(
+            {
+                "provider": texts,
+                "model": texts,
+                "max_iterations": small,
+                "system_prompt": texts,
+            }
         ),
-        "error": st.none() | st.builds(ErrorInfo, type=texts, message=texts, status=st.none() | small),
-        "route": st.none() | st.sampled_from(["tool-calls", "final"]),
-    })),
-    st.tuples(st.just(ToolResultEvent), st.fixed_dictionaries({
-        # An iteration beyond 64 bits is valid JSON and a valid record: the backtrack's sidecar holds it.
-        "turn": st.just(1), "iteration": st.integers(1, 4) | st.just(2**70), "tool_call_id": texts,
-        "tool_name": texts,
-        "args": st.dictionaries(texts, st.integers(-(2**100), 2**100) | texts | st.booleans(), max_size=3),
-        "result": texts, "status": st.none() | st.sampled_from(["success", "failure", "invalid"]),
-    })),
-    st.tuples(st.just(TurnEndEvent), st.fixed_dictionaries({
-        "turn": st.just(1), "final_content": texts, "iteration_count": st.integers(1, 4),
-    })),
-    st.tuples(st.just(RunEndEvent), st.fixed_dictionaries({
-        "status": st.sampled_from(["completed", "failed", "interrupted"]),
-        "error": st.none() | st.builds(ErrorInfo, type=texts, message=texts),
-    })),
+    ),
+    st.tuples(st.just(TurnStartEvent), st.fixed_dictionaries({"turn": st.just(1), "user_message": texts})),
+    st.tuples(
+        st.just(PassEvent),
+        st.fixed_dictionaries(
+            {
+                "turn": st.just(1),
+                "iteration": st.integers(1, 4),
+                "active_ids": st.lists(texts, max_size=3),
+                "evaluated_total": small,
+            }
+        ),
+    ),
+    st.tuples(
+        st.just(LlmCallEvent),
+        st.fixed_dictionaries(
+            {
+                "turn": st.just(1),
+                "iteration": st.integers(1, 4),
+                "call_index": st.integers(1, 9) | st.just(2**70),
+                "provider": texts,
+                "model": texts,
+                "request": st.builds(
+                    LlmRequest,
+                    messages=st.lists(
+                        st.builds(
+                            Message, role=st.sampled_from(["user", "assistant", "tool"]), content=texts
+                        ),
+                        max_size=3,
+                    ),
+                ),
+                "response": st.none()
+                | st.builds(
+                    LlmResponse,
+                    content=texts,
+                    tool_calls=st.lists(
+                        st.builds(
+                            ToolCallRecord,
+                            id=texts,
+                            name=texts,
+                            args=st.dictionaries(texts, st.integers(-(2**80), 2**80) | texts, max_size=2),
+                        ),
+                        max_size=2,
+                    ),
+                    usage=st.builds(Usage, input_tokens=small, output_tokens=small),
+                ),
+                "error": st.none()
+                | st.builds(ErrorInfo, type=texts, message=texts, status=st.none() | small),
+                "route": st.none() | st.sampled_from(["tool-calls", "final"]),
+            }
+        ),
+    ),
+    st.tuples(
+        st.just(ToolResultEvent),
+        st.fixed_dictionaries(
+            {
+                # An iteration beyond 64 bits is valid JSON and a valid record: the backtrack's sidecar holds it.
+                "turn": st.just(1),
+                "iteration": st.integers(1, 4) | st.just(2**70),
+                "tool_call_id": texts,
+                "tool_name": texts,
+                "args": st.dictionaries(
+                    texts, st.integers(-(2**100), 2**100) | texts | st.booleans(), max_size=3
+                ),
+                "result": texts,
+                "status": st.none() | st.sampled_from(["success", "failure", "invalid"]),
+            }
+        ),
+    ),
+    st.tuples(
+        st.just(TurnEndEvent),
+        st.fixed_dictionaries(
+            {
+                "turn": st.just(1),
+                "final_content": texts,
+                "iteration_count": st.integers(1, 4),
+            }
+        ),
+    ),
+    st.tuples(
+        st.just(RunEndEvent),
+        st.fixed_dictionaries(
+            {
+                "status": st.sampled_from(["completed", "failed", "interrupted"]),
+                "error": st.none() | st.builds(ErrorInfo, type=texts, message=texts),
+            }
+        ),
+    ),
 )
 
-_SAMPLE = dump_record(ToolResultEvent(
-    seq=1, ts=T0, run_id="fuzz", turn=1, iteration=1, tool_call_id="c", tool_name="t",
-    result="café ünïcödé 💥 payload", args={"n": 1},
-)).rstrip(b"\n")
+_SAMPLE = dump_record(
+    ToolResultEvent(
+        seq=1,
+        ts=T0,
+        run_id="fuzz",
+        turn=1,
+        iteration=1,
+        tool_call_id="c",
+        tool_name="t",
+        result="café ünïcödé 💥 payload",
+        args={"n": 1},
+    )
+).rstrip(b"\n")
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**200), 2**200) | st.floats(allow_nan=False) | texts,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
@@ -292,7 +386,13 @@ def check_reader(case: Case, path: Path) -> None:
         assert len(records) == len(reader)
         for line, record in records[1:]:
             assert isinstance(record, InvalidRecord | OpaqueRecord) or record.kind in {
-                "run_start", "turn_start", "pass", "llm_call", "tool_result", "turn_end", "run_end",
+                "run_start",
+                "turn_start",
+                "pass",
+                "llm_call",
+                "tool_result",
+                "turn_end",
+                "run_end",
             }, record
             if isinstance(record, InvalidRecord):
                 assert record.line == line and len(record.preview) <= 4 * 200
@@ -439,14 +539,19 @@ class Tally:
 def _run_batch(name: str, path: Path, tally: Tally, examples: int) -> None:
     target = TARGETS[name]
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(cases)
     def batch(case: Case) -> None:
         tally.tried += 1
         try:
             target(case, path)
-        except Exception:  # noqa: BLE001 - a fuzz run records every failure and goes on
+        except Exception:
             tally.failed += 1
             _save(name, case, path, traceback.format_exc())
 

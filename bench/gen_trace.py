@@ -73,15 +73,108 @@ MAP_ID = "skill-map"
 # The synthetic agent
 
 
-_WORDS = (
-    "order refund invoice charge customer account policy shipping parcel return window days amount "
-    "currency receipt duplicate billing payment card bank transfer approve deny escalate manager "
-    "verify identity address label carrier tracking delay damaged replace credit balance statement "
-    "always never before after only when unless confirm explain summarise politely briefly clearly "
-    "check lookup fetch quote cite source tool result value number date id status pending partial "
-    "success failure denied invalid absent the a an of to in for on with by from and or not is are "
-    "must should may can will reply answer question request context instruction rule fact step"
-).split()
+_WORDS = [
+    "order",
+    "refund",
+    "invoice",
+    "charge",
+    "customer",
+    "account",
+    "policy",
+    "shipping",
+    "parcel",
+    "return",
+    "window",
+    "days",
+    "amount",
+    "currency",
+    "receipt",
+    "duplicate",
+    "billing",
+    "payment",
+    "card",
+    "bank",
+    "transfer",
+    "approve",
+    "deny",
+    "escalate",
+    "manager",
+    "verify",
+    "identity",
+    "address",
+    "label",
+    "carrier",
+    "tracking",
+    "delay",
+    "damaged",
+    "replace",
+    "credit",
+    "balance",
+    "statement",
+    "always",
+    "never",
+    "before",
+    "after",
+    "only",
+    "when",
+    "unless",
+    "confirm",
+    "explain",
+    "summarise",
+    "politely",
+    "briefly",
+    "clearly",
+    "check",
+    "lookup",
+    "fetch",
+    "quote",
+    "cite",
+    "source",
+    "tool",
+    "result",
+    "value",
+    "number",
+    "date",
+    "id",
+    "status",
+    "pending",
+    "partial",
+    "success",
+    "failure",
+    "denied",
+    "invalid",
+    "absent",
+    "the",
+    "a",
+    "an",
+    "of",
+    "to",
+    "in",
+    "for",
+    "on",
+    "with",
+    "by",
+    "from",
+    "and",
+    "or",
+    "not",
+    "is",
+    "are",
+    "must",
+    "should",
+    "may",
+    "can",
+    "will",
+    "reply",
+    "answer",
+    "question",
+    "request",
+    "context",
+    "instruction",
+    "rule",
+    "fact",
+    "step",
+]
 
 
 def _fragment(value: object) -> orjson.Fragment:
@@ -138,7 +231,9 @@ _LEASES = {
 }
 _OWNED_TOOLS = tuple(tool for skill in _SKILLS for tool in _SKILL_TOOLS[skill])
 _ON_TOOL = {
-    "order-context": "lookup_order", "invoice-guide": "fetch_invoice", "shipping-rules": "track_parcel",
+    "order-context": "lookup_order",
+    "invoice-guide": "fetch_invoice",
+    "shipping-rules": "track_parcel",
 }
 
 
@@ -152,38 +247,66 @@ def _catalog(rng: random.Random) -> tuple[_Injection, ...]:
 
     def rule(description: str) -> dict[str, object]:
         return {"kind": "rule", "description": description, "graph_node": False}
+
     injections = [
         _Injection("tone", "steering", always, "House tone", p(260)),
         _Injection("safety", "steering", always, "Safety rails", p(380)),
         _Injection("format-rules", "steering", always, "Answer format", p(300)),
         _Injection("brand-voice", "steering", always, "Brand voice", p(220)),
-        _Injection("vip-customer", "instructions", rule("customer tier is vip"),
-                   "VIP handling", p(320)),
-        _Injection("after-hours", "instructions", rule("outside office hours"),
-                   "After-hours notice", p(240)),
-        _Injection("escalation", "instructions", rule("iteration >= 6"),
-                   "Escalate long turns", p(300)),
-        _Injection("locale-fact", "fact", rule("locale known"), "Customer locale",
-                   p(160)),
-        _Injection("currency-fact", "fact", rule("cursor in billing or refund"),
-                   "Currency rules", p(200)),
-        _Injection("order-context", "rag", {"kind": "on-tool-return", "tool_name": "lookup_order",
-                                            "graph_node": False}, "Order context", "",
-                   message=p(420)),
-        _Injection("invoice-guide", "instructions", {"kind": "on-tool-return", "tool_name": "fetch_invoice",
-                                                     "graph_node": False}, "Reading invoices", p(340)),
-        _Injection("refund-policy", "instructions", {"kind": "on-tool-return", "tool_name": "check_policy",
-                                                     "graph_node": False}, "Refund policy", p(520)),
-        _Injection("wire-format", "instructions", {"kind": "on-tool-return", "tool_pattern": "^wire_",
-                                                   "graph_node": False}, "Wire transfer format", p(280)),
-        _Injection("shipping-rules", "instructions", {"kind": "on-tool-return", "tool_name": "track_parcel",
-                                                      "graph_node": False}, "Shipping rules", p(300)),
+        _Injection("vip-customer", "instructions", rule("customer tier is vip"), "VIP handling", p(320)),
+        _Injection("after-hours", "instructions", rule("outside office hours"), "After-hours notice", p(240)),
+        _Injection("escalation", "instructions", rule("iteration >= 6"), "Escalate long turns", p(300)),
+        _Injection("locale-fact", "fact", rule("locale known"), "Customer locale", p(160)),
+        _Injection("currency-fact", "fact", rule("cursor in billing or refund"), "Currency rules", p(200)),
+        _Injection(
+            "order-context",
+            "rag",
+            {"kind": "on-tool-return", "tool_name": "lookup_order", "graph_node": False},
+            "Order context",
+            "",
+            message=p(420),
+        ),
+        _Injection(
+            "invoice-guide",
+            "instructions",
+            {"kind": "on-tool-return", "tool_name": "fetch_invoice", "graph_node": False},
+            "Reading invoices",
+            p(340),
+        ),
+        _Injection(
+            "refund-policy",
+            "instructions",
+            {"kind": "on-tool-return", "tool_name": "check_policy", "graph_node": False},
+            "Refund policy",
+            p(520),
+        ),
+        _Injection(
+            "wire-format",
+            "instructions",
+            {"kind": "on-tool-return", "tool_pattern": "^wire_", "graph_node": False},
+            "Wire transfer format",
+            p(280),
+        ),
+        _Injection(
+            "shipping-rules",
+            "instructions",
+            {"kind": "on-tool-return", "tool_name": "track_parcel", "graph_node": False},
+            "Shipping rules",
+            p(300),
+        ),
     ]
     node = {"kind": "llm-activated", "via_tool_name": "read_skill", "graph_node": True}
     for skill in _SKILLS:
         injections.append(_Injection(skill, "skill", node, f"The {skill} skill", p(420), _SKILL_TOOLS[skill]))
-    injections.append(_Injection("faq", "skill", {"kind": "llm-activated", "via_tool_name": "read_skill",
-                                                  "graph_node": False}, "Frequent questions", p(360)))
+    injections.append(
+        _Injection(
+            "faq",
+            "skill",
+            {"kind": "llm-activated", "via_tool_name": "read_skill", "graph_node": False},
+            "Frequent questions",
+            p(360),
+        )
+    )
     assert len(injections) == 20
     return tuple(injections)
 
@@ -204,9 +327,16 @@ def _tool_schema(name: str, description: str, arg: str, injection_id: str | None
 
 
 _TOOL_ARG = {
-    "lookup_order": "order_id", "search_kb": "query", "escalate": "reason", "lookup_customer": "customer_id",
-    "fetch_invoice": "invoice_id", "check_policy": "topic", "issue_refund": "order_id",
-    "track_parcel": "tracking_id", "create_return": "order_id", "read_skill": "id",
+    "lookup_order": "order_id",
+    "search_kb": "query",
+    "escalate": "reason",
+    "lookup_customer": "customer_id",
+    "fetch_invoice": "invoice_id",
+    "check_policy": "topic",
+    "issue_refund": "order_id",
+    "track_parcel": "tracking_id",
+    "create_return": "order_id",
+    "read_skill": "id",
 }
 
 
@@ -221,7 +351,8 @@ class _Lease:
 
     def record(self) -> dict[str, object]:
         out: dict[str, object] = {
-            "instruction_id": self.instruction_id, "delivery_lease": self.delivery_lease,
+            "instruction_id": self.instruction_id,
+            "delivery_lease": self.delivery_lease,
         }
         if self.skill_id is not None:
             out["skill_id"] = self.skill_id
@@ -233,7 +364,7 @@ class _Lease:
 
 @dataclass(slots=True)
 class _Map:
-    """The skill map's engagement record (DOMAIN §6.3), as the generator tracks it."""
+    """The skill map's engagement record (docs/context-model.md §6.3), as the generator tracks it."""
 
     standing: str = "engaged"
     by: str = "lexical"
@@ -249,8 +380,12 @@ class _Map:
 
     def record(self) -> dict[str, object]:
         out: dict[str, object] = {
-            "map_id": MAP_ID, "standing": self.standing, "by": self.by, "since": self.since,
-            "founded_by": self.founded_by, "founded_at": self.founded_at,
+            "map_id": MAP_ID,
+            "standing": self.standing,
+            "by": self.by,
+            "since": self.since,
+            "founded_by": self.founded_by,
+            "founded_at": self.founded_at,
         }
         if self.founded_on is not None:
             out["founded_on"] = self.founded_on
@@ -359,14 +494,19 @@ class _Synth:
         # Serialised pieces reused from call to call (the texts never change within a trace).
         self._segment = {
             inj.id: _fragment({"source": inj.flavor, "injection_id": inj.id, "text": inj.prompt})
-            for inj in self.catalog if inj.prompt
+            for inj in self.catalog
+            if inj.prompt
         }
         self._base_segment = _fragment({"source": "base", "text": self.base_prompt})
         descriptions = {
-            "lookup_order": "Look up an order by its id.", "search_kb": "Search the knowledge base.",
-            "escalate": "Hand the conversation to a human.", "lookup_customer": "Look up a customer.",
-            "fetch_invoice": "Fetch an invoice.", "check_policy": "Read the policy on a topic.",
-            "issue_refund": "Issue a refund for an order.", "track_parcel": "Track a parcel.",
+            "lookup_order": "Look up an order by its id.",
+            "search_kb": "Search the knowledge base.",
+            "escalate": "Hand the conversation to a human.",
+            "lookup_customer": "Look up a customer.",
+            "fetch_invoice": "Fetch an invoice.",
+            "check_policy": "Read the policy on a topic.",
+            "issue_refund": "Issue a refund for an order.",
+            "track_parcel": "Track a parcel.",
             "create_return": "Open a return for an order.",
         }
         owner = {tool: skill for skill, tools in _SKILL_TOOLS.items() for tool in tools}
@@ -378,8 +518,11 @@ class _Synth:
             f"- {inj.id}: {inj.description}" for inj in self.catalog if inj.flavor == "skill"
         )
         self._schemas["read_skill"] = _tool_schema(
-            "read_skill", "Load a skill by its id: its instructions join the system prompt and its tools "
-            "become available from the next call on. Skills:\n" + skills_listing, "id", None,
+            "read_skill",
+            "Load a skill by its id: its instructions join the system prompt and its tools "
+            "become available from the next call on. Skills:\n" + skills_listing,
+            "id",
+            None,
         )
         self._schema_fragment = {name: _fragment(schema) for name, schema in self._schemas.items()}
         self._slot_entry = {
@@ -396,8 +539,15 @@ class _Synth:
             self._sec_text = (T0 + timedelta(seconds=sec)).strftime("%Y-%m-%dT%H:%M:%S")
         return f"{self._sec_text}.{frac:03d}000Z" if frac else f"{self._sec_text}Z"
 
-    def emit(self, kind: str, body: dict[str, object], *, turn: int | None, iteration: int | None,
-             advance_ms: int = 1) -> None:
+    def emit(
+        self,
+        kind: str,
+        body: dict[str, object],
+        *,
+        turn: int | None,
+        iteration: int | None,
+        advance_ms: int = 1,
+    ) -> None:
         self.seq += 1
         self.ms += advance_ms
         head = f'{{"kind":"{kind}","seq":{self.seq},"ts":"{self._ts()}","run_id":"{self.run_id}"'
@@ -437,15 +587,23 @@ class _Synth:
             if left <= 0 or (done >= turns and left >= 400):
                 break  # the target is reached, or another whole run fits; else this run goes on
         status = "completed"
-        body: dict[str, object] = {"status": status, "turns": done, "input_tokens": tokens[0],
-                                   "output_tokens": tokens[1]}
+        body: dict[str, object] = {
+            "status": status,
+            "turns": done,
+            "input_tokens": tokens[0],
+            "output_tokens": tokens[1],
+        }
         self.emit("run_end", body, turn=None, iteration=None)
 
     def _run_start(self, honesty: bool) -> dict[str, object]:
         injections = []
         for inj in self.catalog:
-            decl: dict[str, object] = {"id": inj.id, "flavor": inj.flavor, "description": inj.description,
-                                       "trigger": inj.trigger}
+            decl: dict[str, object] = {
+                "id": inj.id,
+                "flavor": inj.flavor,
+                "description": inj.description,
+                "trigger": inj.trigger,
+            }
             slots = []
             if inj.prompt:
                 slots.append("system-prompt")
@@ -473,22 +631,47 @@ class _Synth:
             "tools": [self._schemas[name] for name in _AGENT_TOOLS],
             "skill_map": {
                 "nodes": list(_SKILLS),
-                "entries": [{"skill_id": "triage", "kind": "keywords",
-                             "keywords": ["order", "refund", "parcel", "charge"]}],
+                "entries": [
+                    {
+                        "skill_id": "triage",
+                        "kind": "keywords",
+                        "keywords": ["order", "refund", "parcel", "charge"],
+                    }
+                ],
                 "edges": [
-                    {"from_skill": f, "to_skill": t, "on_tool_return": tool, "tool_is_pattern": False,
-                     "on_tool_status": ["success"], "guards": [], "deterministic": True}
+                    {
+                        "from_skill": f,
+                        "to_skill": t,
+                        "on_tool_return": tool,
+                        "tool_is_pattern": False,
+                        "on_tool_status": ["success"],
+                        "guards": [],
+                        "deterministic": True,
+                    }
                     for f, t, tool in _EDGES
                 ],
                 "open_skills": ["faq"],
             },
-            "maps": {"maps": [{"id": MAP_ID, "member_ids": list(_SKILLS),
-                               "tool_names": list(_OWNED_TOOLS),
-                               "non_parkable": False}], "renewal_grace": 3},
+            "maps": {
+                "maps": [
+                    {
+                        "id": MAP_ID,
+                        "member_ids": list(_SKILLS),
+                        "tool_names": list(_OWNED_TOOLS),
+                        "non_parkable": False,
+                    }
+                ],
+                "renewal_grace": 3,
+            },
         }
         if honesty:
-            body["honesty"] = {"inputs": False, "results": True, "answer": True, "argument_sources": False,
-                               "tool_middleware": False}
+            body["honesty"] = {
+                "inputs": False,
+                "results": True,
+                "answer": True,
+                "argument_sources": False,
+                "tool_middleware": False,
+            }
         body["options"] = {"tool_timeout": 60.0, "continuity": "turn", "scenario": "bench-synthetic"}
         return body
 
@@ -498,18 +681,25 @@ class _Synth:
         """One user turn: ``turn_start``, its iterations, ``turn_end``; returns its token totals."""
         rng = self.rng
         order = rng.randint(10, 99999)
-        user = rng.choice((
-            f"I was charged twice for order A-{order}. Please refund the duplicate charge.",
-            f"Where is my parcel for order A-{order}? It was due three days ago.",
-            f"I want to return order A-{order}; the item arrived damaged.",
-            f"Can you send me the invoice for order A-{order} and explain the wire transfer fee?",
-        ))
+        user = rng.choice(
+            (
+                f"I was charged twice for order A-{order}. Please refund the duplicate charge.",
+                f"Where is my parcel for order A-{order}? It was due three days ago.",
+                f"I want to return order A-{order}; the item arrived damaged.",
+                f"Can you send me the invoice for order A-{order} and explain the wire transfer fee?",
+            )
+        )
         self.emit("turn_start", {"user_message": user}, turn=turn, iteration=None)
         stopped = rng.random() < 0.03
         planned = 12 if stopped else rng.randint(2, 10)
         t = _Turn(
-            number=turn, order=order, user=user, planned=planned,
-            vip=rng.random() < 0.3, after_hours=rng.random() < 0.2, locale=rng.random() < 0.8,
+            number=turn,
+            order=order,
+            user=user,
+            planned=planned,
+            vip=rng.random() < 0.3,
+            after_hours=rng.random() < 0.2,
+            locale=rng.random() < 0.8,
             wander_at=rng.randint(2, planned) if planned >= 6 and rng.random() < 0.5 else None,
             messages=[{"role": "user", "content": user}],
         )
@@ -523,20 +713,45 @@ class _Synth:
             tool_calls = self._llm_call(t, slots, active_ids, final=iteration == planned)
             if iteration == planned:
                 if self.honesty:
-                    self.emit("finding", {"layer": "answer", "rows": [{
-                        "row": "assessment", "reads": ["findings", "answer"],
-                        "values": [{"text": f"A-{order}", "kind": "id", "supported": True,
-                                    "supported_by": ["user"]}],
-                        "assumed": [],
-                    }]}, turn=turn, iteration=iteration)
+                    self.emit(
+                        "finding",
+                        {
+                            "layer": "answer",
+                            "rows": [
+                                {
+                                    "row": "assessment",
+                                    "reads": ["findings", "answer"],
+                                    "values": [
+                                        {
+                                            "text": f"A-{order}",
+                                            "kind": "id",
+                                            "supported": True,
+                                            "supported_by": ["user"],
+                                        }
+                                    ],
+                                    "assumed": [],
+                                }
+                            ],
+                        },
+                        turn=turn,
+                        iteration=iteration,
+                    )
                 break
             self._batch(t, tool_calls)
 
-        end: dict[str, object] = {"final_content": t.content, "input_tokens": t.in_tokens,
-                                  "output_tokens": t.out_tokens, "iteration_count": planned}
+        end: dict[str, object] = {
+            "final_content": t.content,
+            "input_tokens": t.in_tokens,
+            "output_tokens": t.out_tokens,
+            "iteration_count": planned,
+        }
         if stopped:
-            end["stopped_early"] = {"reason": "max-iterations", "iteration": planned, "pending_tool_calls": 0,
-                                    "answer_was_empty": False}
+            end["stopped_early"] = {
+                "reason": "max-iterations",
+                "iteration": planned,
+                "pending_tool_calls": 0,
+                "answer_was_empty": False,
+            }
         self.emit("turn_end", end, turn=turn, iteration=None)
         return t.in_tokens, t.out_tokens
 
@@ -581,9 +796,17 @@ class _Synth:
                 served.append(lease.instruction_id)
                 survivors.append(lease)
         if pruned:
-            self.emit("lease_prune", {"site": "evaluate", "tenant": t.cursor, "pruned": pruned,
-                                      "survivors": [lease.record() for lease in survivors]},
-                      turn=t.number, iteration=t.iteration)
+            self.emit(
+                "lease_prune",
+                {
+                    "site": "evaluate",
+                    "tenant": t.cursor,
+                    "pruned": pruned,
+                    "survivors": [lease.record() for lease in survivors],
+                },
+                turn=t.number,
+                iteration=t.iteration,
+            )
         t.leases = survivors
         return served
 
@@ -599,8 +822,13 @@ class _Synth:
         if parked:
             skipped = [{"id": s, "reason": "parked"} for s in _SKILLS]
         elif self.rng.random() < 0.01:
-            skipped = [{"id": "after-hours", "reason": "predicate-threw",
-                        "error": "KeyError: 'office_hours' while evaluating the rule"}]
+            skipped = [
+                {
+                    "id": "after-hours",
+                    "reason": "predicate-threw",
+                    "error": "KeyError: 'office_hours' while evaluating the rule",
+                }
+            ]
             active = [(i, r) for i, r in active if i != "after-hours"]
         active_ids = [i for i, _ in active]
         reasons = [r for _, r in active]
@@ -617,7 +845,10 @@ class _Synth:
             counts[kind] = counts.get(kind, 0) + 1
         served = active_ids + ([PARK_CARD_ID] if parked else [])
         body: dict[str, object] = {
-            "active_ids": active_ids, "reasons": reasons, "skipped": skipped, "evaluated_total": 20,
+            "active_ids": active_ids,
+            "reasons": reasons,
+            "skipped": skipped,
+            "evaluated_total": 20,
             "trigger_kind_counts": counts,
         }
         if served_leases or t.leases:
@@ -643,11 +874,13 @@ class _Synth:
         calls: list[tuple[str, str]] = []
         order = t.order
         if final:
-            t.content = rng.choice((
-                f"I refunded the duplicate charge on order A-{order}; you will see it in 3-5 days.",
-                f"Your parcel for order A-{order} is with the carrier and arrives tomorrow.",
-                f"I opened return R-{order} for order A-{order}; a label is on its way.",
-            ))
+            t.content = rng.choice(
+                (
+                    f"I refunded the duplicate charge on order A-{order}; you will see it in 3-5 days.",
+                    f"Your parcel for order A-{order} is with the carrier and arrives tomorrow.",
+                    f"I opened return R-{order} for order A-{order}; a label is on its way.",
+                )
+            )
         elif t.wander_at is not None and t.wander_at <= t.iteration < t.wander_at + 4:
             calls = [("search_kb", f"policy {rng.randint(1, 500)}")]  # off the map: idle passes
         elif t.map.standing == "parked":
@@ -669,8 +902,9 @@ class _Synth:
         self.calls += 1
         content = t.content if final else ""
         segments = [self._base_segment, *(self._segment[i] for i in slots["system_prompt"])]
-        injected = [{"role": "user", "content": self.by_id[i].message, "injection_id": i}
-                    for i in slots["messages"]]
+        injected = [
+            {"role": "user", "content": self.by_id[i].message, "injection_id": i} for i in slots["messages"]
+        ]
         # A window of the turn's conversation (the user message and the latest exchanges) keeps
         # calls of long turns from growing without bound.
         window = t.messages if len(t.messages) <= 5 else [t.messages[0], *t.messages[-4:]]
@@ -679,17 +913,35 @@ class _Synth:
         t.in_tokens += usage_in
         t.out_tokens += usage_out
         latency = float(rng.randint(300, 2500))
-        self.emit("llm_call", {
-            "call_index": self.calls, "provider": "scripted", "model": "synthetic-1",
-            "request": {"system_prompt": segments, "messages": [*window, *injected],
-                        "tools": [self._schema_fragment[n] for n in tools_offered]},
-            "response": {"content": content, "tool_calls": tool_calls,
-                         "stop_reason": "tool_use" if calls else "end_turn",
-                         "usage": {"input_tokens": usage_in, "output_tokens": usage_out}},
-            "latency_ms": latency, "route": "tool-calls" if calls else "final",
-        }, turn=t.number, iteration=t.iteration, advance_ms=int(latency))
-        t.messages.append({"role": "assistant", "content": content, "tool_calls": tool_calls} if tool_calls
-                          else {"role": "assistant", "content": content})
+        self.emit(
+            "llm_call",
+            {
+                "call_index": self.calls,
+                "provider": "scripted",
+                "model": "synthetic-1",
+                "request": {
+                    "system_prompt": segments,
+                    "messages": [*window, *injected],
+                    "tools": [self._schema_fragment[n] for n in tools_offered],
+                },
+                "response": {
+                    "content": content,
+                    "tool_calls": tool_calls,
+                    "stop_reason": "tool_use" if calls else "end_turn",
+                    "usage": {"input_tokens": usage_in, "output_tokens": usage_out},
+                },
+                "latency_ms": latency,
+                "route": "tool-calls" if calls else "final",
+            },
+            turn=t.number,
+            iteration=t.iteration,
+            advance_ms=int(latency),
+        )
+        t.messages.append(
+            {"role": "assistant", "content": content, "tool_calls": tool_calls}
+            if tool_calls
+            else {"role": "assistant", "content": content}
+        )
         return tool_calls
 
     def _batch(self, t: _Turn, tool_calls: list[dict[str, object]]) -> None:
@@ -704,14 +956,25 @@ class _Synth:
             name, call_id, args = str(call["name"]), str(call["id"]), call["args"]
             assert isinstance(args, dict)
             t.last_tools.append(name)
-            body: dict[str, object] = {"tool_call_id": call_id, "tool_name": name, "args": args,
-                                       "result": self._result(name, t.order), "status": "success"}
+            body: dict[str, object] = {
+                "tool_call_id": call_id,
+                "tool_name": name,
+                "args": args,
+                "result": self._result(name, t.order),
+                "status": "success",
+            }
             effects: list[dict[str, object]] = []
             grant: _Lease | None = None
             if name in _LEASES:
                 instruction, delivery = _LEASES[name]
-                effects.append({"kind": "require-instruction", "outcome": "accepted",
-                                "instruction_id": instruction, "delivery_lease": delivery})
+                effects.append(
+                    {
+                        "kind": "require-instruction",
+                        "outcome": "accepted",
+                        "instruction_id": instruction,
+                        "delivery_lease": delivery,
+                    }
+                )
                 grant = _Lease(instruction, delivery, cursor, name, call_id, iteration)
             if effects:  # as the writer: empty effect lists are not written
                 body["effects"] = effects
@@ -735,36 +998,71 @@ class _Synth:
             body["duration_ms"] = float(duration)
             self.emit("tool_result", body, turn=turn, iteration=iteration, advance_ms=duration)
             if outcome == "rejected":
-                self.emit("skill_rejected", {"requested_id": args["id"], "current_skill_id": cursor,
-                                             "allowed": list(_REACHABLE[cursor]), "tool_call_id": call_id},
-                          turn=turn, iteration=iteration)
+                self.emit(
+                    "skill_rejected",
+                    {
+                        "requested_id": args["id"],
+                        "current_skill_id": cursor,
+                        "allowed": list(_REACHABLE[cursor]),
+                        "tool_call_id": call_id,
+                    },
+                    turn=turn,
+                    iteration=iteration,
+                )
             if grant is not None:
                 t.leases = [lease for lease in t.leases if lease.instruction_id != grant.instruction_id]
                 t.leases.append(grant)
                 self.emit("lease_grant", {"lease": grant.record()}, turn=turn, iteration=iteration)
             routes.extend((call_id, name, to) for f, to, tool in _EDGES if f == cursor and tool == name)
-            t.messages.append({"role": "tool", "content": body["result"], "tool_call_id": call_id,
-                               "tool_name": name})
+            t.messages.append(
+                {"role": "tool", "content": body["result"], "tool_call_id": call_id, "tool_name": name}
+            )
         if routes:
             t.pending_route = routes[0][2]
             losers = [r for r in routes[1:] if r[2] != t.pending_route]
             if losers:
+
                 def party(r: tuple[str, str, str]) -> dict[str, object]:
                     return {"tool_call_id": r[0], "tool_name": r[1], "target": r[2]}
 
-                self.emit("route_conflict", {"from_skill_id": cursor, "winner": party(routes[0]),
-                                             "losers": [party(r) for r in losers]},
-                          turn=turn, iteration=iteration)
+                self.emit(
+                    "route_conflict",
+                    {
+                        "from_skill_id": cursor,
+                        "winner": party(routes[0]),
+                        "losers": [party(r) for r in losers],
+                    },
+                    turn=turn,
+                    iteration=iteration,
+                )
             if t.pending_pick is not None and t.pending_pick != t.pending_route:
-                self.emit("reroute_superseded", {"volunteered_id": t.pending_pick, "won_id": t.pending_route,
-                                                 "from_skill_id": cursor}, turn=turn, iteration=iteration)
+                self.emit(
+                    "reroute_superseded",
+                    {"volunteered_id": t.pending_pick, "won_id": t.pending_route, "from_skill_id": cursor},
+                    turn=turn,
+                    iteration=iteration,
+                )
                 t.pending_pick = None
         if self.honesty and tool_calls and self.rng.random() < 0.25:
-            self.emit("finding", {"layer": "results", "rows": [
-                {"row": "result", "batch_iteration": iteration, "tool_call_id": c["id"],
-                 "tool_name": c["name"], "status": "success", "values": [f"A-{t.order}"]}
-                for c in tool_calls
-            ]}, turn=turn, iteration=iteration)
+            self.emit(
+                "finding",
+                {
+                    "layer": "results",
+                    "rows": [
+                        {
+                            "row": "result",
+                            "batch_iteration": iteration,
+                            "tool_call_id": c["id"],
+                            "tool_name": c["name"],
+                            "status": "success",
+                            "values": [f"A-{t.order}"],
+                        }
+                        for c in tool_calls
+                    ],
+                },
+                turn=turn,
+                iteration=iteration,
+            )
 
     def _why(self, inj: _Injection, t: _Turn, served_leases: list[str]) -> dict[str, object] | None:
         """The pass's reason row for an injection, or ``None`` when it is not active."""
@@ -774,8 +1072,11 @@ class _Synth:
             return {"id": i, "via": "always"}
         if kind == "rule":
             on = {
-                "vip-customer": t.vip, "after-hours": t.after_hours, "escalation": t.iteration >= 6,
-                "locale-fact": t.locale, "currency-fact": t.cursor in ("billing", "refund"),
+                "vip-customer": t.vip,
+                "after-hours": t.after_hours,
+                "escalation": t.iteration >= 6,
+                "locale-fact": t.locale,
+                "currency-fact": t.cursor in ("billing", "refund"),
             }[i]
             return {"id": i, "via": "rule"} if on else None
         if i in served_leases:
@@ -811,21 +1112,41 @@ class _Synth:
             m.founded_by, m.founded_at, m.founded_on = "lexical", 1, cursor
             m.at, m.at_by, m.at_since, m.idle = cursor, "lexical", 1, 0
             m.witness = "order"
-            changes.append({"kind": "engaged", "map_id": MAP_ID, "iteration": 1, "by": "lexical",
-                            "witness": "order", "founded_by": "lexical"})
+            changes.append(
+                {
+                    "kind": "engaged",
+                    "map_id": MAP_ID,
+                    "iteration": 1,
+                    "by": "lexical",
+                    "witness": "order",
+                    "founded_by": "lexical",
+                }
+            )
         elif strongest is not None:
             if m.standing == "parked":
                 m.standing, m.by, m.since, m.idle = "engaged", strongest, iteration, 0
-                changes.append({"kind": "engaged", "map_id": MAP_ID, "iteration": iteration, "by": strongest,
-                                "reengaged": True, "founded_by": m.founded_by})
+                changes.append(
+                    {
+                        "kind": "engaged",
+                        "map_id": MAP_ID,
+                        "iteration": iteration,
+                        "by": strongest,
+                        "reengaged": True,
+                        "founded_by": m.founded_by,
+                    }
+                )
             else:
                 upgraded = _RANK[strongest] > _RANK[m.by]
                 moved = cursor != m.at
                 m.idle = 0
                 if upgraded or moved:
                     m.by = strongest if upgraded else m.by
-                    change: dict[str, object] = {"kind": "engaged", "map_id": MAP_ID, "iteration": iteration,
-                                                 "by": m.by}
+                    change: dict[str, object] = {
+                        "kind": "engaged",
+                        "map_id": MAP_ID,
+                        "iteration": iteration,
+                        "by": m.by,
+                    }
                     if upgraded:
                         change["upgraded"] = True
                     if moved:
@@ -838,8 +1159,15 @@ class _Synth:
             m.idle += 1
             if m.standing == "engaged" and m.idle >= 3 and _RANK[m.by] <= _RANK["lexical"]:
                 m.standing, m.since = "parked", iteration
-                changes.append({"kind": "parked", "map_id": MAP_ID, "iteration": iteration, "by": m.by,
-                                "idle_calls": m.idle})
+                changes.append(
+                    {
+                        "kind": "parked",
+                        "map_id": MAP_ID,
+                        "iteration": iteration,
+                        "by": m.by,
+                        "idle_calls": m.idle,
+                    }
+                )
             elif m.standing == "engaged" and m.idle >= 3:
                 m.by = "lexical"  # an idle map's eligibility decays to a guess, then it may park
         facts: dict[str, object] = {"current_node": cursor, "move_by": by}
@@ -855,7 +1183,10 @@ class _Synth:
             evidence["strongest"] = strongest
         parked = m.standing == "parked"
         body: dict[str, object] = {
-            "pass_facts": facts, "evidence": [evidence], "changes": changes, "records": [m.record()],
+            "pass_facts": facts,
+            "evidence": [evidence],
+            "changes": changes,
+            "records": [m.record()],
             "parked_injection_ids": list(_SKILLS) if parked else [],
             "parked_tool_names": list(_OWNED_TOOLS) if parked else [],
         }
@@ -872,11 +1203,19 @@ class _Synth:
             return "Skill loaded."
         amount = rng.randint(500, 99999) / 100
         record = {
-            "order_id": f"A-{order}", "customer_id": f"C-{rng.randint(1, 9999)}", "amount": amount,
-            "currency": rng.choice(("EUR", "USD", "GBP")), "status": rng.choice(("charged", "charged twice",
-                                                                                 "shipped", "delivered")),
-            "items": [{"sku": f"SKU-{rng.randint(100, 999)}", "qty": rng.randint(1, 3),
-                       "price": rng.randint(100, 9999) / 100} for _ in range(rng.randint(1, 4))],
+            "order_id": f"A-{order}",
+            "customer_id": f"C-{rng.randint(1, 9999)}",
+            "amount": amount,
+            "currency": rng.choice(("EUR", "USD", "GBP")),
+            "status": rng.choice(("charged", "charged twice", "shipped", "delivered")),
+            "items": [
+                {
+                    "sku": f"SKU-{rng.randint(100, 999)}",
+                    "qty": rng.randint(1, 3),
+                    "price": rng.randint(100, 9999) / 100,
+                }
+                for _ in range(rng.randint(1, 4))
+            ],
             "note": _NOTES[rng.randrange(len(_NOTES))],
         }
         return orjson.dumps(record).decode()
@@ -974,8 +1313,13 @@ def generate(path: Path, events: int, *, seed: int = 0, check_every: int = CHECK
     kinds = stats["kinds"]
     assert isinstance(kinds, dict)
     return GenStats(
-        path=path, events=count, bytes=path.stat().st_size, runs=int(str(stats["runs"])),
-        iterations=int(str(stats["iterations"])), checked=checked, seconds=time.perf_counter() - started,
+        path=path,
+        events=count,
+        bytes=path.stat().st_size,
+        runs=int(str(stats["runs"])),
+        iterations=int(str(stats["iterations"])),
+        checked=checked,
+        seconds=time.perf_counter() - started,
         kinds=dict(kinds),
     )
 

@@ -118,7 +118,9 @@ def _record(args: argparse.Namespace) -> dict[str, object]:
         seconds[name] += time.perf_counter() - started
     files = {name: args.out.with_suffix(f".{name}.jsonl") for name in ("batch", "none")}
     result: dict[str, object] = {
-        "seconds": seconds, "iterations": iterations["null"], "events": null.count,
+        "seconds": seconds,
+        "iterations": iterations["null"],
+        "events": null.count,
         "bytes": files["batch"].stat().st_size,
     }
     for path in files.values():
@@ -179,9 +181,14 @@ def _record_costs(args: argparse.Namespace) -> dict[str, object]:
         os.unlink(args.out)
     count = len(events)
     return {
-        "events": count, "bytes": sum(map(len, lines)), "engine_us": engine / null.count * 1e6,
-        "dump_us": dump / count * 1e6, "redact_us": redact / count * 1e6, "write_us": write / count * 1e6,
-        "fsync_us": sync / count * 1e6, "fsync_ms_each": sync / max(syncs, 1) * 1e3,
+        "events": count,
+        "bytes": sum(map(len, lines)),
+        "engine_us": engine / null.count * 1e6,
+        "dump_us": dump / count * 1e6,
+        "redact_us": redact / count * 1e6,
+        "write_us": write / count * 1e6,
+        "fsync_us": sync / count * 1e6,
+        "fsync_ms_each": sync / max(syncs, 1) * 1e3,
     }
 
 
@@ -220,18 +227,28 @@ Probe: TypeAlias = tuple[
 PROBES: dict[str, Probe] = {
     "model": (_model, lambda p: (p.add_argument("path"), p.add_argument("--validate", action="store_true"))),
     "parse": (_parse, lambda p: p.add_argument("path")),
-    "record": (_record, lambda p: (
-        p.add_argument("--iterations", type=int, required=True),
-        p.add_argument("--blocks", type=int, default=10),
-        p.add_argument("--out", type=Path, required=True),
-    )),
-    "record-costs": (_record_costs, lambda p: (
-        p.add_argument("--iterations", type=int, required=True),
-        p.add_argument("--out", type=Path, required=True),
-    )),
-    "writer": (_writer, lambda p: (
-        p.add_argument("path"), p.add_argument("--out", type=Path, required=True),
-    )),
+    "record": (
+        _record,
+        lambda p: (
+            p.add_argument("--iterations", type=int, required=True),
+            p.add_argument("--blocks", type=int, default=10),
+            p.add_argument("--out", type=Path, required=True),
+        ),
+    ),
+    "record-costs": (
+        _record_costs,
+        lambda p: (
+            p.add_argument("--iterations", type=int, required=True),
+            p.add_argument("--out", type=Path, required=True),
+        ),
+    ),
+    "writer": (
+        _writer,
+        lambda p: (
+            p.add_argument("path"),
+            p.add_argument("--out", type=Path, required=True),
+        ),
+    ),
 }
 """Probe name → (function, argument declarations)."""
 

@@ -60,7 +60,11 @@ class Figure:
 def _child(module: str, *args: str, timeout: float = 600) -> dict[str, object]:
     """Run ``python -m module args`` and return the JSON object on its last stdout line."""
     done = subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         check=False,
     )
     lines = done.stdout.strip().splitlines()
@@ -116,17 +120,21 @@ def figure_index(path: Path, repeat: int) -> Figure:
     lines = 0
     for _ in range(repeat):  # alternate, so that a noisy neighbour hits both alike
         theirs.append(_wall([wc, "-l", str(path)]))
-        out = subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(path)], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.split()
         ours.append(float(out[0]))
         lines = int(out[1])
     index, count = min(ours), min(theirs)  # best of N: the cost of the work, not of a neighbour
     ratio = index / count
     return Figure(
-        "1", f"index build, {_mb(size)} / {lines:,} lines",
+        "1",
+        f"index build, {_mb(size)} / {lines:,} lines",
         f"{_seconds(index)} ({size / index / 1e9:.1f} GB/s)",
         f"wc -l {_seconds(count)} ({size / count / 1e9:.1f} GB/s)",
-        f"{ratio:.1f}x", "<= 3x wc -l", ratio <= 3,
+        f"{ratio:.1f}x",
+        "<= 3x wc -l",
+        ratio <= 3,
         raw={"index_s": ours, "wc_s": theirs, "bytes": size, "lines": lines},
     )
 
@@ -141,13 +149,16 @@ def figure_model(path: Path) -> list[Figure]:
     events = int(_num(fast, "events"))
     return [
         Figure(
-            "7", f"RunModel build, {events:,} events / {fast['iterations']:,} iterations",
+            "7",
+            f"RunModel build, {events:,} events / {fast['iterations']:,} iterations",
             f"{_seconds(fast_s)} ({_rate(events, fast_s, 'ev')})",
-            f"full validation {_seconds(full_s)}", f"{fast_s / full_s:.2f}x",
+            f"full validation {_seconds(full_s)}",
+            f"{fast_s / full_s:.2f}x",
             raw={"facts": fast, "full": full},
         ),
         Figure(
-            "7b", "RunModel memory (model + line index)",
+            "7b",
+            "RunModel memory (model + line index)",
             f"{held:,.0f} MB ({held * 1e6 / size:.1%} of file)",
             f"full validation {_num(full, 'held_mb'):,.0f} MB",
             raw={},
@@ -166,19 +177,24 @@ def figure_validate_summary(path: Path, repeat: int) -> list[Figure]:
     for number, command in (("8", "validate"), ("8b", "summary")):
         walls = [_wall([sys.executable, "-m", "fpdebug", command, str(path)]) for _ in range(repeat)]
         wall = min(walls)
-        rows.append(Figure(
-            number, f"fpdebug {command}, {events:,} events",
-            f"{_seconds(wall)} ({_rate(events, wall, 'ev')}, {size / wall / 1e6:,.0f} MB/s)",
-            f"orjson.loads every line {_seconds(floor)}", f"{wall / floor:.1f}x",
-            raw={"wall_s": walls, "parse_s": parse, "events": events, "bytes": size},
-        ))
+        rows.append(
+            Figure(
+                number,
+                f"fpdebug {command}, {events:,} events",
+                f"{_seconds(wall)} ({_rate(events, wall, 'ev')}, {size / wall / 1e6:,.0f} MB/s)",
+                f"orjson.loads every line {_seconds(floor)}",
+                f"{wall / floor:.1f}x",
+                raw={"wall_s": walls, "parse_s": parse, "events": events, "bytes": size},
+            )
+        )
     return rows
 
 
 def figure_recording(iterations: int, out_dir: Path) -> list[Figure]:
     """5. A scripted run writing its trace vs the same run into the null sink (blocks interleaved)."""
-    result = _child("bench.probes", "record", "--iterations", str(iterations),
-                    "--out", str(out_dir / "record.fptrace"))
+    result = _child(
+        "bench.probes", "record", "--iterations", str(iterations), "--out", str(out_dir / "record.fptrace")
+    )
     seconds = result["seconds"]
     assert isinstance(seconds, dict)
     base, with_file, no_sync = (float(seconds[name]) for name in ("null", "batch", "none"))
@@ -186,13 +202,21 @@ def figure_recording(iterations: int, out_dir: Path) -> list[Figure]:
     ratio = with_file / base
     return [
         Figure(
-            "5", f"recording, {int(_num(result, 'iterations')):,}-iteration scripted run ({events:,} events)",
-            f"trace file {_seconds(with_file)}", f"null sink {_seconds(base)}", f"{ratio:.2f}x",
-            "<= 1.15x", ratio <= 1.15, raw=result,
+            "5",
+            f"recording, {int(_num(result, 'iterations')):,}-iteration scripted run ({events:,} events)",
+            f"trace file {_seconds(with_file)}",
+            f"null sink {_seconds(base)}",
+            f"{ratio:.2f}x",
+            "<= 1.15x",
+            ratio <= 1.15,
+            raw=result,
         ),
         Figure(
-            "5b", "  same, durability=\"none\" (no fsync)", f"trace file {_seconds(no_sync)}",
-            f"null sink {_seconds(base)}", f"{no_sync / base:.2f}x",
+            "5b",
+            '  same, durability="none" (no fsync)',
+            f"trace file {_seconds(no_sync)}",
+            f"null sink {_seconds(base)}",
+            f"{no_sync / base:.2f}x",
         ),
         figure_record_costs(min(iterations, 2_000), out_dir),
     ]
@@ -200,17 +224,25 @@ def figure_recording(iterations: int, out_dir: Path) -> list[Figure]:
 
 def figure_record_costs(iterations: int, out_dir: Path) -> Figure:
     """5d. What one recorded event costs: serialising, writing, its share of fsyncs; vs the engine."""
-    costs = _child("bench.probes", "record-costs", "--iterations", str(iterations),
-                   "--out", str(out_dir / "costs.fptrace.jsonl"))
+    costs = _child(
+        "bench.probes",
+        "record-costs",
+        "--iterations",
+        str(iterations),
+        "--out",
+        str(out_dir / "costs.fptrace.jsonl"),
+    )
     dump, redact = _num(costs, "dump_us"), _num(costs, "redact_us")
     write, sync = _num(costs, "write_us"), _num(costs, "fsync_us")
     engine = _num(costs, "engine_us")
     average = _num(costs, "bytes") / _num(costs, "events")
     return Figure(
-        "5d", f"  per event ({average / 1e3:.1f} KB average): what recording adds",
+        "5d",
+        f"  per event ({average / 1e3:.1f} KB average): what recording adds",
         f"dump {dump:.1f} + redact {redact:.1f} + write {write:.1f} + fsync {sync:.1f} us "
         f"({_num(costs, 'fsync_ms_each'):.2f} ms / 64 events)",
-        f"the engine's own work {engine:.0f} us", f"{1 + (dump + redact + write + sync) / engine:.2f}x",
+        f"the engine's own work {engine:.0f} us",
+        f"{1 + (dump + redact + write + sync) / engine:.2f}x",
         raw=costs,
     )
 
@@ -222,10 +254,12 @@ def figure_writer(path: Path, out_dir: Path) -> Figure:
     batch, none = _num(result, "batch_seconds"), _num(result, "none_seconds")
     dump = _num(result, "dump_seconds")
     return Figure(
-        "5c", f"writer throughput, {events:,} events of the 10k trace",
+        "5c",
+        f"writer throughput, {events:,} events of the 10k trace",
         f"batch {_rate(events, batch, 'ev')} ({size / batch / 1e6:,.0f} MB/s); "
         f"none {_rate(events, none, 'ev')} ({size / none / 1e6:,.0f} MB/s)",
-        f"dump_record only {_rate(events, dump, 'ev')}", f"{batch / dump:.1f}x, {none / dump:.1f}x",
+        f"dump_record only {_rate(events, dump, 'ev')}",
+        f"{batch / dump:.1f}x, {none / dump:.1f}x",
         raw=result,
     )
 
@@ -243,8 +277,13 @@ def measure(*, quick: bool, seed: int, repeat: int, log: Callable[[str], None]) 
     steps: list[tuple[str, Callable[[], list[Figure]]]] = [
         ("index", lambda: [figure_index(big, repeat=max(repeat, 5))]),
         ("tui", lambda: _tui_figures(traces["small"], big, repeat)),
-        ("recording", lambda: [*figure_recording(2_000 if quick else 10_000, OUT_DIR),
-                               figure_writer(traces["small"], OUT_DIR)]),
+        (
+            "recording",
+            lambda: [
+                *figure_recording(2_000 if quick else 10_000, OUT_DIR),
+                figure_writer(traces["small"], OUT_DIR),
+            ],
+        ),
         ("model", lambda: figure_model(big)),
         # Seconds each on the 1M trace: two runs (the faster one counts) keep the total in budget.
         ("validate", lambda: figure_validate_summary(big, repeat if quick else min(repeat, 2))),
@@ -253,7 +292,7 @@ def measure(*, quick: bool, seed: int, repeat: int, log: Callable[[str], None]) 
         started = time.perf_counter()
         try:
             figures.extend(step())
-        except Exception as error:  # noqa: BLE001 - one broken figure must not hide the others
+        except Exception as error:
             figures.append(Figure("!", f"{name}: failed", f"{type(error).__name__}: {error}"[:200], ""))
         log(f"{name}: {time.perf_counter() - started:.1f} s")
     return sorted(figures, key=lambda f: (f.number.rstrip("abc"), f.number))
@@ -269,13 +308,22 @@ def render(figures: Sequence[Figure]) -> str:
     """The table, as Markdown (it reads as plain text too)."""
     header = ("#", "figure", "measured", "baseline (same run)", "ratio", "target", "met")
     rows = [
-        (f.number, f.name, f.measured, f.baseline, f.ratio, f.target,
-         "" if f.met is None else ("yes" if f.met else "NO"))
+        (
+            f.number,
+            f.name,
+            f.measured,
+            f.baseline,
+            f.ratio,
+            f.target,
+            "" if f.met is None else ("yes" if f.met else "NO"),
+        )
         for f in figures
     ]
     widths = [max(len(str(row[k])) for row in (header, *rows)) for k in range(len(header))]
-    out = ["| " + " | ".join(str(cell).ljust(w) for cell, w in zip(header, widths)) + " |",
-           "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out = [
+        "| " + " | ".join(str(cell).ljust(w) for cell, w in zip(header, widths)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
     out += ["| " + " | ".join(str(cell).ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
     return "\n".join(out)
 
@@ -299,8 +347,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = "quick" if args.quick else "full"
     print(f"\n{mode} run, seed {args.seed}, {machine}: total wall time {total:.0f} s")
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    (OUT_DIR / "results.json").write_text(json.dumps(
-        {"quick": args.quick, "seed": args.seed, "total_s": total, "machine": machine,
-         "figures": [asdict(f) for f in figures]}, indent=2,
-    ))
+    (OUT_DIR / "results.json").write_text(
+        json.dumps(
+            {
+                "quick": args.quick,
+                "seed": args.seed,
+                "total_s": total,
+                "machine": machine,
+                "figures": [asdict(f) for f in figures],
+            },
+            indent=2,
+        )
+    )
     return 0

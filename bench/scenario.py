@@ -14,8 +14,16 @@ import random
 from collections.abc import Callable
 
 from fpdebug.demo import support
-from fpdebug.engine import Agent, EventSink, InjectionContext, OnToolReturn, define_injection
-from fpdebug.engine import define_fact, define_instruction, define_steering
+from fpdebug.engine import (
+    Agent,
+    EventSink,
+    InjectionContext,
+    OnToolReturn,
+    define_fact,
+    define_injection,
+    define_instruction,
+    define_steering,
+)
 from fpdebug.trace.clock import Clock
 
 __all__ = ["ITERATIONS_PER_RUN", "TURNS_PER_RUN", "bench_agent", "run_iterations"]
@@ -28,8 +36,34 @@ ITERATIONS_PER_RUN = TURNS_PER_RUN * 5
 
 
 def _prose(rng: random.Random, size: int) -> str:
-    words = ("order refund invoice customer policy amount always never confirm explain check "
-             "before after only when the a of to in for with must should reply answer").split()
+    words = [
+        "order",
+        "refund",
+        "invoice",
+        "customer",
+        "policy",
+        "amount",
+        "always",
+        "never",
+        "confirm",
+        "explain",
+        "check",
+        "before",
+        "after",
+        "only",
+        "when",
+        "the",
+        "a",
+        "of",
+        "to",
+        "in",
+        "for",
+        "with",
+        "must",
+        "should",
+        "reply",
+        "answer",
+    ]
     text = ""
     while len(text) < size:
         text += " ".join(rng.choices(words, k=12)).capitalize() + ". "
@@ -48,24 +82,58 @@ def bench_agent() -> Agent:
         define_steering("format-rules", prompt=_prose(rng, 380), description="Answer format"),
         define_steering("brand-voice", prompt=_prose(rng, 300), description="Brand voice"),
         define_steering("privacy", prompt=_prose(rng, 340), description="Personal data"),
-        define_instruction("escalation", prompt=_prose(rng, 360), active_when=_at_least(4),
-                           description="Escalate long turns"),
-        define_instruction("second-look", prompt=_prose(rng, 300), active_when=_at_least(2),
-                           description="Re-read the tool results"),
-        define_instruction("never-guess", prompt=_prose(rng, 280), active_when=_at_least(3),
-                           description="Do not guess amounts"),
-        define_fact("locale", data={"locale": "en-US", "currency": "USD", "timezone": "America/New_York"},
-                    description="Customer locale"),
-        define_fact("shop-hours", data={"open": "09:00", "close": "18:00", "days": "Mon-Fri"},
-                    description="Office hours"),
-        define_fact("tier", data={"tier": "gold", "since": "2019-04-01"}, active_when=_at_least(2),
-                    description="Customer tier"),
-        define_injection("order-context", trigger=OnToolReturn("lookup_order"), flavor="rag",
-                         system_prompt=_prose(rng, 500), description="Order context"),
-        define_injection("invoice-guide", trigger=OnToolReturn("fetch_invoice"), flavor="instructions",
-                         system_prompt=_prose(rng, 420), description="Reading invoices"),
-        define_injection("refund-checklist", trigger=OnToolReturn("issue_refund"), flavor="instructions",
-                         system_prompt=_prose(rng, 360), description="After a refund"),
+        define_instruction(
+            "escalation", prompt=_prose(rng, 360), active_when=_at_least(4), description="Escalate long turns"
+        ),
+        define_instruction(
+            "second-look",
+            prompt=_prose(rng, 300),
+            active_when=_at_least(2),
+            description="Re-read the tool results",
+        ),
+        define_instruction(
+            "never-guess",
+            prompt=_prose(rng, 280),
+            active_when=_at_least(3),
+            description="Do not guess amounts",
+        ),
+        define_fact(
+            "locale",
+            data={"locale": "en-US", "currency": "USD", "timezone": "America/New_York"},
+            description="Customer locale",
+        ),
+        define_fact(
+            "shop-hours",
+            data={"open": "09:00", "close": "18:00", "days": "Mon-Fri"},
+            description="Office hours",
+        ),
+        define_fact(
+            "tier",
+            data={"tier": "gold", "since": "2019-04-01"},
+            active_when=_at_least(2),
+            description="Customer tier",
+        ),
+        define_injection(
+            "order-context",
+            trigger=OnToolReturn("lookup_order"),
+            flavor="rag",
+            system_prompt=_prose(rng, 500),
+            description="Order context",
+        ),
+        define_injection(
+            "invoice-guide",
+            trigger=OnToolReturn("fetch_invoice"),
+            flavor="instructions",
+            system_prompt=_prose(rng, 420),
+            description="Reading invoices",
+        ),
+        define_injection(
+            "refund-checklist",
+            trigger=OnToolReturn("issue_refund"),
+            flavor="instructions",
+            system_prompt=_prose(rng, 360),
+            description="After a refund",
+        ),
         define_steering("sign-off", prompt=_prose(rng, 200), description="Sign-off"),
     ]
     return support.build_agent().injections(*extra).maps(renewal_grace=3).max_iterations(12)
@@ -91,8 +159,13 @@ def run_iterations(
     messages = list(support.USER_MESSAGES) * TURNS_PER_RUN
     runs = done = 0
     while done < iterations:
-        result = agent.run(messages, provider=support.scripted_provider(), sink=sink, clock=clock,
-                           run_id=f"bench-{runs + 1:05d}")
+        result = agent.run(
+            messages,
+            provider=support.scripted_provider(),
+            sink=sink,
+            clock=clock,
+            run_id=f"bench-{runs + 1:05d}",
+        )
         if result.status != "completed":
             raise RuntimeError(f"bench run {runs + 1} ended {result.status}: {result.error}")
         runs += 1

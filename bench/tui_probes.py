@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import shutil
@@ -235,8 +234,12 @@ def _follow(args: argparse.Namespace) -> dict[str, object]:
     rng = random.Random(args.seed)
 
     def appender() -> subprocess.Popen[str]:
-        child = subprocess.Popen([sys.executable, "-c", _APPENDER, str(path)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", _APPENDER, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert child.stdout is not None and child.stdin is not None
         if child.stdout.readline().strip() != "ready":
             raise RuntimeError("the appending process did not start")
@@ -310,17 +313,25 @@ def _follow(args: argparse.Namespace) -> dict[str, object]:
 
 TUI_PROBES: dict[str, Probe] = {
     "first-screen": (_first_screen, lambda p: p.add_argument("path")),
-    "jump": (_jump, lambda p: (
-        p.add_argument("path"), p.add_argument("--jumps", type=int, default=50),
-        p.add_argument("--seed", type=int, default=0),
-    )),
+    "jump": (
+        _jump,
+        lambda p: (
+            p.add_argument("path"),
+            p.add_argument("--jumps", type=int, default=50),
+            p.add_argument("--seed", type=int, default=0),
+        ),
+    ),
     "rss": (_rss, lambda p: p.add_argument("path")),
     "rss-baseline": (_rss_baseline, lambda p: None),
     "imports": (_imports, lambda p: None),
-    "follow": (_follow, lambda p: (
-        p.add_argument("path"), p.add_argument("--samples", type=int, default=30),
-        p.add_argument("--seed", type=int, default=0),
-    )),
+    "follow": (
+        _follow,
+        lambda p: (
+            p.add_argument("path"),
+            p.add_argument("--samples", type=int, default=30),
+            p.add_argument("--seed", type=int, default=0),
+        ),
+    ),
 }
 """The app probes."""
 
@@ -361,34 +372,54 @@ def figures(small: Path, big: Path, *, repeat: int, child: Callable[..., dict[st
         return [float(v) for v in value]
 
     # 2. first screen
-    firsts = {label: [child(module, "first-screen", str(path)) for _ in range(repeat)]
-              for label, path in (("small", small), ("big", big))}
+    firsts = {
+        label: [child(module, "first-screen", str(path)) for _ in range(repeat)]
+        for label, path in (("small", small), ("big", big))
+    }
     first = {
         label: statistics.median(number(r, "seconds") for r in results) for label, results in firsts.items()
     }
     ratio = first["big"] / first["small"]
     imports = child(module, "imports")
     big_label = "1M" if "1000000" in big.name else "100k"
-    rows.append(Figure(
-        "2", f"first screen, {big_label} trace (app built -> first timeline rows rendered)",
-        _ms(first["big"]), f"10k trace {_ms(first['small'])}", f"{ratio:.2f}x",
-        f"< 0.5 s; {big_label}/10k <= 1.5", first["big"] < 0.5 and ratio <= 1.5, raw={"runs": firsts},
-    ))
-    rows.append(Figure(
-        "2b", "  + Python start and imports of the app (any trace)",
-        _ms(number(imports, "app_s")), f"bare Python {_ms(number(imports, 'python_s'))}", raw=imports,
-    ))
+    rows.append(
+        Figure(
+            "2",
+            f"first screen, {big_label} trace (app built -> first timeline rows rendered)",
+            _ms(first["big"]),
+            f"10k trace {_ms(first['small'])}",
+            f"{ratio:.2f}x",
+            f"< 0.5 s; {big_label}/10k <= 1.5",
+            first["big"] < 0.5 and ratio <= 1.5,
+            raw={"runs": firsts},
+        )
+    )
+    rows.append(
+        Figure(
+            "2b",
+            "  + Python start and imports of the app (any trace)",
+            _ms(number(imports, "app_s")),
+            f"bare Python {_ms(number(imports, 'python_s'))}",
+            raw=imports,
+        )
+    )
 
     # 3. jump
     jump = child(module, "jump", str(big))
     times, data = series(jump, "jump_s"), series(jump, "data_s")
     median = statistics.median(times)
-    rows.append(Figure(
-        "3", f"jump to a random iteration + pass inspector rendered ({len(times)} jumps)",
-        f"median {_ms(median)}, p95 {_ms(_p95(times))}",
-        f"its records read cold: median {_ms(statistics.median(data))}, p95 {_ms(_p95(data))}",
-        "", "median < 50 ms", median < 0.05, raw=jump,
-    ))
+    rows.append(
+        Figure(
+            "3",
+            f"jump to a random iteration + pass inspector rendered ({len(times)} jumps)",
+            f"median {_ms(median)}, p95 {_ms(_p95(times))}",
+            f"its records read cold: median {_ms(statistics.median(data))}, p95 {_ms(_p95(data))}",
+            "",
+            "median < 50 ms",
+            median < 0.05,
+            raw=jump,
+        )
+    )
 
     # 4. RSS while viewing
     viewing = child(module, "rss", str(big))
@@ -396,24 +427,36 @@ def figures(small: Path, big: Path, *, repeat: int, child: Callable[..., dict[st
     size = number(viewing, "bytes")
     held = number(viewing, "peak_mb") - number(baseline, "peak_mb")
     share = held * 1e6 / size
-    rows.append(Figure(
-        "4", f"peak RSS viewing the {big_label} trace, minus the app's imports",
-        f"{held:,.0f} MB = {share:.1%} of {size / 1e6:,.0f} MB",
-        f"imports only {number(baseline, 'peak_mb'):,.0f} MB (viewing: {number(viewing, 'peak_mb'):,.0f} MB)",
-        "", "< 25 % of the file", share < 0.25, raw={"viewing": viewing, "baseline": baseline},
-    ))
+    rows.append(
+        Figure(
+            "4",
+            f"peak RSS viewing the {big_label} trace, minus the app's imports",
+            f"{held:,.0f} MB = {share:.1%} of {size / 1e6:,.0f} MB",
+            f"imports only {number(baseline, 'peak_mb'):,.0f} MB (viewing: {number(viewing, 'peak_mb'):,.0f} MB)",
+            "",
+            "< 25 % of the file",
+            share < 0.25,
+            raw={"viewing": viewing, "baseline": baseline},
+        )
+    )
 
     # 6. follow latency
     follow = child(module, "follow", str(small))
     app, reader = series(follow, "app_s"), series(follow, "reader_s")
     median = statistics.median(app)
-    rows.append(Figure(
-        "6", f"follow latency, append -> row rendered ({len(app)} appends by another process)",
-        f"median {_ms(median)}, p95 {_ms(_p95(app))}",
-        f"bare reader polled every {_ms(number(follow, 'interval_s'))}: "
-        f"median {_ms(statistics.median(reader))}",
-        f"{median / statistics.median(reader):.1f}x", "median < 100 ms", median < 0.1, raw=follow,
-    ))
+    rows.append(
+        Figure(
+            "6",
+            f"follow latency, append -> row rendered ({len(app)} appends by another process)",
+            f"median {_ms(median)}, p95 {_ms(_p95(app))}",
+            f"bare reader polled every {_ms(number(follow, 'interval_s'))}: "
+            f"median {_ms(statistics.median(reader))}",
+            f"{median / statistics.median(reader):.1f}x",
+            "median < 100 ms",
+            median < 0.1,
+            raw=follow,
+        )
+    )
     return rows
 
 

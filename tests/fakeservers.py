@@ -99,7 +99,9 @@ class FakeServer:
                 response = outer.handler(recorded)
                 if response.delay and outer._stopping.wait(response.delay):
                     return
-                data = response.body if isinstance(response.body, bytes) else json.dumps(response.body).encode()
+                data = (
+                    response.body if isinstance(response.body, bytes) else json.dumps(response.body).encode()
+                )
                 self.send_response(response.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -108,9 +110,9 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            do_POST = do_GET = _serve  # noqa: N815 - http.server's naming
+            do_POST = do_GET = _serve
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 pass
 
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -215,6 +217,8 @@ def openai_completion(
     }
 
 
-def openai_error(message: str, *, kind: str = "invalid_request_error", code: str | None = None) -> dict[str, Any]:
+def openai_error(
+    message: str, *, kind: str = "invalid_request_error", code: str | None = None
+) -> dict[str, Any]:
     """A Chat Completions error body."""
     return {"error": {"message": message, "type": kind, "code": code, "param": None}}

@@ -83,21 +83,24 @@ def test_module_respects_the_dependency_rule(path: Path) -> None:
                 f"{module} imports {name}: only fpdebug.tui imports textual"
             )
         elif top in SDKS:
-            assert module in SDK_MODULES, f"{module} imports {name}: only the live provider modules import SDKs"
+            assert module in SDK_MODULES, (
+                f"{module} imports {name}: only the live provider modules import SDKs"
+            )
         elif top == "opentelemetry":
-            assert layer in {"export", "commands"}, f"{module} imports {name}: OpenTelemetry belongs to export"
+            assert layer in {"export", "commands"}, (
+                f"{module} imports {name}: OpenTelemetry belongs to export"
+            )
 
 
 def _loaded_after_import(module: str) -> set[str]:
-    code = (
-        f"import sys, {module}; "
-        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
-    )
+    code = f"import sys, {module}; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     return set(out.split())
 
 
-@pytest.mark.parametrize("module", ["fpdebug", "fpdebug.trace", "fpdebug.engine", "fpdebug.backtrack", "fpdebug.cli"])
+@pytest.mark.parametrize(
+    "module", ["fpdebug", "fpdebug.trace", "fpdebug.engine", "fpdebug.backtrack", "fpdebug.cli"]
+)
 def test_headless_layers_load_neither_textual_nor_sdks(module: str) -> None:
     loaded = _loaded_after_import(module)
     assert not loaded & {"textual", "anthropic", "openai"}, loaded & {"textual", "anthropic", "openai"}

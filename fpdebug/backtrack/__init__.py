@@ -1,6 +1,6 @@
 """From a chosen answer back to the context that caused it: provenance, suspects, causal reruns.
 
-Two tiers, always labelled (DOMAIN §9.1): :mod:`~fpdebug.backtrack.provenance` says how every piece
+Two tiers, always labelled (docs/backtracking.md §9.1): :mod:`~fpdebug.backtrack.provenance` says how every piece
 of a call's context got on the wire and :mod:`~fpdebug.backtrack.suspects` ranks them
 (correlational); :mod:`~fpdebug.backtrack.ablation` reruns the call without them, through the
 runner of :mod:`~fpdebug.backtrack.rerun` (causal, and only there). :mod:`~fpdebug.backtrack.report`
@@ -10,68 +10,19 @@ holds the report and its sidecar beside the trace; :mod:`~fpdebug.backtrack.sess
 
 from __future__ import annotations
 
-from fpdebug.backtrack.claim import (
-    Claim,
-    Known,
-    NotApplicable,
-    Unknown,
-    describe,
-    is_known,
-    known,
-    not_applicable,
-    unknown,
-    value_or,
-)
-from fpdebug.backtrack.suspects import (
-    AblationSpec,
-    ArgSpec,
-    ClearWinnerStrategy,
-    DEFAULT_WEIGHTS,
-    EdgeHop,
-    EvidenceInput,
-    InfluenceScore,
-    InfluenceSignals,
-    InfluenceWeights,
-    InjectionSpec,
-    MemorySpec,
-    PERSIST_THRESHOLD,
-    Piece,
-    RankingConfidence,
-    RestoreSpec,
-    STOP_WORDS,
-    Suspect,
-    SuspectDetail,
-    SuspectKind,
-    SuspectRanking,
-    ToolSpec,
-    ablation_spec_for,
-    is_bisectable,
-    is_removable,
-    lexical_overlap,
-    margin_strategy,
-    rank_pieces,
-    ranking_confidence,
-    ratio_strategy,
-    restore_spec_for,
-    score_influence,
-    spec_label,
-    suspect_label,
-    token_set,
-    tokenize,
-)
 from fpdebug.backtrack.ablation import (
+    DEFAULT_FLIP_THRESHOLD,
     AblationVerdict,
     Action,
     AnswerChanged,
     BisectResult,
     CostStats,
-    DEFAULT_FLIP_THRESHOLD,
     ProbeRecord,
     ProbeStats,
     RerunResult,
     RunCost,
-    RunOutput,
     Runner,
+    RunOutput,
     Similarity,
     SimilarityStats,
     Spread,
@@ -92,6 +43,18 @@ from fpdebug.backtrack.ablation import (
     run_ablation_probe,
     similarity_changed,
     verdict_for,
+)
+from fpdebug.backtrack.claim import (
+    Claim,
+    Known,
+    NotApplicable,
+    Unknown,
+    describe,
+    is_known,
+    known,
+    not_applicable,
+    unknown,
+    value_or,
 )
 from fpdebug.backtrack.provenance import (
     Admission,
@@ -114,16 +77,6 @@ from fpdebug.backtrack.provenance import (
     render_answer,
     trace_provenance,
 )
-from fpdebug.backtrack.rerun import (
-    ModuleLoader,
-    ProviderFactory,
-    RecordedCallRunner,
-    RerunProvider,
-    apply_specs,
-    rerun_provider_for,
-    runner_for,
-    scripted_rerun_provider,
-)
 from fpdebug.backtrack.report import (
     CLAIM_DISCIPLINE,
     SIDECAR_SUFFIX,
@@ -141,6 +94,16 @@ from fpdebug.backtrack.report import (
     load_sidecar,
     sidecar_path_for,
 )
+from fpdebug.backtrack.rerun import (
+    ModuleLoader,
+    ProviderFactory,
+    RecordedCallRunner,
+    RerunProvider,
+    apply_specs,
+    rerun_provider_for,
+    runner_for,
+    scripted_rerun_provider,
+)
 from fpdebug.backtrack.session import (
     Backtrack,
     Cancelled,
@@ -149,6 +112,43 @@ from fpdebug.backtrack.session import (
     backtrack,
     explain,
     flip_test_for,
+)
+from fpdebug.backtrack.suspects import (
+    DEFAULT_WEIGHTS,
+    PERSIST_THRESHOLD,
+    STOP_WORDS,
+    AblationSpec,
+    ArgSpec,
+    ClearWinnerStrategy,
+    EdgeHop,
+    EvidenceInput,
+    InfluenceScore,
+    InfluenceSignals,
+    InfluenceWeights,
+    InjectionSpec,
+    MemorySpec,
+    Piece,
+    RankingConfidence,
+    RestoreSpec,
+    Suspect,
+    SuspectDetail,
+    SuspectKind,
+    SuspectRanking,
+    ToolSpec,
+    ablation_spec_for,
+    is_bisectable,
+    is_removable,
+    lexical_overlap,
+    margin_strategy,
+    rank_pieces,
+    ranking_confidence,
+    ratio_strategy,
+    restore_spec_for,
+    score_influence,
+    spec_label,
+    suspect_label,
+    token_set,
+    tokenize,
 )
 
 __all__ = [

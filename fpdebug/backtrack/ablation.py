@@ -1,4 +1,4 @@
-"""Seeded reruns without (or with) a piece of context: the only causal tier (DOMAIN §9.6–§9.7).
+"""Seeded reruns without (or with) a piece of context: the only causal tier (docs/backtracking.md §9.6–§9.7).
 
 A causal verdict needs N ≥ 2 seeded reruns, a strict majority of flips, and a stable baseline
 (zero flips among the reruns with nothing removed). Everything else stays correlational.
@@ -9,7 +9,7 @@ built from, and replay the explained call's exact input. An empty ``specs`` list
 
 "Did the answer change?" is pluggable (:data:`AnswerChanged`): :func:`exact_changed`,
 :func:`normalized_changed`, or :func:`similarity_changed` (the default, threshold 0.8). Similarity
-(:func:`answer_similarity`) is the lexical overlap of DOMAIN §9.5 — deterministic, no embedder —
+(:func:`answer_similarity`) is the lexical overlap of docs/backtracking.md §9.5 — deterministic, no embedder —
 with two fpdebug additions: identical texts are 1.0, and when either text has no content token
 (``"OK"`` against ``"I"``) it falls back to difflib's ratio of the normalized texts. Like the
 reference's cosine default, it is blind to a flip carried by one short word: "refund approved" and
@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 DEFAULT_FLIP_THRESHOLD = 0.8
-"""A rerun whose similarity to the original falls below this counts as a flip (DOMAIN §9.6)."""
+"""A rerun whose similarity to the original falls below this counts as a flip (docs/backtracking.md §9.6)."""
 
 Action: TypeAlias = Literal["ablating", "restoring"]
 """Which direction a probe went: a piece removed, or a missing piece put back."""
@@ -272,7 +272,7 @@ def run_ablation_probe(
     flip_threshold: float = DEFAULT_FLIP_THRESHOLD,
     similarity: Similarity = answer_similarity,
 ) -> ProbeStats:
-    """Rerun with ``specs`` for seeds ``0 … n − 1`` and count flips (DOMAIN §9.6 ``runAblationProbe``).
+    """Rerun with ``specs`` for seeds ``0 … n − 1`` and count flips (docs/backtracking.md §9.6 ``runAblationProbe``).
 
     Args:
         runner: The rerun function.
@@ -314,8 +314,9 @@ def run_ablation_probe(
     return ProbeStats(
         samples=count,
         flips=sum(changed),
-        similarity=SimilarityStats(mean=statistics.fmean(sims), min=min(sims), max=max(sims),
-                                   stdev=statistics.pstdev(sims)),
+        similarity=SimilarityStats(
+            mean=statistics.fmean(sims), min=min(sims), max=max(sims), stdev=statistics.pstdev(sims)
+        ),
         cost=cost,
         outputs=outputs,
         changed=changed,
@@ -345,7 +346,7 @@ def probe_flipped(stats: ProbeStats) -> bool:
 
 
 class AblationVerdict(_Frozen):
-    """What one probe proves about one label (DOMAIN §9.6 ``verdictFor``)."""
+    """What one probe proves about one label (docs/backtracking.md §9.6 ``verdictFor``)."""
 
     kind: Literal["confirmed", "not-confirmed", "inconclusive"]
     """Confirmed is the only causal outcome."""
@@ -381,25 +382,38 @@ def verdict_for(
     f, n = stats.flips, stats.samples
     if not baseline_stable:
         kind: Literal["confirmed", "not-confirmed", "inconclusive"] = "inconclusive"
-        claim = (f"INCONCLUSIVE: the baseline itself changed outcome with nothing removed, so {action} "
-                 f"{label} ({f}/{n} flipped) proves nothing")
+        claim = (
+            f"INCONCLUSIVE: the baseline itself changed outcome with nothing removed, so {action} "
+            f"{label} ({f}/{n} flipped) proves nothing"
+        )
     elif probe_flipped(stats):
         kind = "confirmed"
-        claim = (f"CAUSAL: {action} {label} flipped the outcome in {f}/{n} seeded reruns "
-                 f"(mean similarity {stats.similarity.mean:.2f} ± {stats.similarity.stdev:.2f})")
+        claim = (
+            f"CAUSAL: {action} {label} flipped the outcome in {f}/{n} seeded reruns "
+            f"(mean similarity {stats.similarity.mean:.2f} ± {stats.similarity.stdev:.2f})"
+        )
     elif f > 0:
         kind = "inconclusive"
         claim = f"INCONCLUSIVE: {action} {label} flipped only {f}/{n} seeded reruns, not a majority"
     else:
         kind = "not-confirmed"
-        claim = (f"NOT CONFIRMED: {action} {label} changed the outcome in 0/{n} seeded reruns; "
-                 "its ranking remains a correlational proxy only")
-    return AblationVerdict(kind=kind, tier="causal" if kind == "confirmed" else "correlational",
-                           label=label, action=action, flips=f, samples=n, claim=claim)
+        claim = (
+            f"NOT CONFIRMED: {action} {label} changed the outcome in 0/{n} seeded reruns; "
+            "its ranking remains a correlational proxy only"
+        )
+    return AblationVerdict(
+        kind=kind,
+        tier="causal" if kind == "confirmed" else "correlational",
+        label=label,
+        action=action,
+        flips=f,
+        samples=n,
+        claim=claim,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
-# Probing ranked suspects one at a time (DOMAIN §9.3 step 5 and missing context)
+# Probing ranked suspects one at a time (docs/backtracking.md §9.3 step 5 and missing context)
 
 
 class SuspectProbe(_Frozen):
@@ -438,7 +452,7 @@ def probe_suspects(
     flip_threshold: float = DEFAULT_FLIP_THRESHOLD,
     similarity: Similarity = answer_similarity,
 ) -> SuspectProbes:
-    """Baseline first, then one probe per top suspect with a usable spec (DOMAIN §9.3 step 5).
+    """Baseline first, then one probe per top suspect with a usable spec (docs/backtracking.md §9.3 step 5).
 
     Suspects with a removal spec are ablated; missing ones (a ``restore`` spec) are restored; ``arg``
     and ``stage`` suspects are skipped (nothing a runner can apply).
@@ -457,8 +471,14 @@ def probe_suspects(
     Returns:
         The baseline and each suspect's verdict.
     """
-    probe = _prober(runner, original=original, samples=samples, answer_changed=answer_changed,
-                    flip_threshold=flip_threshold, similarity=similarity)
+    probe = _prober(
+        runner,
+        original=original,
+        samples=samples,
+        answer_changed=answer_changed,
+        flip_threshold=flip_threshold,
+        similarity=similarity,
+    )
     runs = 0
     if baseline is None:
         baseline = probe([])
@@ -470,8 +490,13 @@ def probe_suspects(
         stats = probe([spec])
         runs += stats.samples
         action: Action = "restoring" if spec.kind == "restore" else "ablating"
-        results.append(SuspectProbe(suspect=suspect, stats=stats,
-                                    verdict=verdict_for(suspect_label(suspect), stats, stable, action)))
+        results.append(
+            SuspectProbe(
+                suspect=suspect,
+                stats=stats,
+                verdict=verdict_for(suspect_label(suspect), stats, stable, action),
+            )
+        )
     return SuspectProbes(baseline=baseline, baseline_stable=stable, probes=results, runs_used=runs)
 
 
@@ -488,15 +513,21 @@ def _prober(
     _check_threshold(flip_threshold)
 
     def probe(specs: Sequence[AblationSpec]) -> ProbeStats:
-        return run_ablation_probe(runner, specs, original=original, samples=samples,
-                                  answer_changed=answer_changed, flip_threshold=flip_threshold,
-                                  similarity=similarity)
+        return run_ablation_probe(
+            runner,
+            specs,
+            original=original,
+            samples=samples,
+            answer_changed=answer_changed,
+            flip_threshold=flip_threshold,
+            similarity=similarity,
+        )
 
     return probe
 
 
 # ----------------------------------------------------------------------------------------------
-# Multi-culprit bisection (DOMAIN §9.7)
+# Multi-culprit bisection (docs/backtracking.md §9.7)
 
 
 BisectVerdict: TypeAlias = Literal["confirmed", "not-reproducible", "inconclusive"]
@@ -551,7 +582,7 @@ def bisect_culprits(
     flip_threshold: float = DEFAULT_FLIP_THRESHOLD,
     similarity: Similarity = answer_similarity,
 ) -> BisectResult:
-    """Find the minimal sets of suspects whose removal flips the answer (DOMAIN §9.7).
+    """Find the minimal sets of suspects whose removal flips the answer (docs/backtracking.md §9.7).
 
     Candidates are the suspects with a removal spec (``arg``, ``stage`` and ``restore`` left out),
     in ranked order, one per label. The baseline runs first and ANY flip in it stops the search as
@@ -583,8 +614,14 @@ def bisect_culprits(
             f"max_probes and max_culprits must be at least 1, got {max_probes} and {max_culprits}"
         )
     count = resolve_samples(samples)
-    probe = _prober(runner, original=original, samples=count, answer_changed=answer_changed,
-                    flip_threshold=flip_threshold, similarity=similarity)
+    probe = _prober(
+        runner,
+        original=original,
+        samples=count,
+        answer_changed=answer_changed,
+        flip_threshold=flip_threshold,
+        similarity=similarity,
+    )
     candidates: list[Suspect] = []
     order: dict[str, int] = {}
     for suspect in suspects:
@@ -631,24 +668,34 @@ def bisect_culprits(
     baseline: ProbeStats | None = None
 
     def result(verdict: BisectVerdict, reason: str) -> BisectResult:
-        return BisectResult(verdict=verdict, tier="causal" if verdict == "confirmed" else "correlational",
-                            culprits=culprits, probes=records, runs_used=len(records) * count,
-                            baseline=baseline, reason=reason)
+        return BisectResult(
+            verdict=verdict,
+            tier="causal" if verdict == "confirmed" else "correlational",
+            culprits=culprits,
+            probes=records,
+            runs_used=len(records) * count,
+            baseline=baseline,
+            reason=reason,
+        )
 
     try:
         baseline = run([]).stats
         if baseline.flips > 0:
-            return result("inconclusive",
-                          f"the baseline itself changed outcome in {baseline.flips}/{baseline.samples} "
-                          "seeded reruns with nothing removed; no causal claim is possible")
+            return result(
+                "inconclusive",
+                f"the baseline itself changed outcome in {baseline.flips}/{baseline.samples} "
+                "seeded reruns with nothing removed; no causal claim is possible",
+            )
         if not candidates:
             return result("not-reproducible", "no suspect has a spec a rerun can remove")
         everything = run(candidates)
         if not everything.flipped:
-            return result("not-reproducible",
-                          f"removing all {len(candidates)} candidates together flipped only "
-                          f"{everything.stats.flips}/{everything.stats.samples} seeded reruns; "
-                          "the answer does not depend on the ranked context")
+            return result(
+                "not-reproducible",
+                f"removing all {len(candidates)} candidates together flipped only "
+                f"{everything.stats.flips}/{everything.stats.samples} seeded reruns; "
+                "the answer does not depend on the ranked context",
+            )
         remaining = candidates
         while True:
             found = minimize(remaining, [])
@@ -658,18 +705,24 @@ def bisect_culprits(
             if not remaining:
                 break
             if len(culprits) >= max_culprits:
-                return result("confirmed", f"found {len(culprits)} culprit set(s) in {len(records)} probes; "
-                              f"stopped at max_culprits={max_culprits} without checking the rest")
+                return result(
+                    "confirmed",
+                    f"found {len(culprits)} culprit set(s) in {len(records)} probes; "
+                    f"stopped at max_culprits={max_culprits} without checking the rest",
+                )
             if not flips(remaining):
                 break
         return result("confirmed", f"found {len(culprits)} culprit set(s) in {len(records)} probes")
     except _BudgetSpent:
-        return result("inconclusive", f"the probe budget (max_probes={max_probes}) ran out before the "
-                      f"search finished; {len(culprits)} culprit set(s) were completed")
+        return result(
+            "inconclusive",
+            f"the probe budget (max_probes={max_probes}) ran out before the "
+            f"search finished; {len(culprits)} culprit set(s) were completed",
+        )
 
 
 # ----------------------------------------------------------------------------------------------
-# Counterfactual rerun (DOMAIN §9.7 rerunWithoutSources)
+# Counterfactual rerun (docs/backtracking.md §9.7 rerunWithoutSources)
 
 
 class WhatChanged(_Frozen):
@@ -754,7 +807,7 @@ def rerun_without(
     similarity: Similarity = answer_similarity,
     check_baseline: bool = False,
 ) -> RerunResult:
-    """Rerun without some sources and say what changed (DOMAIN §9.7 ``rerunWithoutSources``).
+    """Rerun without some sources and say what changed (docs/backtracking.md §9.7 ``rerunWithoutSources``).
 
     A string is resolved against the ranked suspects by injection id, then tool name, then source;
     the first ranked match wins. A spec passes through unchanged. Duplicates are collapsed.
@@ -779,8 +832,14 @@ def rerun_without(
     """
     if not ignore:
         raise BacktrackError("nothing to remove: name at least one suspect id or spec")
-    probe = _prober(runner, original=original, samples=samples, answer_changed=answer_changed,
-                    flip_threshold=flip_threshold, similarity=similarity)
+    probe = _prober(
+        runner,
+        original=original,
+        samples=samples,
+        answer_changed=answer_changed,
+        flip_threshold=flip_threshold,
+        similarity=similarity,
+    )
     removed: list[AblationSpec] = []
     labels: list[str] = []
     seen: set[str] = set()
@@ -789,8 +848,9 @@ def rerun_without(
             suspect = _resolve(item, suspects)
             label = suspect_label(suspect)
             if suspect.kind in ("stage", "arg"):
-                raise BacktrackError(f"{label} cannot be removed: a {suspect.kind} suspect has no spec a "
-                                     "runner can apply")
+                raise BacktrackError(
+                    f"{label} cannot be removed: a {suspect.kind} suspect has no spec a runner can apply"
+                )
             if not is_removable(suspect) or suspect.ablation is None:
                 raise BacktrackError(f"{label} was not sent to the model, so it cannot be removed")
             spec = suspect.ablation
@@ -816,20 +876,30 @@ def rerun_without(
     if flipped:
         summary = f"without {what}, the answer changed in {f}/{n} seeded reruns (mean similarity {mean:.2f})"
     elif f:
-        summary = (f"without {what}, the answer changed in only {f}/{n} seeded reruns, not a majority "
-                   f"(mean similarity {mean:.2f})")
+        summary = (
+            f"without {what}, the answer changed in only {f}/{n} seeded reruns, not a majority "
+            f"(mean similarity {mean:.2f})"
+        )
     else:
         summary = f"without {what}, the answer held in {n}/{n} seeded reruns (mean similarity {mean:.2f})"
     if baseline is not None and baseline.flips:
-        summary += (f"; but the baseline itself changed outcome in {baseline.flips}/{baseline.samples}, "
-                    "so this proves nothing")
+        summary += (
+            f"; but the baseline itself changed outcome in {baseline.flips}/{baseline.samples}, "
+            "so this proves nothing"
+        )
     return RerunResult(
         answer=stats.outputs[0],
         answers=stats.outputs,
         removed=removed,
         labels=labels,
-        what_changed=WhatChanged(answer_flipped=flipped, flips=f, samples=n, similarity_to_original=mean,
-                                 baseline_checked=check_baseline, summary=summary),
+        what_changed=WhatChanged(
+            answer_flipped=flipped,
+            flips=f,
+            samples=n,
+            similarity_to_original=mean,
+            baseline_checked=check_baseline,
+            summary=summary,
+        ),
         stats=stats,
         runs=runs,
         baseline=baseline,

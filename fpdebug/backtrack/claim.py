@@ -1,4 +1,4 @@
-"""``Claim``: a value fpdebug may or may not know, with the evidence either way (DOMAIN §9.11)."""
+"""``Claim``: a value fpdebug may or may not know, with the evidence either way (docs/backtracking.md §9.11)."""
 
 from __future__ import annotations
 

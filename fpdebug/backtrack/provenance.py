@@ -21,12 +21,12 @@ the debugger's "why" pane::
 ``BORN`` is the piece's declaration in ``run_start`` (or the record that wrote it: a
 ``turn_start``, an earlier ``llm_call``, the kernel's ``engagement``). A chain stops at the LLM
 call that asked for a tool (``ASKED``): why THAT call asked is the provenance of that call, one
-``fpdebug backtrack --call SEQ`` away (one hop per iteration, DOMAIN §9.2).
+``fpdebug backtrack --call SEQ`` away (one hop per iteration, docs/backtracking.md §9.2).
 
 It also lists what was **available but not sent** at that call (skipped, parked, leases that ended
 before it, declared injections whose trigger did not fire): candidates for missing context.
 
-Everything here is correlational (DOMAIN §9.1): a chain says how a piece got on the wire, never
+Everything here is correlational (docs/backtracking.md §9.1): a chain says how a piece got on the wire, never
 that it changed the answer. :attr:`Provenance.suspects` feeds
 :func:`~fpdebug.backtrack.suspects.rank_pieces`; only a rerun (:mod:`~fpdebug.backtrack.rerun`)
 can say "because".
@@ -101,7 +101,16 @@ READ_SKILL = "read_skill"
 """The built-in tool a skill map offers for model picks."""
 
 HopVerb: TypeAlias = Literal[
-    "READ", "LANDED", "ALLOWED", "GRANTED", "RETURNED", "ASKED", "OFFERED", "MOVED", "ENGAGED", "BORN",
+    "READ",
+    "LANDED",
+    "ALLOWED",
+    "GRANTED",
+    "RETURNED",
+    "ASKED",
+    "OFFERED",
+    "MOVED",
+    "ENGAGED",
+    "BORN",
     "TRUNCATED",
 ]
 """One step of a chain, read right to left from the answer: the call READ the piece, which LANDED in
@@ -110,14 +119,29 @@ an LLM call ASKED for, a tool that was OFFERED by an injection or the agent; the
 stood ENGAGED; the piece was BORN in a declaration. TRUNCATED marks a chain cut by ``max_hops``."""
 
 HonestyFlagName: TypeAlias = Literal[
-    "slice-truncated", "untracked-sources", "no-control-deps", "no-read-tracking", "no-llm-call-ids",
+    "slice-truncated",
+    "untracked-sources",
+    "no-control-deps",
+    "no-read-tracking",
+    "no-llm-call-ids",
     "baseline-unstable",
 ]
-"""The honesty flags of DOMAIN §9.1."""
+"""The honesty flags of docs/backtracking.md §9.1."""
 
 Via: TypeAlias = Literal[
-    "always", "rule", "cursor", "on-tool-return", "llm-activated", "lease", "park-card",
-    "base", "user", "conversation", "tool-result", "registry", "unknown",
+    "always",
+    "rule",
+    "cursor",
+    "on-tool-return",
+    "llm-activated",
+    "lease",
+    "park-card",
+    "base",
+    "user",
+    "conversation",
+    "tool-result",
+    "registry",
+    "unknown",
 ]
 """What admitted a piece: the pass's reason for an injection, or a baseline origin."""
 
@@ -127,7 +151,7 @@ class _Frozen(BaseModel):
 
 
 class HonestyFlag(_Frozen):
-    """A limit of what the trace lets fpdebug say (DOMAIN §9.1)."""
+    """A limit of what the trace lets fpdebug say (docs/backtracking.md §9.1)."""
 
     flag: HonestyFlagName
     """Which limit."""
@@ -226,7 +250,7 @@ class CursorOrigin(_Frozen):
 
 
 class EngagementStanding(_Frozen):
-    """A mounted map's standing after the explained pass (DOMAIN §6.3)."""
+    """A mounted map's standing after the explained pass (docs/context-model.md §6.3)."""
 
     map_id: str
     """The map."""
@@ -283,7 +307,14 @@ class ContextPiece(_Frozen):
     position: int
     """Its index in that slot."""
     kind: Literal[
-        "base", "injection", "memory", "park-card", "user", "assistant", "tool-result", "tool-schema",
+        "base",
+        "injection",
+        "memory",
+        "park-card",
+        "user",
+        "assistant",
+        "tool-result",
+        "tool-schema",
         "message",
     ]
     """What it is."""
@@ -310,7 +341,7 @@ class ContextPiece(_Frozen):
     suspect_id: str | None = None
     """The :class:`~fpdebug.backtrack.suspects.Piece` it belongs to; ``None`` for baseline context
     (the base prompt, the user's message, earlier replies, agent tool schemas), which is never a
-    suspect (DOMAIN §9.4)."""
+    suspect (docs/backtracking.md §9.4)."""
 
 
 class MissingPiece(_Frozen):
@@ -399,8 +430,10 @@ class ReadProblems(_Frozen):
             parts.append(f"1 torn-tail at line {self.torn_tail_line}, {self.torn_tail_bytes} bytes")
         if not parts:
             return None
-        return (f"{self.count} problem{'s' if self.count != 1 else ''} ({', '.join(parts)}; "
-                "`fpdebug validate` lists them)")
+        return (
+            f"{self.count} problem{'s' if self.count != 1 else ''} ({', '.join(parts)}; "
+            "`fpdebug validate` lists them)"
+        )
 
     @classmethod
     def of(cls, model: RunModel) -> ReadProblems:
@@ -412,8 +445,12 @@ class ReadProblems(_Frozen):
                 torn = tail()
             except FpdebugError:  # a reader closed or a file shrunk: no tail to report
                 torn = None
-        return cls(invalid=len(model.invalid_lines), unknown_kind=len(model.opaque_lines),
-                   torn_tail_line=getattr(torn, "line", None), torn_tail_bytes=getattr(torn, "length", 0))
+        return cls(
+            invalid=len(model.invalid_lines),
+            unknown_kind=len(model.opaque_lines),
+            torn_tail_line=getattr(torn, "line", None),
+            torn_tail_bytes=getattr(torn, "length", 0),
+        )
 
 
 class Provenance(_Frozen):
@@ -548,9 +585,11 @@ class DefaultCall:
             return None
         if not self.fell_back:
             return f"{self.problem}: it may have held a later answer than the one explained here"
-        return (f"this is not the last answer the trace recorded: {self.problem}. Explaining llm_call "
-                f"#{call.call_index} (seq {call.seq}), the latest call with a readable reply, instead; "
-                "name the call to explain with --call SEQ (B on a calls row in the debugger)")
+        return (
+            f"this is not the last answer the trace recorded: {self.problem}. Explaining llm_call "
+            f"#{call.call_index} (seq {call.seq}), the latest call with a readable reply, instead; "
+            "name the call to explain with --call SEQ (B on a calls row in the debugger)"
+        )
 
 
 def _reply_line(model: RunModel, lines: Iterable[int]) -> int | None:
@@ -582,8 +621,13 @@ def _damage_after(model: RunModel, line: int, *, fallback: bool) -> str | None:
         more = f" (and {len(unreadable) - 1} more unreadable line(s) after it)" if len(unreadable) > 1 else ""
         found.append(f"{what} at line {bad} is unreadable ({_clipped(error, 120)}){more}")
     if fallback:
-        failed = sorted(later for run in model.runs for iteration in run.iterations()
-                        for later in iteration.llm_lines if later > line)
+        failed = sorted(
+            later
+            for run in model.runs
+            for iteration in run.iterations()
+            for later in iteration.llm_lines
+            if later > line
+        )
         if failed:
             record = model.record(failed[-1])
             error = getattr(record, "error", None)
@@ -592,8 +636,10 @@ def _damage_after(model: RunModel, line: int, *, fallback: bool) -> str | None:
         torn = getattr(model.source, "torn_tail", None)
         tail = torn() if callable(torn) else None
         if tail is not None:
-            found.append(f"the trace ends in a torn record at line {tail.line} ({tail.length} bytes after "
-                         "the last newline: a writer stopped mid-record, or is still writing)")
+            found.append(
+                f"the trace ends in a torn record at line {tail.line} ({tail.length} bytes after "
+                "the last newline: a writer stopped mid-record, or is still writing)"
+            )
     return "; ".join(found) or None
 
 
@@ -620,13 +666,18 @@ def default_call(model: RunModel) -> DefaultCall:
                 if line is not None:
                     return DefaultCall(line, _damage_after(model, line, fallback=False), fell_back=False)
                 if number is None:
-                    skipped.append(f"the turn_end of turn {turn.number} at line {turn.end_line} is "
-                                   "unreadable")
+                    skipped.append(
+                        f"the turn_end of turn {turn.number} at line {turn.end_line} is unreadable"
+                    )
                 else:
-                    skipped.append(f"turn {turn.number} ended after iteration {number}, but no llm_call "
-                                   "with a reply was read in that iteration")
-            line = _reply_line(model, (line for iteration in reversed(turn.iterations)
-                                       for line in reversed(iteration.llm_lines)))
+                    skipped.append(
+                        f"turn {turn.number} ended after iteration {number}, but no llm_call "
+                        "with a reply was read in that iteration"
+                    )
+            line = _reply_line(
+                model,
+                (line for iteration in reversed(turn.iterations) for line in reversed(iteration.llm_lines)),
+            )
             if line is not None:
                 damage = _damage_after(model, line, fallback=True)
                 problems = [*skipped, damage] if damage else skipped
@@ -786,8 +837,14 @@ class _Index:
                 found.append((line, record))
         return found
 
-    def call_ref(self, tool_name: str, tool_call_id: str | None, *, turn: int | None = None,
-                 iteration: int | None = None) -> CallRef:
+    def call_ref(
+        self,
+        tool_name: str,
+        tool_call_id: str | None,
+        *,
+        turn: int | None = None,
+        iteration: int | None = None,
+    ) -> CallRef:
         """A tool call, with its result and the LLM call that asked for it, found by call id."""
         result_line: int | None = None
         if tool_call_id is not None and tool_call_id in self.results:
@@ -801,8 +858,15 @@ class _Index:
                 if turn is None:
                     turn, iteration = call.turn, call.iteration
                 break
-        return CallRef(tool_name=tool_name, tool_call_id=tool_call_id, turn=turn, iteration=iteration,
-                       result_line=result_line, asked_line=asked_line, asked_index=asked_index)
+        return CallRef(
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            turn=turn,
+            iteration=iteration,
+            result_line=result_line,
+            asked_line=asked_line,
+            asked_index=asked_index,
+        )
 
     def seq_of(self, line: int | None) -> int | None:
         if line is None:
@@ -876,8 +940,9 @@ def _admission_words(admission: Admission) -> str:
             if lease is None:
                 return "a lease served it"
             tenant = lease.tenant if lease.tenant is not None else "none"
-            return (f"lease ({lease.delivery_lease}) granted by {_call_words(lease.granted_by)}, "
-                    f"tenant {tenant}")
+            return (
+                f"lease ({lease.delivery_lease}) granted by {_call_words(lease.granted_by)}, tenant {tenant}"
+            )
         case "park-card":
             standing = admission.engagement
             if standing is None:
@@ -913,8 +978,13 @@ def _reason(admission: Admission) -> str:
 
 
 _FACTORY_WORDS = {
-    "fact": "fact", "steering": "steering", "instructions": "instruction", "skill": "skill",
-    "memory": "memory", "rag": "rag", "custom": "injection",
+    "fact": "fact",
+    "steering": "steering",
+    "instructions": "instruction",
+    "skill": "skill",
+    "memory": "memory",
+    "rag": "rag",
+    "custom": "injection",
 }
 
 
@@ -949,11 +1019,20 @@ class _Builder:
     def flag(self, name: HonestyFlagName, note: str) -> None:
         self.flags.setdefault(name, note)
 
-    def hop(self, verb: HopVerb, text: str, *, line: int | None = None, level: int = 0,
-            ref: str | None = None) -> Hop:
+    def hop(
+        self, verb: HopVerb, text: str, *, line: int | None = None, level: int = 0, ref: str | None = None
+    ) -> Hop:
         record = self.model.record(line) if line is not None else None
-        return Hop(verb=verb, text=text, level=level, line=line, seq=getattr(record, "seq", None),
-                   turn=getattr(record, "turn", None), iteration=getattr(record, "iteration", None), ref=ref)
+        return Hop(
+            verb=verb,
+            text=text,
+            level=level,
+            line=line,
+            seq=getattr(record, "seq", None),
+            turn=getattr(record, "turn", None),
+            iteration=getattr(record, "iteration", None),
+            ref=ref,
+        )
 
     def call_label(self, line: int | None) -> str:
         call = self.index.call_at(line)
@@ -972,31 +1051,56 @@ class _Builder:
         if injection_id == PARK_CARD_ID:
             engagement = self.index.engagement_of(self.turn, self.iteration)
             line = engagement[0] if engagement else None
-            return self.hop("BORN", "the park card, written by the engagement kernel for this pass "
-                            "(maps plan in run_start)", line=line, ref=injection_id)
+            return self.hop(
+                "BORN",
+                "the park card, written by the engagement kernel for this pass (maps plan in run_start)",
+                line=line,
+                ref=injection_id,
+            )
         if decl is None:
             self.flag("untracked-sources", f"injection {injection_id!r} is not declared in run_start")
-            return self.hop("BORN", f"injection {injection_id!r} (not declared in run_start)",
-                            ref=injection_id)
+            return self.hop(
+                "BORN", f"injection {injection_id!r} (not declared in run_start)", ref=injection_id
+            )
         what = _FACTORY_WORDS.get(decl.flavor, "injection")
         trigger = decl.trigger.kind + (" (skill-map node)" if decl.trigger.graph_node else "")
-        return self.hop("BORN", f"{what} {decl.id!r} declared in run_start ({decl.flavor}, "
-                        f"trigger {trigger})", line=self.run_start_line, ref=decl.id)
+        return self.hop(
+            "BORN",
+            f"{what} {decl.id!r} declared in run_start ({decl.flavor}, trigger {trigger})",
+            line=self.run_start_line,
+            ref=decl.id,
+        )
 
     def born_tool(self, tool_name: str, injection_id: str | None) -> Hop:
         if injection_id is not None:
-            return self.hop("BORN", f"tool {tool_name!r} of injection {injection_id!r}, declared in "
-                            "run_start", line=self.run_start_line, ref=tool_name)
+            return self.hop(
+                "BORN",
+                f"tool {tool_name!r} of injection {injection_id!r}, declared in run_start",
+                line=self.run_start_line,
+                ref=tool_name,
+            )
         if self.run_start is not None and any(t.name == tool_name for t in self.run_start.tools):
-            return self.hop("BORN", f"agent tool {tool_name!r} declared in run_start",
-                            line=self.run_start_line, ref=tool_name)
+            return self.hop(
+                "BORN",
+                f"agent tool {tool_name!r} declared in run_start",
+                line=self.run_start_line,
+                ref=tool_name,
+            )
         if tool_name == READ_SKILL:
-            return self.hop("BORN", "the skill map's built-in read_skill tool (skill map in run_start)",
-                            line=self.run_start_line, ref=tool_name)
+            return self.hop(
+                "BORN",
+                "the skill map's built-in read_skill tool (skill map in run_start)",
+                line=self.run_start_line,
+                ref=tool_name,
+            )
         owner = self.tool_owner(tool_name)
         if owner is not None:
-            return self.hop("BORN", f"tool {tool_name!r} of injection {owner!r}, declared in run_start",
-                            line=self.run_start_line, ref=tool_name)
+            return self.hop(
+                "BORN",
+                f"tool {tool_name!r} of injection {owner!r}, declared in run_start",
+                line=self.run_start_line,
+                ref=tool_name,
+            )
         self.flag("untracked-sources", f"tool {tool_name!r} is declared nowhere in run_start")
         return self.hop("BORN", f"tool {tool_name!r} (not declared in run_start)", ref=tool_name)
 
@@ -1011,32 +1115,68 @@ class _Builder:
         """RETURNED (the result) ← ASKED (the LLM call) ← OFFERED (how the tool was on offer then)."""
         hops: list[Hop] = []
         if ref.result_line is not None:
-            hops.append(self.hop(verb, f"{_call_words(ref)} (tool_result)", line=ref.result_line,
-                                 ref=ref.tool_call_id))
+            hops.append(
+                self.hop(
+                    verb, f"{_call_words(ref)} (tool_result)", line=ref.result_line, ref=ref.tool_call_id
+                )
+            )
         else:
             self.flag("untracked-sources", f"the result of {_call_words(ref)} is not in the trace")
-            hops.append(self.hop(verb, f"{_call_words(ref)} (its tool_result is not in the trace)",
-                                 ref=ref.tool_call_id))
+            hops.append(
+                self.hop(
+                    verb, f"{_call_words(ref)} (its tool_result is not in the trace)", ref=ref.tool_call_id
+                )
+            )
         if ref.asked_line is None:
             self.flag("no-llm-call-ids", f"no llm_call asked for {_call_words(ref)}")
             return hops
-        hops.append(self.hop("ASKED", f"{self.call_label(ref.asked_line)} asked for it; explain that call "
-                             f"with --call {self.index.seq_of(ref.asked_line)}", line=ref.asked_line))
+        hops.append(
+            self.hop(
+                "ASKED",
+                f"{self.call_label(ref.asked_line)} asked for it; explain that call "
+                f"with --call {self.index.seq_of(ref.asked_line)}",
+                line=ref.asked_line,
+            )
+        )
         asked = self.index.call_at(ref.asked_line)
         schema = next((t for t in asked.request.tools if t.name == ref.tool_name), None) if asked else None
         if schema is None:
-            hops.append(self.hop("OFFERED", f"{ref.tool_name!r} was not among that call's tools", level=1,
-                                 line=ref.asked_line))
+            hops.append(
+                self.hop(
+                    "OFFERED",
+                    f"{ref.tool_name!r} was not among that call's tools",
+                    level=1,
+                    line=ref.asked_line,
+                )
+            )
         elif schema.injection_id is not None:
-            hops.append(self.hop("OFFERED", f"{ref.tool_name!r} was offered by injection "
-                                 f"{schema.injection_id!r} on that call", level=1, line=ref.asked_line,
-                                 ref=schema.injection_id))
+            hops.append(
+                self.hop(
+                    "OFFERED",
+                    f"{ref.tool_name!r} was offered by injection {schema.injection_id!r} on that call",
+                    level=1,
+                    line=ref.asked_line,
+                    ref=schema.injection_id,
+                )
+            )
         elif ref.tool_name == READ_SKILL:
-            hops.append(self.hop("OFFERED", "read_skill is offered by the skill map on every call", level=1,
-                                 line=ref.asked_line))
+            hops.append(
+                self.hop(
+                    "OFFERED",
+                    "read_skill is offered by the skill map on every call",
+                    level=1,
+                    line=ref.asked_line,
+                )
+            )
         else:
-            hops.append(self.hop("OFFERED", f"{ref.tool_name!r} is an agent tool, offered on every call",
-                                 level=1, line=ref.asked_line))
+            hops.append(
+                self.hop(
+                    "OFFERED",
+                    f"{ref.tool_name!r} is an agent tool, offered on every call",
+                    level=1,
+                    line=ref.asked_line,
+                )
+            )
         return hops
 
     # -- cursor ----------------------------------------------------------------------------------
@@ -1057,30 +1197,54 @@ class _Builder:
             line, move = previous
             if stays > 10_000:  # a corrupt trace cannot loop us forever
                 break
-        origin = CursorOrigin(skill_id=skill_id, by=move.by, strength=move.strength, move_line=line,
-                              turn=move.turn, iteration=move.iteration, stays=stays,
-                              from_skill=move.from_skill,
-                              witness=move.witness.text if move.witness else None,
-                              keyword=move.witness.keyword if move.witness else None)
+        origin = CursorOrigin(
+            skill_id=skill_id,
+            by=move.by,
+            strength=move.strength,
+            move_line=line,
+            turn=move.turn,
+            iteration=move.iteration,
+            stays=stays,
+            from_skill=move.from_skill,
+            witness=move.witness.text if move.witness else None,
+            keyword=move.witness.keyword if move.witness else None,
+        )
         previous_batch = self.index.batch(move.turn, (move.iteration or 0) - 1)
         if move.by == "route":
             return self._route_origin(origin, move, previous_batch)
         if move.by == "model-pick":
-            pick = next((r for _, r in previous_batch if r.skill_gate is not None
-                         and r.skill_gate.skill_id == skill_id and r.skill_gate.outcome == "hop"), None)
+            pick = next(
+                (
+                    r
+                    for _, r in previous_batch
+                    if r.skill_gate is not None
+                    and r.skill_gate.skill_id == skill_id
+                    and r.skill_gate.outcome == "hop"
+                ),
+                None,
+            )
             if pick is None:
                 return origin.model_copy(update={"note": "the read_skill pick is not in the previous batch"})
             picked = self.index.call_ref(pick.tool_name, pick.tool_call_id)
             return origin.model_copy(update={"picked_by": picked})
         if move.by == "tool-proposal":
-            proposer = next((r for _, r in previous_batch for e in r.effects
-                             if e.kind == "propose-transition" and e.outcome == "accepted"
-                             and e.target_skill_id == skill_id), None)
+            proposer = next(
+                (
+                    r
+                    for _, r in previous_batch
+                    for e in r.effects
+                    if e.kind == "propose-transition"
+                    and e.outcome == "accepted"
+                    and e.target_skill_id == skill_id
+                ),
+                None,
+            )
             if proposer is None:
                 note = "the accepted proposal is not in the previous batch"
                 return origin.model_copy(update={"note": note})
-            return origin.model_copy(update={"fired_by": self.index.call_ref(proposer.tool_name,
-                                                                             proposer.tool_call_id)})
+            return origin.model_copy(
+                update={"fired_by": self.index.call_ref(proposer.tool_name, proposer.tool_call_id)}
+            )
         if move.by == "entry" and self.run_start is not None and self.run_start.skill_map is not None:
             entry = next((e for e in self.run_start.skill_map.entries if e.skill_id == skill_id), None)
             if entry is not None:
@@ -1101,8 +1265,9 @@ class _Builder:
                     return found
         return None
 
-    def _route_origin(self, origin: CursorOrigin, move: CursorMoveEvent,
-                      batch: list[tuple[int, ToolResultEvent]]) -> CursorOrigin:
+    def _route_origin(
+        self, origin: CursorOrigin, move: CursorMoveEvent, batch: list[tuple[int, ToolResultEvent]]
+    ) -> CursorOrigin:
         edge = f"{move.from_skill}→{move.to_skill}"
         if move.conflict is not None:
             winner = move.conflict.winner
@@ -1110,24 +1275,31 @@ class _Builder:
             return origin.model_copy(update={"edge": edge, "fired_by": ref})
         edges = []
         if self.run_start is not None and self.run_start.skill_map is not None:
-            edges = [e for e in self.run_start.skill_map.edges
-                     if e.from_skill == move.from_skill and e.to_skill == move.to_skill and e.deterministic]
+            edges = [
+                e
+                for e in self.run_start.skill_map.edges
+                if e.from_skill == move.from_skill and e.to_skill == move.to_skill and e.deterministic
+            ]
         for _, result in batch:
             for declared in edges:
-                if _edge_matches(declared.on_tool_return, declared.tool_is_pattern, declared.on_tool_status,
-                                 result):
+                if _edge_matches(
+                    declared.on_tool_return, declared.tool_is_pattern, declared.on_tool_status, result
+                ):
                     ref = self.index.call_ref(result.tool_name, result.tool_call_id)
                     return origin.model_copy(update={"edge": edge, "fired_by": ref})
-        return origin.model_copy(update={"edge": edge,
-                                         "note": "no result of the previous batch matches a declared edge"})
+        return origin.model_copy(
+            update={"edge": edge, "note": "no result of the previous batch matches a declared edge"}
+        )
 
     def cursor_hops(self, cursor: CursorOrigin, *, level: int = 0) -> list[Hop]:
-        hops = [self.hop("MOVED", _cursor_words(cursor), line=cursor.move_line, level=level,
-                         ref=cursor.skill_id)]
+        hops = [
+            self.hop("MOVED", _cursor_words(cursor), line=cursor.move_line, level=level, ref=cursor.skill_id)
+        ]
         ref = cursor.fired_by or cursor.picked_by
         if ref is not None and cursor.by in ("route", "model-pick", "tool-proposal"):
-            hops.extend(hop.model_copy(update={"level": max(hop.level, level)})
-                        for hop in self.call_hops(ref))
+            hops.extend(
+                hop.model_copy(update={"level": max(hop.level, level)}) for hop in self.call_hops(ref)
+            )
         return hops
 
     # -- engagement --------------------------------------------------------------------------------
@@ -1148,20 +1320,47 @@ class _Builder:
         name: str | None = None
         reengaged_by: CallRef | None = None
         if change is not None:
-            name = "parked" if change.kind == "parked" else "reengaged" if change.reengaged else (
-                "upgraded" if change.upgraded else "tenant-changed" if change.tenant_changed else "engaged")
+            name = (
+                "parked"
+                if change.kind == "parked"
+                else "reengaged"
+                if change.reengaged
+                else (
+                    "upgraded"
+                    if change.upgraded
+                    else "tenant-changed"
+                    if change.tenant_changed
+                    else "engaged"
+                )
+            )
             if change.reengaged:
                 members = next((m.member_ids for m in self.run_start.maps.maps if m.id == record.map_id), [])
                 batch = self.index.batch(self.turn, self.iteration - 1)
-                pick = next((r for _, r in batch if r.skill_gate is not None
-                             and r.skill_gate.skill_id in members
-                             and r.skill_gate.outcome != "rejected"), None)
+                pick = next(
+                    (
+                        r
+                        for _, r in batch
+                        if r.skill_gate is not None
+                        and r.skill_gate.skill_id in members
+                        and r.skill_gate.outcome != "rejected"
+                    ),
+                    None,
+                )
                 if pick is not None:
                     reengaged_by = self.index.call_ref(pick.tool_name, pick.tool_call_id)
-        return EngagementStanding(map_id=record.map_id, standing=record.standing, by=record.by,
-                                  since=record.since, founded_by=record.founded_by,
-                                  founded_at=record.founded_at, founded_on=record.founded_on,
-                                  idle=record.idle, change=name, reengaged_by=reengaged_by, line=line)
+        return EngagementStanding(
+            map_id=record.map_id,
+            standing=record.standing,
+            by=record.by,
+            since=record.since,
+            founded_by=record.founded_by,
+            founded_at=record.founded_at,
+            founded_on=record.founded_on,
+            idle=record.idle,
+            change=name,
+            reengaged_by=reengaged_by,
+            line=line,
+        )
 
     # -- injections ----------------------------------------------------------------------------------
 
@@ -1178,47 +1377,78 @@ class _Builder:
         engagement = self.engagement_for(injection_id)
         if reason is None:
             if self.pass_ is None:
-                self.flag("no-read-tracking", "the explained call has no pass record: why each injection "
-                          "rode is not recorded")
+                self.flag(
+                    "no-read-tracking",
+                    "the explained call has no pass record: why each injection rode is not recorded",
+                )
             else:
                 self.flag("untracked-sources", f"the pass does not say why {injection_id!r} rode")
-            admission = Admission(via="unknown", trigger=trigger, trigger_description=description,
-                                  cursor=cursor, engagement=engagement, pass_line=pass_line)
+            admission = Admission(
+                via="unknown",
+                trigger=trigger,
+                trigger_description=description,
+                cursor=cursor,
+                engagement=engagement,
+                pass_line=pass_line,
+            )
         else:
             activation = lease = None
             if reason.via in ("on-tool-return", "llm-activated") and reason.tool_name:
-                activation = self.index.call_ref(reason.tool_name, reason.tool_call_id,
-                                                 iteration=reason.at_iteration)
+                activation = self.index.call_ref(
+                    reason.tool_name, reason.tool_call_id, iteration=reason.at_iteration
+                )
             elif reason.via == "lease":
                 lease = self.lease_origin(injection_id, reason)
-            admission = Admission(via=reason.via, trigger=trigger, trigger_description=description,
-                                  activation=activation, lease=lease, cursor=cursor, engagement=engagement,
-                                  pass_line=pass_line)
+            admission = Admission(
+                via=reason.via,
+                trigger=trigger,
+                trigger_description=description,
+                activation=activation,
+                lease=lease,
+                cursor=cursor,
+                engagement=engagement,
+                pass_line=pass_line,
+            )
         self.admissions[injection_id] = admission
         return admission
 
     def lease_origin(self, injection_id: str, reason: ActiveReason) -> LeaseOrigin:
         grant_line = None
         for lease in self.index.run.leases:
-            if (lease.instruction_id == injection_id and lease.tool_call_id == reason.tool_call_id
-                    and lease.granted_iteration == reason.at_iteration):
+            if (
+                lease.instruction_id == injection_id
+                and lease.tool_call_id == reason.tool_call_id
+                and lease.granted_iteration == reason.at_iteration
+            ):
                 grant_line = lease.grant_line
         ref = self.index.call_ref(reason.tool_name or "?", reason.tool_call_id, iteration=reason.at_iteration)
-        return LeaseOrigin(instruction_id=injection_id, delivery_lease=reason.delivery_lease or "?",
-                           tenant=reason.tenant, granted_by=ref, grant_line=grant_line)
+        return LeaseOrigin(
+            instruction_id=injection_id,
+            delivery_lease=reason.delivery_lease or "?",
+            tenant=reason.tenant,
+            granted_by=ref,
+            grant_line=grant_line,
+        )
 
     def admission_hops(self, injection_id: str, admission: Admission) -> list[Hop]:
         allowed = _admission_words(admission)
         if admission.via == "cursor" and admission.cursor is not None:
-            allowed = (f"the cursor stands on {admission.cursor.skill_id}: a skill-map node rides while "
-                       "the cursor is on it")
+            allowed = (
+                f"the cursor stands on {admission.cursor.skill_id}: a skill-map node rides while "
+                "the cursor is on it"
+            )
         hops = [self.hop("ALLOWED", allowed, line=admission.pass_line, ref=injection_id)]
         if admission.via == "lease" and admission.lease is not None:
             lease = admission.lease
             tenant = lease.tenant if lease.tenant is not None else "none"
-            hops.append(self.hop("GRANTED", f"{lease.delivery_lease} lease on {lease.instruction_id!r} "
-                                 f"granted to tenant {tenant}", line=lease.grant_line,
-                                 ref=lease.granted_by.tool_call_id))
+            hops.append(
+                self.hop(
+                    "GRANTED",
+                    f"{lease.delivery_lease} lease on {lease.instruction_id!r} granted to tenant {tenant}",
+                    line=lease.grant_line,
+                    ref=lease.granted_by.tool_call_id,
+                )
+            )
             hops.extend(self.call_hops(lease.granted_by))
         elif admission.via in ("on-tool-return", "llm-activated") and admission.activation is not None:
             hops.extend(self.call_hops(admission.activation))
@@ -1228,8 +1458,15 @@ class _Builder:
             hops.extend(self.cursor_hops(admission.cursor, level=1))
         if admission.engagement is not None:
             standing = admission.engagement
-            hops.append(self.hop("ENGAGED", _engagement_words(standing), line=standing.line,
-                                 level=0 if admission.via == "park-card" else 1, ref=standing.map_id))
+            hops.append(
+                self.hop(
+                    "ENGAGED",
+                    _engagement_words(standing),
+                    line=standing.line,
+                    level=0 if admission.via == "park-card" else 1,
+                    ref=standing.map_id,
+                )
+            )
         # The cursor's pick is often the very call that activated the piece: say each step once.
         unique: list[Hop] = []
         seen: set[tuple[str, int | None, str | None]] = set()
@@ -1245,8 +1482,11 @@ class _Builder:
             return chain
         self.flag("slice-truncated", f"a chain was cut at {self.max_hops} hops (max_hops)")
         cut = chain[: self.max_hops - 2]
-        return [*cut, Hop(verb="TRUNCATED", text=f"{len(chain) - len(cut) - 1} more hop(s) cut (max_hops)"),
-                chain[-1]]
+        return [
+            *cut,
+            Hop(verb="TRUNCATED", text=f"{len(chain) - len(cut) - 1} more hop(s) cut (max_hops)"),
+            chain[-1],
+        ]
 
     # -- pieces ------------------------------------------------------------------------------------
 
@@ -1272,25 +1512,50 @@ class _Builder:
         slot_words = f"system-prompt segment {position + 1}"
         if injection_id is None:
             admission = Admission(via="base")
-            born = self.hop("BORN", "the agent's system prompt, declared in run_start",
-                            line=self.run_start_line)
+            born = self.hop(
+                "BORN", "the agent's system prompt, declared in run_start", line=self.run_start_line
+            )
             chain = [self.read_hop(), self.landed_hop(f"{slot_words} (base)"), born]
-            return ContextPiece(id=f"system-prompt[{position}]", slot="system-prompt", position=position,
-                                kind="base", source=source, text=text, admission=admission,
-                                reason=_reason(admission), chain=chain, origin_line=self.run_start_line)
+            return ContextPiece(
+                id=f"system-prompt[{position}]",
+                slot="system-prompt",
+                position=position,
+                kind="base",
+                source=source,
+                text=text,
+                admission=admission,
+                reason=_reason(admission),
+                chain=chain,
+                origin_line=self.run_start_line,
+            )
         admission = self.admission(injection_id)
         if injection_id == PARK_CARD_ID and admission.engagement is None:
             admission = admission.model_copy(update={"engagement": self.engagement_for(PARK_CARD_ID)})
         kind: Literal["injection", "memory", "park-card"] = (
-            "park-card" if injection_id == PARK_CARD_ID else "memory" if source == "memory" else "injection")
+            "park-card" if injection_id == PARK_CARD_ID else "memory" if source == "memory" else "injection"
+        )
         landed = self.landed_hop(f"{slot_words} ({source} {injection_id!r})", ref=injection_id)
-        chain = [self.read_hop(), landed, *self.admission_hops(injection_id, admission),
-                 self.born_injection(injection_id)]
-        return ContextPiece(id=f"system-prompt[{position}]", slot="system-prompt", position=position,
-                            kind=kind, source=source, injection_id=injection_id, text=text,
-                            admission=admission, reason=_reason(admission), chain=self.bounded(chain),
-                            origin_line=admission.pass_line, origin_iteration=self.iteration,
-                            suspect_id=_suspect_id(kind, injection_id))
+        chain = [
+            self.read_hop(),
+            landed,
+            *self.admission_hops(injection_id, admission),
+            self.born_injection(injection_id),
+        ]
+        return ContextPiece(
+            id=f"system-prompt[{position}]",
+            slot="system-prompt",
+            position=position,
+            kind=kind,
+            source=source,
+            injection_id=injection_id,
+            text=text,
+            admission=admission,
+            reason=_reason(admission),
+            chain=self.bounded(chain),
+            origin_line=admission.pass_line,
+            origin_iteration=self.iteration,
+            suspect_id=_suspect_id(kind, injection_id),
+        )
 
     def message_piece(self, position: int, message: Message, used_calls: set[int]) -> ContextPiece:
         address = f"messages[{position}]"
@@ -1299,63 +1564,142 @@ class _Builder:
             admission = self.admission(message.injection_id)
             source = self._flavor(message.injection_id)
             kind: Literal["injection", "memory"] = "memory" if source == "memory" else "injection"
-            chain = [self.read_hop(), self.landed_hop(f"{landed}, delivered by {message.injection_id!r}",
-                                              ref=message.injection_id),
-                     *self.admission_hops(message.injection_id, admission),
-                     self.born_injection(message.injection_id)]
-            return ContextPiece(id=address, slot="messages", position=position, kind=kind, source=source,
-                                injection_id=message.injection_id, text=message.content, admission=admission,
-                                reason=_reason(admission), chain=self.bounded(chain),
-                                origin_line=admission.pass_line, origin_iteration=self.iteration,
-                                suspect_id=_suspect_id(kind, message.injection_id))
+            chain = [
+                self.read_hop(),
+                self.landed_hop(f"{landed}, delivered by {message.injection_id!r}", ref=message.injection_id),
+                *self.admission_hops(message.injection_id, admission),
+                self.born_injection(message.injection_id),
+            ]
+            return ContextPiece(
+                id=address,
+                slot="messages",
+                position=position,
+                kind=kind,
+                source=source,
+                injection_id=message.injection_id,
+                text=message.content,
+                admission=admission,
+                reason=_reason(admission),
+                chain=self.bounded(chain),
+                origin_line=admission.pass_line,
+                origin_iteration=self.iteration,
+                suspect_id=_suspect_id(kind, message.injection_id),
+            )
         if message.role == "user":
-            found = next(((line, s) for line, s in reversed(self.index.turn_starts)
-                          if s.user_message == message.content), None)
+            found = next(
+                (
+                    (line, s)
+                    for line, s in reversed(self.index.turn_starts)
+                    if s.user_message == message.content
+                ),
+                None,
+            )
             if found is None:
                 self.flag("untracked-sources", f"user message {position + 1} matches no turn_start")
             line = found[0] if found else None
             admission = Admission(via="user")
-            chain = [self.read_hop(), self.landed_hop(landed),
-                     self.hop("BORN", "the user's message (turn_start)" if found else
-                              "a user message (no turn_start holds it)", line=line)]
-            return ContextPiece(id=address, slot="messages", position=position, kind="user", source="user",
-                                text=message.content, admission=admission, reason=_reason(admission),
-                                chain=chain, origin_line=line)
+            chain = [
+                self.read_hop(),
+                self.landed_hop(landed),
+                self.hop(
+                    "BORN",
+                    "the user's message (turn_start)" if found else "a user message (no turn_start holds it)",
+                    line=line,
+                ),
+            ]
+            return ContextPiece(
+                id=address,
+                slot="messages",
+                position=position,
+                kind="user",
+                source="user",
+                text=message.content,
+                admission=admission,
+                reason=_reason(admission),
+                chain=chain,
+                origin_line=line,
+            )
         if message.role == "assistant":
             line = self._writer_of(message, used_calls)
             admission = Admission(via="conversation")
             if line is None:
-                self.flag("untracked-sources",
-                          f"assistant message {position + 1} matches no earlier llm_call")
+                self.flag(
+                    "untracked-sources", f"assistant message {position + 1} matches no earlier llm_call"
+                )
             text = render_answer(LlmResponse(content=message.content, tool_calls=message.tool_calls or []))
             writer = self.index.call_at(line)
-            chain = [self.read_hop(), self.landed_hop(landed),
-                     self.hop("BORN", f"the reply of {self.call_label(line)}" if line is not None
-                              else "an earlier reply (no llm_call holds it)", line=line)]
-            return ContextPiece(id=address, slot="messages", position=position, kind="assistant",
-                                source="assistant", text=text, admission=admission, reason=_reason(admission),
-                                chain=chain, origin_line=line,
-                                origin_iteration=writer.iteration if writer is not None else None)
+            chain = [
+                self.read_hop(),
+                self.landed_hop(landed),
+                self.hop(
+                    "BORN",
+                    f"the reply of {self.call_label(line)}"
+                    if line is not None
+                    else "an earlier reply (no llm_call holds it)",
+                    line=line,
+                ),
+            ]
+            return ContextPiece(
+                id=address,
+                slot="messages",
+                position=position,
+                kind="assistant",
+                source="assistant",
+                text=text,
+                admission=admission,
+                reason=_reason(admission),
+                chain=chain,
+                origin_line=line,
+                origin_iteration=writer.iteration if writer is not None else None,
+            )
         if message.role == "tool":
-            name = message.tool_name or (self.index.results[message.tool_call_id][1].tool_name
-                                         if message.tool_call_id in self.index.results else "?")
+            name = message.tool_name or (
+                self.index.results[message.tool_call_id][1].tool_name
+                if message.tool_call_id in self.index.results
+                else "?"
+            )
             ref = self.index.call_ref(name, message.tool_call_id)
             admission = Admission(via="tool-result", activation=ref)
-            owner = self.tool_owner(name) if not (self.run_start and any(t.name == name for t in
-                                                                           self.run_start.tools)) else None
-            chain = [self.read_hop(), self.landed_hop(f"{landed}, the result of {_call_words(ref)}",
-                                              ref=message.tool_call_id),
-                     *self.call_hops(ref), self.born_tool(name, owner)]
-            return ContextPiece(id=address, slot="messages", position=position, kind="tool-result",
-                                source="tool-result", tool_name=name, tool_call_id=message.tool_call_id,
-                                text=message.content, admission=admission, reason=_reason(admission),
-                                chain=self.bounded(chain), origin_line=ref.result_line,
-                                origin_iteration=ref.iteration, suspect_id=f"tool:{name}")
+            owner = (
+                self.tool_owner(name)
+                if not (self.run_start and any(t.name == name for t in self.run_start.tools))
+                else None
+            )
+            chain = [
+                self.read_hop(),
+                self.landed_hop(f"{landed}, the result of {_call_words(ref)}", ref=message.tool_call_id),
+                *self.call_hops(ref),
+                self.born_tool(name, owner),
+            ]
+            return ContextPiece(
+                id=address,
+                slot="messages",
+                position=position,
+                kind="tool-result",
+                source="tool-result",
+                tool_name=name,
+                tool_call_id=message.tool_call_id,
+                text=message.content,
+                admission=admission,
+                reason=_reason(admission),
+                chain=self.bounded(chain),
+                origin_line=ref.result_line,
+                origin_iteration=ref.iteration,
+                suspect_id=f"tool:{name}",
+            )
         self.flag("untracked-sources", f"message {position + 1} ({message.role}) has no recorded writer")
         admission = Admission(via="unknown")
-        return ContextPiece(id=address, slot="messages", position=position, kind="message",
-                            source=message.role, text=message.content, admission=admission,
-                            reason=_reason(admission), chain=[self.read_hop(), self.landed_hop(landed)])
+        return ContextPiece(
+            id=address,
+            slot="messages",
+            position=position,
+            kind="message",
+            source=message.role,
+            text=message.content,
+            admission=admission,
+            reason=_reason(admission),
+            chain=[self.read_hop(), self.landed_hop(landed)],
+        )
 
     def schema_piece(self, position: int, schema: ToolSchema) -> ContextPiece:
         address = f"tools[{position}]"
@@ -1365,21 +1709,48 @@ class _Builder:
             admission = self.admission(schema.injection_id)
             source = self._flavor(schema.injection_id)
             kind: Literal["injection", "memory"] = "memory" if source == "memory" else "injection"
-            chain = [self.read_hop(), landed, *self.admission_hops(schema.injection_id, admission),
-                     self.born_tool(schema.name, schema.injection_id)]
-            return ContextPiece(id=address, slot="tools", position=position, kind="tool-schema",
-                                source=source, injection_id=schema.injection_id, tool_name=schema.name,
-                                text=text, admission=admission, reason=_reason(admission),
-                                chain=self.bounded(chain),
-                                origin_line=admission.pass_line, origin_iteration=self.iteration,
-                                suspect_id=_suspect_id(kind, schema.injection_id))
+            chain = [
+                self.read_hop(),
+                landed,
+                *self.admission_hops(schema.injection_id, admission),
+                self.born_tool(schema.name, schema.injection_id),
+            ]
+            return ContextPiece(
+                id=address,
+                slot="tools",
+                position=position,
+                kind="tool-schema",
+                source=source,
+                injection_id=schema.injection_id,
+                tool_name=schema.name,
+                text=text,
+                admission=admission,
+                reason=_reason(admission),
+                chain=self.bounded(chain),
+                origin_line=admission.pass_line,
+                origin_iteration=self.iteration,
+                suspect_id=_suspect_id(kind, schema.injection_id),
+            )
         admission = Admission(via="registry")
         chain = [self.read_hop(), landed, self.born_tool(schema.name, None)]
-        reason = ("rode because the skill map offers read_skill on every call" if schema.name == READ_SKILL
-                  else _reason(admission))
-        return ContextPiece(id=address, slot="tools", position=position, kind="tool-schema",
-                            source="registry", tool_name=schema.name, text=text, admission=admission,
-                            reason=reason, chain=chain, origin_line=self.run_start_line)
+        reason = (
+            "rode because the skill map offers read_skill on every call"
+            if schema.name == READ_SKILL
+            else _reason(admission)
+        )
+        return ContextPiece(
+            id=address,
+            slot="tools",
+            position=position,
+            kind="tool-schema",
+            source="registry",
+            tool_name=schema.name,
+            text=text,
+            admission=admission,
+            reason=reason,
+            chain=chain,
+            origin_line=self.run_start_line,
+        )
 
     def _flavor(self, injection_id: str) -> str:
         decl = self.decl(injection_id)
@@ -1408,34 +1779,52 @@ class _Builder:
         active = set(event.active_ids) if event is not None else set()
         for skipped in event.skipped if event is not None else []:
             reason: Literal["parked", "skipped"] = "parked" if skipped.reason == "parked" else "skipped"
-            detail = (f"parked: {skipped.error}" if reason == "parked" and skipped.error
-                      else f"skipped ({skipped.reason}{': ' + skipped.error if skipped.error else ''})")
+            detail = (
+                f"parked: {skipped.error}"
+                if reason == "parked" and skipped.error
+                else f"skipped ({skipped.reason}{': ' + skipped.error if skipped.error else ''})"
+            )
             found.append(self.missing_injection(skipped.id, reason, detail, pass_line))
             listed.add(skipped.id)
         engagement = self.index.engagement_of(self.turn, self.iteration)
         if engagement is not None:
             for name in engagement[1].parked_tool_names:
                 schema = self.known_tool(name)
-                found.append(MissingPiece(
-                    id=f"missing:tool:{name}", kind="tool", tool_name=name, reason="tool-parked",
-                    detail=f"tool {name!r} was taken off the wire: its map is parked",
-                    text=(f"{schema.name}: {schema.description}" if schema.description else schema.name)
-                    if schema else None,
-                    restorable=schema is not None, line=engagement[0]))
+                found.append(
+                    MissingPiece(
+                        id=f"missing:tool:{name}",
+                        kind="tool",
+                        tool_name=name,
+                        reason="tool-parked",
+                        detail=f"tool {name!r} was taken off the wire: its map is parked",
+                        text=(f"{schema.name}: {schema.description}" if schema.description else schema.name)
+                        if schema
+                        else None,
+                        restorable=schema is not None,
+                        line=engagement[0],
+                    )
+                )
         ended: dict[str, MissingPiece] = {}
         for lease in self.index.run.leases:
-            if (lease.instruction_id in active or lease.instruction_id in listed or lease.prune_line is None
-                    or lease.prune_line > self.call_line
-                    or (lease.grant_line is not None and lease.grant_line > self.call_line)):
+            if (
+                lease.instruction_id in active
+                or lease.instruction_id in listed
+                or lease.prune_line is None
+                or lease.prune_line > self.call_line
+                or (lease.grant_line is not None and lease.grant_line > self.call_line)
+            ):
                 continue
             state = "spent" if lease.prune_reason == "spent" else "ended its tenure"
             when = f" at iteration {lease.pruned_iteration}" if lease.pruned_iteration is not None else ""
             tenant = lease.tenant if lease.tenant is not None else "none"
-            detail = (f"its {lease.delivery_lease} lease (granted by `{lease.tool_name}` call "
-                      f"{lease.tool_call_id} at iteration {lease.granted_iteration}, tenant {tenant}) "
-                      f"{state}{when}")
-            ended[lease.instruction_id] = self.missing_injection(lease.instruction_id, "lease-ended", detail,
-                                                                 lease.prune_line)
+            detail = (
+                f"its {lease.delivery_lease} lease (granted by `{lease.tool_name}` call "
+                f"{lease.tool_call_id} at iteration {lease.granted_iteration}, tenant {tenant}) "
+                f"{state}{when}"
+            )
+            ended[lease.instruction_id] = self.missing_injection(
+                lease.instruction_id, "lease-ended", detail, lease.prune_line
+            )
         found.extend(ended.values())
         listed.update(ended)
         excluded: set[str] = set()
@@ -1447,11 +1836,18 @@ class _Builder:
                 if decl.id in active or decl.id in listed or decl.id in sent:
                     continue
                 if decl.id in excluded:
-                    found.append(self.missing_injection(decl.id, "excluded", "excluded from the agent "
-                                                        "(Agent.without)", self.run_start_line))
+                    found.append(
+                        self.missing_injection(
+                            decl.id,
+                            "excluded",
+                            "excluded from the agent (Agent.without)",
+                            self.run_start_line,
+                        )
+                    )
                     continue
-                found.append(self.missing_injection(decl.id, "not-triggered", self.not_triggered(decl),
-                                                    pass_line))
+                found.append(
+                    self.missing_injection(decl.id, "not-triggered", self.not_triggered(decl), pass_line)
+                )
         return found
 
     def not_triggered(self, decl: InjectionDecl) -> str:
@@ -1475,8 +1871,13 @@ class _Builder:
                 return "declared always, yet not active on this pass"
         return "not active on this pass"
 
-    def missing_injection(self, injection_id: str, reason: Literal["skipped", "parked", "lease-ended",
-                          "not-triggered", "excluded"], detail: str, line: int | None) -> MissingPiece:
+    def missing_injection(
+        self,
+        injection_id: str,
+        reason: Literal["skipped", "parked", "lease-ended", "not-triggered", "excluded"],
+        detail: str,
+        line: int | None,
+    ) -> MissingPiece:
         decl = self.decl(injection_id)
         texts: list[str] = []
         if decl is not None and decl.system_prompt:
@@ -1486,9 +1887,17 @@ class _Builder:
         restorable = decl is not None and bool(texts) and not decl.templated
         memory = decl is not None and decl.flavor == "memory"
         kind: Literal["injection", "memory"] = "memory" if memory else "injection"
-        return MissingPiece(id=f"missing:injection:{injection_id}", kind=kind, injection_id=injection_id,
-                            flavor=decl.flavor if decl else None, reason=reason, detail=detail,
-                            text="\n".join(texts) or None, restorable=restorable, line=line)
+        return MissingPiece(
+            id=f"missing:injection:{injection_id}",
+            kind=kind,
+            injection_id=injection_id,
+            flavor=decl.flavor if decl else None,
+            reason=reason,
+            detail=detail,
+            text="\n".join(texts) or None,
+            restorable=restorable,
+            line=line,
+        )
 
     def known_tool(self, name: str) -> ToolSchema | None:
         for schema in self.known_tools():
@@ -1534,16 +1943,20 @@ class _Builder:
 
 
 def _unsupported(values: Iterable[StatedValue], line: int) -> list[UnsupportedValue]:
-    return [UnsupportedValue(text=v.text, value_kind=v.kind, start=v.start, end=v.end, line=line)
-            for v in values if not v.supported]
+    return [
+        UnsupportedValue(text=v.text, value_kind=v.kind, start=v.start, end=v.end, line=line)
+        for v in values
+        if not v.supported
+    ]
 
 
 def _suspect_id(kind: str, injection_id: str) -> str:
     return f"memory:{injection_id}" if kind == "memory" else f"injection:{injection_id}"
 
 
-def _edge_matches(on_tool_return: str | None, is_pattern: bool, statuses: list[str] | None,
-                  result: ToolResultEvent) -> bool:
+def _edge_matches(
+    on_tool_return: str | None, is_pattern: bool, statuses: list[str] | None, result: ToolResultEvent
+) -> bool:
     if on_tool_return is not None:
         if is_pattern:
             try:
@@ -1554,7 +1967,7 @@ def _edge_matches(on_tool_return: str | None, is_pattern: bool, statuses: list[s
         elif on_tool_return != result.tool_name:
             return False
     if statuses:
-        # A result that declared no status succeeded (DOMAIN §1.6: a plain return is a success).
+        # A result that declared no status succeeded (docs/context-model.md §1.6: a plain return is a success).
         return (result.status or "success") in statuses
     return on_tool_return is not None
 
@@ -1567,8 +1980,9 @@ def _label(kind: str, name: str, flavor: str | None) -> str:
     return f"{kind} '{name}'" + (f" ({flavor})" if flavor else "")
 
 
-def _suspects(builder: _Builder, pieces: list[ContextPiece], missing: list[MissingPiece],
-              answers: dict[int, str]) -> tuple[list[Piece], list[PieceOrigin]]:
+def _suspects(
+    builder: _Builder, pieces: list[ContextPiece], missing: list[MissingPiece], answers: dict[int, str]
+) -> tuple[list[Piece], list[PieceOrigin]]:
     call_node = f"llm_call#{builder.call.call_index}"
     order: list[str] = []
     parts: dict[str, list[ContextPiece]] = {}
@@ -1583,8 +1997,14 @@ def _suspects(builder: _Builder, pieces: list[ContextPiece], missing: list[Missi
     for suspect_id in order:
         group = parts[suspect_id]
         first = group[0]
-        asked = list(dict.fromkeys(hop.line for p in group for hop in p.chain if hop.verb == "ASKED"
-                                   and hop.line is not None and hop.line != builder.call_line))
+        asked = list(
+            dict.fromkeys(
+                hop.line
+                for p in group
+                for hop in p.chain
+                if hop.verb == "ASKED" and hop.line is not None and hop.line != builder.call_line
+            )
+        )
         ancestors = [answers[line] for line in asked if line in answers]
         if suspect_id.startswith("tool:"):
             name = suspect_id.removeprefix("tool:")
@@ -1592,15 +2012,30 @@ def _suspects(builder: _Builder, pieces: list[ContextPiece], missing: list[Missi
             iterations = [p.origin_iteration for p in results if p.origin_iteration is not None]
             text = "\n".join(p.text for p in results) or None
             edge = [EdgeHop(from_id=call_node, to_id=suspect_id, to_name=name, key="messages", kind="data")]
-            suspects.append(Piece(id=suspect_id, kind="tool", text=text, tool_name=name,
-                                  iteration=max(iterations) if iterations else builder.iteration,
-                                  ancestor_texts=ancestors, edge_path=edge))
+            suspects.append(
+                Piece(
+                    id=suspect_id,
+                    kind="tool",
+                    text=text,
+                    tool_name=name,
+                    iteration=max(iterations) if iterations else builder.iteration,
+                    ancestor_texts=ancestors,
+                    edge_path=edge,
+                )
+            )
             calls = ", ".join(p.tool_call_id or "?" for p in results)
             plural = "s" if len(results) > 1 else ""
             reason = f"rode because `{name}` returned ({calls}); the model read its result{plural}"
             born = first.chain[-1] if first.chain and first.chain[-1].verb == "BORN" else None
-            origins.append(PieceOrigin(piece_id=suspect_id, label=_label("tool", name, None), reason=reason,
-                                       chain=first.chain, born=born))
+            origins.append(
+                PieceOrigin(
+                    piece_id=suspect_id,
+                    label=_label("tool", name, None),
+                    reason=reason,
+                    chain=first.chain,
+                    born=born,
+                )
+            )
             continue
         injection_id = first.injection_id or suspect_id.split(":", 1)[1]
         kind: Literal["injection", "memory"] = "memory" if suspect_id.startswith("memory:") else "injection"
@@ -1618,28 +2053,71 @@ def _suspects(builder: _Builder, pieces: list[ContextPiece], missing: list[Missi
         if via not in ("always", "unknown"):
             source = f"{via}:{injection_id}"
             edge.append(EdgeHop(from_id=call_node, to_id=source, kind="control", key=via))
-        edge.append(EdgeHop(from_id=source, to_id=suspect_id, to_name=injection_id, key=first.slot,
-                            kind="data"))
-        suspects.append(Piece(id=suspect_id, kind=kind, text="\n".join(texts) or None,
-                              injection_id=injection_id, flavor=flavor, iteration=builder.iteration,
-                              ancestor_texts=ancestors, edge_path=edge))
+        edge.append(
+            EdgeHop(from_id=source, to_id=suspect_id, to_name=injection_id, key=first.slot, kind="data")
+        )
+        suspects.append(
+            Piece(
+                id=suspect_id,
+                kind=kind,
+                text="\n".join(texts) or None,
+                injection_id=injection_id,
+                flavor=flavor,
+                iteration=builder.iteration,
+                ancestor_texts=ancestors,
+                edge_path=edge,
+            )
+        )
         born = first.chain[-1] if first.chain and first.chain[-1].verb == "BORN" else None
-        origins.append(PieceOrigin(piece_id=suspect_id, label=_label(kind, injection_id, flavor),
-                                   reason=first.reason, chain=first.chain, born=born))
+        origins.append(
+            PieceOrigin(
+                piece_id=suspect_id,
+                label=_label(kind, injection_id, flavor),
+                reason=first.reason,
+                chain=first.chain,
+                born=born,
+            )
+        )
     for candidate in missing:
         if not candidate.restorable:
             continue
         name = candidate.tool_name or candidate.injection_id or candidate.id
-        suspects.append(Piece(id=candidate.id, kind=candidate.kind, text=candidate.text,
-                              tool_name=candidate.tool_name, injection_id=candidate.injection_id,
-                              flavor=candidate.flavor, iteration=builder.iteration, missing=True,
-                              edge_path=[EdgeHop(from_id=call_node, to_id=candidate.id, to_name=name,
-                                                 kind="control", key=candidate.reason)]))
-        born = (builder.born_injection(candidate.injection_id) if candidate.injection_id
-                else builder.born_tool(name, builder.tool_owner(name)))
+        suspects.append(
+            Piece(
+                id=candidate.id,
+                kind=candidate.kind,
+                text=candidate.text,
+                tool_name=candidate.tool_name,
+                injection_id=candidate.injection_id,
+                flavor=candidate.flavor,
+                iteration=builder.iteration,
+                missing=True,
+                edge_path=[
+                    EdgeHop(
+                        from_id=call_node,
+                        to_id=candidate.id,
+                        to_name=name,
+                        kind="control",
+                        key=candidate.reason,
+                    )
+                ],
+            )
+        )
+        born = (
+            builder.born_injection(candidate.injection_id)
+            if candidate.injection_id
+            else builder.born_tool(name, builder.tool_owner(name))
+        )
         label = _label(candidate.kind, name, candidate.flavor)
-        origins.append(PieceOrigin(piece_id=candidate.id, label=label,
-                                   reason=f"not sent: {candidate.detail}", chain=[born], born=born))
+        origins.append(
+            PieceOrigin(
+                piece_id=candidate.id,
+                label=label,
+                reason=f"not sent: {candidate.detail}",
+                chain=[born],
+                born=born,
+            )
+        )
     return suspects, origins
 
 
@@ -1685,8 +2163,15 @@ def trace_provenance(
     start = model.record(run.start_line) if run.start_line is not None else None
     run_start = start if isinstance(start, RunStartEvent) else None
     index = _Index.build(model, run, call_line)
-    builder = _Builder(model=model, index=index, call_line=call_line, call=call, run_start=run_start,
-                       pass_=index.pass_of(call.turn, call.iteration), max_hops=max_hops)
+    builder = _Builder(
+        model=model,
+        index=index,
+        call_line=call_line,
+        call=call,
+        run_start=run_start,
+        pass_=index.pass_of(call.turn, call.iteration),
+        max_hops=max_hops,
+    )
     if run_start is None:
         builder.flag("untracked-sources", "the run has no readable run_start: declarations are unknown")
     for problem in index.untracked:
@@ -1699,15 +2184,33 @@ def trace_provenance(
     assessed, unsupported = builder.unsupported()
     final = call.route == "final" or (call.route is None and not call.response.tool_calls)
     return Provenance(
-        trace=trace, run_id=call.run_id, agent=run.agent_name, provider=call.provider, model=call.model,
-        turn=call.turn, iteration=call.iteration, call_line=call_line, call_seq=call.seq,
-        call_index=call.call_index, route=call.route, final=final, answer=render_answer(call.response),
-        request=call.request, pieces=pieces, missing=missing, suspects=suspects, origins=origins,
-        unsupported=unsupported if final else [], assessed=assessed and final,
-        flags=[HonestyFlag.model_validate({"flag": name, "note": note})
-               for name, note in builder.flags.items()],
+        trace=trace,
+        run_id=call.run_id,
+        agent=run.agent_name,
+        provider=call.provider,
+        model=call.model,
+        turn=call.turn,
+        iteration=call.iteration,
+        call_line=call_line,
+        call_seq=call.seq,
+        call_index=call.call_index,
+        route=call.route,
+        final=final,
+        answer=render_answer(call.response),
+        request=call.request,
+        pieces=pieces,
+        missing=missing,
+        suspects=suspects,
+        origins=origins,
+        unsupported=unsupported if final else [],
+        assessed=assessed and final,
+        flags=[
+            HonestyFlag.model_validate({"flag": name, "note": note}) for name, note in builder.flags.items()
+        ],
         declared_order=[d.id for d in run_start.injections] if run_start else [],
         declared=list(run_start.injections) if run_start else [],
-        known_tools=builder.known_tools(), run_start_line=run.start_line,
-        target_note=default.note(call) if default is not None else None, read_problems=ReadProblems.of(model),
+        known_tools=builder.known_tools(),
+        run_start_line=run.start_line,
+        target_note=default.note(call) if default is not None else None,
+        read_problems=ReadProblems.of(model),
     )

@@ -1,4 +1,4 @@
-"""The backtrack report (DOMAIN §9.9, adapted) and its sidecar file beside the trace.
+"""The backtrack report (docs/backtracking.md §9.9, adapted) and its sidecar file beside the trace.
 
 :class:`BacktrackReport` is what the CLI prints and the TUI's backtrack pane renders: the claim,
 the tier (``correlational`` until seeded reruns with a stable baseline say more), the answer and
@@ -79,7 +79,7 @@ SIDECAR_SUFFIX = ".backtrack.jsonl"
 """Appended to the trace's file name: ``run.fptrace.jsonl`` → ``run.fptrace.jsonl.backtrack.jsonl``."""
 
 CARD_LIMIT = 6
-"""Suspect cards shown at most; the rest fold into one line (DOMAIN §9.9)."""
+"""Suspect cards shown at most; the rest fold into one line (docs/backtracking.md §9.9)."""
 
 CLAIM_DISCIPLINE: tuple[str, str] = (
     "Scores, rankings and chains are correlational: a high score means a piece is aligned with the "
@@ -133,7 +133,7 @@ class BornAt(_Frozen):
 
 
 class CardEdge(_Frozen):
-    """The hop adjacent to the suspect (DOMAIN §9.9 ``edge``)."""
+    """The hop adjacent to the suspect (docs/backtracking.md §9.9 ``edge``)."""
 
     key: str | None = None
     """What was carried (the slot, a lease…)."""
@@ -144,7 +144,7 @@ class CardEdge(_Frozen):
 
 
 class VerdictStamp(_Frozen):
-    """The stamp on a card after reruns. Inconclusive probes get no stamp (DOMAIN §9.9)."""
+    """The stamp on a card after reruns. Inconclusive probes get no stamp (docs/backtracking.md §9.9)."""
 
     kind: Literal["confirmed", "not-confirmed"]
     """Confirmed is causal; not-confirmed leaves the ranking a correlational proxy."""
@@ -174,7 +174,7 @@ class ProbeVerdict(_Frozen):
 
 
 class SuspectCard(_Frozen):
-    """One suspect as the pane shows it (DOMAIN §9.9 ``Card``)."""
+    """One suspect as the pane shows it (docs/backtracking.md §9.9 ``Card``)."""
 
     rank: int
     """The TRUE rank in the ranking (display order may differ)."""
@@ -257,7 +257,7 @@ class UnsupportedCard(_Frozen):
 
 
 class BisectSummary(_Frozen):
-    """What a multi-culprit bisection found (DOMAIN §9.7)."""
+    """What a multi-culprit bisection found (docs/backtracking.md §9.7)."""
 
     verdict: Literal["confirmed", "not-reproducible", "inconclusive"]
     """Confirmed (causal), not-reproducible, or inconclusive."""
@@ -281,13 +281,17 @@ class BisectSummary(_Frozen):
     @classmethod
     def of(cls, result: BisectResult) -> BisectSummary:
         """Summarise a :class:`~fpdebug.backtrack.ablation.BisectResult`."""
-        return cls(verdict=result.verdict, tier=result.tier,
-                   culprits=[[suspect_label(s) for s in group] for group in result.culprits],
-                   sources=[[s.source for s in group] for group in result.culprits],
-                   probes=len(result.probes), runs_used=result.runs_used,
-                   baseline_flips=result.baseline.flips if result.baseline else None,
-                   baseline_samples=result.baseline.samples if result.baseline else None,
-                   reason=result.reason)
+        return cls(
+            verdict=result.verdict,
+            tier=result.tier,
+            culprits=[[suspect_label(s) for s in group] for group in result.culprits],
+            sources=[[s.source for s in group] for group in result.culprits],
+            probes=len(result.probes),
+            runs_used=result.runs_used,
+            baseline_flips=result.baseline.flips if result.baseline else None,
+            baseline_samples=result.baseline.samples if result.baseline else None,
+            reason=result.reason,
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -295,7 +299,7 @@ class BisectSummary(_Frozen):
 
 
 class BacktrackReport(_Frozen):
-    """Why did the model answer this? The whole answer, tier by tier (DOMAIN §9.9, adapted)."""
+    """Why did the model answer this? The whole answer, tier by tier (docs/backtracking.md §9.9, adapted)."""
 
     format: Literal["fpdebug.backtrack"] = "fpdebug.backtrack"
     """Always ``fpdebug.backtrack``."""
@@ -390,11 +394,14 @@ class BacktrackReport(_Frozen):
 
     def with_baseline(self, stats: ProbeStats) -> BacktrackReport:
         """The report after the baseline probe (nothing removed)."""
-        report = self.model_copy(update={
-            "baseline": f"{stats.flips}/{stats.samples} flipped with no ablation",
-            "baseline_flips": stats.flips, "baseline_samples": stats.samples,
-            "runs_used": self.runs_used + stats.samples,
-        })
+        report = self.model_copy(
+            update={
+                "baseline": f"{stats.flips}/{stats.samples} flipped with no ablation",
+                "baseline_flips": stats.flips,
+                "baseline_samples": stats.samples,
+                "runs_used": self.runs_used + stats.samples,
+            }
+        )
         return report._remoded()
 
     def with_probe(self, probe: SuspectProbe) -> BacktrackReport:
@@ -406,13 +413,20 @@ class BacktrackReport(_Frozen):
         """The report after one probe, given as its verdict and stats (what the sidecar saves)."""
         stamp = _stamp(verdict.verdict)
         update = {"verdict": stamp, "probe": verdict}
-        cards = [card.model_copy(update=update) if card.source == verdict.source else card
-                 for card in self.cards]
-        missing = [card.model_copy(update=update) if card.source == verdict.source else card
-                   for card in self.missing]
-        report = self.model_copy(update={"cards": cards, "missing": missing,
-                                         "verdicts": [*self.verdicts, verdict],
-                                         "runs_used": self.runs_used + stats.samples})
+        cards = [
+            card.model_copy(update=update) if card.source == verdict.source else card for card in self.cards
+        ]
+        missing = [
+            card.model_copy(update=update) if card.source == verdict.source else card for card in self.missing
+        ]
+        report = self.model_copy(
+            update={
+                "cards": cards,
+                "missing": missing,
+                "verdicts": [*self.verdicts, verdict],
+                "runs_used": self.runs_used + stats.samples,
+            }
+        )
         return report._remoded()
 
     def with_bisect(self, result: BisectSummary) -> BacktrackReport:
@@ -421,8 +435,11 @@ class BacktrackReport(_Frozen):
         # The bisection's own baseline counts when there was none yet, and whenever it was unstable.
         if (self.baseline_flips is None and result.baseline_flips is not None) or result.baseline_flips:
             baseline = f"{result.baseline_flips}/{result.baseline_samples} flipped with no ablation"
-            update |= {"baseline": baseline, "baseline_flips": result.baseline_flips,
-                       "baseline_samples": result.baseline_samples}
+            update |= {
+                "baseline": baseline,
+                "baseline_flips": result.baseline_flips,
+                "baseline_samples": result.baseline_samples,
+            }
         return self.model_copy(update=update)._remoded()
 
     def finished(self, status: Status) -> BacktrackReport:
@@ -432,28 +449,44 @@ class BacktrackReport(_Frozen):
     def _remoded(self) -> BacktrackReport:
         flags = [flag for flag in self.flags if flag.flag != "baseline-unstable"]
         if self.baseline_flips:
-            flags.append(HonestyFlag(flag="baseline-unstable", note=(
-                f"{self.baseline_flips}/{self.baseline_samples} reruns changed the answer with nothing "
-                "removed; no rerun can prove anything (every verdict is inconclusive)")))
+            flags.append(
+                HonestyFlag(
+                    flag="baseline-unstable",
+                    note=(
+                        f"{self.baseline_flips}/{self.baseline_samples} reruns changed the answer with nothing "
+                        "removed; no rerun can prove anything (every verdict is inconclusive)"
+                    ),
+                )
+            )
         ran = self.baseline_flips is not None
         if not ran:
             mode: Mode = "correlational"
             label = "correlational: chains and rankings only, no reruns"
         elif self.baseline_flips:
             mode = "correlational"
-            label = ("correlational: the baseline changed outcome with nothing removed, so no rerun proves "
-                     "anything")
+            label = (
+                "correlational: the baseline changed outcome with nothing removed, so no rerun proves "
+                "anything"
+            )
         else:
             mode = "causal"
-            label = (f"causal: seeded reruns against a stable baseline ({self.baseline}); only verdicts "
-                     "stamped CAUSAL say \"because\"")
+            label = (
+                f"causal: seeded reruns against a stable baseline ({self.baseline}); only verdicts "
+                'stamped CAUSAL say "because"'
+            )
         return self.model_copy(update={"flags": flags, "mode": mode, "mode_label": label})
 
 
 def _probe_verdict(source: str, verdict: AblationVerdict, stats: ProbeStats) -> ProbeVerdict:
     answers = list(dict.fromkeys(_clip(output, 160) or "" for output in stats.outputs))[:3]
-    return ProbeVerdict(source=source, label=verdict.label, action=verdict.action, verdict=verdict,
-                        mean_similarity=stats.similarity.mean, answers=answers)
+    return ProbeVerdict(
+        source=source,
+        label=verdict.label,
+        action=verdict.action,
+        verdict=verdict,
+        mean_similarity=stats.similarity.mean,
+        answers=answers,
+    )
 
 
 def _stamp(verdict: AblationVerdict) -> VerdictStamp | None:
@@ -475,15 +508,25 @@ def _card(suspect: Suspect, provenance: Provenance) -> SuspectCard:
         via = parts[0].admission.via
     edge = suspect.edge_path[-1] if suspect.edge_path else None
     return SuspectCard(
-        rank=suspect.rank or 0, source=suspect.source, kind=suspect.kind, flavor=suspect.detail.flavor,
-        name=_name(suspect), label=suspect_label(suspect), text=_clip(suspect.detail.text),
-        score=suspect.score, upper_bound=not suspect.has_content_evidence,
+        rank=suspect.rank or 0,
+        source=suspect.source,
+        kind=suspect.kind,
+        flavor=suspect.detail.flavor,
+        name=_name(suspect),
+        label=suspect_label(suspect),
+        text=_clip(suspect.detail.text),
+        score=suspect.score,
+        upper_bound=not suspect.has_content_evidence,
         edge=CardEdge(key=edge.key, weight=edge.weight, kind=edge.kind) if edge else None,
         path=list(suspect.edge_path) if len(suspect.edge_path) > 1 else [],
         reason=origin.reason if origin is not None else "the trace does not say why it rode",
         chain=list(origin.chain) if origin is not None else [],
-        born_at=BornAt(id=_born_id(born, provenance), label=born.text if born else "unknown", via=via,
-                       seq=born.seq if born else None),
+        born_at=BornAt(
+            id=_born_id(born, provenance),
+            label=born.text if born else "unknown",
+            via=via,
+            seq=born.seq if born else None,
+        ),
     )
 
 
@@ -497,11 +540,17 @@ def _born_id(born: Hop | None, provenance: Provenance) -> str:
 
 def _missing_card(suspect: Suspect, provenance: Provenance) -> MissingCard:
     origin = provenance.origin(suspect.source)
-    return MissingCard(rank=suspect.rank or 0, source=suspect.source, kind=suspect.kind, name=_name(suspect),
-                       label=suspect_label(suspect),
-                       reason=origin.reason if origin is not None else "not sent",
-                       text=_clip(suspect.detail.text), score=suspect.score,
-                       upper_bound=not suspect.has_content_evidence)
+    return MissingCard(
+        rank=suspect.rank or 0,
+        source=suspect.source,
+        kind=suspect.kind,
+        name=_name(suspect),
+        label=suspect_label(suspect),
+        reason=origin.reason if origin is not None else "not sent",
+        text=_clip(suspect.detail.text),
+        score=suspect.score,
+        upper_bound=not suspect.has_content_evidence,
+    )
 
 
 def _select(suspects: Sequence[Suspect], limit: int) -> tuple[list[Suspect], list[Suspect]]:
@@ -537,28 +586,53 @@ def build_report(
     if folded_count:
         listed = " · ".join(f"#{s.rank} {s.source}" for s in rest)
         beyond = f" (+{ranking.folded} beyond the ranking's cut)" if ranking.folded else ""
-        folded = f"{folded_count} more suspect(s) folded — {listed}{beyond}" if listed else (
-            f"{folded_count} more suspect(s) folded{beyond}")
+        folded = (
+            f"{folded_count} more suspect(s) folded — {listed}{beyond}"
+            if listed
+            else (f"{folded_count} more suspect(s) folded{beyond}")
+        )
     score_note = None
     margin = ranking.confidence.margin
     if margin is not None and margin < 0.05:
-        score_note = (f"the top two suspects score within {margin:.3f} of each other (< 0.05): the ranking "
-                      "does not single out a leader")
-    unsupported = [UnsupportedCard(text=value.text, value_kind=value.value_kind, start=value.start,
-                                   end=value.end, seq=value.line) for value in provenance.unsupported]
+        score_note = (
+            f"the top two suspects score within {margin:.3f} of each other (< 0.05): the ranking "
+            "does not single out a leader"
+        )
+    unsupported = [
+        UnsupportedCard(
+            text=value.text, value_kind=value.value_kind, start=value.start, end=value.end, seq=value.line
+        )
+        for value in provenance.unsupported
+    ]
     return BacktrackReport(
         claim=claim or f"Why did the model answer this at iteration {provenance.iteration}?",
-        mode="correlational", mode_label="correlational: chains and rankings only, no reruns",
-        trace=provenance.trace, run_id=provenance.run_id, agent=provenance.agent, model=provenance.model,
-        turn=provenance.turn, iteration=provenance.iteration, call_line=provenance.call_line,
-        call_seq=provenance.call_seq, call_index=provenance.call_index, answer=provenance.answer,
-        decided_at=DecidedAt(id=f"llm_call#{provenance.call_index}",
-                             label=f"llm_call #{provenance.call_index} (seq {provenance.call_seq}, turn "
-                                   f"{provenance.turn}, iteration {provenance.iteration})"),
-        cards=[_card(s, provenance) for s in shown], folded=folded, folded_count=folded_count,
-        score_note=score_note, missing=[_missing_card(s, provenance) for s in ranking.missing],
-        unsupported=unsupported, assessed=provenance.assessed, flags=list(provenance.flags),
-        target_note=provenance.target_note, read_problems=provenance.read_problems,
+        mode="correlational",
+        mode_label="correlational: chains and rankings only, no reruns",
+        trace=provenance.trace,
+        run_id=provenance.run_id,
+        agent=provenance.agent,
+        model=provenance.model,
+        turn=provenance.turn,
+        iteration=provenance.iteration,
+        call_line=provenance.call_line,
+        call_seq=provenance.call_seq,
+        call_index=provenance.call_index,
+        answer=provenance.answer,
+        decided_at=DecidedAt(
+            id=f"llm_call#{provenance.call_index}",
+            label=f"llm_call #{provenance.call_index} (seq {provenance.call_seq}, turn "
+            f"{provenance.turn}, iteration {provenance.iteration})",
+        ),
+        cards=[_card(s, provenance) for s in shown],
+        folded=folded,
+        folded_count=folded_count,
+        score_note=score_note,
+        missing=[_missing_card(s, provenance) for s in ranking.missing],
+        unsupported=unsupported,
+        assessed=provenance.assessed,
+        flags=list(provenance.flags),
+        target_note=provenance.target_note,
+        read_problems=provenance.read_problems,
     )
 
 
@@ -695,10 +769,16 @@ class SidecarWriter:
             raise BacktrackError(f"refusing to write backtrack records into the trace itself ({self.trace})")
         self.id = backtrack_id or uuid.uuid4().hex[:12]
         """This backtrack's id in the file."""
-        self._call = {"call_index": report.call_index, "call_line": report.call_line,
-                      "call_seq": report.call_seq}
-        self.append(ReportRecord(id=self.id, created=datetime.now(UTC), trace=str(self.trace), report=report,
-                                 **self._call))
+        self._call = {
+            "call_index": report.call_index,
+            "call_line": report.call_line,
+            "call_seq": report.call_seq,
+        }
+        self.append(
+            ReportRecord(
+                id=self.id, created=datetime.now(UTC), trace=str(self.trace), report=report, **self._call
+            )
+        )
 
     def append(self, record: _AnyRecord) -> None:
         """Append one record as one line, in one ``write()``.
@@ -731,18 +811,32 @@ class SidecarWriter:
 
     def verdict(self, probe: SuspectProbe) -> None:
         """Record one probe's verdict."""
-        self.append(VerdictRecord(id=self.id, source=probe.suspect.source, action=probe.verdict.action,
-                                  verdict=probe.verdict, stats=probe.stats, **self._call))
+        self.append(
+            VerdictRecord(
+                id=self.id,
+                source=probe.suspect.source,
+                action=probe.verdict.action,
+                verdict=probe.verdict,
+                stats=probe.stats,
+                **self._call,
+            )
+        )
 
     def bisect(self, summary: BisectSummary) -> None:
         """Record a bisection."""
         sets = " · ".join("[" + ", ".join(group) + "]" for group in summary.culprits) or "no culprit set"
-        stamp = BisectStamp(kind=summary.verdict, tier=summary.tier, label=f"bisect: {sets}",
-                            claim=summary.reason)
+        stamp = BisectStamp(
+            kind=summary.verdict, tier=summary.tier, label=f"bisect: {sets}", claim=summary.reason
+        )
         self.append(BisectRecord(id=self.id, bisect=summary, verdict=stamp, **self._call))
 
-    def end(self, status: Literal["complete", "cancelled", "failed"], *, runs_used: int = 0,
-            error: str | None = None) -> None:
+    def end(
+        self,
+        status: Literal["complete", "cancelled", "failed"],
+        *,
+        runs_used: int = 0,
+        error: str | None = None,
+    ) -> None:
         """Record how the backtrack ended."""
         self.append(EndRecord(id=self.id, status=status, runs_used=runs_used, error=error, **self._call))
 
@@ -874,8 +968,11 @@ def load_sidecar(path: str | os.PathLike[str]) -> Sidecar:
         created, report = reports[backtrack_id]
         state = status[backtrack_id]
         report = report.finished("running" if state == "unfinished" else state)
-        backtracks.append(SavedBacktrack(id=backtrack_id, created=created, report=report, status=state,
-                                         records=counts[backtrack_id]))
+        backtracks.append(
+            SavedBacktrack(
+                id=backtrack_id, created=created, report=report, status=state, records=counts[backtrack_id]
+            )
+        )
     return Sidecar(path=str(file), backtracks=backtracks, unreadable_lines=unreadable, torn_tail=torn)
 
 

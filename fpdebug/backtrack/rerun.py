@@ -133,8 +133,11 @@ def apply_specs(
             case _:
                 raise BacktrackError(f"not an ablation spec: {spec!r}")
     segments = [s for s in request.system_prompt if s.injection_id is None or s.injection_id not in drop_ids]
-    tools = [t for t in request.tools
-             if t.name not in drop_tools and (t.injection_id is None or t.injection_id not in drop_ids)]
+    tools = [
+        t
+        for t in request.tools
+        if t.name not in drop_tools and (t.injection_id is None or t.injection_id not in drop_ids)
+    ]
     messages: list[Message] = []
     dropped_calls: set[str] = set()
     for message in request.messages:
@@ -147,8 +150,9 @@ def apply_specs(
                 if not kept and not message.content.strip():
                     continue
                 message = message.model_copy(update={"tool_calls": kept or None})
-        if message.role == "tool" and (message.tool_name in drop_tools
-                                       or message.tool_call_id in dropped_calls):
+        if message.role == "tool" and (
+            message.tool_name in drop_tools or message.tool_call_id in dropped_calls
+        ):
             continue
         messages.append(message)
     order = {decl.id: index for index, decl in enumerate(declared)}
@@ -156,8 +160,9 @@ def apply_specs(
         if spec.unit_kind == "tool":
             tools = _restore_tool(tools, spec.unit_id, known_tools)
         else:
-            segments, messages, tools = _restore_injection(segments, messages, tools, spec.unit_id, declared,
-                                                           order, known_tools)
+            segments, messages, tools = _restore_injection(
+                segments, messages, tools, spec.unit_id, declared, order, known_tools
+            )
     return request.model_copy(update={"system_prompt": segments, "messages": messages, "tools": tools})
 
 
@@ -189,8 +194,9 @@ def _restore_injection(
     if decl is None:
         raise BacktrackError(f"cannot restore injection {injection_id!r}: it is not declared in run_start")
     if decl.templated:
-        raise BacktrackError(f"cannot restore injection {injection_id!r}: its prompt is a template that only "
-                             "a pass can render")
+        raise BacktrackError(
+            f"cannot restore injection {injection_id!r}: its prompt is a template that only a pass can render"
+        )
     if not decl.system_prompt and not decl.messages and not decl.tool_names:
         raise BacktrackError(f"cannot restore injection {injection_id!r}: it declares nothing to send")
     target = order.get(injection_id, len(order))
@@ -271,14 +277,16 @@ class RecordedCallRunner:
             response = provider.complete(request)
         self.calls += 1
         usage = response.usage
-        return RunOutput(output=render_answer(response),
-                         cost=RunCost(tokens=usage.input_tokens + usage.output_tokens))
+        return RunOutput(
+            output=render_answer(response), cost=RunCost(tokens=usage.input_tokens + usage.output_tokens)
+        )
 
 
 def runner_for(provenance: Provenance, provider: RerunProvider) -> RecordedCallRunner:
     """The runner that reruns the call a provenance explains."""
-    return RecordedCallRunner(provenance.request, provider, declared=provenance.declared,
-                              known_tools=provenance.known_tools)
+    return RecordedCallRunner(
+        provenance.request, provider, declared=provenance.declared, known_tools=provenance.known_tools
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -304,15 +312,20 @@ def scripted_rerun_provider(
     """
     factory = getattr(module, "scripted_provider", None)
     if not callable(factory):
-        raise BacktrackError(f"{source} has no scripted_provider() to rerun with; pass --provider "
-                             "anthropic|openai --model M to rerun the call live")
+        raise BacktrackError(
+            f"{source} has no scripted_provider() to rerun with; pass --provider "
+            "anthropic|openai --model M to rerun the call live"
+        )
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         parameters = {}  # type: ignore[assignment]
     usable = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    kwargs = {name: options[name] for name, parameter in parameters.items()
-              if name in options and parameter.kind in usable}
+    kwargs = {
+        name: options[name]
+        for name, parameter in parameters.items()
+        if name in options and parameter.kind in usable
+    }
     _check_recorded_arguments(factory, kwargs, source=source)
 
     def make() -> Provider:
@@ -323,18 +336,22 @@ def scripted_rerun_provider(
         except Exception as exc:  # the user's module failed: say where, never a traceback
             raise BacktrackError(f"{source}: scripted_provider() raised {type(exc).__name__}: {exc}") from exc
         if not callable(getattr(provider, "complete", None)):
-            raise BacktrackError(f"{source}: scripted_provider() returned {type(provider).__name__}, "
-                                 "not a provider")
+            raise BacktrackError(
+                f"{source}: scripted_provider() returned {type(provider).__name__}, not a provider"
+            )
         return provider  # type: ignore[no-any-return]
 
     shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-    return RerunProvider(factory=make, live=False,
-                         description=f"the scripted model of {source}{f' ({shown})' if shown else ''}, "
-                                     "fresh for every rerun")
+    return RerunProvider(
+        factory=make,
+        live=False,
+        description=f"the scripted model of {source}{f' ({shown})' if shown else ''}, fresh for every rerun",
+    )
 
 
-def _check_recorded_arguments(factory: Callable[..., object], kwargs: Mapping[str, object], *,
-                              source: str) -> None:
+def _check_recorded_arguments(
+    factory: Callable[..., object], kwargs: Mapping[str, object], *, source: str
+) -> None:
     """Refuse a recorded option that does not fit ``scripted_provider``'s annotation of it.
 
     The options come from the trace (untrusted): a ``variant`` of ``{"x": [1]}`` or ``"../../evil"``
@@ -346,7 +363,7 @@ def _check_recorded_arguments(factory: Callable[..., object], kwargs: Mapping[st
     """
     try:
         hints = typing.get_type_hints(factory)
-    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved checks nothing
+    except Exception:
         return
     for name, value in kwargs.items():
         hint = hints.get(name)
@@ -370,7 +387,7 @@ def _fits(hint: object, value: object) -> bool:
         TypeAdapter(hint).validate_python(value, strict=True)
     except ValidationError:
         return False
-    except Exception:  # noqa: BLE001 - a hint pydantic cannot check (an arbitrary class) checks nothing
+    except Exception:
         return True
     return True
 
@@ -426,8 +443,10 @@ def rerun_provider_for(
             raise BacktrackError(f"--provider {provider} needs the model to rerun with (--model NAME)")
         return _live(provider, model, base_url)
     if provider not in (None, "scripted"):
-        raise BacktrackError(f"cannot rerun with provider {provider!r}: use scripted, anthropic or openai (a "
-                             "replay provider replays the recorded answer and cannot rerun a changed call)")
+        raise BacktrackError(
+            f"cannot rerun with provider {provider!r}: use scripted, anthropic or openai (a "
+            "replay provider replays the recorded answer and cannot rerun a changed call)"
+        )
     recorded = run_start.provider if run_start is not None else None
     if provider is None and recorded not in (None, "scripted"):
         assert run_start is not None
@@ -446,8 +465,9 @@ def rerun_provider_for(
             "call live"
         )
     if load_module is None:
-        raise BacktrackError(f"cannot load {name!r} to rebuild its scripted model: no module loader was "
-                             "given")
+        raise BacktrackError(
+            f"cannot load {name!r} to rebuild its scripted model: no module loader was given"
+        )
     return scripted_rerun_provider(load_module(name), options=options, source=name)
 
 

@@ -34,8 +34,8 @@ from fpdebug.backtrack.ablation import (
     AnswerChanged,
     BisectResult,
     ProbeStats,
-    RunOutput,
     Runner,
+    RunOutput,
     SuspectProbe,
     bisect_culprits,
     exact_changed,
@@ -130,8 +130,9 @@ def flip_test_for(
     raise BacktrackError(f"unknown flip test {test!r}; use auto, exact, normalized or similarity")
 
 
-def _read(trace: str | os.PathLike[str], *, line: int | None, seq: int | None,
-          max_hops: int) -> tuple[Provenance, RunStartEvent | None]:
+def _read(
+    trace: str | os.PathLike[str], *, line: int | None, seq: int | None, max_hops: int
+) -> tuple[Provenance, RunStartEvent | None]:
     reader = TraceReader(trace)
     try:
         model = RunModel.build(reader)
@@ -171,8 +172,13 @@ def explain(
         BacktrackError: No such call, or no llm_call with a reply.
     """
     provenance, _ = _read(trace, line=line, seq=seq, max_hops=max_hops)
-    ranking = rank_pieces(provenance.suspects, provenance.answer, at_iteration=provenance.iteration,
-                          max_suspects=max_suspects, max_missing=max_missing)
+    ranking = rank_pieces(
+        provenance.suspects,
+        provenance.answer,
+        at_iteration=provenance.iteration,
+        max_suspects=max_suspects,
+        max_missing=max_missing,
+    )
     report = build_report(provenance, ranking, claim=claim)
     return Backtrack(report=report, provenance=provenance, ranking=ranking)
 
@@ -180,8 +186,9 @@ def explain(
 class _Watched:
     """A runner that reports progress and honours cancellation between reruns."""
 
-    def __init__(self, runner: Runner, *, total: int, progress: Progress | None,
-                 cancelled: Cancelled | None) -> None:
+    def __init__(
+        self, runner: Runner, *, total: int, progress: Progress | None, cancelled: Cancelled | None
+    ) -> None:
         self.runner = runner
         self.total = total
         self.done = 0
@@ -235,7 +242,7 @@ def backtrack(
         claim: The report's question.
         ablate: Probe the top ``max_probed`` suspects one at a time (after a baseline).
         restore: Probe the top ``max_restored`` missing pieces by putting each back.
-        bisect: Find the minimal culprit sets (DOMAIN §9.7).
+        bisect: Find the minimal culprit sets (docs/backtracking.md §9.7).
         samples: Seeded reruns per probe (at least 2).
         provider: ``None``/``scripted`` (the run's scripted model), or ``anthropic``/``openai``
             for a live model: only ever because the caller asks.
@@ -267,8 +274,12 @@ def backtrack(
         ProviderError: A rerun's model failed (``LiveCallRefusedError`` when a live call is blocked).
     """
     provenance, run_start = _read(trace, line=line, seq=seq, max_hops=max_hops)
-    ranking = rank_pieces(provenance.suspects, provenance.answer, at_iteration=provenance.iteration,
-                          max_missing=max(5, max_restored))
+    ranking = rank_pieces(
+        provenance.suspects,
+        provenance.answer,
+        at_iteration=provenance.iteration,
+        max_missing=max(5, max_restored),
+    )
     report = build_report(provenance, ranking, claim=claim)
     reruns = ablate or restore or bisect
     count = resolve_samples(samples)
@@ -278,14 +289,18 @@ def backtrack(
         changed, flip_words = flip_test_for(provenance.answer, flip_test, threshold=flip_threshold)
     if reruns and runner is None:
         if rerun is None:
-            rerun = rerun_provider_for(run_start, provider=provider, model=model, base_url=base_url,
-                                       load_module=load_module)
+            rerun = rerun_provider_for(
+                run_start, provider=provider, model=model, base_url=base_url, load_module=load_module
+            )
         runner = runner_for(provenance, rerun)
     if reruns:
-        report = report.model_copy(update={
-            "status": "running", "flip_test": flip_words,
-            "rerun_provider": rerun.description if rerun is not None else "a caller-supplied runner",
-        })
+        report = report.model_copy(
+            update={
+                "status": "running",
+                "flip_test": flip_words,
+                "rerun_provider": rerun.description if rerun is not None else "a caller-supplied runner",
+            }
+        )
     result = Backtrack(report=report, provenance=provenance, ranking=ranking)
     writer = SidecarWriter(trace, report, path=sidecar) if save else None
     result.sidecar = writer.path if writer is not None else None
@@ -297,14 +312,25 @@ def backtrack(
     assert runner is not None
     usable = [s for s in ranking.suspects if s.ablation is not None and s.ablation.kind != "arg"]
     probed = usable[: max(0, max_probed)]
-    restored = [s for s in ranking.missing if s.ablation is not None][:max(0, max_restored)]
+    restored = [s for s in ranking.missing if s.ablation is not None][: max(0, max_restored)]
     queued = (len(probed) if ablate else 0) + (len(restored) if restore else 0)
     total = ((1 + queued) * count if queued else 0) + (max_probes * count if bisect else 0)
     watched = _Watched(runner, total=total, progress=progress, cancelled=cancelled)
     try:
-        _run(result, watched, writer, ablate=ablate, restore=restore, bisect=bisect, probed=probed,
-             restored=restored, samples=count, changed=changed, max_probes=max_probes,
-             max_culprits=max_culprits)
+        _run(
+            result,
+            watched,
+            writer,
+            ablate=ablate,
+            restore=restore,
+            bisect=bisect,
+            probed=probed,
+            restored=restored,
+            samples=count,
+            changed=changed,
+            max_probes=max_probes,
+            max_culprits=max_culprits,
+        )
     except BacktrackCancelled:
         result.report = result.report.finished("cancelled")
         if writer is not None:
@@ -350,16 +376,30 @@ def _run(
             writer.baseline(baseline)
         for suspect in queue:
             # One suspect at a time, against the shared baseline: each verdict is saved as it completes.
-            found = probe_suspects([suspect], runner, original=original, samples=samples, max_suspects=1,
-                                   baseline=baseline, answer_changed=changed)
+            found = probe_suspects(
+                [suspect],
+                runner,
+                original=original,
+                samples=samples,
+                max_suspects=1,
+                baseline=baseline,
+                answer_changed=changed,
+            )
             for probe in found.probes:
                 result.probes.append(probe)
                 result.report = result.report.with_probe(probe)
                 if writer is not None:
                     writer.verdict(probe)
     if bisect:
-        found_sets = bisect_culprits(result.ranking.suspects, runner, original=original, samples=samples,
-                                     max_probes=max_probes, max_culprits=max_culprits, answer_changed=changed)
+        found_sets = bisect_culprits(
+            result.ranking.suspects,
+            runner,
+            original=original,
+            samples=samples,
+            max_probes=max_probes,
+            max_culprits=max_culprits,
+            answer_changed=changed,
+        )
         result.bisect = found_sets
         summary = BisectSummary.of(found_sets)
         result.report = result.report.with_bisect(summary)

@@ -1,4 +1,4 @@
-"""Suspects, the correlational tier: lexical influence, rankings, ablation specs (DOMAIN §9.3–§9.6).
+"""Suspects, the correlational tier: lexical influence, rankings, ablation specs (docs/backtracking.md §9.3–§9.6).
 
 Everything here is a proxy from lexical geometry: a high score means a piece is *aligned with* the
 answer, never that it *caused* it. Only :mod:`fpdebug.backtrack.ablation` makes causal claims, and
@@ -71,10 +71,10 @@ __all__ = [
 
 SuspectKind: TypeAlias = Literal["tool", "injection", "memory", "arg", "stage"]
 """What a suspect is: a tool's result, an injection, a memory entry, an untracked argument, or a
-stage with nothing more specific to blame (DOMAIN §9.4)."""
+stage with nothing more specific to blame (docs/backtracking.md §9.4)."""
 
 Correlational: TypeAlias = Literal["correlational"]
-"""The tier of every score and ranking (DOMAIN §9.1)."""
+"""The tier of every score and ranking (docs/backtracking.md §9.1)."""
 
 
 class _Frozen(BaseModel):
@@ -82,11 +82,54 @@ class _Frozen(BaseModel):
 
 
 # ----------------------------------------------------------------------------------------------
-# Lexical strategy (DOMAIN §9.5): deterministic, no embedder.
+# Lexical strategy (docs/backtracking.md §9.5): deterministic, no embedder.
 
 STOP_WORDS: frozenset[str] = frozenset(
-    "a an the and or but if to of for in on at by with is are was were be been it this that these "
-    "those i you we my our me please can could would should do does how what need want".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "to",
+        "of",
+        "for",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "this",
+        "that",
+        "these",
+        "those",
+        "i",
+        "you",
+        "we",
+        "my",
+        "our",
+        "me",
+        "please",
+        "can",
+        "could",
+        "would",
+        "should",
+        "do",
+        "does",
+        "how",
+        "what",
+        "need",
+        "want",
+    ]
 )
 """Words dropped before overlap is measured (the reference's list, exactly)."""
 
@@ -137,7 +180,7 @@ def lexical_overlap(a: str, b: str) -> float:
 
 
 # ----------------------------------------------------------------------------------------------
-# Influence scoring (DOMAIN §9.5)
+# Influence scoring (docs/backtracking.md §9.5)
 
 PERSIST_THRESHOLD = 0.3
 """An ancestor "carries" the evidence when their similarity exceeds this."""
@@ -175,8 +218,9 @@ class InfluenceWeights(_Frozen):
         moved = self.avg + self.persist
         base = self.fa + self.depth
         fa_share = self.fa / base if base > 0 else 0.5
-        return InfluenceWeights(fa=self.fa + moved * fa_share, avg=0.0, persist=0.0,
-                                depth=self.depth + moved * (1.0 - fa_share))
+        return InfluenceWeights(
+            fa=self.fa + moved * fa_share, avg=0.0, persist=0.0, depth=self.depth + moved * (1.0 - fa_share)
+        )
 
 
 DEFAULT_WEIGHTS = InfluenceWeights()
@@ -232,7 +276,7 @@ def score_influence(
     similarity: Callable[[str, str], float] = lexical_overlap,
     persist_threshold: float = PERSIST_THRESHOLD,
 ) -> list[InfluenceScore]:
-    """Score each piece of evidence against the final answer (DOMAIN §9.5).
+    """Score each piece of evidence against the final answer (docs/backtracking.md §9.5).
 
     Args:
         evidence: The pieces; ids must be unique.
@@ -260,16 +304,21 @@ def score_influence(
             depth=1.0 / (1 + len(ancestors)),
         )
         used = weights if ancestors else weights.without_ancestors()
-        score = (used.fa * signals.fa + used.avg * signals.avg + used.persist * signals.persist
-                 + used.depth * signals.depth)
-        scored.append(InfluenceScore(id=item.id, score=score, signals=signals, weights=used,
-                                     adapted=not ancestors))
+        score = (
+            used.fa * signals.fa
+            + used.avg * signals.avg
+            + used.persist * signals.persist
+            + used.depth * signals.depth
+        )
+        scored.append(
+            InfluenceScore(id=item.id, score=score, signals=signals, weights=used, adapted=not ancestors)
+        )
     # sorted() is stable: equal scores keep the caller's (slice) order.
     return sorted(scored, key=lambda entry: -entry.score)
 
 
 # ----------------------------------------------------------------------------------------------
-# Ranking confidence (DOMAIN §9.5)
+# Ranking confidence (docs/backtracking.md §9.5)
 
 ClearWinnerStrategy: TypeAlias = Callable[[float, float, float], bool]
 """``strategy(s0, s1, threshold) -> clear winner?`` for the top two scores."""
@@ -307,7 +356,7 @@ def ranking_confidence(
     shortlist_band: float = 0.1,
     strategy: ClearWinnerStrategy = margin_strategy,
 ) -> RankingConfidence:
-    """Judge how clear a ranking's winner is (DOMAIN §9.5 ``rankingConfidence``).
+    """Judge how clear a ranking's winner is (docs/backtracking.md §9.5 ``rankingConfidence``).
 
     Non-finite scores take no part: they neither lead nor join the shortlist.
 
@@ -338,7 +387,7 @@ def ranking_confidence(
 
 
 # ----------------------------------------------------------------------------------------------
-# Ablation specs (DOMAIN §9.6): what a rerun leaves out, or puts back
+# Ablation specs (docs/backtracking.md §9.6): what a rerun leaves out, or puts back
 
 
 class ToolSpec(_Frozen):
@@ -376,7 +425,7 @@ class ArgSpec(_Frozen):
 
 
 class RestoreSpec(_Frozen):
-    """Rerun WITH a piece that was available but not sent (missing context, DOMAIN §9.3)."""
+    """Rerun WITH a piece that was available but not sent (missing context, docs/backtracking.md §9.3)."""
 
     kind: Literal["restore"] = "restore"
     unit_kind: Literal["tool", "injection", "memory"]
@@ -400,7 +449,7 @@ def ablation_spec_for(
     tool_name: str | None = None,
     injection_id: str | None = None,
 ) -> ToolSpec | InjectionSpec | MemorySpec | ArgSpec | None:
-    """The spec that removes a suspect of ``kind`` (DOMAIN §9.6); ``None`` for a stage.
+    """The spec that removes a suspect of ``kind`` (docs/backtracking.md §9.6); ``None`` for a stage.
 
     Args:
         kind: The suspect kind.
@@ -445,8 +494,10 @@ def restore_spec_for(
             return RestoreSpec(unit_kind="tool", unit_id=_needed(tool_name, "tool_name", kind, source))
         case "injection" | "memory":
             return RestoreSpec(unit_kind=kind, unit_id=_needed(injection_id, "injection_id", kind, source))
-    raise BacktrackError(f"a {kind} piece ({source!r}) cannot be restored: only tools, injections and "
-                         "memory entries can be put back")
+    raise BacktrackError(
+        f"a {kind} piece ({source!r}) cannot be restored: only tools, injections and "
+        "memory entries can be put back"
+    )
 
 
 def spec_label(spec: AblationSpec) -> str:
@@ -508,7 +559,7 @@ class SuspectDetail(_Frozen):
 
 
 class Suspect(_Frozen):
-    """A piece of context ranked as a possible cause of an answer (DOMAIN §9.3): correlational."""
+    """A piece of context ranked as a possible cause of an answer (docs/backtracking.md §9.3): correlational."""
 
     tier: Correlational = "correlational"
     """Always correlational: only an ablation verdict says "because"."""
@@ -543,7 +594,7 @@ class Suspect(_Frozen):
 
 
 def suspect_label(suspect: Suspect) -> str:
-    """``"<kind> '<tool name or injection id or source>'"`` (DOMAIN §9.3)."""
+    """``"<kind> '<tool name or injection id or source>'"`` (docs/backtracking.md §9.3)."""
     name = suspect.detail.tool_name or suspect.detail.injection_id or suspect.source
     return f"{suspect.kind} '{name}'"
 
@@ -651,8 +702,11 @@ def rank_pieces(
         iterations = [piece.iteration for piece in pieces if piece.iteration is not None]
         at_iteration = max(iterations) if iterations else None
 
-    texts = [EvidenceInput(id=piece.id, text=piece.text, ancestor_texts=piece.ancestor_texts)
-             for piece in pieces if piece.text is not None]
+    texts = [
+        EvidenceInput(id=piece.id, text=piece.text, ancestor_texts=piece.ancestor_texts)
+        for piece in pieces
+        if piece.text is not None
+    ]
     influence = {entry.id: entry for entry in score_influence(texts, answer_text, weights=weights)}
 
     sent: list[Suspect] = []
@@ -664,16 +718,22 @@ def rank_pieces(
         scored = influence.get(piece.id)
         semantic = None if scored is None else min(1.0, max(0.0, scored.score))
         if piece.missing:
-            spec = restore_spec_for(piece.kind, source=piece.id, tool_name=piece.tool_name,
-                                    injection_id=piece.injection_id)
+            spec = restore_spec_for(
+                piece.kind, source=piece.id, tool_name=piece.tool_name, injection_id=piece.injection_id
+            )
         else:
-            spec = ablation_spec_for(piece.kind, source=piece.id, tool_name=piece.tool_name,
-                                     injection_id=piece.injection_id)
+            spec = ablation_spec_for(
+                piece.kind, source=piece.id, tool_name=piece.tool_name, injection_id=piece.injection_id
+            )
         suspect = Suspect(
             source=piece.id,
             kind=piece.kind,
-            detail=SuspectDetail(tool_name=piece.tool_name, injection_id=piece.injection_id,
-                                 flavor=piece.flavor, text=piece.text),
+            detail=SuspectDetail(
+                tool_name=piece.tool_name,
+                injection_id=piece.injection_id,
+                flavor=piece.flavor,
+                text=piece.text,
+            ),
             score=structural if semantic is None else structural * semantic,
             structural_score=structural,
             semantic_score=semantic,

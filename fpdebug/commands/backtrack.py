@@ -22,37 +22,63 @@ ANSWER_LIMIT = 2000
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``TRACE``, the call, the reruns, the provider and the output options."""
     parser.add_argument("trace", metavar="TRACE", help="the trace file")
-    parser.add_argument("--call", type=int, metavar="SEQ",
-                        help="the llm_call to explain, by seq (default: the final answer of the last turn)")
-    parser.add_argument("--ablate", action="store_true",
-                        help="rerun the call without each top suspect (after a baseline): causal verdicts")
-    parser.add_argument("--restore", action="store_true",
-                        help="rerun the call with each missing-context candidate put back")
+    parser.add_argument(
+        "--call",
+        type=int,
+        metavar="SEQ",
+        help="the llm_call to explain, by seq (default: the final answer of the last turn)",
+    )
+    parser.add_argument(
+        "--ablate",
+        action="store_true",
+        help="rerun the call without each top suspect (after a baseline): causal verdicts",
+    )
+    parser.add_argument(
+        "--restore", action="store_true", help="rerun the call with each missing-context candidate put back"
+    )
     parser.add_argument("--bisect", action="store_true", help="find the minimal sets of culprits (ddmin)")
-    parser.add_argument("--samples", type=int, default=3, metavar="N",
-                        help="seeded reruns per probe (at least 2; default 3)")
-    parser.add_argument("--provider", choices=("scripted", "anthropic", "openai"),
-                        help="the model reruns use: the run's scripted model (default), or a live one "
-                             "(only when named here, with --model)")
+    parser.add_argument(
+        "--samples", type=int, default=3, metavar="N", help="seeded reruns per probe (at least 2; default 3)"
+    )
+    parser.add_argument(
+        "--provider",
+        choices=("scripted", "anthropic", "openai"),
+        help="the model reruns use: the run's scripted model (default), or a live one "
+        "(only when named here, with --model)",
+    )
     parser.add_argument("--model", metavar="M", help="the live model to rerun with")
-    parser.add_argument("--module", metavar="PATH_OR_MODULE",
-                        help="the agent module (a .py path or a dotted module) whose scripted model reruns "
-                             "use, when the run came from your own module: fpdebug imports only a module "
-                             "named here, never one because the trace names it (built-in scenarios need "
-                             "nothing); it must have the module name the trace recorded (a file's name "
-                             "without .py, a dotted module's last part: ~/agents/login.py matches "
-                             "agents/login.py and agents.login)")
-    parser.add_argument("--force-module", action="store_true",
-                        help="rerun with --module even though the trace recorded another module")
+    parser.add_argument(
+        "--module",
+        metavar="PATH_OR_MODULE",
+        help="the agent module (a .py path or a dotted module) whose scripted model reruns "
+        "use, when the run came from your own module: fpdebug imports only a module "
+        "named here, never one because the trace names it (built-in scenarios need "
+        "nothing); it must have the module name the trace recorded (a file's name "
+        "without .py, a dotted module's last part: ~/agents/login.py matches "
+        "agents/login.py and agents.login)",
+    )
+    parser.add_argument(
+        "--force-module",
+        action="store_true",
+        help="rerun with --module even though the trace recorded another module",
+    )
     parser.add_argument("--base-url", metavar="URL", help="another endpoint for the live provider")
-    parser.add_argument("--flip-test", choices=("auto", "exact", "normalized", "similarity"), default="auto",
-                        help="how a rerun's answer counts as changed (default auto: normalized text for "
-                             "short answers, lexical similarity < 0.8 for long ones)")
-    parser.add_argument("--max-probes", type=int, default=24, metavar="N",
-                        help="the bisection's probe budget (default 24)")
+    parser.add_argument(
+        "--flip-test",
+        choices=("auto", "exact", "normalized", "similarity"),
+        default="auto",
+        help="how a rerun's answer counts as changed (default auto: normalized text for "
+        "short answers, lexical similarity < 0.8 for long ones)",
+    )
+    parser.add_argument(
+        "--max-probes", type=int, default=24, metavar="N", help="the bisection's probe budget (default 24)"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--no-save", action="store_true",
-                        help="do not append the report and verdicts to TRACE.backtrack.jsonl")
+    parser.add_argument(
+        "--no-save",
+        action="store_true",
+        help="do not append the report and verdicts to TRACE.backtrack.jsonl",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,8 +93,9 @@ def run(args: argparse.Namespace) -> int:
     from fpdebug.errors import BacktrackError
 
     if args.samples < 2:
-        raise BacktrackError(f"--samples must be at least 2 (a causal verdict needs N ≥ 2), "
-                             f"got {args.samples}")
+        raise BacktrackError(
+            f"--samples must be at least 2 (a causal verdict needs N ≥ 2), got {args.samples}"
+        )
     if args.model and args.provider in (None, "scripted"):
         raise BacktrackError("--model names a live model: pass --provider anthropic or --provider openai too")
     if args.max_probes < 1:
@@ -79,11 +106,20 @@ def run(args: argparse.Namespace) -> int:
     reruns = args.ablate or args.restore or args.bisect
     progress = _progress if reruns and sys.stderr.isatty() else None
     result = backtrack(
-        trace, seq=args.call, ablate=args.ablate, restore=args.restore, bisect=args.bisect,
-        samples=args.samples, provider=args.provider, model=args.model, base_url=args.base_url,
+        trace,
+        seq=args.call,
+        ablate=args.ablate,
+        restore=args.restore,
+        bisect=args.bisect,
+        samples=args.samples,
+        provider=args.provider,
+        model=args.model,
+        base_url=args.base_url,
         load_module=recorded_module_loader(trace, module=args.module, force=args.force_module),
-        flip_test=args.flip_test, max_probes=args.max_probes,
-        save=not args.no_save, progress=progress,
+        flip_test=args.flip_test,
+        max_probes=args.max_probes,
+        save=not args.no_save,
+        progress=progress,
     )
     if progress is not None:
         print(file=sys.stderr)
@@ -100,18 +136,30 @@ def _progress(done: int, total: int) -> None:
 
 def _as_json(result: Backtrack) -> dict[str, object]:
     context = [
-        {"id": piece.id, "kind": piece.kind, "source": piece.source, "injection_id": piece.injection_id,
-         "tool_name": piece.tool_name, "tool_call_id": piece.tool_call_id, "reason": piece.reason,
-         "suspect": piece.suspect_id,
-         "chain": [hop.model_dump(mode="json", exclude_none=True) for hop in piece.chain]}
+        {
+            "id": piece.id,
+            "kind": piece.kind,
+            "source": piece.source,
+            "injection_id": piece.injection_id,
+            "tool_name": piece.tool_name,
+            "tool_call_id": piece.tool_call_id,
+            "reason": piece.reason,
+            "suspect": piece.suspect_id,
+            "chain": [hop.model_dump(mode="json", exclude_none=True) for hop in piece.chain],
+        }
         for piece in result.provenance.pieces
     ]
-    missing = [candidate.model_dump(mode="json", exclude_none=True)
-               for candidate in result.provenance.missing]
+    missing = [
+        candidate.model_dump(mode="json", exclude_none=True) for candidate in result.provenance.missing
+    ]
     report = result.report.model_dump(mode="json", exclude_none=True)
     report["honesty"] = result.report.honesty
-    return {"report": report, "context": context, "available_not_sent": missing,
-            "sidecar": str(result.sidecar) if result.sidecar is not None else None}
+    return {
+        "report": report,
+        "context": context,
+        "available_not_sent": missing,
+        "sidecar": str(result.sidecar) if result.sidecar is not None else None,
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -126,9 +174,10 @@ def render(result: Backtrack) -> str:
     lines: list[str] = []
     lines += _header(report)
     lines += ["", f"context that rode {report.decided_at.label}: correlational, how each piece got there"]
-    lines += [f"  {_where(piece):<16} {_what(piece):<40} {piece.reason}"
-              for piece in result.provenance.pieces]
-    lines += ["", "suspects (correlational: aligned with the answer, never \"because\")"]
+    lines += [
+        f"  {_where(piece):<16} {_what(piece):<40} {piece.reason}" for piece in result.provenance.pieces
+    ]
+    lines += ["", 'suspects (correlational: aligned with the answer, never "because")']
     if not report.cards:
         lines.append("  none: nothing engineered rode this call (only the base prompt, the user and replies)")
     for card in report.cards:
@@ -155,8 +204,11 @@ def render(result: Backtrack) -> str:
         stamp = _card_stamp(card.verdict, card.probe) if card is not None else ""
         restorable = "" if candidate.restorable else " (cannot be restored)"
         # A detail that starts with its reason ("parked: its map is parked") is not prefixed twice.
-        why = candidate.detail if candidate.detail.startswith(candidate.reason) else (
-            f"{candidate.reason}: {candidate.detail}")
+        why = (
+            candidate.detail
+            if candidate.detail.startswith(candidate.reason)
+            else (f"{candidate.reason}: {candidate.detail}")
+        )
         lines.append(f"  {candidate.kind} '{name}' — {why}{restorable}{stamp}")
     if report.rerun_provider is not None and report.baseline is None and report.bisect is None:
         lines += ["", "verdicts: nothing to rerun (no suspect or missing piece that a rerun can apply)"]
@@ -173,8 +225,10 @@ def render(result: Backtrack) -> str:
         if report.bisect is not None:
             bisect = report.bisect
             sets = " · ".join("[" + ", ".join(group) + "]" for group in bisect.culprits) or "none"
-            lines.append(f"  bisect: {bisect.verdict} ({bisect.tier}) — culprit sets: {sets}; "
-                         f"{bisect.probes} probes, {bisect.runs_used} reruns")
+            lines.append(
+                f"  bisect: {bisect.verdict} ({bisect.tier}) — culprit sets: {sets}; "
+                f"{bisect.probes} probes, {bisect.runs_used} reruns"
+            )
             lines.append(f"     {bisect.reason}")
         if report.status == "cancelled":
             lines.append("  cancelled: the verdicts above are the ones that finished")
@@ -198,7 +252,8 @@ def _header(report: BacktrackReport) -> list[str]:
         lines.append(f"⚠ target: {report.target_note}")
     if report.read_problems.note:
         lines.append(f"trace:  {report.read_problems.note}")
-    return lines + [
+    return [
+        *lines,
         f"claim:  {report.claim}",
         f"tier:   {report.mode_label}",
         f"answer: {report.decided_at.label} answered",
@@ -239,7 +294,7 @@ def _what(piece: ContextPiece) -> str:
 
 
 def _card_stamp(verdict: VerdictStamp | None, probe: ProbeVerdict | None) -> str:
-    # Inconclusive probes carry no stamp (DOMAIN §9.9), but the text still says a probe ran.
+    # Inconclusive probes carry no stamp (docs/backtracking.md §9.9), but the text still says a probe ran.
     if verdict is not None:
         words = "CAUSAL" if verdict.kind == "confirmed" else "not confirmed"
         return f"   [{words} {verdict.flips}/{verdict.samples}]"

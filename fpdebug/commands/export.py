@@ -21,22 +21,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``TRACE``, ``--format``, ``-o``, ``--endpoint``, ``--header``, ``--timeout``,
     ``--service-name`` and ``--include-content``."""
     parser.add_argument("trace", metavar="TRACE", help="the trace file (.jsonl) to export")
-    parser.add_argument("--format", choices=FORMATS, default="otlp-json",
-                        help="the file format (default otlp-json: an OTLP ExportTraceServiceRequest in JSON)")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write to FILE (created 0600), not stdout; with --endpoint, write it as well")
-    parser.add_argument("--endpoint", metavar="URL",
-                        help="send the spans over OTLP/HTTP (protobuf) to this collector, e.g. "
-                             "http://localhost:4318 (/v1/traces is added to a URL without a path)")
-    parser.add_argument("--header", metavar="KEY=VALUE", action="append", default=[],
-                        help="an HTTP header for --endpoint (repeatable); without any, the SDK reads "
-                             "OTEL_EXPORTER_OTLP_HEADERS")
-    parser.add_argument("--timeout", metavar="SECONDS", type=float, default=10.0,
-                        help="seconds per OTLP/HTTP request, retries included (default 10)")
-    parser.add_argument("--service-name", metavar="NAME", default="fpdebug",
-                        help="the service.name resource attribute (default fpdebug)")
-    parser.add_argument("--include-content", action="store_true",
-                        help="also export prompts, replies, tool arguments and results (may be sensitive)")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="otlp-json",
+        help="the file format (default otlp-json: an OTLP ExportTraceServiceRequest in JSON)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE (created 0600), not stdout; with --endpoint, write it as well",
+    )
+    parser.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="send the spans over OTLP/HTTP (protobuf) to this collector, e.g. "
+        "http://localhost:4318 (/v1/traces is added to a URL without a path)",
+    )
+    parser.add_argument(
+        "--header",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="an HTTP header for --endpoint (repeatable); without any, the SDK reads "
+        "OTEL_EXPORTER_OTLP_HEADERS",
+    )
+    parser.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=10.0,
+        help="seconds per OTLP/HTTP request, retries included (default 10)",
+    )
+    parser.add_argument(
+        "--service-name",
+        metavar="NAME",
+        default="fpdebug",
+        help="the service.name resource attribute (default fpdebug)",
+    )
+    parser.add_argument(
+        "--include-content",
+        action="store_true",
+        help="also export prompts, replies, tool arguments and results (may be sensitive)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,14 +91,23 @@ def run(args: argparse.Namespace) -> int:
     if events.skipped:
         from fpdebug.commands import terminal_text  # a file name can hold escape sequences too
 
-        print(f"fpdebug export: {events.skipped} invalid or unknown line(s) of {terminal_text(args.trace)} "
-              "were left out (`fpdebug validate` lists them)", file=sys.stderr)
+        print(
+            f"fpdebug export: {events.skipped} invalid or unknown line(s) of {terminal_text(args.trace)} "
+            "were left out (`fpdebug validate` lists them)",
+            file=sys.stderr,
+        )
     if args.endpoint is None or args.output is not None:
         document = otlp.otlp_json(spans, service_name=args.service_name, producer=producer)
         _write(document, args.output, trace=args.trace)
     if args.endpoint is not None:
-        sent = otlp.send_spans(spans, args.endpoint, headers=headers, timeout=args.timeout,
-                               service_name=args.service_name, producer=producer)
+        sent = otlp.send_spans(
+            spans,
+            args.endpoint,
+            headers=headers,
+            timeout=args.timeout,
+            service_name=args.service_name,
+            producer=producer,
+        )
         target = otlp.traces_endpoint(args.endpoint)
         print(f"fpdebug export: sent {sent} span(s) to {target}", file=sys.stderr)
     return 0
@@ -116,4 +153,6 @@ def _write(document: dict[str, object], output: str | None, *, trace: str) -> No
     from fpdebug.commands import write_output
 
     # ensure_ascii: every control or bidi character from the trace comes out escaped, on a terminal too.
-    write_output(json.dumps(document, indent=2, ensure_ascii=True) + "\n", output, trace=trace, encoding="ascii")
+    write_output(
+        json.dumps(document, indent=2, ensure_ascii=True) + "\n", output, trace=trace, encoding="ascii"
+    )

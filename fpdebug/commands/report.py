@@ -10,11 +10,15 @@ HELP = "Write a run report for a ticket: header, iteration timeline, leases, par
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``TRACE``, ``--format``, ``-o`` and ``--backtrack``."""
     parser.add_argument("trace", metavar="TRACE", help="the trace file (.jsonl) to report on")
-    parser.add_argument("--format", choices=("md", "json"), default="md",
-                        help="Markdown (default) or JSON (for scripts)")
+    parser.add_argument(
+        "--format", choices=("md", "json"), default="md", help="Markdown (default) or JSON (for scripts)"
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
-    parser.add_argument("--backtrack", metavar="FILE",
-                        help="the backtrack sidecar to include (default: TRACE.backtrack.jsonl if it exists)")
+    parser.add_argument(
+        "--backtrack",
+        metavar="FILE",
+        help="the backtrack sidecar to include (default: TRACE.backtrack.jsonl if it exists)",
+    )
     parser.epilog = (
         "The report holds ids, names, counts and states, never a prompt, reply or tool output (from a "
         "reply, only the unsupported values it stated); every string from the trace is made inert and "

@@ -18,16 +18,28 @@ DEFAULT_PORT = 8000
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``TRACE``, ``--host``, ``--port``, ``--allow-remote`` and ``--public-url``."""
-    parser.add_argument("trace", metavar="TRACE", nargs="?",
-                        help="the trace to open (default: run the demo and open its trace)")
-    parser.add_argument("--host", default=DEFAULT_HOST,
-                        help=f"the address to listen on (default {DEFAULT_HOST}; loopback unless "
-                             "--allow-remote)")
+    parser.add_argument(
+        "trace",
+        metavar="TRACE",
+        nargs="?",
+        help="the trace to open (default: run the demo and open its trace)",
+    )
+    parser.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"the address to listen on (default {DEFAULT_HOST}; loopback unless --allow-remote)",
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})")
-    parser.add_argument("--allow-remote", action="store_true",
-                        help="allow a non-loopback --host (anyone who reaches it sees the trace's prompts)")
-    parser.add_argument("--public-url", metavar="URL",
-                        help="the URL browsers use to reach the server (default http://HOST:PORT)")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --host (anyone who reaches it sees the trace's prompts)",
+    )
+    parser.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the URL browsers use to reach the server (default http://HOST:PORT)",
+    )
     parser.epilog = (
         "Each browser tab runs its own `fpdebug view TRACE` process. The server listens on loopback "
         "unless --allow-remote is given: a debugger shows prompts and tool results, so it must not "

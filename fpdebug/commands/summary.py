@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from fpdebug.trace.model import Run, RunModel
     from fpdebug.trace.reader import TraceReader
 
+
 class LeaseCounts(TypedDict):
     """Lease lifetimes of a run, counted."""
 

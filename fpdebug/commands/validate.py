@@ -49,5 +49,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{count} problem{'s' if count != 1 else ''}", file=sys.stderr)
             return 1
         lines = len(reader)
-        print(f"{shown}: ok ({lines} line{'s' if lines != 1 else ''}, schema_version {reader.header.schema_version})")
+        print(
+            f"{shown}: ok ({lines} line{'s' if lines != 1 else ''}, schema_version {reader.header.schema_version})"
+        )
         return 0

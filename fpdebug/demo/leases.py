@@ -1,4 +1,4 @@
-"""Demo (d): the instruction-lease timeline of DOMAIN §4.4 (agent loop, max_iterations 6).
+"""Demo (d): the instruction-lease timeline of docs/context-model.md §4.4 (agent loop, max_iterations 6).
 
 ``fetch`` grants ``wire-format`` with a ``next-call`` lease; ``calc`` is plain. The model calls
 ``fetch``, then ``calc``, then answers:
@@ -24,7 +24,9 @@ from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply
 from fpdebug.trace.schema import LlmRequest
 
 NAME = "leases"
-DESCRIPTION = "Lease timeline (DOMAIN §4.4): fetch grants a next-call lease that serves exactly one pass"
+DESCRIPTION = (
+    "Lease timeline (docs/context-model.md §4.4): fetch grants a next-call lease that serves exactly one pass"
+)
 USER_MESSAGES = ("What is 100 EUR in USD at today's rate?",)
 
 EXPECTED = {"served": {1: None, 2: ["wire-format"], 3: []}, "iterations": 3}

@@ -26,7 +26,7 @@ from fpdebug.engine.tools import tool
 from fpdebug.trace.schema import LlmRequest
 
 NAME = "leases-cyclic"
-DESCRIPTION = "Lease timeline on a cyclic graph (DOMAIN §4.4): re-entering the granting skill revives nothing"
+DESCRIPTION = "Lease timeline on a cyclic graph (docs/context-model.md §4.4): re-entering the granting skill revives nothing"
 USER_MESSAGES = ("Note the customer's complaint, check their billing, then come back to triage.",)
 
 EXPECTED = {"cursor": ["triage", "triage", "billing", "triage"], "served": [False, True, False, False]}

@@ -8,7 +8,7 @@ the limit is there it declines. Removing ``vip-override`` flips the answer; remo
 does not. That is what the backtracker's ablation must find.
 
 Variants (``build_agent(variant=…)``, ``scripted_provider(variant=…)``) for the backtracker's tests.
-A culprit SET (DOMAIN §9.7) is a minimal set of pieces whose REMOVAL flips the answer:
+A culprit SET (docs/backtracking.md §9.7) is a minimal set of pieces whose REMOVAL flips the answer:
 
 - ``single``: the culprit is ``vip-override`` alone (the default): culprit sets ``[[vip-override]]``;
 - ``joint``: two facts each enough on its own to approve (``vip-override``, ``legacy-policy``), so

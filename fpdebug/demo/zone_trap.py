@@ -1,4 +1,4 @@
-"""Demo (b): the parked-map trap of DOMAIN §6.6, and the map's re-engagement.
+"""Demo (b): the parked-map trap of docs/context-model.md §6.6, and the map's re-engagement.
 
 The user mentions a "zone", so the keyword entry starts the cursor on ``zone-audit`` (a lexical
 guess). The model then works on something else: it calls the foreign tool ``screen_open`` on
@@ -21,7 +21,7 @@ from fpdebug.engine.tools import tool
 from fpdebug.trace.schema import LlmRequest
 
 NAME = "zone-trap"
-DESCRIPTION = "Parked-map trap (DOMAIN §6.6): an idle keyword guess parks on pass 4; read_skill re-engages it"
+DESCRIPTION = "Parked-map trap (docs/context-model.md §6.6): an idle keyword guess parks on pass 4; read_skill re-engages it"
 USER_MESSAGES = ("The zone screen for site 4 keeps showing stale data. Can you open it and check?",)
 
 EXPECTED = {"parked_on": 4, "reengaged_on": 5, "iterations": 5}

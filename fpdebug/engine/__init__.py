@@ -3,13 +3,14 @@
 Knows nothing of files or UI; it emits events to an :class:`~fpdebug.engine.sink.EventSink`.
 Never imports Textual; only the two live provider modules import a model SDK.
 
-The pure core (DOMAIN §1–§6) is re-exported here: injections and their factories, the skill
+The pure core (docs/context-model.md §1–§6) is re-exported here: injections and their factories, the skill
 map builder and resolver, tool-effect envelopes and judging, leases, the engagement kernel and
 one Evaluate pass.
 """
 
 from __future__ import annotations
 
+from fpdebug.engine.agent import Agent, AgentSpec, Conversation, HonestyHooks, RunResult, TurnResult
 from fpdebug.engine.effects import (
     CallJudgment,
     EffectScope,
@@ -67,6 +68,7 @@ from fpdebug.engine.leases import (
     prune_leases,
     tenant_of,
 )
+from fpdebug.engine.sink import EventSink, MemorySink, NullSink, Recorder, TraceFileSink
 from fpdebug.engine.skillmap import (
     CursorMove,
     Guard,
@@ -77,31 +79,18 @@ from fpdebug.engine.skillmap import (
     apply_skill_pick,
     gate_skill_pick,
 )
-from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult, ToolStatus
-from fpdebug.engine.agent import Agent, AgentSpec, Conversation, HonestyHooks, RunResult, TurnResult
-from fpdebug.engine.sink import EventSink, MemorySink, NullSink, Recorder, TraceFileSink
 from fpdebug.engine.tool_middleware import ToolCallContext, ToolMiddleware
 from fpdebug.engine.tools import tool
+from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult, ToolStatus
 
 __all__ = [
     "Activation",
+    "ActiveInjection",
     "Agent",
     "AgentSpec",
-    "Conversation",
-    "EventSink",
-    "HonestyHooks",
-    "MemorySink",
-    "NullSink",
-    "Recorder",
-    "RunResult",
-    "TraceFileSink",
-    "ToolCallContext",
-    "ToolMiddleware",
-    "TurnResult",
-    "tool",
-    "ActiveInjection",
     "Always",
     "CallJudgment",
+    "Conversation",
     "CursorMove",
     "EffectScope",
     "EffectState",
@@ -109,13 +98,17 @@ __all__ = [
     "EngagementPlan",
     "Envelope",
     "EnvelopeNearMissWarning",
+    "EventSink",
     "Guard",
+    "HonestyHooks",
     "Injection",
     "InjectionContext",
     "InstructionLease",
     "LlmActivated",
     "MapEngagementRecord",
+    "MemorySink",
     "MountedMap",
+    "NullSink",
     "OnToolReturn",
     "PassInputs",
     "PassResult",
@@ -123,16 +116,22 @@ __all__ = [
     "PendingToolTransition",
     "PickCarriers",
     "ProposeTransition",
+    "Recorder",
     "RequireInstruction",
     "Rule",
+    "RunResult",
     "SkillMap",
     "SkillMapBuilder",
     "SkillPick",
     "Step",
     "Tool",
     "ToolCall",
+    "ToolCallContext",
+    "ToolMiddleware",
     "ToolResult",
     "ToolStatus",
+    "TraceFileSink",
+    "TurnResult",
     "active_lease_ids",
     "advance_engagement",
     "apply_skill_pick",
@@ -162,5 +161,6 @@ __all__ = [
     "stronger_of",
     "strongest_of",
     "tenant_of",
+    "tool",
     "tool_results_of",
 ]

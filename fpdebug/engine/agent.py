@@ -9,18 +9,18 @@ an agent is a value and may be shared between threads and reruns)::
         .injections(tone, refund_policy, wire_format)
         .tools(lookup_customer)                     # plain callables, or tool(fn, timeout=…)
         .skill_map(skill_map)                       # nodes, entries, routes, open skills
-        .maps(renewal_grace=3)                      # the engagement kernel (DOMAIN §6)
+        .maps(renewal_grace=3)                      # the engagement kernel (docs/context-model.md §6)
         .tool_middleware(cap_refunds)               # may rewrite a call's arguments before it runs
         .max_iterations(8)
     )
     result = agent.run("Refund order A-17", provider=model, sink=sink, clock=clock, run_id="r1")
 
-The loop (:class:`TurnLoop`) follows DOMAIN §7: per iteration one Evaluate pass, slot composition,
+The loop (:class:`TurnLoop`) follows docs/context-model.md §7: per iteration one Evaluate pass, slot composition,
 one LLM call, the route decision, and (on the ``tool-calls`` branch) the batch with the read_skill
 gate and effect judging; every fact goes to the :class:`~fpdebug.engine.sink.EventSink` as a trace
 event. Several user messages in one run form a :class:`Conversation`.
 
-Hook points for the honesty layers (DOMAIN §12) are marked ``HONESTY HOOK``: the results layer at
+Hook points for the honesty layers (docs/honesty.md §12) are marked ``HONESTY HOOK``: the results layer at
 the loop head, the inputs layer after the LLM call and before Route (its rows written right after
 the ``llm_call`` record), the answer layer on the final branch. They are plain method calls that do
 nothing unless the agent carries :class:`HonestyHooks` (the arming methods :meth:`Agent.findings`,
@@ -54,6 +54,7 @@ from fpdebug.engine.engagement import EngagementPlan, MapEngagementRecord, parke
 from fpdebug.engine.evaluate import PassInputs, PassResult, PassSetup, evaluate_pass
 from fpdebug.engine.injections import Injection, LlmActivated, StepPointer
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
+from fpdebug.engine.providers.base import check_provider
 from fpdebug.engine.sink import EventSink, MemorySink, Recorder
 from fpdebug.engine.skillmap import PickCarriers, SkillMap, SkillPick, apply_skill_pick, gate_skill_pick
 from fpdebug.engine.steps import (
@@ -106,8 +107,6 @@ from fpdebug.trace.schema import (
     TurnEndEvent,
     TurnStartEvent,
 )
-
-from fpdebug.engine.providers.base import check_provider
 
 if TYPE_CHECKING:
     from fpdebug.engine.providers.base import Provider
@@ -162,7 +161,7 @@ class MapsOptions:
 
 
 class HonestyHooks(Protocol):
-    """What the honesty layers plug into the loop (DOMAIN §12). Unset on an unarmed agent.
+    """What the honesty layers plug into the loop (docs/honesty.md §12). Unset on an unarmed agent.
 
     The builder's arming methods (:meth:`Agent.findings`, :meth:`Agent.inputs_layer`,
     :meth:`Agent.results_layer`, :meth:`Agent.answer_layer`) install
@@ -316,7 +315,7 @@ class Agent:
         return self._with(skill_map=skill_map)
 
     def maps(self, *, renewal_grace: int = 3, non_parkable: bool = False) -> Agent:
-        """Mount the engagement kernel over the skill map (DOMAIN §6): idle guesses park.
+        """Mount the engagement kernel over the skill map (docs/context-model.md §6): idle guesses park.
 
         Args:
             renewal_grace: Idle passes a tentative map survives before it parks (integer >= 1).
@@ -408,7 +407,7 @@ class Agent:
         declared_sources: Mapping[str, object] | None = None,
         standing_line: Literal["always", "unsupported"] | bool | None = None,
     ) -> Agent:
-        """Arm the whole findings ledger: the inputs, results and answer layers (DOMAIN §12).
+        """Arm the whole findings ledger: the inputs, results and answer layers (docs/honesty.md §12).
 
         Args:
             argument_sources: Read the model's ``_from`` citations (stripped before the call runs)
@@ -423,8 +422,13 @@ class Agent:
             A new agent; ``run_start.honesty`` records the arms.
         """
         return self._arm(
-            inputs=True, results=True, answer=True, argument_sources=argument_sources,
-            external_grounds=external_grounds, declared_sources=declared_sources, standing_line=standing_line,
+            inputs=True,
+            results=True,
+            answer=True,
+            argument_sources=argument_sources,
+            external_grounds=external_grounds,
+            declared_sources=declared_sources,
+            standing_line=standing_line,
         )
 
     def inputs_layer(
@@ -445,7 +449,9 @@ class Agent:
             A new agent.
         """
         return self._arm(
-            inputs=True, argument_sources=argument_sources, external_grounds=external_grounds,
+            inputs=True,
+            argument_sources=argument_sources,
+            external_grounds=external_grounds,
             declared_sources=declared_sources,
         )
 
@@ -806,7 +812,7 @@ def _coverage_of(declared: Tool | None, args: Mapping[str, object], result: obje
         return coverage
     try:
         text = coverage(dict(args), result)
-    except Exception as exc:  # noqa: BLE001 - the declaration failed, not the call: say so, keep the result
+    except Exception as exc:
         return f"unknown (the coverage declaration raised {type(exc).__name__}: {exc})"
     if text is None:
         return None
@@ -1019,12 +1025,12 @@ class Conversation:
         # The run is already going down with another exception: record what we can, never mask it.
         try:
             self._end(status, error=error, exception=exception)
-        except BaseException:  # noqa: BLE001, S110 - the original exception is the one the caller must see
+        except BaseException:
             pass
 
 
 class TurnLoop:
-    """One turn of the ReAct loop (DOMAIN §7), with every carrier of DOMAIN §3.1 / §7.3 as an attribute.
+    """One turn of the ReAct loop (docs/context-model.md §7), with every carrier of docs/context-model.md §3.1 / §7.3 as an attribute.
 
     The honesty hooks receive this object; its public attributes are the loop's state: ``turn``,
     ``iteration``, ``user_message``, ``history`` (the conversation so far), ``tool_results`` and
@@ -1050,7 +1056,7 @@ class TurnLoop:
         """The conversation so far (shared with the run; this turn appends to it)."""
         self.iteration = 1
         """The current iteration (seed 1; every loop branch increments, final does not)."""
-        # Carriers (DOMAIN §3.1): None means "feature unused", different from empty.
+        # Carriers (docs/context-model.md §3.1): None means "feature unused", different from empty.
         self.cursor: str | None = conversation.cursor if self.spec.continuity == "conversation" else None
         """The skill-map cursor after the last pass."""
         self.activated: tuple[str, ...] = ()
@@ -1157,7 +1163,7 @@ class TurnLoop:
                 map_engagement=self.engagement,
             ),
         )
-        # Outputs REPLACE the carriers (DOMAIN §3.2), never concatenate.
+        # Outputs REPLACE the carriers (docs/context-model.md §3.2), never concatenate.
         if result.routes:
             self.cursor = result.next_skill_cursor
         if result.next_step_pointer is not None:
@@ -1172,7 +1178,7 @@ class TurnLoop:
         return result
 
     def _record_pass(self, result: PassResult) -> None:
-        # In the order of DOMAIN §3.4: the advance, the sweep, a conflict, engagement, the told-the-truth
+        # In the order of docs/context-model.md §3.4: the advance, the sweep, a conflict, engagement, the told-the-truth
         # checks, then the pass itself (its context.evaluated comes last).
         move = result.cursor_move_fields()
         if move is not None:
@@ -1209,10 +1215,10 @@ class TurnLoop:
                     tools.setdefault(schema.name, schema)
         procedure = current_step(self.step_pointer, self.compiled.step_plans)
         if procedure is not None:
-            # A step in progress narrows the offer to it (DOMAIN §5.6; reference buildToolsSlot.ts):
+            # A step in progress narrows the offer to it (docs/context-model.md §5.6; reference buildToolsSlot.ts):
             # the stepped skill's other step tools are held out unless another source offers them
             # too, the current step's tool leads with the banner, and skip_step is offered.
-            pointer, plan, step = procedure
+            pointer, _plan, step = procedure
             others = {s.name for s in self.compiled.agent_tools}
             for row in result.active_injections:
                 if row.id != pointer.skill_id:
@@ -1309,7 +1315,7 @@ class TurnLoop:
 
     def _step_on_return(self, tool_name: str) -> tuple[str, dict[str, object]]:
         """Advance the step pointer for a call that ran clean: the suffix the model reads after the
-        result and the ``tool_result.step`` field (both empty when nothing moved, DOMAIN §5.6)."""
+        result and the ``tool_result.step`` field (both empty when nothing moved, docs/context-model.md §5.6)."""
         moved = step_on_return(self.step_pointer, self.compiled.step_plans, tool_name)
         if moved is None:
             return "", {}  # no procedure in progress, or not the current step's tool: no key written
@@ -1387,8 +1393,9 @@ class TurnLoop:
             if found is None or call.raw_args is not None:
                 ran.append(call)  # read_skill, an unknown tool or unparsed arguments: nothing to rewrite
                 continue
-            context = ToolCallContext(self.conversation.run_id, self.turn, self.iteration, found,
-                                      MappingProxyType(dict(call.args)))
+            context = ToolCallContext(
+                self.conversation.run_id, self.turn, self.iteration, found, MappingProxyType(dict(call.args))
+            )
             try:
                 rewritten = apply_tool_middleware(chain, ToolCall(call.id, call.name, call.args), context)
             except ToolMiddlewareError as exc:
@@ -1403,7 +1410,7 @@ class TurnLoop:
         compiled = self.compiled
         skill_map = compiled.setup.skill_map
         plan = compiled.plan
-        # The top of the tool-calls stage (DOMAIN §5.5): per-batch carriers reset, toolResults too.
+        # The top of the tool-calls stage (docs/context-model.md §5.5): per-batch carriers reset, toolResults too.
         carriers = PickCarriers.start_of_batch(
             self.activated,
             pending_skill_pick=self.pending_pick,
@@ -1421,7 +1428,7 @@ class TurnLoop:
             if call.name == READ_SKILL and compiled.read_skill is not None:
                 pick, text, status = self._read_skill(call, skill_map, parked)
                 if pick is not None:
-                    # The gate and effect judging share one activation list (DOMAIN §5.5, §4.2).
+                    # The gate and effect judging share one activation list (docs/context-model.md §5.5, §4.2).
                     carriers = apply_skill_pick(
                         replace(carriers, activated_injection_ids=state.activated_injection_ids), pick
                     )
@@ -1508,7 +1515,12 @@ class TurnLoop:
         return text
 
     def _run_tool(
-        self, call: ToolCallRecord, scope: EffectScope, state: EffectState, batch: list[ToolResult], *,
+        self,
+        call: ToolCallRecord,
+        scope: EffectScope,
+        state: EffectState,
+        batch: list[ToolResult],
+        *,
         refused: ErrorInfo | None = None,
     ) -> tuple[EffectState, str, str | None]:
         """Run one call, record its ``tool_result``; return the effect state, the text read, the coverage.
@@ -1546,10 +1558,13 @@ class TurnLoop:
             except RunInterrupted:
                 raise
             except InvalidToolArguments as exc:
-                status, error = "invalid", ErrorInfo(type="InvalidToolArguments", message=well_formed_text(str(exc)))
+                status, error = (
+                    "invalid",
+                    ErrorInfo(type="InvalidToolArguments", message=well_formed_text(str(exc))),
+                )
             except ToolTimeout as exc:
                 status, error = "failure", ErrorInfo(type="TimeoutError", message=f"{call.name} {exc}")
-            except Exception as exc:  # noqa: BLE001 - a tool that raises becomes a failure result
+            except Exception as exc:
                 status, error = "failure", error_info(exc)
             else:
                 if isinstance(value, BaseModel):
@@ -1598,7 +1613,7 @@ class TurnLoop:
         batch.append(ToolResult(call.name, envelope.content, call.id, envelope.status))
         return judged.state, text, coverage
 
-    # -- HONESTY HOOKS (DOMAIN §12): plain calls that do nothing on an unarmed agent -------------
+    # -- HONESTY HOOKS (docs/honesty.md §12): plain calls that do nothing on an unarmed agent -------------
 
     def _honesty_loop_head(self) -> None:
         # HONESTY HOOK — results layer, at the loop head (every iteration, before the pass).

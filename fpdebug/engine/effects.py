@@ -1,4 +1,4 @@
-"""Tool-return envelopes and the judging of their effects (DOMAIN §4.1–§4.2).
+"""Tool-return envelopes and the judging of their effects (docs/context-model.md §4.1–§4.2).
 
 A tool may return ``{"content": ..., "effects": [...], "status": ...}``. Recognition is strict (the
 zero-cost guarantee): anything that is not exactly an envelope stays plain data. Effects are
@@ -17,8 +17,8 @@ import json
 import sys
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import ClassVar, TypeAlias
 
 from fpdebug.engine.injections import Injection
@@ -39,11 +39,11 @@ __all__ = [
     "EFFECT_KINDS",
     "ENVELOPE_KEYS",
     "CallJudgment",
-    "EnvelopeNearMissWarning",
     "Effect",
     "EffectScope",
     "EffectState",
     "Envelope",
+    "EnvelopeNearMissWarning",
     "ProposeTransition",
     "RequireInstruction",
     "envelope",
@@ -108,7 +108,7 @@ class Envelope:
 
 
 # ----------------------------------------------------------------------------------------------
-# Recognition (DOMAIN §4.1)
+# Recognition (docs/context-model.md §4.1)
 
 
 def _one_of(value: object, allowed: frozenset[str]) -> bool:
@@ -211,7 +211,7 @@ def near_miss_warning(value: object) -> str | None:
 
 
 class EnvelopeNearMissWarning(UserWarning):
-    """A tool returned a dict that is almost an envelope and so stays plain data (DOMAIN §4.1)."""
+    """A tool returned a dict that is almost an envelope and so stays plain data (docs/context-model.md §4.1)."""
 
 
 # The fpdebug package's directory: the warning points at the first frame outside it.
@@ -277,7 +277,7 @@ def require_instruction(instruction_id: str, delivery_lease: DeliveryLease) -> d
 
 
 # ----------------------------------------------------------------------------------------------
-# Judging (DOMAIN §4.2)
+# Judging (docs/context-model.md §4.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,7 +447,7 @@ def judge_effects(
     scope: EffectScope,
     state: EffectState,
 ) -> CallJudgment:
-    """Judge one call's effects in declaration order (DOMAIN §4.2). Never moves the cursor.
+    """Judge one call's effects in declaration order (docs/context-model.md §4.2). Never moves the cursor.
 
     Args:
         envelope: The recognized envelope of the call.

@@ -1,4 +1,4 @@
-"""The mount kernel: evidence strength, renewal evidence, engagement and parking (DOMAIN §6).
+"""The mount kernel: evidence strength, renewal evidence, engagement and parking (docs/context-model.md §6).
 
 POSITION (the cursor) belongs to the map; ENGAGEMENT (whether the map's prompt and tools ride the
 next call) belongs to this kernel. Parking never moves the cursor. :func:`advance_engagement` is
@@ -81,7 +81,7 @@ EvidenceKind: TypeAlias = Literal["owned-tool-called", "cursor-moved", "explicit
 
 
 # ----------------------------------------------------------------------------------------------
-# The ladder (DOMAIN §6.1)
+# The ladder (docs/context-model.md §6.1)
 
 
 def strength_of_move(by: str) -> EvidenceStrength:
@@ -100,7 +100,7 @@ def is_tentative(strength: EvidenceStrength) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------
-# Data model (DOMAIN §6.3)
+# Data model (docs/context-model.md §6.3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +227,7 @@ class EngagementPass:
 
 
 # ----------------------------------------------------------------------------------------------
-# Renewal evidence (DOMAIN §6.2)
+# Renewal evidence (docs/context-model.md §6.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,7 +311,7 @@ def map_evidence(plan: EngagementPlan, pass_: EngagementPass) -> tuple[MapEviden
 
 
 # ----------------------------------------------------------------------------------------------
-# The reducer (DOMAIN §6.4)
+# The reducer (docs/context-model.md §6.4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,7 +405,9 @@ def _advance_one(
             founded_by=prior.founded_by,
             witness=pass_.witness,
         )
-        record = prior.model_copy(update={"at": at, "at_by": at_by, "at_since": at_since, "by": by, "idle": 0})
+        record = prior.model_copy(
+            update={"at": at, "at_by": at_by, "at_since": at_since, "by": by, "idle": 0}
+        )
         return record, change
 
     # From here on the position is the prior's: a move to another member was a tenant change above,
@@ -478,7 +480,7 @@ def advance_engagement(
 
 
 # ----------------------------------------------------------------------------------------------
-# The park card (DOMAIN §6.5)
+# The park card (docs/context-model.md §6.5)
 
 
 def park_card(plan: EngagementPlan, engagement: Sequence[MapEngagementRecord] | None) -> str | None:

@@ -1,4 +1,4 @@
-"""One Evaluate pass, in the order of DOMAIN §3.4, plus the Route and Delta stages of §3.5.
+"""One Evaluate pass, in the order of docs/context-model.md §3.4, plus the Route and Delta stages of §3.5.
 
 :func:`evaluate_pass` is pure: it reads a :class:`PassSetup` (the agent's fixed catalog, skill map
 and engagement plan) and the pass's :class:`PassInputs`, and returns a :class:`PassResult` that
@@ -120,7 +120,7 @@ class PassSetup:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PassInputs:
-    """One pass's boundary inputs (DOMAIN §3.1). ``None`` means the key is absent (feature unused)."""
+    """One pass's boundary inputs (docs/context-model.md §3.1). ``None`` means the key is absent (feature unused)."""
 
     iteration: int | None = None
     """The pass; 1 when absent (only ``None`` counts as absent)."""
@@ -166,7 +166,7 @@ class PassInputs:
 
 @dataclass(frozen=True, slots=True)
 class RerouteSuperseded:
-    """A pick or a proposal the pass did not honour (DOMAIN §3.4 step 10)."""
+    """A pick or a proposal the pass did not honour (docs/context-model.md §3.4 step 10)."""
 
     volunteered_id: str
     """What the model or the tool volunteered."""
@@ -331,7 +331,7 @@ def _listed(values: Sequence[str] | None) -> list[str] | None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Route and Delta (DOMAIN §3.5)
+# Route and Delta (docs/context-model.md §3.5)
 
 
 def slot_routing(active: Sequence[ActiveInjection]) -> SlotRouting:
@@ -432,11 +432,11 @@ def _reason(
 
 
 # ----------------------------------------------------------------------------------------------
-# The pass (DOMAIN §3.4)
+# The pass (docs/context-model.md §3.4)
 
 
 def evaluate_pass(setup: PassSetup, inputs: PassInputs) -> PassResult:
-    """Run one Evaluate pass, steps 1–13 of DOMAIN §3.4, then Route and Delta (§3.5).
+    """Run one Evaluate pass, steps 1–13 of docs/context-model.md §3.4, then Route and Delta (§3.5).
 
     Args:
         setup: The agent's catalog, skill map and engagement plan.

@@ -1,4 +1,4 @@
-"""The honesty layers (inputs, results, answer) and the findings ledger they file into (DOMAIN §12).
+"""The honesty layers (inputs, results, answer) and the findings ledger they file into (docs/honesty.md §12).
 
 Three optional layers make a run say where its values came from. This module is their pure core:
 functions with explicit inputs and outputs that the agent loop calls at the three mount points, and
@@ -6,7 +6,7 @@ that :mod:`fpdebug.engine.honesty_replay` calls again over a saved trace. They r
 trace records, so assessing during the run and assessing the saved trace give the same result.
 
 =================  ==========================================  ======================================
-layer              mount point (DOMAIN §7.1)                   function
+layer              mount point (docs/context-model.md §7.1)                   function
 =================  ==========================================  ======================================
 inputs             after the LLM call, before Route            :func:`judge_inputs`
 results            the loop head                               :func:`results_at_loop_head`
@@ -143,18 +143,34 @@ HonestyRow: TypeAlias = ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow
 """Any row a layer files (``FindingEvent.rows``)."""
 
 AnswerFoldKey: TypeAlias = Literal[
-    "history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly", "coverageDeclared",
-    "unsupportedValues", "answerValidation", "argumentAsk", "middlewareDecisions",
+    "history",
+    "turnNumber",
+    "pausedToolCallId",
+    "findingsLedger",
+    "stoppedEarly",
+    "coverageDeclared",
+    "unsupportedValues",
+    "answerValidation",
+    "argumentAsk",
+    "middlewareDecisions",
 ]
-"""A committed key the answer layer's fold can read (the reference's names, DOMAIN §12.4)."""
+"""A committed key the answer layer's fold can read (the reference's names, docs/honesty.md §12.4)."""
 
 ALWAYS_READ: tuple[AnswerFoldKey, ...] = (
-    "history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly",
+    "history",
+    "turnNumber",
+    "pausedToolCallId",
+    "findingsLedger",
+    "stoppedEarly",
 )
 """The keys every agent's fold reads: the seed and the Route decider write them on every agent."""
 
 ANSWER_FOLD_KEYS: tuple[AnswerFoldKey, ...] = (
-    *ALWAYS_READ, "coverageDeclared", "unsupportedValues", "answerValidation", "argumentAsk",
+    *ALWAYS_READ,
+    "coverageDeclared",
+    "unsupportedValues",
+    "answerValidation",
+    "argumentAsk",
     "middlewareDecisions",
 )
 """Every key the fold can read, in the order :func:`answer_fold_reads` appends them."""
@@ -212,12 +228,20 @@ class Finding:
         Returns:
             The event.
         """
-        return FindingEvent(seq=seq, ts=ts, run_id=run_id, turn=self.turn, iteration=self.iteration,
-                            layer=self.layer, rows=list(self.rows))
+        return FindingEvent(
+            seq=seq,
+            ts=ts,
+            run_id=run_id,
+            turn=self.turn,
+            iteration=self.iteration,
+            layer=self.layer,
+            rows=list(self.rows),
+        )
 
 
-def file_finding(layer: Layer, rows: Iterable[HonestyRow], *, turn: int | None,
-                 iteration: int | None) -> Finding | None:
+def file_finding(
+    layer: Layer, rows: Iterable[HonestyRow], *, turn: int | None, iteration: int | None
+) -> Finding | None:
     """Merge one visit's rows into ONE finding, or nothing when the visit has nothing to say.
 
     Args:
@@ -238,7 +262,7 @@ def file_finding(layer: Layer, rows: Iterable[HonestyRow], *, turn: int | None,
 
 
 def batch_to_judge(iteration: int, stamp: object) -> int | None:
-    """Which batch the loop head hands the results layer on this visit (DOMAIN §12.3).
+    """Which batch the loop head hands the results layer on this visit (docs/honesty.md §12.3).
 
     ToolCalls writes a stamp beside the batch it dispatched (the iteration that dispatched it) and
     advances the iteration by exactly one; every other way back to the loop head runs no tool and
@@ -322,7 +346,7 @@ class BatchTime:
 
 
 def time_of_batch(clock: TurnClock | None, calls: Sequence[RanCall], *, turn: int) -> BatchTime:
-    """The times the result checks may use for a batch: only this turn's clock (DOMAIN §12.3).
+    """The times the result checks may use for a batch: only this turn's clock (docs/honesty.md §12.3).
 
     fpdebug has no time layer: its loop hands ``clock=None``, so the answer is always the empty
     :class:`BatchTime` and no result row carries a time. The rule is kept, and tested, for the day
@@ -356,11 +380,17 @@ def judge_results(batch_iteration: int, calls: Sequence[RanCall]) -> list[Result
     for call in calls:
         values = values_in(call.result)
         omitted = len(values) - RESULT_VALUES_LIMIT
-        rows.append(ResultRow(
-            batch_iteration=batch_iteration, tool_call_id=call.tool_call_id, tool_name=call.tool_name,
-            status=call.status, coverage=call.coverage, values=values[:RESULT_VALUES_LIMIT],
-            values_omitted=omitted if omitted > 0 else None,
-        ))
+        rows.append(
+            ResultRow(
+                batch_iteration=batch_iteration,
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                status=call.status,
+                coverage=call.coverage,
+                values=values[:RESULT_VALUES_LIMIT],
+                values_omitted=omitted if omitted > 0 else None,
+            )
+        )
     return rows
 
 
@@ -506,8 +536,9 @@ def _leaf_map(args: Mapping[str, object]) -> dict[str, object]:
     return {leaf.path: leaf.value for leaf in scalar_leaves(dict(args)) if leaf.path is not None}
 
 
-def rewrites_of(tool_call_id: str, requested: Mapping[str, object],
-                ran: Mapping[str, object]) -> list[ArgumentRewrite]:
+def rewrites_of(
+    tool_call_id: str, requested: Mapping[str, object], ran: Mapping[str, object]
+) -> list[ArgumentRewrite]:
     """The middleware decisions that turn the requested arguments into the ones the call ran with.
 
     Args:
@@ -597,7 +628,9 @@ def _parse_basis(raw: object, leaf_paths: Sequence[str]) -> tuple[list[_Entry], 
         arg, source = item.get("arg", "$"), item.get("source")
         path, quote = item.get("path"), item.get("quote")
         ok = (
-            isinstance(arg, str) and parse_json_path(arg) is not None and _well_formed_source(source)
+            isinstance(arg, str)
+            and parse_json_path(arg) is not None
+            and _well_formed_source(source)
             and (path is None or (isinstance(path, str) and parse_json_path(path) is not None))
             and (quote is None or isinstance(quote, str))
         )
@@ -614,8 +647,9 @@ def _cited_sources(ref: str, corpus: Sequence[Source]) -> list[Source]:
     return [s for s in corpus if s.ref == ref]
 
 
-def _verify(entry: _Entry, values: Mapping[str, object],
-            corpus: Sequence[Source]) -> dict[str, tuple[Source, Hit]] | None:
+def _verify(
+    entry: _Entry, values: Mapping[str, object], corpus: Sequence[Source]
+) -> dict[str, tuple[Source, Hit]] | None:
     """The hits that make an entry kept, or ``None`` when it is refused."""
     for source in _cited_sources(entry.source, corpus):
         if entry.quote is not None and not source.contains_text(entry.quote):
@@ -646,15 +680,26 @@ def _snippet(text: str) -> str:
     return text if len(text) <= _SNIPPET_LIMIT else text[: _SNIPPET_LIMIT - 1] + "…"
 
 
-def _argument_row(call: ToolCallRecord, path: str, value: object, found: tuple[Source, Hit] | None, *,
-                  refused: list[str], rewrite: ArgumentRewrite | None, hidden: bool) -> ArgumentRow:
+def _argument_row(
+    call: ToolCallRecord,
+    path: str,
+    value: object,
+    found: tuple[Source, Hit] | None,
+    *,
+    refused: list[str],
+    rewrite: ArgumentRewrite | None,
+    hidden: bool,
+) -> ArgumentRow:
     fields: dict[str, object] = {"source": "nowhere"}
     if found is not None:
         source, hit = found
         fields["source"] = source.kind
         if source.kind == "tool-result":
-            fields.update(source_tool_call_id=source.tool_call_id, source_tool_name=source.tool_name,
-                          source_iteration=source.iteration)
+            fields.update(
+                source_tool_call_id=source.tool_call_id,
+                source_tool_name=source.tool_name,
+                source_iteration=source.iteration,
+            )
         if source.kind in ("external", "declared"):
             fields["label"] = source.label
         if source.is_json:
@@ -665,14 +710,22 @@ def _argument_row(call: ToolCallRecord, path: str, value: object, found: tuple[S
         fields["rewritten"] = True
         if not hidden and not rewrite.removed:
             fields["rewritten_to"] = rewrite.rewritten_to
-    fields.update(tool_call_id=call.id, tool_name=call.name, path=path, value=None if hidden else value,
-                  refused_reference=", ".join(refused) or None, hidden=hidden)
+    fields.update(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        path=path,
+        value=None if hidden else value,
+        refused_reference=", ".join(refused) or None,
+        hidden=hidden,
+    )
     return ArgumentRow.model_validate(fields)
 
 
 def _corpus(sources: SourcesInReach, config: InputsConfig) -> list[Source]:
-    corpus = [source_of_result(r.tool_call_id, r.tool_name, r.iteration, r.result)
-              for r in reversed(sources.results)]
+    corpus = [
+        source_of_result(r.tool_call_id, r.tool_name, r.iteration, r.result)
+        for r in reversed(sources.results)
+    ]
     corpus.extend(source_of_user(m) for m in reversed(sources.user_messages))
     if config.argument_sources:
         corpus.extend(config.grounds.sources())
@@ -740,14 +793,24 @@ def judge_inputs(
                 grounded.setdefault(leaf_path, found)
         # Record.
         call_rows = [
-            _argument_row(call, path, value, grounded.get(path) or _search(value, corpus),
-                          refused=refused.get(path, []), rewrite=by_path.get((call.id, path)), hidden=hidden)
+            _argument_row(
+                call,
+                path,
+                value,
+                grounded.get(path) or _search(value, corpus),
+                refused=refused.get(path, []),
+                rewrite=by_path.get((call.id, path)),
+                hidden=hidden,
+            )
             for path, value in values.items()
         ]
         if declares and (config.basis_rows or not call_rows):
             entries_kept = [e.render(quotes=not hidden) for e in kept]
-            rows.append(BasisRow(tool_call_id=call.id, tool_name=call.name, from_entries=entries_kept,
-                                 dropped_from=dropped))
+            rows.append(
+                BasisRow(
+                    tool_call_id=call.id, tool_name=call.name, from_entries=entries_kept, dropped_from=dropped
+                )
+            )
         elif declares:
             call_rows[0] = call_rows[0].model_copy(update={"dropped_from": dropped})
         rows.extend(call_rows)
@@ -758,9 +821,10 @@ def judge_inputs(
 # Answer layer
 
 
-def answer_fold_reads(*, tools: bool, evidence_gate: bool, answer_validation: bool, inputs: bool,
-                      tool_middleware: bool) -> list[AnswerFoldKey]:
-    """Which committed keys the answer layer's fold reads, from the agent's arms (DOMAIN §12.4).
+def answer_fold_reads(
+    *, tools: bool, evidence_gate: bool, answer_validation: bool, inputs: bool, tool_middleware: bool
+) -> list[AnswerFoldKey]:
+    """Which committed keys the answer layer's fold reads, from the agent's arms (docs/honesty.md §12.4).
 
     A key no arm of this agent can write is never read (a tracked read of a key a run never writes
     is a phantom context source). The list over-approximates on purpose: a key an arm CAN write is
@@ -807,7 +871,9 @@ class AnswerValidation:
 
 
 _CATEGORY_OF = {
-    "tool": "tool results", "user": "the user's message", "external": "values the app vouches for",
+    "tool": "tool results",
+    "user": "the user's message",
+    "external": "values the app vouches for",
     "declared": "declared sources",
 }
 _UNSUPPORTED_SHOWN = 3
@@ -876,21 +942,31 @@ def compose_standing_line(
     if total == 0:
         line = "This answer states no values to check."
     elif not unsupported:
-        line = (f"All {total} values in this answer are backed by {backing}." if total > 1
-                else f"The 1 value in this answer is backed by {backing}.")
+        line = (
+            f"All {total} values in this answer are backed by {backing}."
+            if total > 1
+            else f"The 1 value in this answer is backed by {backing}."
+        )
     elif not supported:
-        line = (f"None of the {total} values in this answer appears in any source: {shown}." if total > 1
-                else f"The 1 value in this answer ({shown}) appears in no source.")
+        line = (
+            f"None of the {total} values in this answer appears in any source: {shown}."
+            if total > 1
+            else f"The 1 value in this answer ({shown}) appears in no source."
+        )
     else:
-        line = (f"{len(supported)} of {total} values in this answer {_plural(len(supported), 'is', 'are')} "
-                f"backed by {backing}; {len(unsupported)} ({shown}) "
-                f"{_plural(len(unsupported), 'appears', 'appear')} in no source.")
+        line = (
+            f"{len(supported)} of {total} values in this answer {_plural(len(supported), 'is', 'are')} "
+            f"backed by {backing}; {len(unsupported)} ({shown}) "
+            f"{_plural(len(unsupported), 'appears', 'appear')} in no source."
+        )
     for name, declared in coverage:
         line += f" {name} declared its coverage: {declared}."
     if stopped_early is not None:
         pending = stopped_early.pending_tool_calls
-        line += (f" The turn was cut short ({stopped_early.reason} at iteration {stopped_early.iteration}; "
-                 f"{pending} tool {_plural(pending, 'call', 'calls')} not run).")
+        line += (
+            f" The turn was cut short ({stopped_early.reason} at iteration {stopped_early.iteration}; "
+            f"{pending} tool {_plural(pending, 'call', 'calls')} not run)."
+        )
     if asked:
         line += " The model asked the user for an argument it could not ground."
     return line
@@ -972,16 +1048,25 @@ def assess_answer(
     tool_name_of: dict[str, str] = {}
     for message in history:
         if message.role == "tool" and message.tool_call_id and message.tool_call_id != paused:
-            tools.append(source_of_result(message.tool_call_id, message.tool_name or "", None,
-                                          message.content))
+            tools.append(
+                source_of_result(message.tool_call_id, message.tool_name or "", None, message.content)
+            )
             tool_name_of.setdefault(message.tool_call_id, message.tool_name or "")
         elif message.role == "user":
             users.append(source_of_user(message.content))
     for finding in ledger:
         for row in finding.rows:
             if isinstance(row, ResultRow) and row.tool_call_id != paused:
-                tools.append(Source("tool-result", f"tool:{row.tool_call_id}", "", list(row.values),
-                                    tool_call_id=row.tool_call_id, tool_name=row.tool_name))
+                tools.append(
+                    Source(
+                        "tool-result",
+                        f"tool:{row.tool_call_id}",
+                        "",
+                        list(row.values),
+                        tool_call_id=row.tool_call_id,
+                        tool_name=row.tool_name,
+                    )
+                )
                 tool_name_of.setdefault(row.tool_call_id, row.tool_name)
     sources = [*tools, *users, *(grounds or Grounds()).sources()]
 
@@ -995,20 +1080,26 @@ def assess_answer(
 
     arg_rows = {
         (row.tool_call_id, row.path): row
-        for finding in ledger if finding.layer == "inputs" and finding.turn == turn
-        for row in finding.rows if isinstance(row, ArgumentRow)
+        for finding in ledger
+        if finding.layer == "inputs" and finding.turn == turn
+        for row in finding.rows
+        if isinstance(row, ArgumentRow)
     }
     assumed = []
     for decision in decisions:
         row = arg_rows.get((decision.tool_call_id, decision.path))
         if row is None:
             continue
-        assumed.append(AssumedValue(
-            tool_call_id=decision.tool_call_id, path=decision.path,
-            original=None if row.hidden else decision.original,
-            rewritten_to=None if row.hidden or decision.removed else decision.rewritten_to,
-            removed=True if decision.removed else None, hidden=True if row.hidden else None,
-        ))
+        assumed.append(
+            AssumedValue(
+                tool_call_id=decision.tool_call_id,
+                path=decision.path,
+                original=None if row.hidden else decision.original,
+                rewritten_to=None if row.hidden or decision.removed else decision.rewritten_to,
+                removed=True if decision.removed else None,
+                hidden=True if row.hidden else None,
+            )
+        )
 
     line = None
     mode = "always" if standing_line is True else (standing_line or None)
@@ -1017,18 +1108,27 @@ def assess_answer(
         words.update({s.ref: s.label for s in sources if s.label})
         cited_calls = dict.fromkeys(
             ref.partition(":")[2]
-            for v in stated if v.supported
-            for ref in v.supported_by if ref.startswith("tool:")
+            for v in stated
+            if v.supported
+            for ref in v.supported_by
+            if ref.startswith("tool:")
         )
         notes = [(words.get(f"tool:{cid}") or cid, coverage[cid]) for cid in cited_calls if cid in coverage]
-        line = compose_standing_line(stated, names_of=words, stopped_early=stopped,
-                                     coverage=notes, asked=bool(view.get("argumentAsk")))
-    return AnswerAssessmentRow(reads=list(reads), values=stated, assumed=assumed,
-                               stopped_early=stopped, standing_line=line)
+        line = compose_standing_line(
+            stated, names_of=words, stopped_early=stopped, coverage=notes, asked=bool(view.get("argumentAsk"))
+        )
+    return AnswerAssessmentRow(
+        reads=list(reads), values=stated, assumed=assumed, stopped_early=stopped, standing_line=line
+    )
 
 
 def _stated(found: FoundValue, sources: Sequence[Source], *, flagged: bool) -> StatedValue:
     refs = [] if flagged else list(dict.fromkeys(s.ref for s in sources if s.states(found)))
-    return StatedValue(text=found.text, kind=found.kind, supported=bool(refs), supported_by=refs,
-                       start=found.start, end=found.end)
-
+    return StatedValue(
+        text=found.text,
+        kind=found.kind,
+        supported=bool(refs),
+        supported_by=refs,
+        start=found.start,
+        end=found.end,
+    )

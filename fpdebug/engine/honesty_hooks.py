@@ -9,7 +9,7 @@ run (the findings ledger, the tool results read so far, the declared coverage) l
 Every decision is made by the pure core (:mod:`fpdebug.engine.honesty`) from the arms this module
 records in ``run_start.honesty`` and from facts the trace records, so
 :func:`~fpdebug.engine.honesty_replay.recompute_findings` over the saved trace files the same rows
-(the equality law, DOMAIN §12.4). The filing points:
+(the equality law, docs/honesty.md §12.4). The filing points:
 
 =========  ===========================================================================================
 results    at the loop head, before the pass: the batch ``batch_to_judge(iteration, stamp)`` names
@@ -187,7 +187,8 @@ def _rewrites(resolved: Sequence[ToolCallRecord], ran: Sequence[ToolCallRecord])
     by_id = {call.id: call for call in ran}
     return [
         rewrite
-        for call in resolved if call.id in by_id and call.raw_args is None
+        for call in resolved
+        if call.id in by_id and call.raw_args is None
         for rewrite in rewrites_of(call.id, call.args, by_id[call.id].args)
     ]
 
@@ -235,7 +236,10 @@ class HonestyRun:
         if finding is None:
             return
         loop.recorder.emit(
-            FindingEvent, turn=finding.turn, iteration=finding.iteration, layer=finding.layer,
+            FindingEvent,
+            turn=finding.turn,
+            iteration=finding.iteration,
+            layer=finding.layer,
             rows=list(finding.rows),
         )
         self.ledger.append(finding)
@@ -243,7 +247,7 @@ class HonestyRun:
 
 @dataclass(frozen=True)
 class HonestyLayers:
-    """Which honesty layers an agent arms (DOMAIN §12) and the app's facts they read.
+    """Which honesty layers an agent arms (docs/honesty.md §12) and the app's facts they read.
 
     The agent's :class:`~fpdebug.engine.agent.HonestyHooks`: an immutable value, shared by every
     run of the agent; a run's state is a :class:`HonestyRun`. Build it with the agent's arming
@@ -330,9 +334,13 @@ class HonestyLayers:
         if standing_line is not None:
             changes["standing_line"] = _standing_line(standing_line)
         fields = {
-            "inputs": self.inputs, "results": self.results, "answer": self.answer,
-            "argument_sources": self.argument_sources, "external_grounds": self.external_grounds,
-            "declared_sources": self.declared_sources, "standing_line": self.standing_line,
+            "inputs": self.inputs,
+            "results": self.results,
+            "answer": self.answer,
+            "argument_sources": self.argument_sources,
+            "external_grounds": self.external_grounds,
+            "declared_sources": self.declared_sources,
+            "standing_line": self.standing_line,
         }
         fields.update(changes)
         return HonestyLayers(**fields)  # type: ignore[arg-type]
@@ -377,8 +385,10 @@ class HonestyLayers:
         Returns:
             ``run_start.honesty``.
         """
-        arms = self.arms(conversation.compiled.tools_by_name.values(),
-                         tool_middleware=bool(conversation.agent.spec.tool_middleware))
+        arms = self.arms(
+            conversation.compiled.tools_by_name.values(),
+            tool_middleware=bool(conversation.agent.spec.tool_middleware),
+        )
         if arms is None:
             return None
         compiled = conversation.compiled
@@ -386,8 +396,10 @@ class HonestyLayers:
             compiled.agent_tools, [injection.declaration() for injection in compiled.setup.injections]
         )
         reads = answer_fold_reads(
-            tools=surface, evidence_gate=bool(arms.evidence_gate),
-            answer_validation=bool(arms.answer_validation), inputs=arms.inputs,
+            tools=surface,
+            evidence_gate=bool(arms.evidence_gate),
+            answer_validation=bool(arms.answer_validation),
+            inputs=arms.inputs,
             tool_middleware=arms.tool_middleware,
         )
         run = HonestyRun(arms, tuple(reads), InputsConfig.from_arms(arms), Grounds.from_arms(arms))
@@ -440,7 +452,10 @@ class HonestyLayers:
         in_reach = tuple(schema.name for schema in request.tools)
         verdict = judge_inputs(response.tool_calls, sources, config=run.config, tools_in_reach=in_reach)
         run.pending = PendingInputs(
-            tuple(response.tool_calls), sources, in_reach, verdict.resolved,
+            tuple(response.tool_calls),
+            sources,
+            in_reach,
+            verdict.resolved,
             file_finding("inputs", verdict.rows, turn=loop.turn, iteration=loop.iteration),
         )
         if list(verdict.resolved) == list(response.tool_calls):
@@ -461,8 +476,13 @@ class HonestyLayers:
         rewrites = _rewrites(pending.resolved, loop.calls_to_run) if run.arms.tool_middleware else []
         if rewrites:
             run.decisions_of(loop.turn).extend(rewrites)
-            verdict = judge_inputs(pending.calls, pending.sources, config=run.config,
-                                   tools_in_reach=pending.tools_in_reach, rewrites=rewrites)
+            verdict = judge_inputs(
+                pending.calls,
+                pending.sources,
+                config=run.config,
+                tools_in_reach=pending.tools_in_reach,
+                rewrites=rewrites,
+            )
             finding = file_finding("inputs", verdict.rows, turn=loop.turn, iteration=loop.iteration)
         run.write(loop, finding)
 
@@ -481,8 +501,12 @@ class HonestyLayers:
             "middlewareDecisions": tuple(run.decisions_of(loop.turn)),
         }
         row = assess_answer(
-            content, committed, reads=run.reads, grounds=run.grounds,
-            standing_line=run.arms.standing_line, display_names=run.arms.display_names,
+            content,
+            committed,
+            reads=run.reads,
+            grounds=run.grounds,
+            standing_line=run.arms.standing_line,
+            display_names=run.arms.display_names,
         )
         if row is not None:
             run.file(loop, "answer", [row], iteration=loop.iteration)

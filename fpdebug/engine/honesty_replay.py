@@ -1,4 +1,4 @@
-"""Recompute a run's honesty findings from its saved trace (the equality law of DOMAIN §12.4).
+"""Recompute a run's honesty findings from its saved trace (the equality law of docs/honesty.md §12.4).
 
 :func:`recompute_findings` walks one run's events in trace order and calls the same pure functions
 the loop calls at the three mount points, handing them only what the trace recorded:
@@ -31,8 +31,8 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 
 from fpdebug.engine.honesty import (
-    ArgumentRewrite,
     BASIS_KEY,
+    ArgumentRewrite,
     Finding,
     Grounds,
     HonestyRow,
@@ -112,7 +112,8 @@ def _run_start(events: Sequence[TraceEvent]) -> RunStartEvent:
     starts = [e for e in events if isinstance(e, RunStartEvent)]
     if len(starts) != 1:
         raise TraceFormatError(
-            f"expected the events of one run (one run_start), found {len(starts)} run_start events")
+            f"expected the events of one run (one run_start), found {len(starts)} run_start events"
+        )
     strangers = {e.run_id for e in events} - {starts[0].run_id}
     if strangers:
         raise TraceFormatError(f"events of other runs are mixed in: {sorted(strangers)}")
@@ -134,8 +135,12 @@ def _stopped_early(call: LlmCallEvent, reply: LlmResponse) -> StoppedEarly | Non
     pending = len(reply.tool_calls)
     if not pending or call.iteration is None:
         return None
-    return StoppedEarly(reason="max-iterations", iteration=call.iteration, pending_tool_calls=pending,
-                        answer_was_empty=not reply.content.strip())
+    return StoppedEarly(
+        reason="max-iterations",
+        iteration=call.iteration,
+        pending_tool_calls=pending,
+        answer_was_empty=not reply.content.strip(),
+    )
 
 
 def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
@@ -177,8 +182,10 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
         return []
     config = InputsConfig.from_arms(arms)
     reads = answer_fold_reads(
-        tools=has_tool_surface(run_start), evidence_gate=bool(arms.evidence_gate),
-        answer_validation=bool(arms.answer_validation), inputs=arms.inputs,
+        tools=has_tool_surface(run_start),
+        evidence_gate=bool(arms.evidence_gate),
+        answer_validation=bool(arms.answer_validation),
+        inputs=arms.inputs,
         tool_middleware=arms.tool_middleware,
     )
     ran = {(e.turn, e.iteration, e.tool_call_id): e for e in events if isinstance(e, ToolResultEvent)}
@@ -194,8 +201,9 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
     stamp: int | None = None
     turn_rewrites: list[ArgumentRewrite] = []
 
-    def file(layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None,
-             *, now: bool) -> None:
+    def file(
+        layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None, *, now: bool
+    ) -> None:
         finding = file_finding(layer, rows, turn=turn, iteration=iteration)
         if finding is not None:
             (findings.append if now else due.append)(finding)
@@ -230,30 +238,54 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
                         if result is not None:
                             rewrites.extend(rewrites_of(call.id, _requested(call, config), result.args))
                 verdict = judge_inputs(
-                    calls, SourcesInReach(tuple(prior), tuple(users)), config=config,
-                    tools_in_reach=[t.name for t in event.request.tools], rewrites=rewrites,
+                    calls,
+                    SourcesInReach(tuple(prior), tuple(users)),
+                    config=config,
+                    tools_in_reach=[t.name for t in event.request.tools],
+                    rewrites=rewrites,
                 )
                 turn_rewrites.extend(rewrites)
                 file("inputs", verdict.rows, event.turn, event.iteration, now=False)
             if event.route == "final" and arms.answer:
                 committed = {
-                    "history": tuple(history), "turnNumber": event.turn, "pausedToolCallId": None,
+                    "history": tuple(history),
+                    "turnNumber": event.turn,
+                    "pausedToolCallId": None,
                     # The ledger as the run held it: every finding before this one, inputs included.
-                    "findingsLedger": (*findings, *due), "stoppedEarly": _stopped_early(event, reply),
-                    "coverageDeclared": dict(coverage), "middlewareDecisions": tuple(turn_rewrites),
+                    "findingsLedger": (*findings, *due),
+                    "stoppedEarly": _stopped_early(event, reply),
+                    "coverageDeclared": dict(coverage),
+                    "middlewareDecisions": tuple(turn_rewrites),
                 }
-                row = assess_answer(reply.content, committed, reads=reads, grounds=Grounds.from_arms(arms),
-                                    standing_line=arms.standing_line, display_names=arms.display_names)
+                row = assess_answer(
+                    reply.content,
+                    committed,
+                    reads=reads,
+                    grounds=Grounds.from_arms(arms),
+                    standing_line=arms.standing_line,
+                    display_names=arms.display_names,
+                )
                 if row is not None:
                     file("answer", [row], event.turn, event.iteration, now=False)
         elif isinstance(event, ToolResultEvent):
             prior.append(PriorResult(event.tool_call_id, event.tool_name, event.result, event.iteration))
-            history.append(Message(role="tool", content=event.result, tool_call_id=event.tool_call_id,
-                                   tool_name=event.tool_name))
-            batches.setdefault((event.turn, event.iteration), []).append(RanCall(
-                event.tool_call_id, event.tool_name, event.result, status=event.status,
-                coverage=event.coverage,
-            ))
+            history.append(
+                Message(
+                    role="tool",
+                    content=event.result,
+                    tool_call_id=event.tool_call_id,
+                    tool_name=event.tool_name,
+                )
+            )
+            batches.setdefault((event.turn, event.iteration), []).append(
+                RanCall(
+                    event.tool_call_id,
+                    event.tool_name,
+                    event.result,
+                    status=event.status,
+                    coverage=event.coverage,
+                )
+            )
             stamp = event.iteration
             if event.coverage is not None:
                 coverage[event.tool_call_id] = event.coverage

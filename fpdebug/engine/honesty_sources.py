@@ -213,9 +213,9 @@ def scalar_leaves(data: object, path: str = "$", *, keys: bool = False) -> Itera
 
 def _resolve(data: object, parts: Sequence[JsonPathPart]) -> tuple[bool, object]:
     for part in parts:
-        if isinstance(part, int) and isinstance(data, list) and part < len(data):
-            data = data[part]
-        elif isinstance(part, str) and isinstance(data, dict) and part in data:
+        if (isinstance(part, int) and isinstance(data, list) and part < len(data)) or (
+            isinstance(part, str) and isinstance(data, dict) and part in data
+        ):
             data = data[part]
         else:
             return False, None
@@ -426,8 +426,13 @@ def source_of_result(tool_call_id: str, tool_name: str, iteration: int | None, r
         The source ``tool:<call id>``.
     """
     return Source(
-        "tool-result", f"tool:{tool_call_id}", result, parse_json(result),
-        tool_call_id=tool_call_id, tool_name=tool_name, iteration=iteration,
+        "tool-result",
+        f"tool:{tool_call_id}",
+        result,
+        parse_json(result),
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        iteration=iteration,
     )
 
 

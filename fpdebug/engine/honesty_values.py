@@ -1,6 +1,6 @@
 """The values a text states (numbers, amounts, dates, ids, quoted strings) and the keys that match them.
 
-The honesty layers (DOMAIN §12) ask one question many times: does this source hold this value?
+The honesty layers (docs/honesty.md §12) ask one question many times: does this source hold this value?
 This module answers the lexical half of it, deterministically and without a model.
 
 Extraction
@@ -162,16 +162,75 @@ def _parse_number(raw: str, *, european: bool = False) -> Decimal | None:
 # Currencies
 
 _SYMBOLS = {
-    "US$": "USD", "CA$": "CAD", "C$": "CAD", "AU$": "AUD", "A$": "AUD", "NZ$": "NZD", "HK$": "HKD",
-    "S$": "SGD", "$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "₩": "KRW", "₽": "RUB",
-    "₺": "TRY", "₪": "ILS", "₫": "VND", "฿": "THB", "₴": "UAH", "₦": "NGN", "₱": "PHP",
+    "US$": "USD",
+    "CA$": "CAD",
+    "C$": "CAD",
+    "AU$": "AUD",
+    "A$": "AUD",
+    "NZ$": "NZD",
+    "HK$": "HKD",
+    "S$": "SGD",
+    "$": "USD",
+    "€": "EUR",
+    "£": "GBP",
+    "¥": "JPY",
+    "₹": "INR",
+    "₩": "KRW",
+    "₽": "RUB",
+    "₺": "TRY",
+    "₪": "ILS",
+    "₫": "VND",
+    "฿": "THB",
+    "₴": "UAH",
+    "₦": "NGN",
+    "₱": "PHP",
 }
-_CODES = (
-    "USD EUR GBP JPY CNY RMB CHF CAD AUD NZD HKD SGD INR KRW RUB TRY ILS BRL MXN ZAR SEK NOK DKK PLN "
-    "CZK HUF THB PHP IDR MYR VND UAH NGN AED SAR"
-).split()
-_WORDS = {"dollar": "USD", "dollars": "USD", "euro": "EUR", "euros": "EUR", "yen": "JPY",
-          "rupee": "INR", "rupees": "INR"}
+_CODES = [
+    "USD",
+    "EUR",
+    "GBP",
+    "JPY",
+    "CNY",
+    "RMB",
+    "CHF",
+    "CAD",
+    "AUD",
+    "NZD",
+    "HKD",
+    "SGD",
+    "INR",
+    "KRW",
+    "RUB",
+    "TRY",
+    "ILS",
+    "BRL",
+    "MXN",
+    "ZAR",
+    "SEK",
+    "NOK",
+    "DKK",
+    "PLN",
+    "CZK",
+    "HUF",
+    "THB",
+    "PHP",
+    "IDR",
+    "MYR",
+    "VND",
+    "UAH",
+    "NGN",
+    "AED",
+    "SAR",
+]
+_WORDS = {
+    "dollar": "USD",
+    "dollars": "USD",
+    "euro": "EUR",
+    "euros": "EUR",
+    "yen": "JPY",
+    "rupee": "INR",
+    "rupees": "INR",
+}
 
 
 def _currency(raw: str) -> str:
@@ -219,8 +278,18 @@ _MONTH = (
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?))\.?"
 )
 _MONTHS = {
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
-    "oct": 10, "nov": 11, "dec": 12,
+    "jan": 1,
+    "feb": 2,
+    "mar": 3,
+    "apr": 4,
+    "may": 5,
+    "jun": 6,
+    "jul": 7,
+    "aug": 8,
+    "sep": 9,
+    "oct": 10,
+    "nov": 11,
+    "dec": 12,
 }
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>\d{4})"
@@ -228,8 +297,7 @@ _DATE_EDGE_BEFORE = r"(?<![\w.\-/:])"
 _DATE_EDGE_AFTER = r"(?![\w\-/]|[.:]\d)"
 
 _ISO_DATETIME = re.compile(
-    _DATE_EDGE_BEFORE
-    + r"(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})[T ](?P<hh>[01]\d|2[0-3]):(?P<mi>[0-5]\d)"
+    _DATE_EDGE_BEFORE + r"(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})[T ](?P<hh>[01]\d|2[0-3]):(?P<mi>[0-5]\d)"
     r"(?::(?P<ss>[0-5]\d)(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\w:]|\.\d)"
 )
 _ISO_DATE = re.compile(
@@ -241,10 +309,8 @@ _WRITTEN_MY = re.compile(r"(?<!\w)" + _MONTH + r",?\s+" + _YEAR + r"(?!\w)")
 _WRITTEN_MD = re.compile(r"(?<!\w)" + _MONTH + r"\s+" + _DAY + r"(?!\w|[.,:/]\d)")
 _WRITTEN_DM = re.compile(r"(?<![\w.,])" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?!\w)")
 _NUMERIC_DATE = re.compile(
-    _DATE_EDGE_BEFORE
-    + r"(?P<a>\d{1,2})(?:(?P<s1>/)(?P<b1>\d{1,2})/(?P<y1>\d{4}|\d{2})"
-    r"|(?P<s2>[.\-])(?P<b2>\d{1,2})(?P=s2)(?P<y2>\d{4}))"
-    + _DATE_EDGE_AFTER
+    _DATE_EDGE_BEFORE + r"(?P<a>\d{1,2})(?:(?P<s1>/)(?P<b1>\d{1,2})/(?P<y1>\d{4}|\d{2})"
+    r"|(?P<s2>[.\-])(?P<b2>\d{1,2})(?P=s2)(?P<y2>\d{4}))" + _DATE_EDGE_AFTER
 )
 # ``a.m.`` keeps its dots; ``am`` never takes the sentence's full stop.
 _MERIDIEM = r"[AaPp]\.[Mm]\.|[AaPp][Mm]\b"
@@ -260,8 +326,21 @@ _SEPARATED_ID = re.compile(r"(?<![\w#-])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)
 _GLUED_ID = re.compile(r"(?<![\w#-])[A-Za-z0-9]{4,}(?![\w-])")
 
 _AMOUNT_BEFORE = re.compile(
-    r"(?<![\w.,])(?P<sign1>[" + _MINUS + r"]\s?)?(?P<cur>" + _SYM + r"|(?:" + _CODE + r")(?=\s?[" + _MINUS
-    + r"]?\d))\s?(?P<sign2>[" + _MINUS + r"])?(?:(?P<eu>" + _EU_NUM + r")|(?P<num>" + _NUM + r"))"
+    r"(?<![\w.,])(?P<sign1>["
+    + _MINUS
+    + r"]\s?)?(?P<cur>"
+    + _SYM
+    + r"|(?:"
+    + _CODE
+    + r")(?=\s?["
+    + _MINUS
+    + r"]?\d))\s?(?P<sign2>["
+    + _MINUS
+    + r"])?(?:(?P<eu>"
+    + _EU_NUM
+    + r")|(?P<num>"
+    + _NUM
+    + r"))"
     r"(?:\s?(?P<mult>" + _MULT + r")(?!\w))?" + _AFTER
 )
 _AMOUNT_AFTER = re.compile(
@@ -357,7 +436,7 @@ def _numeric_date(m: re.Match[str]) -> FoundValue | None:
         second, year_text = int(m["b2"]), m["y2"]
     year = int(year_text) + (2000 if len(year_text) == 2 else 0)
     if m["s2"] == ".":
-        readings = [(first, second)]                 # 01.05.2024 is day-first everywhere it is used
+        readings = [(first, second)]  # 01.05.2024 is day-first everywhere it is used
     else:
         readings = [(second, first), (first, second)]  # US month-first, then day-first
     keys: set[str] = set()
@@ -408,7 +487,7 @@ def _version(m: re.Match[str]) -> FoundValue | None:
 def _hash_id(m: re.Match[str]) -> FoundValue | None:
     body = m["body"]
     if not any(c.isdigit() for c in body):
-        return None                                   # ``#general`` is a tag, not an id
+        return None  # ``#general`` is a tag, not an id
     extra = number_keys(Decimal(body)) if body.isdigit() else frozenset()
     return _id_of(m, body, extra=extra)
 
@@ -543,7 +622,7 @@ def _quoted(text: str, taken: list[tuple[int, int]]) -> Iterator[FoundValue]:
         end = start + len(stripped)
         inner = list(_scan(stripped, start, []))
         if len(inner) == 1 and inner[0].start == start and inner[0].end == end:
-            found = inner[0]                         # ``"ORD-1234"`` is the id, not a quote
+            found = inner[0]  # ``"ORD-1234"`` is the id, not a quote
         else:
             key = frozenset({f"q:{normalize_text(stripped)}"})
             found = FoundValue("quoted", stripped, start, end, key, key)

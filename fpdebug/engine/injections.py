@@ -1,8 +1,8 @@
 """Injections: context declared as data, the four triggers, the factories and the evaluator.
 
 An :class:`Injection` says WHAT it contributes (system-prompt text, messages, tools) and WHEN
-(its trigger). :func:`evaluate_injections` decides one pass's active set in the order of DOMAIN
-§2.1: park suppression, then lease admission, then the injection's own trigger, then the
+(its trigger). :func:`evaluate_injections` decides one pass's active set in the order of
+docs/context-model.md §2.1: park suppression, then lease admission, then the injection's own trigger, then the
 template gate; it is pure and never raises.
 """
 
@@ -75,7 +75,7 @@ _SURFACE_MODES = frozenset(get_args(SurfaceMode))
 _ROLES = frozenset(get_args(ContextRole))
 
 TEMPLATE_FACTS: tuple[str, ...] = ("action", "actionBudget", "actionsRemaining")
-"""The closed template vocabulary (DOMAIN §2.3): the iteration, ``max_iterations``, what is left."""
+"""The closed template vocabulary (docs/context-model.md §2.3): the iteration, ``max_iterations``, what is left."""
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 
@@ -87,7 +87,7 @@ PARKED_SENTENCE = (
 
 
 # ----------------------------------------------------------------------------------------------
-# Triggers (DOMAIN §1.2)
+# Triggers (docs/context-model.md §1.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +106,7 @@ class Rule:
     description: str | None = field(default=None, kw_only=True)
     """A human description of the predicate, recorded in the catalog."""
     graph_node: bool = field(default=False, kw_only=True)
-    """True when a skill map compiled this rule from a node (DOMAIN §5.2): its admission is the cursor."""
+    """True when a skill map compiled this rule from a node (docs/context-model.md §5.2): its admission is the cursor."""
 
     kind: ClassVar[str] = "rule"
 
@@ -168,7 +168,7 @@ def tool_name_matches(spec: str | re.Pattern[str], name: str) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------
-# The pass context (DOMAIN §1.4)
+# The pass context (docs/context-model.md §1.4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +206,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class StepPointer:
-    """Where a skill's step procedure stands (DOMAIN §5.6)."""
+    """Where a skill's step procedure stands (docs/context-model.md §5.6)."""
 
     skill_id: str
     """The skill whose steps these are."""
@@ -220,7 +220,7 @@ class StepPointer:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InjectionContext:
-    """What one pass can see, read-only (DOMAIN §1.4). Only ``iteration`` is positional."""
+    """What one pass can see, read-only (docs/context-model.md §1.4). Only ``iteration`` is positional."""
 
     iteration: int = field(kw_only=False)
     """The 1-based pass."""
@@ -283,7 +283,7 @@ def tool_results_of(ctx: InjectionContext) -> tuple[ToolResult, ...]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Templates (DOMAIN §2.3)
+# Templates (docs/context-model.md §2.3)
 
 
 def template_names(text: str) -> tuple[str, ...]:
@@ -335,7 +335,7 @@ def render_template(text: str, ctx: InjectionContext | None) -> str | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Injection:
-    """One piece of declared context: what it contributes and when (DOMAIN §1.1)."""
+    """One piece of declared context: what it contributes and when (docs/context-model.md §1.1)."""
 
     id: str
     """Unique across the agent."""
@@ -437,7 +437,7 @@ def check_unique_ids(injections: Iterable[Injection]) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Factories (DOMAIN §1.3)
+# Factories (docs/context-model.md §1.3)
 
 
 def _tools(tools: Iterable[Tool | ToolSchema] | None, owner: str) -> tuple[Tool, ...]:
@@ -657,7 +657,7 @@ def define_skill(
         surface_mode: ``auto``, ``system-prompt``, ``tool-only`` or ``both``.
         steps: A step procedure: :class:`Step` values or ``(tool, note)`` pairs, each naming one of
             this skill's own ``tools`` and a non-empty note. A clean result of the current step's tool
-            advances it; the model skips a step only through ``skip_step`` (DOMAIN §5.6,
+            advances it; the model skips a step only through ``skip_step`` (docs/context-model.md §5.6,
             :mod:`fpdebug.engine.steps`).
         on_skip: What a ``skip_step`` does: ``advance`` (the default: record the skip, move to the
             next step) or ``hold`` (record it, keep the step current); legal only beside ``steps``.
@@ -744,7 +744,7 @@ def _replace(injection: Injection, **changes: object) -> Injection:
 
 
 # ----------------------------------------------------------------------------------------------
-# The evaluator (DOMAIN §2.1)
+# The evaluator (docs/context-model.md §2.1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -837,7 +837,7 @@ def evaluate_injections(injections: Iterable[Injection], ctx: InjectionContext) 
 
 
 # ----------------------------------------------------------------------------------------------
-# Projection (DOMAIN §1.5)
+# Projection (docs/context-model.md §1.5)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -890,7 +890,7 @@ def project(injection: Injection, ctx: InjectionContext | None) -> ActiveInjecti
 
 
 # ----------------------------------------------------------------------------------------------
-# Step pointer (DOMAIN §5.6)
+# Step pointer (docs/context-model.md §5.6)
 
 
 def step_plans(injections: Iterable[Injection]) -> dict[str, int]:

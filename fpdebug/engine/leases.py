@@ -1,6 +1,6 @@
 """Instruction leases and the pending tool transition: the carriers and the three pure lease laws.
 
-Validity is COMPUTED, never mutated (DOMAIN §4.3, invariants 2 and 3):
+Validity is COMPUTED, never mutated (docs/context-model.md §4.3, invariants 2 and 3):
 
 - a ``next-call`` lease serves exactly the pass of iteration ``grant + 1``, and the tenure sweep of
   that same pass removes it (the code's semantics: a lease granted in the previous iteration or
@@ -39,7 +39,7 @@ PruneReason: TypeAlias = Literal["spent", "tenure-ended"]
 
 @dataclass(frozen=True, slots=True)
 class InstructionLease:
-    """One granted ``require-instruction`` lease (DOMAIN §4.2)."""
+    """One granted ``require-instruction`` lease (docs/context-model.md §4.2)."""
 
     instruction_id: str
     """The injection the lease serves."""
@@ -147,7 +147,7 @@ def tenant_of(cursor: str | None, activated: Sequence[str] | None) -> str | None
 def _live(lease: InstructionLease, iteration: int, tenant: str | None) -> bool:
     if lease.delivery_lease == "next-call":
         return lease.iteration + 1 == iteration
-    return lease.skill_id == tenant  # None == None is a match (DOMAIN §4.3)
+    return lease.skill_id == tenant  # None == None is a match (docs/context-model.md §4.3)
 
 
 def active_lease_ids(

@@ -16,9 +16,9 @@ Build a map with :class:`SkillMapBuilder`::
         .build()
     )
 
-:meth:`SkillMap.injections` holds the nodes with their compiled triggers (DOMAIN §5.2), then the
-open skills. :meth:`SkillMap.explain_next_skill` is the resolver with the precedence of DOMAIN
-§5.3; :meth:`SkillMap.next_skill` is its memoized form that compiled triggers read, so a pass
+:meth:`SkillMap.injections` holds the nodes with their compiled triggers (docs/context-model.md §5.2), then the
+open skills. :meth:`SkillMap.explain_next_skill` is the resolver with the precedence of
+docs/context-model.md §5.3; :meth:`SkillMap.next_skill` is its memoized form that compiled triggers read, so a pass
 makes exactly one resolver call (invariant 1).
 """
 
@@ -82,7 +82,7 @@ MOVE_CAUSES: tuple[str, ...] = (
     "stay",
     "none",
 )
-"""The ``by`` vocabulary of a cursor move (DOMAIN §5.1)."""
+"""The ``by`` vocabulary of a cursor move (docs/context-model.md §5.1)."""
 
 WITNESS_LIMIT = 80
 """A witness's maximum length, the closing "…" included."""
@@ -126,7 +126,7 @@ def _field_of(result: object, path: str) -> object:
     if isinstance(data, str | bytes):
         try:
             data = json.loads(data)
-        except Exception:  # noqa: BLE001 - malformed or too deeply nested (RecursionError): no field
+        except Exception:
             return _MISSING
     for part in path.split("."):
         if isinstance(data, Mapping) and part in data:
@@ -372,7 +372,7 @@ class Route:
         )
 
     def judge(self, result: ToolResult) -> Literal["no", "closed", "fired"]:
-        """Match one result (DOMAIN §5.3): preconditions, ``when``, then the guard.
+        """Match one result (docs/context-model.md §5.3): preconditions, ``when``, then the guard.
 
         Returns:
             ``fired``; ``closed`` when everything but the guard passed; else ``no``. A raising
@@ -426,7 +426,7 @@ def _name_of(fn: Callable[..., object] | None) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CursorMove:
-    """What one pass decided about the cursor, and why (DOMAIN §5.1)."""
+    """What one pass decided about the cursor, and why (docs/context-model.md §5.1)."""
 
     by: str
     """The clause that decided, from :data:`MOVE_CAUSES`."""
@@ -466,7 +466,7 @@ class RouteConflictReport:
 
 
 # ----------------------------------------------------------------------------------------------
-# The read_skill gate (DOMAIN §5.5)
+# The read_skill gate (docs/context-model.md §5.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -512,7 +512,7 @@ def gate_skill_pick(
     posture: Literal["rails", "guard"] | None = None,
     menu: Collection[str] | None = None,
 ) -> SkillPick:
-    """Judge one ``read_skill(id)`` (DOMAIN §5.5).
+    """Judge one ``read_skill(id)`` (docs/context-model.md §5.5).
 
     Args:
         requested_id: The id the model asked for.
@@ -663,7 +663,7 @@ class SkillMap:
             open_skills=list(self.open_skill_ids),
         )
 
-    # -- compiled triggers (DOMAIN §5.2) -----------------------------------------------------
+    # -- compiled triggers (docs/context-model.md §5.2) -----------------------------------------------------
 
     def _compile(self, node: Injection) -> Injection:
         own = [entry for entry in self._entries if entry.skill_id == node.id]
@@ -698,7 +698,7 @@ class SkillMap:
 
         return on_cursor
 
-    # -- the resolver (DOMAIN §5.3) ----------------------------------------------------------
+    # -- the resolver (docs/context-model.md §5.3) ----------------------------------------------------------
 
     def next_skill(self, ctx: InjectionContext) -> str | None:
         """The cursor after this pass: the pass's resolved move, else one memoized resolver call."""
@@ -716,7 +716,7 @@ class SkillMap:
         return move
 
     def explain_next_skill(self, ctx: InjectionContext) -> CursorMove:
-        """Resolve the cursor for one pass, with the precedence of DOMAIN §5.3. Never raises.
+        """Resolve the cursor for one pass, with the precedence of docs/context-model.md §5.3. Never raises.
 
         Args:
             ctx: The pass context (``current_skill_id`` is the cursor before the pass).
@@ -813,7 +813,7 @@ class SkillMap:
             guards_closed=shut or None,
         )
 
-    # -- reachability (DOMAIN §5.4) ----------------------------------------------------------
+    # -- reachability (docs/context-model.md §5.4) ----------------------------------------------------------
 
     def reachable_skills(self, cur: str | None) -> tuple[str, ...]:
         """Graph hops: every entry without a cursor; else successors then entries, minus ``cur``."""

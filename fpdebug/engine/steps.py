@@ -1,4 +1,4 @@
-"""Step procedures (DOMAIN §5.6, ``skillSteps.ts``): the pointer's two moves and every sentence about them.
+"""Step procedures (docs/context-model.md §5.6, ``skillSteps.ts``): the pointer's two moves and every sentence about them.
 
 A stepped skill declares ``(tool, note)`` pairs. The Evaluate pass re-keys the pointer to the pass's
 tenant (:func:`~fpdebug.engine.injections.rekey_step_pointer`); the tool-calls stage then moves it
@@ -63,7 +63,7 @@ SKIP_STEP = "skip_step"
 """The integrity tool's reserved name (the reference's ``SKIP_STEP_TOOL_NAME``)."""
 
 StepOutcome: TypeAlias = Literal["step_advanced", "step_skipped"]
-"""What one result did to the pointer (the names of DOMAIN §8.2's step events)."""
+"""What one result did to the pointer (the names of docs/trace-contract.md §8.2's step events)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,8 +203,10 @@ def skip_step_result(
     current, plan, step = state
     held = plan.on_skip == "hold"
     # Held: recorded, and the step stays the offer (each repeated skip is recorded, each a fact).
-    after = current if held else StepPointer(
-        current.skill_id, current.step + 1, current.total, (*current.skipped, current.step)
+    after = (
+        current
+        if held
+        else StepPointer(current.skill_id, current.step + 1, current.total, (*current.skipped, current.step))
     )
     boundary = StepBoundary(
         outcome="step_skipped",

@@ -116,7 +116,7 @@ def apply_tool_middleware(
             out = middleware(shown, context)
         except RunInterrupted:
             raise
-        except Exception as exc:  # noqa: BLE001 - the app's code failed: the call fails, the run goes on
+        except Exception as exc:
             raise ToolMiddlewareError(f"{name} raised {type(exc).__name__}: {exc}") from exc
         if out is None:
             continue

@@ -23,7 +23,7 @@ them). Anything else is refused with a :class:`~fpdebug.errors.DefinitionError` 
 Arguments the model sends are validated (lax pydantic rules: ``"5"`` is accepted for an ``int``)
 before the function runs; a call that does not validate is answered with an ``invalid`` result.
 
-**Honesty declarations** (DOMAIN §12; read by the honesty layers, inert otherwise):
+**Honesty declarations** (docs/honesty.md §12; read by the honesty layers, inert otherwise):
 ``hides_arguments=True`` keeps the model's values off every finding row while the tool is in reach,
 ``display_name=`` names the tool in the app's words, and ``coverage=`` declares what a result
 covers (recorded on the call's ``tool_result``).
@@ -196,7 +196,7 @@ def json_schema_of(hint: object, *, where: str, defs: dict[str, Any] | None = No
         return out
     if origin is tuple:
         out = {"type": "array"}
-        if len(args) == 2 and args[1] is Ellipsis or args and len(set(args)) == 1:
+        if (len(args) == 2 and args[1] is Ellipsis) or (args and len(set(args)) == 1):
             out["items"] = json_schema_of(args[0], where=where, defs=defs)
         return out
     if origin in (dict, abc.Mapping):
@@ -413,7 +413,11 @@ def tool(
         honesty["coverage"] = coverage
     if fn is None:
         return lambda f: tool(
-            f, name=name, description=description, timeout=timeout, **honesty  # type: ignore[arg-type]
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            **honesty,  # type: ignore[arg-type]
         )
     if isinstance(fn, Tool):
         return replace(fn, **honesty) if honesty else fn  # type: ignore[arg-type]
@@ -487,7 +491,7 @@ def call_tool(handler: Callable[..., object], args: Mapping[str, object], *, tim
     def work() -> None:
         try:
             box["value"] = context.run(call)
-        except BaseException as exc:  # noqa: BLE001 - handed back to the loop thread as is
+        except BaseException as exc:
             box["error"] = exc
         finally:
             done.set()

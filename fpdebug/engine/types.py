@@ -47,16 +47,16 @@ JsonValue: TypeAlias = object
 """A value a tool returned: JSON-like data (dict, list, str, number, bool, None) or any object."""
 
 ToolStatus: TypeAlias = ToolResultStatus
-"""The closed set of seven tool outcome statuses (DOMAIN §1.6)."""
+"""The closed set of seven tool outcome statuses (docs/context-model.md §1.6)."""
 
 TOOL_STATUSES: frozenset[str] = frozenset(get_args(ToolResultStatus))
 """``success``, ``failure``, ``denied``, ``invalid``, ``partial``, ``pending``, ``absent``."""
 
 DELIVERY_LEASES: frozenset[str] = frozenset(get_args(DeliveryLease))
-"""``next-call`` and ``until-skill-exit`` (DOMAIN §4.3)."""
+"""``next-call`` and ``until-skill-exit`` (docs/context-model.md §4.3)."""
 
 CONTEXT_SOURCES: frozenset[str] = frozenset(get_args(ContextSource))
-"""The closed ``ContextSource`` set an injection's flavor is drawn from (DOMAIN §1.1)."""
+"""The closed ``ContextSource`` set an injection's flavor is drawn from (docs/context-model.md §1.1)."""
 
 
 def require_id(value: object, what: str = "id") -> str:
@@ -79,7 +79,7 @@ def require_id(value: object, what: str = "id") -> str:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """One entry of a tool batch as the next pass sees it (DOMAIN §1.4 ``toolResults``)."""
+    """One entry of a tool batch as the next pass sees it (docs/context-model.md §1.4 ``toolResults``)."""
 
     tool_name: str
     """The tool that was called."""
@@ -157,7 +157,7 @@ class Tool:
         """The schema as offered to the model.
 
         Args:
-            injection_id: The injection contributing it (DOMAIN §1.5 tags skill tools with it).
+            injection_id: The injection contributing it (docs/context-model.md §1.5 tags skill tools with it).
 
         Returns:
             The trace's :class:`~fpdebug.trace.schema.ToolSchema`.

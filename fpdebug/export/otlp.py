@@ -44,8 +44,8 @@ __all__ = [
     "DEFAULT_SERVICE_NAME",
     "DEFAULT_TIMEOUT",
     "SCOPE_NAME",
-    "SdkLog",
     "TRACES_PATH",
+    "SdkLog",
     "capture_sdk_log",
     "export_request",
     "make_exporter",
@@ -92,9 +92,7 @@ def _scope() -> InstrumentationScope:
     return InstrumentationScope(SCOPE_NAME, __version__)
 
 
-def to_readable_spans(
-    spans: Sequence[SpanRecord], *, resource: Resource | None = None
-) -> list[ReadableSpan]:
+def to_readable_spans(spans: Sequence[SpanRecord], *, resource: Resource | None = None) -> list[ReadableSpan]:
     """Build OpenTelemetry SDK spans (what any ``SpanExporter`` accepts) from span records.
 
     Args:
@@ -118,11 +116,21 @@ def to_readable_spans(
         if span.status == "error":
             status = Status(StatusCode.ERROR, redact(span.status_message))
         events = [Event(e.name, redact(dict(e.attributes)), timestamp=e.time_ns) for e in span.events]
-        out.append(ReadableSpan(
-            name=span.name, context=context, parent=parent, resource=resource,
-            attributes=redact(dict(span.attributes)), events=events, kind=_KINDS[span.kind], status=status,
-            start_time=span.start_ns, end_time=span.end_ns, instrumentation_scope=scope,
-        ))
+        out.append(
+            ReadableSpan(
+                name=span.name,
+                context=context,
+                parent=parent,
+                resource=resource,
+                attributes=redact(dict(span.attributes)),
+                events=events,
+                kind=_KINDS[span.kind],
+                status=status,
+                start_time=span.start_ns,
+                end_time=span.end_ns,
+                instrumentation_scope=scope,
+            )
+        )
     return out
 
 

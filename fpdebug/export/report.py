@@ -9,7 +9,7 @@ Markdown to paste into an issue. Per run:
   ones a lease served, the tool calls, the route, tokens, and badges for what stood out
   (engagement changes, grants and prunes, conflicts, rejected picks, superseded reroutes, failed
   calls or tools, a turn stopped early, the route recorder's ``ping-pong`` and ``rejected ×3``
-  trips of DOMAIN §8.5b);
+  trips of docs/trace-contract.md §8.5b);
 - **lease lifetimes**: each lease, who granted it (tool, call, iteration), the passes it served,
   and when and why it was pruned;
 - **parks and re-engagements**: every engagement change of every mounted map;
@@ -86,7 +86,7 @@ REPORT_FORMATS = ("md", "json")
 
 _FAILED_TOOL = frozenset({"failure", "denied", "invalid"})
 _MD_SPECIAL = "\\`*_[]<>|~"
-_PING_PONG_WINDOW = 4  # DOMAIN §8.5b routeRecorder defaults
+_PING_PONG_WINDOW = 4  # docs/trace-contract.md §8.5b routeRecorder defaults
 _REJECTED_CAP = 3
 
 
@@ -206,7 +206,7 @@ class VerdictRow(TypedDict):
 
 
 class HonestyFlagRow(TypedDict):
-    """An honesty flag a saved backtrack carries (DOMAIN §9.1), and why it applies."""
+    """An honesty flag a saved backtrack carries (docs/backtracking.md §9.1), and why it applies."""
 
     flag: str
     note: str
@@ -384,15 +384,23 @@ def _timeline(model: RunModel, run: Run) -> list[TimelineRow]:
                 badges.append("ping-pong")
             if turn.stopped_early is not None and number == len(turn.iterations):
                 badges.append(f"stopped early ({turn.stopped_early})")
-            rows.append({
-                "turn": turn.number, "iteration": iteration.number,
-                "cursor_from": iteration.cursor_from, "cursor_to": iteration.cursor_to,
-                "cursor_by": iteration.cursor_by, "active_count": active,
-                "leases_served": list(dict.fromkeys(iteration.lease_served)),
-                "tool_calls": tools, "failed_tools": failed, "route": iteration.route,
-                "input_tokens": iteration.input_tokens, "output_tokens": iteration.output_tokens,
-                "badges": badges,
-            })
+            rows.append(
+                {
+                    "turn": turn.number,
+                    "iteration": iteration.number,
+                    "cursor_from": iteration.cursor_from,
+                    "cursor_to": iteration.cursor_to,
+                    "cursor_by": iteration.cursor_by,
+                    "active_count": active,
+                    "leases_served": list(dict.fromkeys(iteration.lease_served)),
+                    "tool_calls": tools,
+                    "failed_tools": failed,
+                    "route": iteration.route,
+                    "input_tokens": iteration.input_tokens,
+                    "output_tokens": iteration.output_tokens,
+                    "badges": badges,
+                }
+            )
     return rows
 
 
@@ -419,68 +427,132 @@ def _ping_pong(positions: list[str], iteration: Iteration) -> bool:
     window = positions[-_PING_PONG_WINDOW:]
     return (
         len(window) == _PING_PONG_WINDOW
-        and window[0] == window[2] and window[1] == window[3] and window[0] != window[1]
+        and window[0] == window[2]
+        and window[1] == window[3]
+        and window[0] != window[1]
     )
 
 
 def _leases(run: Run) -> list[LeaseRow]:
-    return [{
-        "instruction_id": lease.instruction_id, "delivery_lease": lease.delivery_lease,
-        "tenant": lease.tenant, "granted_by_tool": lease.tool_name, "granted_by_call": lease.tool_call_id,
-        "granted_turn": lease.turn, "granted_iteration": lease.granted_iteration,
-        "served": [_where(turn, iteration) for turn, iteration in lease.served],
-        "state": lease.state, "pruned_turn": lease.pruned_turn, "pruned_iteration": lease.pruned_iteration,
-        "prune_site": lease.prune_site, "prune_tenant": lease.prune_tenant,
-    } for lease in run.leases]
+    return [
+        {
+            "instruction_id": lease.instruction_id,
+            "delivery_lease": lease.delivery_lease,
+            "tenant": lease.tenant,
+            "granted_by_tool": lease.tool_name,
+            "granted_by_call": lease.tool_call_id,
+            "granted_turn": lease.turn,
+            "granted_iteration": lease.granted_iteration,
+            "served": [_where(turn, iteration) for turn, iteration in lease.served],
+            "state": lease.state,
+            "pruned_turn": lease.pruned_turn,
+            "pruned_iteration": lease.pruned_iteration,
+            "prune_site": lease.prune_site,
+            "prune_tenant": lease.prune_tenant,
+        }
+        for lease in run.leases
+    ]
 
 
 def _run_report(model: RunModel, run: Run) -> RunReport:
     changes: list[MapChangeRow] = []
     for timeline in run.maps.values():
         for point in timeline.changes:
-            changes.append({
-                "map_id": timeline.map_id, "turn": point.turn, "iteration": point.iteration,
-                "change": point.change or "", "standing": point.standing, "by": point.by,
-                "idle": point.idle, "at": point.at,
-            })
+            changes.append(
+                {
+                    "map_id": timeline.map_id,
+                    "turn": point.turn,
+                    "iteration": point.iteration,
+                    "change": point.change or "",
+                    "standing": point.standing,
+                    "by": point.by,
+                    "idle": point.idle,
+                    "at": point.at,
+                }
+            )
     changes.sort(key=lambda row: (row["turn"] or 0, row["iteration"] or 0))
-    conflicts: list[ConflictRow] = [{
-        "turn": event.turn, "iteration": event.iteration, "from_skill": event.from_skill_id,
-        "winner": f"{event.winner.tool_name} → {event.winner.target}",
-        "losers": [f"{loser.tool_name} → {loser.target}" for loser in event.losers], "source": event.source,
-    } for event in _records(model, run, "route_conflict") if isinstance(event, RouteConflictEvent)]
-    rejected: list[RejectedRow] = [{
-        "turn": event.turn, "iteration": event.iteration, "requested": event.requested_id,
-        "current": event.current_skill_id, "allowed": list(event.allowed), "tool_call_id": event.tool_call_id,
-    } for event in _records(model, run, "skill_rejected") if isinstance(event, SkillRejectedEvent)]
-    superseded: list[SupersededRow] = [{
-        "turn": event.turn, "iteration": event.iteration, "volunteered": event.volunteered_id,
-        "won": event.won_id, "from_skill": event.from_skill_id, "source": event.source,
-    } for event in _records(model, run, "reroute_superseded") if isinstance(event, RerouteSupersededEvent)]
+    conflicts: list[ConflictRow] = [
+        {
+            "turn": event.turn,
+            "iteration": event.iteration,
+            "from_skill": event.from_skill_id,
+            "winner": f"{event.winner.tool_name} → {event.winner.target}",
+            "losers": [f"{loser.tool_name} → {loser.target}" for loser in event.losers],
+            "source": event.source,
+        }
+        for event in _records(model, run, "route_conflict")
+        if isinstance(event, RouteConflictEvent)
+    ]
+    rejected: list[RejectedRow] = [
+        {
+            "turn": event.turn,
+            "iteration": event.iteration,
+            "requested": event.requested_id,
+            "current": event.current_skill_id,
+            "allowed": list(event.allowed),
+            "tool_call_id": event.tool_call_id,
+        }
+        for event in _records(model, run, "skill_rejected")
+        if isinstance(event, SkillRejectedEvent)
+    ]
+    superseded: list[SupersededRow] = [
+        {
+            "turn": event.turn,
+            "iteration": event.iteration,
+            "volunteered": event.volunteered_id,
+            "won": event.won_id,
+            "from_skill": event.from_skill_id,
+            "source": event.source,
+        }
+        for event in _records(model, run, "reroute_superseded")
+        if isinstance(event, RerouteSupersededEvent)
+    ]
     unsupported: list[UnsupportedRow] = []
     for event in _records(model, run, "finding"):
         if isinstance(event, FindingEvent):
             for row in event.rows:
                 if isinstance(row, AnswerAssessmentRow):
-                    unsupported.append({
-                        "turn": event.turn, "iteration": event.iteration, "stated": len(row.values),
-                        "unsupported": sum(1 for value in row.values if not value.supported),
-                        "values": [value.text for value in row.values if not value.supported],
-                    })
+                    unsupported.append(
+                        {
+                            "turn": event.turn,
+                            "iteration": event.iteration,
+                            "stated": len(row.values),
+                            "unsupported": sum(1 for value in row.values if not value.supported),
+                            "values": [value.text for value in row.values if not value.supported],
+                        }
+                    )
     return {
-        "run_id": run.run_id, "agent": run.agent_name, "provider": run.provider, "model": run.model,
-        "status": run.status, "error": run.error, "turns": len(run.turns), "iterations": run.iteration_count,
-        "llm_calls": run.counts.get("llm_call", 0), "tool_calls": run.counts.get("tool_result", 0),
-        "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
+        "run_id": run.run_id,
+        "agent": run.agent_name,
+        "provider": run.provider,
+        "model": run.model,
+        "status": run.status,
+        "error": run.error,
+        "turns": len(run.turns),
+        "iterations": run.iteration_count,
+        "llm_calls": run.counts.get("llm_call", 0),
+        "tool_calls": run.counts.get("tool_result", 0),
+        "input_tokens": run.input_tokens,
+        "output_tokens": run.output_tokens,
         "started": _ts(model, run.start_line if run.start_line is not None else run.first_line),
         "ended": _ts(model, run.end_line),
-        "stopped_early": [f"turn {turn.number}: {turn.stopped_early}" for turn in run.turns
-                          if turn.stopped_early is not None],
+        "stopped_early": [
+            f"turn {turn.number}: {turn.stopped_early}"
+            for turn in run.turns
+            if turn.stopped_early is not None
+        ],
         "answer_layer": _answer_layer(model, run),
         "timeline": _timeline(model, run),
         "leases": _leases(run),
-        "maps": [{"map_id": timeline.map_id, "standing": timeline.standing, "parks": timeline.parks,
-                  "reengagements": timeline.reengagements} for timeline in run.maps.values()],
+        "maps": [
+            {
+                "map_id": timeline.map_id,
+                "standing": timeline.standing,
+                "parks": timeline.parks,
+                "reengagements": timeline.reengagements,
+            }
+            for timeline in run.maps.values()
+        ],
         "map_changes": changes,
         "route_conflicts": conflicts,
         "rejected_picks": rejected,
@@ -498,7 +570,11 @@ def _answer_layer(model: RunModel, run: Run) -> bool:
 
 
 _STATUS: dict[str, BacktrackStatus] = {
-    "complete": "finished", "cancelled": "cancelled", "failed": "failed", "unfinished": "unfinished"}
+    "complete": "finished",
+    "cancelled": "cancelled",
+    "failed": "failed",
+    "unfinished": "unfinished",
+}
 
 
 def _saved_row(saved: SavedBacktrack, run_ids: set[str]) -> SavedBacktrackRow:
@@ -506,23 +582,45 @@ def _saved_row(saved: SavedBacktrack, run_ids: set[str]) -> SavedBacktrackRow:
     bisect = report.bisect
     return {
         # The warnings come before the claim, as the backtracker shows them: the claim reads differently.
-        "target_note": report.target_note, "trace_note": report.read_problems.note,
+        "target_note": report.target_note,
+        "trace_note": report.read_problems.note,
         "flags": [{"flag": flag.flag, "note": flag.note} for flag in report.flags],
-        "claim": report.claim, "run_id": report.run_id, "in_trace": report.run_id in run_ids,
-        "call_seq": report.call_seq, "call_index": report.call_index, "turn": report.turn,
-        "iteration": report.iteration, "mode": report.mode, "status": _STATUS[saved.status],
-        "baseline": report.baseline, "baseline_stable": report.stable_baseline,
-        "rerun_provider": report.rerun_provider, "flip_test": report.flip_test,
+        "claim": report.claim,
+        "run_id": report.run_id,
+        "in_trace": report.run_id in run_ids,
+        "call_seq": report.call_seq,
+        "call_index": report.call_index,
+        "turn": report.turn,
+        "iteration": report.iteration,
+        "mode": report.mode,
+        "status": _STATUS[saved.status],
+        "baseline": report.baseline,
+        "baseline_stable": report.stable_baseline,
+        "rerun_provider": report.rerun_provider,
+        "flip_test": report.flip_test,
         "runs_used": report.runs_used,
-        "verdicts": [{
-            "source": probe.source, "label": probe.verdict.label, "action": probe.verdict.action,
-            "verdict": probe.verdict.kind, "tier": probe.verdict.tier, "flips": probe.verdict.flips,
-            "samples": probe.verdict.samples, "claim": probe.verdict.claim,
-        } for probe in report.verdicts],
-        "bisect": None if bisect is None else {
-            "verdict": bisect.verdict, "tier": bisect.tier,
+        "verdicts": [
+            {
+                "source": probe.source,
+                "label": probe.verdict.label,
+                "action": probe.verdict.action,
+                "verdict": probe.verdict.kind,
+                "tier": probe.verdict.tier,
+                "flips": probe.verdict.flips,
+                "samples": probe.verdict.samples,
+                "claim": probe.verdict.claim,
+            }
+            for probe in report.verdicts
+        ],
+        "bisect": None
+        if bisect is None
+        else {
+            "verdict": bisect.verdict,
+            "tier": bisect.tier,
             "culprits": [list(group) for group in bisect.culprits],
-            "probes": bisect.probes, "runs_used": bisect.runs_used, "reason": bisect.reason,
+            "probes": bisect.probes,
+            "runs_used": bisect.runs_used,
+            "reason": bisect.reason,
         },
     }
 
@@ -571,8 +669,9 @@ def build_report(
         "opaque_lines": len(model.opaque_lines),
         "torn_tail": None if torn is None else {"line": torn.line, "bytes": torn.length},
         "runs": [_run_report(model, run) for run in model.runs],
-        "backtrack": None if sidecar is None else backtrack_section(
-            load_sidecar(sidecar), run_ids={run.run_id for run in model.runs}),
+        "backtrack": None
+        if sidecar is None
+        else backtrack_section(load_sidecar(sidecar), run_ids={run.run_id for run in model.runs}),
     }
 
 
@@ -654,16 +753,41 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
         out += [f"## Run {md_cell(run['run_id'])}", ""]
     status = md_cell(run["status"])
     out += _table(
-        ["run", "agent", "provider", "model", "status", "turns", "iterations", "LLM calls", "tool calls",
-         "tokens in", "tokens out"],
-        [[md_cell(run["run_id"]), md_cell(run["agent"]), md_cell(run["provider"]), md_cell(run["model"]),
-          status, str(run["turns"]), str(run["iterations"]), str(run["llm_calls"]),
-          str(run["tool_calls"]), str(run["input_tokens"]), str(run["output_tokens"])]],
+        [
+            "run",
+            "agent",
+            "provider",
+            "model",
+            "status",
+            "turns",
+            "iterations",
+            "LLM calls",
+            "tool calls",
+            "tokens in",
+            "tokens out",
+        ],
+        [
+            [
+                md_cell(run["run_id"]),
+                md_cell(run["agent"]),
+                md_cell(run["provider"]),
+                md_cell(run["model"]),
+                status,
+                str(run["turns"]),
+                str(run["iterations"]),
+                str(run["llm_calls"]),
+                str(run["tool_calls"]),
+                str(run["input_tokens"]),
+                str(run["output_tokens"]),
+            ]
+        ],
     )
     out.append("")
     if run["started"]:
-        out.append(f"Started {md_cell(run['started'])}" + (f", ended {md_cell(run['ended'])}." if run["ended"]
-                                                           else ", not ended (no run\\_end record)."))
+        out.append(
+            f"Started {md_cell(run['started'])}"
+            + (f", ended {md_cell(run['ended'])}." if run["ended"] else ", not ended (no run\\_end record).")
+        )
     if run["error"]:
         out.append(f"Error: {md_cell(run['error'])}")
     for stopped in run["stopped_early"]:
@@ -673,15 +797,31 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
     out += [f"{level} Timeline", ""]
     if run["timeline"]:
         out += _table(
-            ["turn.iter", "cursor", "active", "leases served", "tool calls", "route", "tokens in/out",
-             "badges"],
-            [[
-                _where(row["turn"], row["iteration"]), _cursor(row),
-                "–" if row["active_count"] is None else str(row["active_count"]),
-                _ids(row["leases_served"]),
-                _ids([name + (" ✗" if name in row["failed_tools"] else "") for name in row["tool_calls"]]),
-                md_cell(row["route"]), f"{row['input_tokens']}/{row['output_tokens']}", _ids(row["badges"]),
-            ] for row in run["timeline"]],
+            [
+                "turn.iter",
+                "cursor",
+                "active",
+                "leases served",
+                "tool calls",
+                "route",
+                "tokens in/out",
+                "badges",
+            ],
+            [
+                [
+                    _where(row["turn"], row["iteration"]),
+                    _cursor(row),
+                    "–" if row["active_count"] is None else str(row["active_count"]),
+                    _ids(row["leases_served"]),
+                    _ids(
+                        [name + (" ✗" if name in row["failed_tools"] else "") for name in row["tool_calls"]]
+                    ),
+                    md_cell(row["route"]),
+                    f"{row['input_tokens']}/{row['output_tokens']}",
+                    _ids(row["badges"]),
+                ]
+                for row in run["timeline"]
+            ],
         )
     else:
         out.append("_No iterations._")
@@ -691,12 +831,19 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
     if run["leases"]:
         out += _table(
             ["instruction", "lease", "tenant", "granted by", "at", "served", "ended"],
-            [[
-                md_cell(row["instruction_id"]), md_cell(row["delivery_lease"]), md_cell(row["tenant"]),
-                md_cell(row["granted_by_tool"]) + (f" ({md_cell(row['granted_by_call'])})"
-                                                   if row["granted_by_call"] else ""),
-                _where(row["granted_turn"], row["granted_iteration"]), _ids(row["served"]), _lease_end(row),
-            ] for row in run["leases"]],
+            [
+                [
+                    md_cell(row["instruction_id"]),
+                    md_cell(row["delivery_lease"]),
+                    md_cell(row["tenant"]),
+                    md_cell(row["granted_by_tool"])
+                    + (f" ({md_cell(row['granted_by_call'])})" if row["granted_by_call"] else ""),
+                    _where(row["granted_turn"], row["granted_iteration"]),
+                    _ids(row["served"]),
+                    _lease_end(row),
+                ]
+                for row in run["leases"]
+            ],
         )
     else:
         out.append("_No leases._")
@@ -713,9 +860,18 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
         out += [totals + ".", ""]
         out += _table(
             ["map", "turn.iter", "change", "standing", "by", "idle", "at"],
-            [[md_cell(row["map_id"]), _where(row["turn"], row["iteration"]), md_cell(row["change"]),
-              md_cell(row["standing"]), md_cell(row["by"]), str(row["idle"]), md_cell(row["at"])]
-             for row in run["map_changes"]],
+            [
+                [
+                    md_cell(row["map_id"]),
+                    _where(row["turn"], row["iteration"]),
+                    md_cell(row["change"]),
+                    md_cell(row["standing"]),
+                    md_cell(row["by"]),
+                    str(row["idle"]),
+                    md_cell(row["at"]),
+                ]
+                for row in run["map_changes"]
+            ],
         )
     else:
         out.append("_No mounted maps._")
@@ -725,8 +881,16 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
     if run["route_conflicts"]:
         out += _table(
             ["turn.iter", "from", "winner", "losers", "source"],
-            [[_where(row["turn"], row["iteration"]), md_cell(row["from_skill"]), md_cell(row["winner"]),
-              _ids(row["losers"]), md_cell(row["source"])] for row in run["route_conflicts"]],
+            [
+                [
+                    _where(row["turn"], row["iteration"]),
+                    md_cell(row["from_skill"]),
+                    md_cell(row["winner"]),
+                    _ids(row["losers"]),
+                    md_cell(row["source"]),
+                ]
+                for row in run["route_conflicts"]
+            ],
         )
     else:
         out.append("_None._")
@@ -736,8 +900,16 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
     if run["rejected_picks"]:
         out += _table(
             ["turn.iter", "requested", "cursor", "allowed", "call"],
-            [[_where(row["turn"], row["iteration"]), md_cell(row["requested"]), md_cell(row["current"]),
-              _ids(row["allowed"]), md_cell(row["tool_call_id"])] for row in run["rejected_picks"]],
+            [
+                [
+                    _where(row["turn"], row["iteration"]),
+                    md_cell(row["requested"]),
+                    md_cell(row["current"]),
+                    _ids(row["allowed"]),
+                    md_cell(row["tool_call_id"]),
+                ]
+                for row in run["rejected_picks"]
+            ],
         )
     else:
         out.append("_None._")
@@ -747,8 +919,16 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
     if run["superseded_reroutes"]:
         out += _table(
             ["turn.iter", "volunteered", "won", "from", "source"],
-            [[_where(row["turn"], row["iteration"]), md_cell(row["volunteered"]), md_cell(row["won"]),
-              md_cell(row["from_skill"]), md_cell(row["source"])] for row in run["superseded_reroutes"]],
+            [
+                [
+                    _where(row["turn"], row["iteration"]),
+                    md_cell(row["volunteered"]),
+                    md_cell(row["won"]),
+                    md_cell(row["from_skill"]),
+                    md_cell(row["source"]),
+                ]
+                for row in run["superseded_reroutes"]
+            ],
         )
     else:
         out.append("_None._")
@@ -758,8 +938,15 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
     if run["unsupported_values"]:
         out += _table(
             ["turn.iter", "values stated", "unsupported", "unsupported values"],
-            [[_where(row["turn"], row["iteration"]), str(row["stated"]), str(row["unsupported"]),
-              _ids(row["values"])] for row in run["unsupported_values"]],
+            [
+                [
+                    _where(row["turn"], row["iteration"]),
+                    str(row["stated"]),
+                    str(row["unsupported"]),
+                    _ids(row["values"]),
+                ]
+                for row in run["unsupported_values"]
+            ],
         )
     elif run["answer_layer"]:
         out.append("_The answer layer is armed; no answer was assessed._")
@@ -768,8 +955,11 @@ def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
     if run["answer_layer"] and run["status"] != "completed":
         # A run stopped part-way (the debugger's gate, Ctrl-C, a failure) assessed only the answers
         # it reached: say so rather than let a short table read as "nothing unsupported".
-        out += ["", f"_The run did not complete ({md_cell(run['status'])}): a turn it stopped in may have "
-                    "no assessment._"]
+        out += [
+            "",
+            f"_The run did not complete ({md_cell(run['status'])}): a turn it stopped in may have "
+            "no assessment._",
+        ]
     out.append("")
     return out
 
@@ -791,8 +981,15 @@ def _backtrack_markdown(number: int, row: SavedBacktrackRow) -> list[str]:
         baseline = f"{md_cell(row['baseline'])} ({'stable' if row['baseline_stable'] else 'UNSTABLE'})"
     out += _table(
         ["run", "mode", "status", "baseline", "reruns"],
-        [[md_cell(row["run_id"]), md_cell(row["mode"]), md_cell(row["status"]), baseline,
-          str(row["runs_used"])]],
+        [
+            [
+                md_cell(row["run_id"]),
+                md_cell(row["mode"]),
+                md_cell(row["status"]),
+                baseline,
+                str(row["runs_used"]),
+            ]
+        ],
     )
     out.append("")
     if not row["in_trace"]:
@@ -802,22 +999,46 @@ def _backtrack_markdown(number: int, row: SavedBacktrackRow) -> list[str]:
     if row["verdicts"]:
         out += _table(
             ["suspect", "action", "verdict", "tier", "flips", "claim"],
-            [[md_cell(v["label"]), md_cell(v["action"]), md_cell(v["verdict"]), md_cell(v["tier"]),
-              f"{v['flips']}/{v['samples']}", md_cell(v["claim"])] for v in row["verdicts"]],
+            [
+                [
+                    md_cell(v["label"]),
+                    md_cell(v["action"]),
+                    md_cell(v["verdict"]),
+                    md_cell(v["tier"]),
+                    f"{v['flips']}/{v['samples']}",
+                    md_cell(v["claim"]),
+                ]
+                for v in row["verdicts"]
+            ],
         )
     else:
-        out.append("_No verdicts: no probe of a suspect completed._" if row["baseline"] is not None
-                   else "_No verdicts: no reruns (chains and rankings only)._")
+        out.append(
+            "_No verdicts: no probe of a suspect completed._"
+            if row["baseline"] is not None
+            else "_No verdicts: no reruns (chains and rankings only)._"
+        )
     out.append("")
     bisect = row["bisect"]
     if bisect is not None:
         # A set is removed together to flip the answer: {a, b} · {c}.
-        sets = " · ".join("{" + ", ".join(md_cell(label) for label in group) + "}"
-                          for group in bisect["culprits"]) or "none"
+        sets = (
+            " · ".join(
+                "{" + ", ".join(md_cell(label) for label in group) + "}" for group in bisect["culprits"]
+            )
+            or "none"
+        )
         out += _table(
             ["bisect", "tier", "culprit sets", "probes", "reruns", "reason"],
-            [[md_cell(bisect["verdict"]), md_cell(bisect["tier"]), sets, str(bisect["probes"]),
-              str(bisect["runs_used"]), md_cell(bisect["reason"])]],
+            [
+                [
+                    md_cell(bisect["verdict"]),
+                    md_cell(bisect["tier"]),
+                    sets,
+                    str(bisect["probes"]),
+                    str(bisect["runs_used"]),
+                    md_cell(bisect["reason"]),
+                ]
+            ],
         )
         out.append("")
     return out
@@ -832,8 +1053,10 @@ def render_markdown(report: TraceReport) -> str:
         notes += f" {bad} line(s) could not be read as known records (`fpdebug validate` lists them)."
     torn = report["torn_tail"]
     if torn is not None:
-        notes += (f" The trace ends in a torn record at line {torn['line']} ({torn['bytes']} bytes after the "
-                  "last newline: a writer stopped mid-record); it was not read.")
+        notes += (
+            f" The trace ends in a torn record at line {torn['line']} ({torn['bytes']} bytes after the "
+            "last newline: a writer stopped mid-record); it was not read."
+        )
     out += [notes, ""]
     runs = report["runs"]
     if not runs:
@@ -849,8 +1072,11 @@ def render_markdown(report: TraceReport) -> str:
         count = len(backtrack["backtracks"])
         out += [f"From {md_cell(backtrack['path'])}: {count} saved backtrack{'s' if count != 1 else ''}.", ""]
         if backtrack["unreadable_lines"]:
-            out += [f"{backtrack['unreadable_lines']} line(s) of the sidecar are not backtrack records and "
-                    "were skipped.", ""]
+            out += [
+                f"{backtrack['unreadable_lines']} line(s) of the sidecar are not backtrack records and "
+                "were skipped.",
+                "",
+            ]
         if backtrack["torn_tail"]:
             out += ["The sidecar ends in half a record (a writer stopped mid-line); it was skipped.", ""]
         for number, row in enumerate(backtrack["backtracks"], start=1):

@@ -102,10 +102,19 @@ SpanKindName: TypeAlias = Literal["internal", "client"]
 SpanRole: TypeAlias = Literal["run", "turn", "chat", "tool"]
 """Which record opened a span: a run, a turn, an LLM call or a tool call."""
 
-FACT_KINDS: frozenset[str] = frozenset({
-    "pass", "cursor_move", "lease_grant", "lease_prune", "engagement", "skill_rejected",
-    "route_conflict", "reroute_superseded", "finding",
-})
+FACT_KINDS: frozenset[str] = frozenset(
+    {
+        "pass",
+        "cursor_move",
+        "lease_grant",
+        "lease_prune",
+        "engagement",
+        "skill_rejected",
+        "route_conflict",
+        "reroute_superseded",
+        "finding",
+    }
+)
 """The record kinds exported as ``fpdebug.<kind>`` span events."""
 
 IN_PROCESS_PROVIDERS: frozenset[str] = frozenset({"scripted", "replay"})
@@ -187,7 +196,7 @@ def time_ns(ts: datetime) -> int:
 
 
 def _ms_ns(ms: float) -> int:
-    return max(int(round(ms * 1_000_000)), 0)
+    return max(round(ms * 1_000_000), 0)
 
 
 def attribute(value: object) -> AttributeValue:
@@ -310,15 +319,30 @@ class SpanBuilder:
     # -- spans -----------------------------------------------------------------------------------
 
     def _new_span(
-        self, state: _RunState, role: SpanRole, seq: int, *, name: str, kind: SpanKindName,
-        start: int, end: int, parent: SpanRecord | None,
+        self,
+        state: _RunState,
+        role: SpanRole,
+        seq: int,
+        *,
+        name: str,
+        kind: SpanKindName,
+        start: int,
+        end: int,
+        parent: SpanRecord | None,
     ) -> SpanRecord:
         self._order += 1
         return SpanRecord(
-            run_id=state.run_id, role=role, seq=seq, order=self._order, trace_id=state.trace_id,
+            run_id=state.run_id,
+            role=role,
+            seq=seq,
+            order=self._order,
+            trace_id=state.trace_id,
             span_id=span_id_for(state.run_id, role, seq),
             parent_span_id=parent.span_id if parent is not None else None,
-            name=name, kind=kind, start_ns=start, end_ns=end,
+            name=name,
+            kind=kind,
+            start_ns=start,
+            end_ns=end,
         )
 
     def _state(self, event: TraceEvent) -> _RunState:
@@ -328,9 +352,17 @@ class SpanBuilder:
             trace_id = trace_id_for(event.run_id)
             self._order += 1
             root = SpanRecord(
-                run_id=event.run_id, role="run", seq=event.seq, order=self._order, trace_id=trace_id,
-                span_id=span_id_for(event.run_id, "run", event.seq), parent_span_id=None,
-                name="run agent", kind="internal", start_ns=now, end_ns=now,
+                run_id=event.run_id,
+                role="run",
+                seq=event.seq,
+                order=self._order,
+                trace_id=trace_id,
+                span_id=span_id_for(event.run_id, "run", event.seq),
+                parent_span_id=None,
+                name="run agent",
+                kind="internal",
+                start_ns=now,
+                end_ns=now,
                 attributes={"fpdebug.run.id": event.run_id, "gen_ai.conversation.id": event.run_id},
             )
             state = self._runs[event.run_id] = _RunState(event.run_id, trace_id, root)
@@ -385,8 +417,14 @@ class SpanBuilder:
         span = state.turns.get(number)
         if span is None:
             span = self._new_span(
-                state, "turn", seq, name=f"invoke_agent {state.agent_name}", kind="internal",
-                start=now, end=now, parent=state.root,
+                state,
+                "turn",
+                seq,
+                name=f"invoke_agent {state.agent_name}",
+                kind="internal",
+                start=now,
+                end=now,
+                parent=state.root,
             )
             attrs = span.attributes
             attrs["gen_ai.operation.name"] = "invoke_agent"
@@ -431,11 +469,13 @@ class SpanBuilder:
             attrs["fpdebug.turn.stopped_early"] = event.stopped_early.reason
             attrs["fpdebug.turn.pending_tool_calls"] = event.stopped_early.pending_tool_calls
         if self.include_content:
-            attrs["gen_ai.output.messages"] = [{
-                "role": "assistant",
-                "parts": [{"type": "text", "content": event.final_content}],
-                "finish_reason": state.stop_reasons.get(number, "stop"),
-            }]
+            attrs["gen_ai.output.messages"] = [
+                {
+                    "role": "assistant",
+                    "parts": [{"type": "text", "content": event.final_content}],
+                    "finish_reason": state.stop_reasons.get(number, "stop"),
+                }
+            ]
         del state.turns[number]
         return [span]
 
@@ -443,9 +483,14 @@ class SpanBuilder:
         parent = self._host(state, event, now)
         start = now - _ms_ns(event.latency_ms)
         span = self._new_span(
-            state, "chat", event.seq, name=f"chat {event.model}",
+            state,
+            "chat",
+            event.seq,
+            name=f"chat {event.model}",
             kind="internal" if event.provider in IN_PROCESS_PROVIDERS else "client",
-            start=start, end=now, parent=parent,
+            start=start,
+            end=now,
+            parent=parent,
         )
         attrs = span.attributes
         attrs["gen_ai.operation.name"] = "chat"
@@ -500,12 +545,16 @@ class SpanBuilder:
                 {"role": message.role, "parts": _message_parts(message)} for message in request.messages
             ]
             if response is not None:
-                assistant = Message(role="assistant", content=response.content,
-                                    tool_calls=list(response.tool_calls) or None)
-                attrs["gen_ai.output.messages"] = [{
-                    "role": "assistant", "parts": _message_parts(assistant),
-                    "finish_reason": response.stop_reason or "stop",
-                }]
+                assistant = Message(
+                    role="assistant", content=response.content, tool_calls=list(response.tool_calls) or None
+                )
+                attrs["gen_ai.output.messages"] = [
+                    {
+                        "role": "assistant",
+                        "parts": _message_parts(assistant),
+                        "finish_reason": response.stop_reason or "stop",
+                    }
+                ]
         if event.error is not None:
             self._fail(span, event.error, now, fallback="the call failed")
         return span
@@ -513,8 +562,14 @@ class SpanBuilder:
     def _tool(self, state: _RunState, event: ToolResultEvent, now: int) -> SpanRecord:
         parent = self._host(state, event, now)
         span = self._new_span(
-            state, "tool", event.seq, name=f"execute_tool {event.tool_name}", kind="internal",
-            start=now - _ms_ns(event.duration_ms), end=now, parent=parent,
+            state,
+            "tool",
+            event.seq,
+            name=f"execute_tool {event.tool_name}",
+            kind="internal",
+            start=now - _ms_ns(event.duration_ms),
+            end=now,
+            parent=parent,
         )
         attrs = span.attributes
         attrs["gen_ai.operation.name"] = "execute_tool"
@@ -553,8 +608,10 @@ class SpanBuilder:
         message = f"{error.type}: {error.message}" if error is not None else fallback
         span.status_message = message
         span.attributes["error.type"] = kind
-        exception: dict[str, AttributeValue] = {"exception.type": kind,
-                                                "exception.message": error.message if error else fallback}
+        exception: dict[str, AttributeValue] = {
+            "exception.type": kind,
+            "exception.message": error.message if error else fallback,
+        }
         if error is not None and error.status is not None:
             exception["fpdebug.error.status"] = error.status
         span.events.append(SpanEventRecord("exception", now, exception))

@@ -197,16 +197,40 @@ class RerouteSupersededFacts(_Facts):
 
 
 FACTS_MODELS: tuple[type[_Facts], ...] = (
-    RunStartFacts, RunEndFacts, TurnStartFacts, TurnEndFacts, PassFacts, CursorMoveFacts, LlmCallFacts,
-    LeaseGrantFacts, LeasePruneFacts, EngagementFacts, ToolResultFacts, FindingFacts, SkillRejectedFacts,
-    RouteConflictFacts, RerouteSupersededFacts,
+    RunStartFacts,
+    RunEndFacts,
+    TurnStartFacts,
+    TurnEndFacts,
+    PassFacts,
+    CursorMoveFacts,
+    LlmCallFacts,
+    LeaseGrantFacts,
+    LeasePruneFacts,
+    EngagementFacts,
+    ToolResultFacts,
+    FindingFacts,
+    SkillRejectedFacts,
+    RouteConflictFacts,
+    RerouteSupersededFacts,
 )
 """One facts model per event kind."""
 
 Facts = Annotated[
-    RunStartFacts | RunEndFacts | TurnStartFacts | TurnEndFacts | PassFacts | CursorMoveFacts | LlmCallFacts
-    | LeaseGrantFacts | LeasePruneFacts | EngagementFacts | ToolResultFacts | FindingFacts
-    | SkillRejectedFacts | RouteConflictFacts | RerouteSupersededFacts,
+    RunStartFacts
+    | RunEndFacts
+    | TurnStartFacts
+    | TurnEndFacts
+    | PassFacts
+    | CursorMoveFacts
+    | LlmCallFacts
+    | LeaseGrantFacts
+    | LeasePruneFacts
+    | EngagementFacts
+    | ToolResultFacts
+    | FindingFacts
+    | SkillRejectedFacts
+    | RouteConflictFacts
+    | RerouteSupersededFacts,
     Field(discriminator="kind"),
 ]
 """The facts of any event line."""

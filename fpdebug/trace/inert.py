@@ -18,12 +18,12 @@ __all__ = ["inert", "inert_line"]
 
 _UNSAFE = re.compile(
     "["
-    "\x00-\x08\x0b-\x1f\x7f"          # C0 controls except tab and newline, DEL (ESC is \x1b)
-    "\x80-\x9f"                       # C1 controls (8-bit CSI is \x9b, OSC is \x9d)
-    "\u061c\u200e\u200f"              # bidi marks
-    "\u202a-\u202e\u2066-\u2069"      # bidi embeddings, overrides and isolates
-    "\u2028\u2029"                    # line and paragraph separators
-    "\ufff9-\ufffb"                   # interlinear annotation controls
+    "\x00-\x08\x0b-\x1f\x7f"  # C0 controls except tab and newline, DEL (ESC is \x1b)
+    "\x80-\x9f"  # C1 controls (8-bit CSI is \x9b, OSC is \x9d)
+    "\u061c\u200e\u200f"  # bidi marks
+    "\u202a-\u202e\u2066-\u2069"  # bidi embeddings, overrides and isolates
+    "\u2028\u2029"  # line and paragraph separators
+    "\ufff9-\ufffb"  # interlinear annotation controls
     "]"
 )
 _LINE_BREAKS = re.compile("[\n\t]")

@@ -31,7 +31,7 @@ Which records belong where:
 - Invalid and opaque records (see :mod:`fpdebug.trace.records`) are never fatal: they are counted
   and their lines listed in :attr:`RunModel.invalid_lines` / :attr:`RunModel.opaque_lines`.
 
-Lease lifetimes (DOMAIN §4.3): a lease is *granted* by its ``lease_grant`` line; it *served* a
+Lease lifetimes (docs/context-model.md §4.3): a lease is *granted* by its ``lease_grant`` line; it *served* a
 pass when that pass's ``lease_active_ids`` names its instruction, it was granted on an earlier
 line, and it was live on that pass (``next-call``: the pass right after the grant in the same
 turn; ``until-skill-exit``: not pruned before that pass, and not pruned on that very pass for
@@ -75,8 +75,8 @@ from fpdebug.trace.schema import (
 )
 
 __all__ = [
-    "KIND_CODES",
     "KINDS",
+    "KIND_CODES",
     "EngagementNote",
     "Iteration",
     "LeaseLifetime",
@@ -312,7 +312,7 @@ class Turn:
 
 @dataclass(slots=True, eq=False)
 class LeaseLifetime:
-    """One instruction lease from grant to prune (DOMAIN §4.3)."""
+    """One instruction lease from grant to prune (docs/context-model.md §4.3)."""
 
     run_id: str
     """The run."""
@@ -774,12 +774,20 @@ class RunModel:
                 turn.stopped_early = stopped.reason
         elif kind == "lease_grant":
             lease = event.lease
-            self._add_lease(run, LeaseLifetime(
-                run_id=run.run_id, instruction_id=_i(lease.instruction_id) or "",
-                delivery_lease=lease.delivery_lease, tenant=_i(lease.skill_id),
-                tool_name=_i(lease.tool_name) or "", tool_call_id=lease.tool_call_id,
-                granted_iteration=lease.iteration, grant_line=line, turn=turn.number,
-            ))
+            self._add_lease(
+                run,
+                LeaseLifetime(
+                    run_id=run.run_id,
+                    instruction_id=_i(lease.instruction_id) or "",
+                    delivery_lease=lease.delivery_lease,
+                    tenant=_i(lease.skill_id),
+                    tool_name=_i(lease.tool_name) or "",
+                    tool_call_id=lease.tool_call_id,
+                    granted_iteration=lease.iteration,
+                    grant_line=line,
+                    turn=turn.number,
+                ),
+            )
         elif kind == "lease_prune":
             self._feed_prune(run, turn, number, line, event)
 
@@ -813,10 +821,14 @@ class RunModel:
                 lease = next((lease for lease in run.leases if lease.alive and lease.matches(pruned)), None)
             if lease is None:
                 lease = LeaseLifetime(
-                    run_id=run.run_id, instruction_id=_i(pruned.instruction_id) or "",
-                    delivery_lease=pruned.delivery_lease, tenant=_i(pruned.skill_id),
-                    tool_name=_i(pruned.tool_name) or "", tool_call_id=pruned.tool_call_id,
-                    granted_iteration=pruned.iteration, grant_line=None,
+                    run_id=run.run_id,
+                    instruction_id=_i(pruned.instruction_id) or "",
+                    delivery_lease=pruned.delivery_lease,
+                    tenant=_i(pruned.skill_id),
+                    tool_name=_i(pruned.tool_name) or "",
+                    tool_call_id=pruned.tool_call_id,
+                    granted_iteration=pruned.iteration,
+                    grant_line=None,
                 )
                 self._add_lease(run, lease)
             lease.pruned_turn, lease.pruned_iteration = turn.number, iteration
@@ -830,7 +842,12 @@ class RunModel:
                 lease.served_lines.pop()
 
     def _feed_engagement(
-        self, run: Run, turn: Turn, iteration: Iteration | None, number: int | None, line: int,
+        self,
+        run: Run,
+        turn: Turn,
+        iteration: Iteration | None,
+        number: int | None,
+        line: int,
         event: EngagementEvent | EngagementFacts,
     ) -> None:
         records = {record.map_id: record for record in event.records}
@@ -850,10 +867,18 @@ class RunModel:
                 name = "engaged"
             changes[change.map_id] = name
         for record in event.records:
-            self._timeline(run, record.map_id).points.append(MapPoint(
-                line, turn.number, number, record.standing, record.by, record.idle, _i(record.at),
-                changes.get(record.map_id),
-            ))
+            self._timeline(run, record.map_id).points.append(
+                MapPoint(
+                    line,
+                    turn.number,
+                    number,
+                    record.standing,
+                    record.by,
+                    record.idle,
+                    _i(record.at),
+                    changes.get(record.map_id),
+                )
+            )
         for change in event.changes:
             timeline = self._timeline(run, change.map_id)
             name = changes[change.map_id]
@@ -925,10 +950,9 @@ class RunModel:
 
 
 def _live_on(lease: LeaseLifetime, where: tuple[int, int]) -> bool:
-    """Whether a lease granted before a pass was live on it (DOMAIN §4.3 ``active_lease_ids``)."""
-    if lease.delivery_lease == "next-call":
-        if (lease.turn, lease.granted_iteration + 1) != where:
-            return False
+    """Whether a lease granted before a pass was live on it (docs/context-model.md §4.3 ``active_lease_ids``)."""
+    if lease.delivery_lease == "next-call" and (lease.turn, lease.granted_iteration + 1) != where:
+        return False
     if lease.prune_line is not None:
         pruned_at = (lease.pruned_turn or 0, lease.pruned_iteration or 0)
         # Pruned on an earlier pass: gone. Pruned on this pass: a spent next-call lease was served

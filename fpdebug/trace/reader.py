@@ -299,9 +299,7 @@ class TraceReader:
     # ------------------------------------------------------------------------------------------
     # Validation
 
-    def iter_problems(
-        self, *, progress: Callable[[int, int], None] | None = None
-    ) -> Iterator[Problem]:
+    def iter_problems(self, *, progress: Callable[[int, int], None] | None = None) -> Iterator[Problem]:
         """Refresh, then validate every line; yield each problem in file order.
 
         Problems: invalid lines (``invalid``), unknown kinds (``unknown-kind``), places where
@@ -449,10 +447,14 @@ class ProblemScanner:
             problems.append(Problem(line, record.offset, "invalid", record.error))
             seq = record.seq
         elif isinstance(record, OpaqueRecord):
-            problems.append(Problem(
-                line, record.offset, "unknown-kind",
-                f"unknown kind {record.kind!r}: kept as an opaque record (written by a newer fpdebug?)",
-            ))
+            problems.append(
+                Problem(
+                    line,
+                    record.offset,
+                    "unknown-kind",
+                    f"unknown kind {record.kind!r}: kept as an opaque record (written by a newer fpdebug?)",
+                )
+            )
             seq = record.seq
         else:
             seq = record.seq
@@ -464,9 +466,11 @@ class ProblemScanner:
         # fragment a resumed writer closed off): either is consistent, neither is a gap.
         if not expected <= seq <= expected + unknown:
             what = f"{seq - expected - unknown} missing" if seq > expected else "repeated or out of order"
-            problems.append(Problem(
-                line, self.reader.offset(line), "seq", f"seq {seq} where {expected} was expected ({what})"
-            ))
+            problems.append(
+                Problem(
+                    line, self.reader.offset(line), "seq", f"seq {seq} where {expected} was expected ({what})"
+                )
+            )
         self._expected, self._unknown = seq + 1, 0
         return problems
 

@@ -187,7 +187,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         tuple(a + s for a in _casings("bearer") for s in ("\\", " ", "\t", "\r", "\n")),
     ),
     Rule(
-        "value of a secret-named field (api_key=…, \"password\": …)",
+        'value of a secret-named field (api_key=…, "password": …)',
         _NAME_WORDS,
         rf"{_ASSIGN}(?:{_OPEN}(?P<v>)|(?P<s>{_VALUE}))",
         "name",
@@ -215,7 +215,7 @@ _V = TypeVar("_V")
 def _rust_escape(text: str) -> str:
     # Every character that is not a letter, digit or underscore as \x{…}: valid in Rust's regex
     # syntax whatever it is, and never special.
-    return "".join(c if c.isalnum() and c.isascii() or c == "_" else f"\\x{{{ord(c):x}}}" for c in text)
+    return "".join(c if (c.isalnum() and c.isascii()) or c == "_" else f"\\x{{{ord(c):x}}}" for c in text)
 
 
 def _literal_matcher(literals: Iterable[str], *patterns: str) -> Callable[[str | bytes], bool]:
@@ -230,7 +230,9 @@ def _literal_matcher(literals: Iterable[str], *patterns: str) -> Callable[[str |
 
 
 def _rust_matcher(pattern: str) -> Callable[[str | bytes], bool]:
-    return SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex")).isinstance_python
+    return SchemaValidator(
+        core_schema.str_schema(pattern=pattern, regex_engine="rust-regex")
+    ).isinstance_python
 
 
 _UTF8 = SchemaValidator(core_schema.str_schema(regex_engine="rust-regex")).isinstance_python
@@ -309,7 +311,9 @@ class Redactor:
         """What a secret becomes."""
         self._builtin = builtin
         self._patterns: tuple[re.Pattern[str], ...] = tuple(_compile_user(p) for p in patterns)
-        values = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_LITERAL}, key=len, reverse=True)
+        values = sorted(
+            {s for s in secrets if isinstance(s, str) and len(s) >= MIN_LITERAL}, key=len, reverse=True
+        )
         # The spellings a value takes inside JSON strings, escaped once per level of JSON text held
         # in a string (escaped quotes and backslashes, \uXXXX): each sends a JSON text through the
         # per-string path, where the decoded value matches; in plain text they are matched as they are.
@@ -579,7 +583,9 @@ class Redactor:
             if anchors is not None and _ANY_CASE_KEY(text):
                 # A name in any letter case as a JSON key: the slower case-insensitive search.
                 for found in anchors.finditer(text):
-                    span = _match_rule(rule, compiled, text, found.start(1), found.end(1) - found.start(1), quotes)
+                    span = _match_rule(
+                        rule, compiled, text, found.start(1), found.end(1) - found.start(1), quotes
+                    )
                     if span is not None:
                         spans.append(span)
                 continue

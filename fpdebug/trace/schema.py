@@ -5,11 +5,11 @@ Line 0 of a trace is a :class:`TraceHeader`. Every other line is one event: the 
 kind. Every model is frozen; :data:`TraceEvent` is one discriminated union on ``kind``, parsed
 through :data:`EVENT_ADAPTER`.
 
-Field names are the snake_case of DOMAIN.md's words (``foundedBy`` → ``founded_by``). Two words
+Field names are the snake_case of the words of docs/context-model.md (``foundedBy`` → ``founded_by``). Two words
 that Python reserves get a suffix: a cursor move's ``from``/``to`` are ``from_skill``/``to_skill``
-(the words of DOMAIN §8.5b's ``RouteHop``).
+(the words of docs/trace-contract.md §8.5b's ``RouteHop``).
 
-A feature a run never used writes nothing (DOMAIN invariant 10): optional fields default to
+A feature a run never used writes nothing (docs/context-model.md §11, invariant 10): optional fields default to
 ``None`` and are left out of the JSON (the writer drops ``None``), and events such as
 ``lease_grant`` or ``engagement`` are simply absent from such a run.
 
@@ -45,9 +45,9 @@ __all__ = [
     "EngagementPassFacts",
     "EntryDecl",
     "ErrorInfo",
-    "ExternalGround",
     "EvidenceItem",
     "EvidenceStrength",
+    "ExternalGround",
     "FindingEvent",
     "FindingRow",
     "Frozen",
@@ -108,28 +108,40 @@ SCHEMA_VERSION = 1
 """The schema version this fpdebug writes and the newest it reads."""
 
 # ----------------------------------------------------------------------------------------------
-# Closed vocabularies (DOMAIN §1.1, §1.6, §2.1, §4.1, §5.1, §6.1)
+# Closed vocabularies (docs/context-model.md §1.1, §1.6, §2.1, §4.1, §5.1, §6.1)
 
 ContextSource: TypeAlias = Literal[
-    "rag", "skill", "memory", "instructions", "steering", "fact", "custom",
-    "user", "tool-result", "assistant", "base", "registry",
+    "rag",
+    "skill",
+    "memory",
+    "instructions",
+    "steering",
+    "fact",
+    "custom",
+    "user",
+    "tool-result",
+    "assistant",
+    "base",
+    "registry",
 ]
 """Where a piece of context came from: engineered flavors first, then the baseline sources."""
 
 SkipReason: TypeAlias = Literal["predicate-threw", "unknown-trigger-kind", "unknown-fact", "parked"]
-"""Why the evaluator left an injection out of a pass (closed set, DOMAIN §2.1)."""
+"""Why the evaluator left an injection out of a pass (closed set, docs/context-model.md §2.1)."""
 
-ToolResultStatus: TypeAlias = Literal["success", "failure", "denied", "invalid", "partial", "pending", "absent"]
-"""The seven tool outcome statuses (DOMAIN §1.6)."""
+ToolResultStatus: TypeAlias = Literal[
+    "success", "failure", "denied", "invalid", "partial", "pending", "absent"
+]
+"""The seven tool outcome statuses (docs/context-model.md §1.6)."""
 
 DeliveryLease: TypeAlias = Literal["next-call", "until-skill-exit"]
-"""How long a ``require-instruction`` lease serves (DOMAIN §4.3)."""
+"""How long a ``require-instruction`` lease serves (docs/context-model.md §4.3)."""
 
 EvidenceStrength: TypeAlias = Literal["explicit", "structural", "semantic", "lexical", "assumed"]
-"""The renewal-evidence ladder, strongest first (DOMAIN §6.1)."""
+"""The renewal-evidence ladder, strongest first (docs/context-model.md §6.1)."""
 
 TriggerKind: TypeAlias = Literal["always", "rule", "on-tool-return", "llm-activated"]
-"""The four trigger kinds (DOMAIN §1.2)."""
+"""The four trigger kinds (docs/context-model.md §1.2)."""
 
 Slot: TypeAlias = Literal["system-prompt", "messages", "tools"]
 """The three context slots an injection can write to."""
@@ -218,7 +230,7 @@ class Usage(Frozen):
 
 
 class StoppedEarly(Frozen):
-    """Why a turn ended before the model finished asking for tools (DOMAIN §7.2)."""
+    """Why a turn ended before the model finished asking for tools (docs/context-model.md §7.2)."""
 
     reason: Literal["max-iterations", "cost-budget", "interrupted"]
     """The limit that cut the turn short."""
@@ -235,7 +247,7 @@ class StoppedEarly(Frozen):
 
 
 class TriggerDecl(Frozen):
-    """When an injection is active, as declared (DOMAIN §1.2)."""
+    """When an injection is active, as declared (docs/context-model.md §1.2)."""
 
     kind: TriggerKind
     """One of the four trigger kinds."""
@@ -248,7 +260,7 @@ class TriggerDecl(Frozen):
     description: str | None = None
     """``rule``: a human description of the predicate, when the author gave one."""
     graph_node: bool = False
-    """True when the trigger was compiled from a skill-map node (DOMAIN §5.2)."""
+    """True when the trigger was compiled from a skill-map node (docs/context-model.md §5.2)."""
 
 
 class InjectionDecl(Frozen):
@@ -288,7 +300,7 @@ class GuardDecl(Frozen):
 
 
 class EntryDecl(Frozen):
-    """One entry of a skill map (DOMAIN §5.2)."""
+    """One entry of a skill map (docs/context-model.md §5.2)."""
 
     skill_id: str
     """The node it enters."""
@@ -303,7 +315,7 @@ class EntryDecl(Frozen):
 
 
 class EdgeDecl(Frozen):
-    """One declared edge of a skill map (DOMAIN §5.3)."""
+    """One declared edge of a skill map (docs/context-model.md §5.3)."""
 
     from_skill: str
     """The source node; the edge fires only while the cursor is here."""
@@ -337,7 +349,7 @@ class SkillMapDecl(Frozen):
 
 
 class MountedMapDecl(Frozen):
-    """One map the engagement kernel manages (DOMAIN §6.3)."""
+    """One map the engagement kernel manages (docs/context-model.md §6.3)."""
 
     id: str
     """The map id (``skill-map`` for the agent's graph)."""
@@ -359,7 +371,7 @@ class MapsPlanDecl(Frozen):
 
 
 class ExternalGround(Frozen):
-    """A value the app vouches for (DOMAIN §12.1 ``external grounds``): an ``external`` source."""
+    """A value the app vouches for (docs/honesty.md §12.1 ``external grounds``): an ``external`` source."""
 
     label: str
     """The app's name for the ground (shown as ``external:<label>``)."""
@@ -377,7 +389,7 @@ class DeclaredSource(Frozen):
 
 
 class HonestyArms(Frozen):
-    """Which honesty layers the agent armed (DOMAIN §12), and the build-time facts they read."""
+    """Which honesty layers the agent armed (docs/honesty.md §12), and the build-time facts they read."""
 
     inputs: bool = False
     """The inputs layer: provenance of every tool argument."""
@@ -442,7 +454,7 @@ class ActiveReason(Frozen):
 
 
 class SlotEntry(Frozen):
-    """One injection's landing in a slot (DOMAIN §3.5)."""
+    """One injection's landing in a slot (docs/context-model.md §3.5)."""
 
     id: str
     """The injection id."""
@@ -515,7 +527,7 @@ class RouteConflict(Frozen):
 
 
 class LeaseRecord(Frozen):
-    """One granted instruction lease (DOMAIN §4.3)."""
+    """One granted instruction lease (docs/context-model.md §4.3)."""
 
     instruction_id: str
     """The injection the lease serves."""
@@ -539,7 +551,7 @@ class PrunedLease(LeaseRecord):
 
 
 class EngagementPassFacts(Frozen):
-    """The slice of a pass the renewal feed reads (DOMAIN §6.2 ``EngagementPass``)."""
+    """The slice of a pass the renewal feed reads (docs/context-model.md §6.2 ``EngagementPass``)."""
 
     current_node: str | None = None
     """The cursor after this pass's advance."""
@@ -584,7 +596,7 @@ class MapEvidence(Frozen):
 
 
 class EngagementChange(Frozen):
-    """A map became engaged (founded, re-engaged, upgraded, new tenant) or parked (DOMAIN §6.3)."""
+    """A map became engaged (founded, re-engaged, upgraded, new tenant) or parked (docs/context-model.md §6.3)."""
 
     kind: Literal["engaged", "parked"]
     """Which way it changed."""
@@ -611,7 +623,7 @@ class EngagementChange(Frozen):
 
 
 class MapEngagementRecord(Frozen):
-    """A map's standing after a pass: position, founding and eligibility kept apart (DOMAIN §6.3)."""
+    """A map's standing after a pass: position, founding and eligibility kept apart (docs/context-model.md §6.3)."""
 
     map_id: str
     """The map."""
@@ -640,7 +652,7 @@ class MapEngagementRecord(Frozen):
 
 
 class EffectJudgment(Frozen):
-    """How one tool effect was judged (DOMAIN §4.2)."""
+    """How one tool effect was judged (docs/context-model.md §4.2)."""
 
     kind: Literal["propose-transition", "require-instruction"]
     """The effect kind."""
@@ -670,7 +682,7 @@ class MalformedEffect(Frozen):
 
 
 class SkillGate(Frozen):
-    """What the read_skill gate decided about one pick (DOMAIN §5.5)."""
+    """What the read_skill gate decided about one pick (docs/context-model.md §5.5)."""
 
     skill_id: str
     """The requested skill."""
@@ -680,7 +692,7 @@ class SkillGate(Frozen):
 
 
 class StepPointerRecord(Frozen):
-    """Where a skill's step procedure stands (DOMAIN §5.6)."""
+    """Where a skill's step procedure stands (docs/context-model.md §5.6)."""
 
     skill_id: str
     """The skill whose steps these are (the tenant)."""
@@ -693,7 +705,7 @@ class StepPointerRecord(Frozen):
 
 
 class StepChange(Frozen):
-    """What one tool result did to the step pointer (DOMAIN §5.6; §8.2's ``step_advanced`` /
+    """What one tool result did to the step pointer (docs/context-model.md §5.6; §8.2's ``step_advanced`` /
     ``step_skipped``). Written only on a result that advanced or skipped a step."""
 
     outcome: Literal["step_advanced", "step_skipped"]
@@ -757,7 +769,7 @@ class LlmResponse(Frozen):
 
 
 # ----------------------------------------------------------------------------------------------
-# Honesty rows (DOMAIN §12)
+# Honesty rows (docs/honesty.md §12)
 
 
 class ArgumentRow(Frozen):
@@ -974,7 +986,7 @@ class TurnEndEvent(_Event):
 
 
 class PassEvent(_Event):
-    """One Evaluate pass (DOMAIN §3.4, §8.3)."""
+    """One Evaluate pass (docs/context-model.md §3.4, §8.3)."""
 
     kind: Literal["pass"] = "pass"
     active_ids: list[str]
@@ -996,7 +1008,7 @@ class PassEvent(_Event):
     superseded_ids: list[str] | None = None
     """Conditional entries whose ``when`` matched while the cursor was elsewhere; absent when none."""
     step_pointer: list[StepPointerRecord] | None = None
-    """The step pointer this pass re-keyed to its tenant (DOMAIN §3.4 step 4): one record, or ``[]``
+    """The step pointer this pass re-keyed to its tenant (docs/context-model.md §3.4 step 4): one record, or ``[]``
     when no procedure holds the tenure; absent when no skill declares steps."""
     by_slot: SlotRouting = Field(default_factory=SlotRouting)
     """Which slot each active injection landed in."""
@@ -1037,7 +1049,7 @@ class LeaseGrantEvent(_Event):
 
 
 class LeasePruneEvent(_Event):
-    """Leases left the record (DOMAIN §4.3; only written when something was pruned)."""
+    """Leases left the record (docs/context-model.md §4.3; only written when something was pruned)."""
 
     kind: Literal["lease_prune"] = "lease_prune"
     site: Literal["evaluate", "tool-calls"]
@@ -1107,7 +1119,7 @@ class ToolResultEvent(_Event):
     status: ToolResultStatus | None = None
     """The status an envelope declared, or ``failure`` when the tool raised."""
     # Empty lists are not written: a run whose tools never return effects writes no effects keys
-    # (DOMAIN §11.10: an absent feature writes no keys). Read back, a missing key is an empty list.
+    # (docs/context-model.md §11.10: an absent feature writes no keys). Read back, a missing key is an empty list.
     effects: list[EffectJudgment] = Field(default_factory=list, exclude_if=_is_empty)
     """Each effect and its judgment, in declaration order (not written when there are none)."""
     malformed: list[MalformedEffect] = Field(default_factory=list, exclude_if=_is_empty)
@@ -1121,13 +1133,13 @@ class ToolResultEvent(_Event):
     coverage: str | None = None
     """The coverage the tool declared for its result (``first 50 of 300``…), when it declared one."""
     step: StepChange | None = None
-    """What this result did to the step pointer (DOMAIN §5.6); absent when it moved nothing (no
+    """What this result did to the step pointer (docs/context-model.md §5.6); absent when it moved nothing (no
     procedure in progress, another tool than the current step's, a failed call, a teaching
     ``skip_step`` answer)."""
 
 
 class FindingEvent(_Event):
-    """Honesty rows merged in one write by one layer visit (DOMAIN §12.1)."""
+    """Honesty rows merged in one write by one layer visit (docs/honesty.md §12.1)."""
 
     kind: Literal["finding"] = "finding"
     layer: Literal["inputs", "results", "answer"]
@@ -1137,7 +1149,7 @@ class FindingEvent(_Event):
 
 
 class SkillRejectedEvent(_Event):
-    """The read_skill gate refused a pick (DOMAIN §5.5)."""
+    """The read_skill gate refused a pick (docs/context-model.md §5.5)."""
 
     kind: Literal["skill_rejected"] = "skill_rejected"
     requested_id: str
@@ -1153,7 +1165,7 @@ class SkillRejectedEvent(_Event):
 
 
 class RouteConflictEvent(_Event):
-    """Edges or proposals in one batch named different targets (DOMAIN §8.2)."""
+    """Edges or proposals in one batch named different targets (docs/trace-contract.md §8.2)."""
 
     kind: Literal["route_conflict"] = "route_conflict"
     from_skill_id: str | None = None
@@ -1167,7 +1179,7 @@ class RouteConflictEvent(_Event):
 
 
 class RerouteSupersededEvent(_Event):
-    """A pick or proposal the pass did not honour (DOMAIN §3.4 step 10)."""
+    """A pick or proposal the pass did not honour (docs/context-model.md §3.4 step 10)."""
 
     kind: Literal["reroute_superseded"] = "reroute_superseded"
     volunteered_id: str
@@ -1222,9 +1234,21 @@ EVENT_ADAPTER: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
 EVENT_KINDS: frozenset[str] = frozenset(
     model.model_fields["kind"].default
     for model in (
-        RunStartEvent, TurnStartEvent, TurnEndEvent, PassEvent, CursorMoveEvent, LeaseGrantEvent,
-        LeasePruneEvent, EngagementEvent, LlmCallEvent, ToolResultEvent, FindingEvent,
-        SkillRejectedEvent, RouteConflictEvent, RerouteSupersededEvent, RunEndEvent,
+        RunStartEvent,
+        TurnStartEvent,
+        TurnEndEvent,
+        PassEvent,
+        CursorMoveEvent,
+        LeaseGrantEvent,
+        LeasePruneEvent,
+        EngagementEvent,
+        LlmCallEvent,
+        ToolResultEvent,
+        FindingEvent,
+        SkillRejectedEvent,
+        RouteConflictEvent,
+        RerouteSupersededEvent,
+        RunEndEvent,
     )
 )
 """Every event kind this schema version knows."""

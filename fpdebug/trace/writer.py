@@ -218,7 +218,13 @@ class TraceWriter:
             producer = f"fpdebug {__version__}"
         header = TraceHeader(producer=producer, created=(clock or SystemClock()).now())
         writer = cls(
-            target, fd, header=header, next_seq=1, offset=0, durability=durability, batch_size=batch_size,
+            target,
+            fd,
+            header=header,
+            next_seq=1,
+            offset=0,
+            durability=durability,
+            batch_size=batch_size,
             redactor=redactor,
         )
         try:
@@ -289,8 +295,14 @@ class TraceWriter:
             os.close(fd)
             raise
         writer = cls(
-            target, fd, header=header, next_seq=next_seq, offset=size, durability=durability,
-            batch_size=batch_size, redactor=redactor,
+            target,
+            fd,
+            header=header,
+            next_seq=next_seq,
+            offset=size,
+            durability=durability,
+            batch_size=batch_size,
+            redactor=redactor,
         )
         if os.pread(fd, 1, size - 1) != b"\n":
             writer._fragment = True

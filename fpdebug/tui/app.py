@@ -127,8 +127,9 @@ class FpdebugApp(App[None]):
         elif follow and mode == "replay":
             mode = "follow"
         super().__init__()
-        self.source = TraceSource(source.path, mode, rerun_module=source.rerun_module,
-                                  force_module=source.force_module)
+        self.source = TraceSource(
+            source.path, mode, rerun_module=source.rerun_module, force_module=source.force_module
+        )
         """What is open."""
         self.keymap: dict[str, str] = dict(keymap or {})
         """The user's key remapping (binding id → keys)."""

@@ -220,7 +220,9 @@ def _go_line(screen: TraceScreen, line: int) -> None:
     events = screen.lists["events"]
     if line >= screen.session.lines:
         screen.app.notify(
-            f"Line {line} is not in the trace ({counted(screen.session.lines, 'line')}).", severity="warning", timeout=3
+            f"Line {line} is not in the trace ({counted(screen.session.lines, 'line')}).",
+            severity="warning",
+            timeout=3,
         )
         return
     screen.view = "events"
@@ -289,34 +291,48 @@ def diff_backtrack_commands(screen: TraceScreen) -> list[PaletteCommand]:
         target.start(bisect=bisect, restore=restore)
 
     commands = [
-        PaletteCommand("diff: mark iteration", "Mark the selected iteration as A of the Diff view",
-                       screen.action_mark_diff),
-        PaletteCommand("diff: clear mark", "Compare each pass with the one before it again",
-                       partial(_clear_mark, screen)),
+        PaletteCommand(
+            "diff: mark iteration",
+            "Mark the selected iteration as A of the Diff view",
+            screen.action_mark_diff,
+        ),
+        PaletteCommand(
+            "diff: clear mark", "Compare each pass with the one before it again", partial(_clear_mark, screen)
+        ),
     ]
     pair = _default_pair(screen)
     if pair is not None:
         a, b = pair
-        commands.append(PaletteCommand(
-            f"diff: iteration {_number(screen, a)} vs {_number(screen, b)}",
-            "Compare these two passes (type any two: diff: iteration 3 vs 7)",
-            partial(screen.compare, a, b),
-        ))
+        commands.append(
+            PaletteCommand(
+                f"diff: iteration {_number(screen, a)} vs {_number(screen, b)}",
+                "Compare these two passes (type any two: diff: iteration 3 vs 7)",
+                partial(screen.compare, a, b),
+            )
+        )
     commands += [
         PaletteCommand("backtrack: final answer", "Explain the final answer of the last turn", final),
-        PaletteCommand("backtrack: this call", "Explain the selected iteration's LLM call",
-                       screen.action_backtrack_call),
+        PaletteCommand(
+            "backtrack: this call", "Explain the selected iteration's LLM call", screen.action_backtrack_call
+        ),
         PaletteCommand(
             "backtrack: ablate suspects",
             "Rerun the call without each top suspect (causal verdicts)",
             partial(rerun, False, False),
         ),
-        PaletteCommand("backtrack: bisect", "Ablate, then find the minimal culprit sets",
-                       partial(rerun, True, False)),
-        PaletteCommand("backtrack: restore missing", "Ablate, and rerun with each missing piece put back",
-                       partial(rerun, False, True)),
-        PaletteCommand("backtrack: cancel", "Stop the running reruns (finished verdicts are kept)",
-                       lambda: pane().cancel()),
+        PaletteCommand(
+            "backtrack: bisect", "Ablate, then find the minimal culprit sets", partial(rerun, True, False)
+        ),
+        PaletteCommand(
+            "backtrack: restore missing",
+            "Ablate, and rerun with each missing piece put back",
+            partial(rerun, False, True),
+        ),
+        PaletteCommand(
+            "backtrack: cancel",
+            "Stop the running reruns (finished verdicts are kept)",
+            lambda: pane().cancel(),
+        ),
     ]
     return commands
 

@@ -1,7 +1,7 @@
 """The difference between two passes of a trace, and why each piece of context entered or left (no Textual).
 
 :func:`pass_diff` compares two iterations A and B (any two: of one turn, of two turns, of two runs;
-the earlier one is always read first) slot by slot (DOMAIN §3.5: the injections routed to the
+the earlier one is always read first) slot by slot (docs/context-model.md §3.5: the injections routed to the
 system prompt, the messages and the tools), and says WHY each id entered or left: the reason the
 pass recorded for it (its trigger, the cursor, a lease and who granted it), a lease that was pruned
 (``spent`` / ``tenure-ended``), a map that parked, a skip reason, the cursor moving off a skill.
@@ -64,7 +64,7 @@ SLOTS: tuple[tuple[str, str], ...] = (
     ("messages", "messages"),
     ("tools", "tools"),
 )
-"""The three slots: the pass record's field and the slot's name (DOMAIN §3.5)."""
+"""The three slots: the pass record's field and the slot's name (docs/context-model.md §3.5)."""
 
 ACTIVE = "active"
 """The pseudo-slot compared instead when neither pass records its slot routing (only ``active_ids``)."""
@@ -743,7 +743,12 @@ def _parking_map(session: TraceSession, run: Run | None, iteration: Iteration, i
 def _message_key(message: Message) -> tuple[object, ...]:
     calls = tuple((call.id, call.name) for call in message.tool_calls or [])
     return (
-        message.role, message.tool_call_id, message.tool_name, message.injection_id, message.content, calls
+        message.role,
+        message.tool_call_id,
+        message.tool_name,
+        message.injection_id,
+        message.content,
+        calls,
     )
 
 

@@ -1,4 +1,4 @@
-"""Ablation: seeded probes, flip tests, verdicts, bisection, counterfactual reruns (DOMAIN §9.6–§9.7).
+"""Ablation: seeded probes, flip tests, verdicts, bisection, counterfactual reruns (docs/backtracking.md §9.6–§9.7).
 
 Every runner here is synthetic: a pure function of the set of removed ids (and, where a test says so,
 of the seed), so the expected verdicts follow from the rules, not from the code under test.
@@ -53,19 +53,32 @@ RIGHT = "Denied, manager sign-off required"
 
 
 def inj(name: str) -> Suspect:
-    return Suspect(source=f"inj:{name}", kind="injection", detail=SuspectDetail(injection_id=name),
-                   ablation=InjectionSpec(exclude_injection_ids=[name]))
+    return Suspect(
+        source=f"inj:{name}",
+        kind="injection",
+        detail=SuspectDetail(injection_id=name),
+        ablation=InjectionSpec(exclude_injection_ids=[name]),
+    )
 
 
 def tool(name: str) -> Suspect:
-    return Suspect(source=f"tool:{name}", kind="tool", detail=SuspectDetail(tool_name=name),
-                   ablation=ToolSpec(ignored_tools=[name]))
+    return Suspect(
+        source=f"tool:{name}",
+        kind="tool",
+        detail=SuspectDetail(tool_name=name),
+        ablation=ToolSpec(ignored_tools=[name]),
+    )
 
 
 def missing_eu() -> Suspect:
     """An injection that was available but not sent: restorable, never removable."""
-    return Suspect(source="inj:eu", kind="injection", detail=SuspectDetail(injection_id="eu"), missing=True,
-                   ablation=RestoreSpec(unit_kind="injection", unit_id="eu"))
+    return Suspect(
+        source="inj:eu",
+        kind="injection",
+        detail=SuspectDetail(injection_id="eu"),
+        missing=True,
+        ablation=RestoreSpec(unit_kind="injection", unit_id="eu"),
+    )
 
 
 def removed_ids(specs: Sequence[AblationSpec]) -> frozenset[str]:
@@ -177,7 +190,7 @@ def test_probe_stats_count_flips_and_summarise_similarity() -> None:
 
 def test_the_flip_test_is_pluggable() -> None:
     outputs = {0: "Denied.", 1: "denied", 2: "DENIED!"}
-    runner = lambda specs, *, seed: outputs[seed]  # noqa: E731
+    runner = lambda specs, *, seed: outputs[seed]
     assert run_ablation_probe(runner, [], original="denied", answer_changed=exact_changed).flips == 2
     assert run_ablation_probe(runner, [], original="denied", answer_changed=normalized_changed).flips == 0
     assert run_ablation_probe(runner, [], original="denied", flip_threshold=1.0).flips == 0
@@ -201,7 +214,7 @@ def test_probe_cost_reports_median_min_max_over_reruns_that_measured_it() -> Non
 
 def test_a_runner_must_return_text_and_its_failures_become_backtrack_errors() -> None:
     with pytest.raises(BacktrackError, match="RunOutput"):
-        bad = lambda specs, *, seed: 42  # noqa: E731
+        bad = lambda specs, *, seed: 42
         run_ablation_probe(bad, [], original=WRONG)  # type: ignore[arg-type]
 
     def broken(specs: Sequence[AblationSpec], *, seed: int) -> str:
@@ -251,8 +264,10 @@ def test_verdict_confirmed_is_the_only_causal_claim() -> None:
 def test_verdict_reports_mean_similarity_and_its_spread() -> None:
     stats = _probe({0: RIGHT, 1: RIGHT, 2: WRONG})  # similarities 0, 0, 1: mean 0.33, pstdev 0.47
     verdict = verdict_for("tool 'lookup'", stats, True, "restoring")
-    assert verdict.claim == ("CAUSAL: restoring tool 'lookup' flipped the outcome in 2/3 seeded reruns "
-                             "(mean similarity 0.33 ± 0.47)")
+    assert verdict.claim == (
+        "CAUSAL: restoring tool 'lookup' flipped the outcome in 2/3 seeded reruns "
+        "(mean similarity 0.33 ± 0.47)"
+    )
     assert verdict.action == "restoring"
 
 
@@ -378,7 +393,9 @@ def test_ddmin_splits_at_ceil_half_in_ranked_order() -> None:
     result = bisect_culprits([inj("a"), inj("b"), inj("x")], wrong_while_present("x"), original=WRONG)
     # ceil(3 / 2) = 2: the top half is {a, b}; it does not flip, the rest {x} does.
     assert [p.ablated for p in result.probes] == [
-        [], ["injection 'a'", "injection 'b'", "injection 'x'"], ["injection 'a'", "injection 'b'"],
+        [],
+        ["injection 'a'", "injection 'b'", "injection 'x'"],
+        ["injection 'a'", "injection 'b'"],
         ["injection 'x'"],
     ]  # what remains after x, {a, b}, is a cache hit
 
@@ -408,8 +425,10 @@ def test_an_answer_no_context_changes_is_not_reproducible() -> None:
 
 def test_no_removable_candidate_is_not_reproducible_after_the_baseline() -> None:
     runner = Synthetic(lambda removed, seed: True)
-    only = [Suspect(source="node", kind="stage"),
-            Suspect(source="args", kind="arg", ablation=ArgSpec(source="args", note="n"))]
+    only = [
+        Suspect(source="node", kind="stage"),
+        Suspect(source="args", kind="arg", ablation=ArgSpec(source="args", note="n")),
+    ]
     result = bisect_culprits(only, runner, original=WRONG)
     assert result.verdict == "not-reproducible"
     assert len(result.probes) == 1 and result.probes[0].ablated == []
@@ -446,8 +465,12 @@ def test_probe_cache_never_reruns_the_same_set() -> None:
     runner = wrong_while_present("x")
     result = bisect_culprits([inj("a"), inj("x")], runner, original=WRONG)
     assert labels(result.culprits) == [["injection 'x'"]]
-    assert [p.ablated for p in result.probes] == [[], ["injection 'a'", "injection 'x'"], ["injection 'a'"],
-                                                 ["injection 'x'"]]
+    assert [p.ablated for p in result.probes] == [
+        [],
+        ["injection 'a'", "injection 'x'"],
+        ["injection 'a'"],
+        ["injection 'x'"],
+    ]
     assert set(runner.probes_run().values()) == {3}  # every set rerun exactly `samples` times
     assert result.runs_used == 4 * 3 == len(runner.calls)
 
@@ -548,8 +571,9 @@ def test_rerun_without_resolves_ids_and_reports_what_changed() -> None:
     assert changed.answer_flipped and (changed.flips, changed.samples) == (3, 3)
     assert changed.similarity_to_original == 0.0
     assert not changed.baseline_checked
-    assert changed.summary == ("without injection 'stale-policy', the answer changed in 3/3 seeded reruns "
-                               "(mean similarity 0.00)")
+    assert changed.summary == (
+        "without injection 'stale-policy', the answer changed in 3/3 seeded reruns (mean similarity 0.00)"
+    )
     assert result.runs == 3 == len(runner.calls)
     assert result.baseline is None and result.verdict is None
 
@@ -557,8 +581,9 @@ def test_rerun_without_resolves_ids_and_reports_what_changed() -> None:
 def test_rerun_without_a_bystander_says_the_answer_held() -> None:
     result = rerun_without(SUSPECTS, ["tone"], wrong_while_present("stale-policy"), original=WRONG)
     assert not result.what_changed.answer_flipped
-    assert result.what_changed.summary == ("without injection 'tone', the answer held in 3/3 seeded reruns "
-                                           "(mean similarity 1.00)")
+    assert result.what_changed.summary == (
+        "without injection 'tone', the answer held in 3/3 seeded reruns (mean similarity 1.00)"
+    )
 
 
 def test_rerun_without_checks_the_baseline_only_when_asked() -> None:
@@ -582,8 +607,12 @@ def test_rerun_without_checks_the_baseline_only_when_asked() -> None:
 def test_id_resolution_order_is_injection_id_then_tool_name_then_source() -> None:
     named_tool = tool("policy")
     named_injection = inj("policy")
-    by_source = Suspect(source="policy-node", kind="memory", detail=SuspectDetail(injection_id="m7"),
-                        ablation=MemorySpec(exclude_memory_ids=["m7"]))
+    by_source = Suspect(
+        source="policy-node",
+        kind="memory",
+        detail=SuspectDetail(injection_id="m7"),
+        ablation=MemorySpec(exclude_memory_ids=["m7"]),
+    )
     suspects = [named_tool, named_injection, by_source]
     runner = Synthetic(lambda removed, seed: True)
     assert rerun_without(suspects, ["policy"], runner, original=WRONG).labels == ["injection 'policy'"]
@@ -605,8 +634,13 @@ def test_explicit_specs_pass_through_and_duplicates_collapse() -> None:
     explicit = ToolSpec(ignored_tools=["not-a-suspect"])
     result = rerun_without(
         SUSPECTS,
-        ["stale-policy", "stale-policy", InjectionSpec(exclude_injection_ids=["stale-policy"]), explicit,
-         explicit],
+        [
+            "stale-policy",
+            "stale-policy",
+            InjectionSpec(exclude_injection_ids=["stale-policy"]),
+            explicit,
+            explicit,
+        ],
         runner,
         original=WRONG,
     )
@@ -639,11 +673,19 @@ def test_removable_sources_are_tool_injection_memory_with_a_spec_deduplicated_in
         inj("b"),
         tool("lookup"),
         Suspect(source="args", kind="arg", ablation=ArgSpec(source="args", note="n")),
-        Suspect(source="tool:lookup#2", kind="tool", detail=SuspectDetail(tool_name="lookup"),
-                ablation=ToolSpec(ignored_tools=["lookup"])),
+        Suspect(
+            source="tool:lookup#2",
+            kind="tool",
+            detail=SuspectDetail(tool_name="lookup"),
+            ablation=ToolSpec(ignored_tools=["lookup"]),
+        ),
         missing_eu(),
-        Suspect(source="mem", kind="memory", detail=SuspectDetail(injection_id="m1"),
-                ablation=MemorySpec(exclude_memory_ids=["m1"])),
+        Suspect(
+            source="mem",
+            kind="memory",
+            detail=SuspectDetail(injection_id="m1"),
+            ablation=MemorySpec(exclude_memory_ids=["m1"]),
+        ),
         inj("b"),
     ]
     assert [s.source for s in removable_sources(suspects)] == ["inj:b", "tool:lookup", "mem"]

@@ -1,4 +1,4 @@
-"""Claim: known / unknown / not-applicable, and the only ways to reach a value (DOMAIN §9.11)."""
+"""Claim: known / unknown / not-applicable, and the only ways to reach a value (docs/backtracking.md §9.11)."""
 
 from __future__ import annotations
 
@@ -56,8 +56,11 @@ def test_unknown_keeps_optional_evidence() -> None:
 
 def test_claims_round_trip_through_json_on_their_kind() -> None:
     adapter: TypeAdapter[Claim[int]] = TypeAdapter(Claim[int])
-    for claim in (known(5, "turn_end seq 20"), unknown("cut short", evidence="stopped_early"),
-                  not_applicable("single turn")):
+    for claim in (
+        known(5, "turn_end seq 20"),
+        unknown("cut short", evidence="stopped_early"),
+        not_applicable("single turn"),
+    ):
         again = adapter.validate_json(adapter.dump_json(claim, warnings=False))
         assert type(again).__name__.startswith(type(claim).__name__)
         assert describe(again) == describe(claim)

@@ -18,13 +18,12 @@ from fpdebug.backtrack.provenance import (
     Provenance,
     default_call_line,
     render_answer,
-    trace_provenance,
 )
 from fpdebug.backtrack.suspects import rank_pieces
 from fpdebug.demo import scenario_names
 from fpdebug.engine.agent import Agent
 from fpdebug.engine.injections import define_fact
-from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply
+from fpdebug.engine.providers.scripted import ScriptedProvider
 from fpdebug.engine.sink import TraceFileSink
 from fpdebug.errors import BacktrackError
 from fpdebug.trace.clock import FixedClock
@@ -60,8 +59,11 @@ def final_llm_seq(path: Path) -> int:
 
 
 def asked_seq(path: Path, call_id: str) -> int:
-    return next(r["seq"] for r in events(path, "llm_call")
-                if any(c["id"] == call_id for c in r["response"]["tool_calls"]))
+    return next(
+        r["seq"]
+        for r in events(path, "llm_call")
+        if any(c["id"] == call_id for c in r["response"]["tool_calls"])
+    )
 
 
 def result_seq(path: Path, call_id: str) -> int:
@@ -80,13 +82,16 @@ def test_every_piece_of_the_final_call_is_listed_in_request_order(name: str) -> 
     assert provenance.call_seq == call["seq"] and provenance.final
     assert provenance.answer == events(path, "turn_end")[-1]["final_content"]
     request = call["request"]
-    expected = ([("system-prompt", s["text"]) for s in request["system_prompt"]]
-                + [("messages", m.get("content", "")) for m in request["messages"]
-                   if m["role"] != "assistant"]
-                + [("tools", t["name"]) for t in request["tools"]])
-    got = ([(p.slot, p.text) for p in provenance.pieces if p.slot == "system-prompt"]
-           + [(p.slot, p.text) for p in provenance.pieces if p.slot == "messages" and p.kind != "assistant"]
-           + [(p.slot, p.tool_name) for p in provenance.pieces if p.slot == "tools"])
+    expected = (
+        [("system-prompt", s["text"]) for s in request["system_prompt"]]
+        + [("messages", m.get("content", "")) for m in request["messages"] if m["role"] != "assistant"]
+        + [("tools", t["name"]) for t in request["tools"]]
+    )
+    got = (
+        [(p.slot, p.text) for p in provenance.pieces if p.slot == "system-prompt"]
+        + [(p.slot, p.text) for p in provenance.pieces if p.slot == "messages" and p.kind != "assistant"]
+        + [(p.slot, p.tool_name) for p in provenance.pieces if p.slot == "tools"]
+    )
     assert got == expected
     for p in provenance.pieces:  # every chain starts at the call that read it and ends where it was born
         assert p.chain[0].verb == "READ" and p.chain[0].seq == call["seq"]
@@ -122,7 +127,10 @@ def test_planted_fact_final_answer_chain() -> None:
     assert born.seq == events(path, "run_start")[0]["seq"] and "fact 'vip-override'" in born.text
     assert "trigger always" in born.text
     assert [s.id for s in provenance.suspects] == [
-        "injection:tone", "injection:refund-limits", "injection:vip-override", "injection:format-answer",
+        "injection:tone",
+        "injection:refund-limits",
+        "injection:vip-override",
+        "injection:format-answer",
         "tool:lookup_order",
     ]
     assert provenance.missing == []
@@ -152,8 +160,10 @@ def test_support_lease_served_refund_policy_on_iteration_3() -> None:
     policy = piece(provenance, "refund-policy")
     grant = next(r for r in events(path, "lease_grant") if r["lease"]["instruction_id"] == "refund-policy")
     call_id = grant["lease"]["tool_call_id"]
-    assert ("rode because lease (until-skill-exit) granted by `check_policy` call call_2 at iteration 2, "
-            "tenant billing") in policy.reason
+    assert (
+        "rode because lease (until-skill-exit) granted by `check_policy` call call_2 at iteration 2, "
+        "tenant billing"
+    ) in policy.reason
     assert verbs(policy) == ["READ", "LANDED", "ALLOWED", "GRANTED", "RETURNED", "ASKED", "OFFERED", "BORN"]
     assert hop(policy, "ALLOWED").seq == pass_3["seq"]
     assert hop(policy, "GRANTED").seq == grant["seq"]
@@ -162,10 +172,16 @@ def test_support_lease_served_refund_policy_on_iteration_3() -> None:
     assert hop(policy, "OFFERED").ref == "billing"  # check_policy rode that call as billing's tool
     lease = policy.admission.lease  # type: ignore[union-attr]
     assert (lease.delivery_lease, lease.tenant, lease.granted_by.tool_name, lease.granted_by.iteration) == (
-        "until-skill-exit", "billing", "check_policy", 2)
+        "until-skill-exit",
+        "billing",
+        "check_policy",
+        2,
+    )
     wire = piece(provenance, "wire-format")
-    assert "lease (next-call) granted by `fetch_invoice` call call_3 at iteration 2, tenant billing" \
+    assert (
+        "lease (next-call) granted by `fetch_invoice` call call_3 at iteration 2, tenant billing"
         in wire.reason
+    )
 
 
 def test_support_billing_rides_on_a_cursor_moved_by_a_route_edge() -> None:
@@ -175,11 +191,17 @@ def test_support_billing_rides_on_a_cursor_moved_by_a_route_edge() -> None:
     cursor = billing.admission.cursor  # type: ignore[union-attr]
     move = next(r for r in events(path, "cursor_move") if r["to_skill"] == "billing" and r["by"] == "route")
     assert (cursor.by, cursor.edge, cursor.iteration, cursor.stays) == (
-        "route", "triage→billing", move["iteration"], 1)
+        "route",
+        "triage→billing",
+        move["iteration"],
+        1,
+    )
     assert cursor.fired_by.tool_name == "lookup_order"
     assert cursor.fired_by.result_line == result_seq(path, "call_1")
-    assert billing.reason.startswith("rode because cursor on billing by route (edge triage→billing fired by "
-                                     "`lookup_order` call call_1 at iteration 1)")
+    assert billing.reason.startswith(
+        "rode because cursor on billing by route (edge triage→billing fired by "
+        "`lookup_order` call call_1 at iteration 1)"
+    )
     assert hop(billing, "MOVED").seq == move["seq"]
 
 
@@ -198,8 +220,11 @@ def test_support_final_answer_refund_skill_and_expired_leases() -> None:
     assert len(chain) == len(set(chain))  # the pick that activated it and moved the cursor is told once
     missing = {m.injection_id: m for m in provenance.missing}
     assert set(missing) == {"refund-policy", "wire-format", "billing"}
-    prunes = {p["instruction_id"]: (r["seq"], r["iteration"], p["reason"])
-              for r in events(path, "lease_prune") for p in r["pruned"]}
+    prunes = {
+        p["instruction_id"]: (r["seq"], r["iteration"], p["reason"])
+        for r in events(path, "lease_prune")
+        for p in r["pruned"]
+    }
     assert missing["refund-policy"].reason == "lease-ended"
     assert missing["refund-policy"].line == prunes["refund-policy"][0]
     assert "ended its tenure at iteration 4" in missing["refund-policy"].detail
@@ -208,7 +233,10 @@ def test_support_final_answer_refund_skill_and_expired_leases() -> None:
     assert "the cursor was on refund" in missing["billing"].detail
     assert all(m.restorable for m in missing.values())
     assert [s.id for s in provenance.suspects if s.missing] == [
-        "missing:injection:refund-policy", "missing:injection:wire-format", "missing:injection:billing"]
+        "missing:injection:refund-policy",
+        "missing:injection:wire-format",
+        "missing:injection:billing",
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -222,7 +250,11 @@ def test_zone_trap_final_answer_cursor_entry_and_reengaged_map() -> None:
     cursor = audit.admission.cursor  # type: ignore[union-attr]
     entry = events(path, "cursor_move")[0]
     assert (cursor.by, cursor.entry_kind, cursor.witness, cursor.keyword) == (
-        "entry", "keywords", "zone", "zone")
+        "entry",
+        "keywords",
+        "zone",
+        "zone",
+    )
     assert cursor.iteration == entry["iteration"] and cursor.move_line == entry["seq"]
     assert cursor.stays == len(events(path, "cursor_move")) - 1
     standing = audit.admission.engagement  # type: ignore[union-attr]
@@ -231,8 +263,10 @@ def test_zone_trap_final_answer_cursor_entry_and_reengaged_map() -> None:
     assert [getattr(standing, name) for name in fields] == [last[name] for name in fields]
     assert standing.change == "reengaged"
     assert standing.reengaged_by.tool_call_id == "call_4"  # type: ignore[union-attr]
-    assert "map skill-map engaged by explicit since iteration 5 (re-engaged this pass by `read_skill` call " \
-           "call_4 at iteration 4)" in audit.reason
+    assert (
+        "map skill-map engaged by explicit since iteration 5 (re-engaged this pass by `read_skill` call "
+        "call_4 at iteration 4)" in audit.reason
+    )
     assert "founded by lexical at iteration 1 on zone-audit" in audit.reason
 
 
@@ -275,14 +309,17 @@ def test_leases_cyclic_tenure_lease_then_route_back_to_triage() -> None:
     served = next(r for r in events(path, "pass") if r.get("lease_active_ids"))
     call = next(r for r in events(path, "llm_call") if r["iteration"] == served["iteration"])
     notes = piece(provenance_of(path, call["seq"]), "triage-notes")
-    assert "lease (until-skill-exit) granted by `hold` call call_1 at iteration 1, tenant triage" \
-        in notes.reason
+    assert (
+        "lease (until-skill-exit) granted by `hold` call call_1 at iteration 1, tenant triage" in notes.reason
+    )
     assert hop(notes, "GRANTED").seq == grant["seq"]
     final = provenance_of(path)
     triage = piece(final, "triage")
     assert triage.admission.via == "always"  # type: ignore[union-attr]  # as the pass recorded it
-    assert "cursor on triage by route (edge billing→triage fired by `back` call call_3 at iteration 3)" \
+    assert (
+        "cursor on triage by route (edge billing→triage fired by `back` call call_3 at iteration 3)"
         in triage.reason
+    )
     ended = next(m for m in final.missing if m.injection_id == "triage-notes")
     assert ended.reason == "lease-ended" and "ended its tenure at iteration 3" in ended.detail
 
@@ -300,8 +337,10 @@ def test_unsupported_amount_final_answer_and_its_unsupported_value() -> None:
     invoice = next(p for p in provenance.pieces if p.kind == "tool-result")
     call_id = invoice.tool_call_id
     assert call_id is not None
-    assert (hop(invoice, "RETURNED").seq, hop(invoice, "ASKED").seq) == (result_seq(path, call_id),
-                                                                          asked_seq(path, call_id))
+    assert (hop(invoice, "RETURNED").seq, hop(invoice, "ASKED").seq) == (
+        result_seq(path, call_id),
+        asked_seq(path, call_id),
+    )
     assessment = next(r for r in events(path, "finding") if r["layer"] == "answer")
     unsupported = [v["text"] for row in assessment["rows"] for v in row["values"] if not v["supported"]]
     assert provenance.assessed and [v.text for v in provenance.unsupported] == unsupported
@@ -313,8 +352,9 @@ def test_traced_argument_final_answer_reads_two_tool_results() -> None:
     provenance = provenance_of(path)
     results = [p for p in provenance.pieces if p.kind == "tool-result"]
     recorded = events(path, "tool_result")
-    assert [(p.tool_name, p.tool_call_id) for p in results] == [(r["tool_name"], r["tool_call_id"])
-                                                                for r in recorded]
+    assert [(p.tool_name, p.tool_call_id) for p in results] == [
+        (r["tool_name"], r["tool_call_id"]) for r in recorded
+    ]
     for p, record in zip(results, recorded, strict=True):
         assert hop(p, "RETURNED").seq == record["seq"]
         assert hop(p, "ASKED").seq == asked_seq(path, record["tool_call_id"])
@@ -407,12 +447,27 @@ def test_unsupported_values_come_from_the_answer_layer(tmp_path: Path) -> None:
     last = records(sample("planted-fact"))[-1]
     answer = events(sample("planted-fact"), "turn_end")[0]["final_content"]
     finding = FindingEvent(
-        seq=last["seq"] + 1, ts=T0, run_id=last["run_id"], turn=1, iteration=2, layer="answer",
-        rows=[AnswerAssessmentRow(reads=["finalContent"], values=[
-            StatedValue(text="$250.00", kind="amount", supported=False, start=answer.index("$250.00"),
-                        end=answer.index("$250.00") + 7),
-            StatedValue(text="ORD-7", kind="id", supported=True, supported_by=["user"]),
-        ])],
+        seq=last["seq"] + 1,
+        ts=T0,
+        run_id=last["run_id"],
+        turn=1,
+        iteration=2,
+        layer="answer",
+        rows=[
+            AnswerAssessmentRow(
+                reads=["finalContent"],
+                values=[
+                    StatedValue(
+                        text="$250.00",
+                        kind="amount",
+                        supported=False,
+                        start=answer.index("$250.00"),
+                        end=answer.index("$250.00") + 7,
+                    ),
+                    StatedValue(text="ORD-7", kind="id", supported=True, supported_by=["user"]),
+                ],
+            )
+        ],
     )
     path.write_bytes(data + dump_record(finding))
     provenance = provenance_of(path)
@@ -423,10 +478,13 @@ def test_unsupported_values_come_from_the_answer_layer(tmp_path: Path) -> None:
 
 
 def test_render_answer_shows_calls_without_their_ids() -> None:
-    reply = LlmResponse(content="Checking. ", tool_calls=[
-        ToolCallRecord(id="call_9", name="lookup", args={"b": 2, "a": 1}),
-        ToolCallRecord(id="call_10", name="raw", raw_args="{not json"),
-    ])
+    reply = LlmResponse(
+        content="Checking. ",
+        tool_calls=[
+            ToolCallRecord(id="call_9", name="lookup", args={"b": 2, "a": 1}),
+            ToolCallRecord(id="call_10", name="raw", raw_args="{not json"),
+        ],
+    )
     assert render_answer(reply) == 'Checking.\n→ lookup({"a": 1, "b": 2}); raw({not json)'
     assert render_answer(LlmResponse(content="  plain  ")) == "  plain  "
 

@@ -46,8 +46,13 @@ def digest(path: Path) -> str:
 
 def stats(flips: int, samples: int = 3) -> ProbeStats:
     similarity = SimilarityStats(mean=0.5, min=0.0, max=1.0, stdev=0.1)
-    return ProbeStats(samples=samples, flips=flips, similarity=similarity,
-                      outputs=["x"] * samples, changed=[i < flips for i in range(samples)])
+    return ProbeStats(
+        samples=samples,
+        flips=flips,
+        similarity=similarity,
+        outputs=["x"] * samples,
+        changed=[i < flips for i in range(samples)],
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -66,8 +71,9 @@ def test_the_correlational_report_of_the_support_answer() -> None:
     assert [c.rank for c in report.cards] == sorted(c.rank for c in report.cards)  # shown in rank order
     shown = {c.source for c in report.cards}
     folded = [s for s in ranking.suspects if s.source not in shown]
-    assert report.folded == (f"{len(folded)} more suspect(s) folded — "
-                             + " · ".join(f"#{s.rank} {s.source}" for s in folded))
+    assert report.folded == (
+        f"{len(folded)} more suspect(s) folded — " + " · ".join(f"#{s.rank} {s.source}" for s in folded)
+    )
     for card in report.cards:
         origin = provenance.origin(card.source)
         assert origin is not None and card.reason == origin.reason and card.chain == origin.chain
@@ -97,14 +103,19 @@ def test_a_card_shows_the_hop_next_to_the_suspect_and_the_path_when_there_are_mo
 def test_cards_with_content_evidence_come_first_and_a_close_race_gets_a_note() -> None:
     provenance = provenance_of(sample("planted-fact"))
     pieces = [Piece(id=f"injection:blank{i}", kind="injection", injection_id=f"blank{i}") for i in range(4)]
-    pieces += [Piece(id=f"injection:text{i}", kind="injection", injection_id=f"text{i}",
-                     text="approved refund") for i in range(4)]
+    pieces += [
+        Piece(id=f"injection:text{i}", kind="injection", injection_id=f"text{i}", text="approved refund")
+        for i in range(4)
+    ]
     ranking = rank_pieces(pieces, "APPROVED refund", at_iteration=2)
     # Text-less pieces score their upper bound (1.0) and rank first; the cards prefer measurements.
     assert [s.source for s in ranking.suspects[:4]] == [f"injection:blank{i}" for i in range(4)]
     report = build_report(provenance, ranking)
-    assert [c.source for c in report.cards] == ["injection:blank0", "injection:blank1",
-                                                *[f"injection:text{i}" for i in range(4)]]
+    assert [c.source for c in report.cards] == [
+        "injection:blank0",
+        "injection:blank1",
+        *[f"injection:text{i}" for i in range(4)],
+    ]
     assert [c.upper_bound for c in report.cards] == [True, True, False, False, False, False]
     assert report.folded == "2 more suspect(s) folded — #3 injection:blank2 · #4 injection:blank3"
     assert report.score_note is not None and "within 0.000" in report.score_note
@@ -120,8 +131,11 @@ def test_verdict_stamps_and_the_mode_follow_the_probes() -> None:
     outcomes = {"vip-override": 3, "tone": 0, "format-answer": 1}
     for name, flips in outcomes.items():
         suspect = by_name[name]
-        probe = SuspectProbe(suspect=suspect, stats=stats(flips),
-                             verdict=verdict_for(suspect_label(suspect), stats(flips), True))
+        probe = SuspectProbe(
+            suspect=suspect,
+            stats=stats(flips),
+            verdict=verdict_for(suspect_label(suspect), stats(flips), True),
+        )
         stable = stable.with_probe(probe)
     cards = {c.name: c for c in stable.cards}
     assert cards["vip-override"].verdict is not None and cards["vip-override"].verdict.kind == "confirmed"
@@ -140,15 +154,26 @@ def test_verdict_stamps_and_the_mode_follow_the_probes() -> None:
 def test_unsupported_values_become_suspects_of_their_own_kind(tmp_path: Path) -> None:
     path = copy_sample("planted-fact", tmp_path)
     last = records(path)[-1]
-    finding = FindingEvent(seq=last["seq"] + 1, ts=T0, run_id=last["run_id"], turn=1, iteration=2,
-                           layer="answer", rows=[AnswerAssessmentRow(reads=[], values=[
-                               StatedValue(text="$250.00", kind="amount", supported=False)])])
+    finding = FindingEvent(
+        seq=last["seq"] + 1,
+        ts=T0,
+        run_id=last["run_id"],
+        turn=1,
+        iteration=2,
+        layer="answer",
+        rows=[
+            AnswerAssessmentRow(
+                reads=[], values=[StatedValue(text="$250.00", kind="amount", supported=False)]
+            )
+        ],
+    )
     with path.open("ab") as file:
         file.write(dump_record(finding))
     report = explain(path).report
     assert report.assessed
     assert [(u.kind, u.text, u.value_kind, u.seq) for u in report.unsupported] == [
-        ("unsupported-value", "$250.00", "amount", finding.seq)]
+        ("unsupported-value", "$250.00", "amount", finding.seq)
+    ]
     assert "not ablatable" in report.unsupported[0].note
     assert all(c.kind != "unsupported-value" for c in report.cards)  # never handed to a rerun
 
@@ -171,8 +196,14 @@ def test_a_full_backtrack_saves_every_record_beside_an_untouched_trace(tmp_path:
     path = planted_trace(tmp_path)
     before, mtime = digest(path), path.stat().st_mtime_ns
     seen: list[tuple[int, int]] = []
-    result = backtrack(path, ablate=True, restore=True, bisect=True, load_module=demo_loader,
-                       progress=lambda done, total: seen.append((done, total)))
+    result = backtrack(
+        path,
+        ablate=True,
+        restore=True,
+        bisect=True,
+        load_module=demo_loader,
+        progress=lambda done, total: seen.append((done, total)),
+    )
     assert digest(path) == before and path.stat().st_mtime_ns == mtime
     sidecar = Path(str(path) + SIDECAR_SUFFIX)
     assert result.sidecar == sidecar == sidecar_path_for(path) and sidecar.is_file()
@@ -187,7 +218,8 @@ def test_a_full_backtrack_saves_every_record_beside_an_untouched_trace(tmp_path:
     verdicts = [line["verdict"] for line in lines if line["record"] == "verdict"]
     confirmed = [v for v in verdicts if v["kind"] == "confirmed"]
     assert [(v["label"], v["tier"], v["flips"], v["samples"]) for v in confirmed] == [
-        ("injection 'vip-override'", "causal", 3, 3)]
+        ("injection 'vip-override'", "causal", 3, 3)
+    ]
     report = result.report
     assert report.mode == "causal" and report.status == "complete" and report.baseline_flips == 0
     assert report.bisect is not None and report.bisect.culprits == [["injection 'vip-override'"]]
@@ -223,8 +255,13 @@ def test_a_cancelled_backtrack_keeps_what_finished(tmp_path: Path) -> None:
     path = planted_trace(tmp_path)
     done: list[int] = []
     # Stop after the baseline and two suspects: 3 probes of 3 reruns.
-    result = backtrack(path, ablate=True, load_module=demo_loader, progress=lambda d, _: done.append(d),
-                       cancelled=lambda: len(done) >= 9)
+    result = backtrack(
+        path,
+        ablate=True,
+        load_module=demo_loader,
+        progress=lambda d, _: done.append(d),
+        cancelled=lambda: len(done) >= 9,
+    )
     assert result.report.status == "cancelled" and len(result.report.verdicts) == 2
     lines = records(result.sidecar)  # type: ignore[arg-type]
     assert [line["record"] for line in lines] == ["report", "baseline", "verdict", "verdict", "end"]

@@ -83,7 +83,9 @@ def test_removing_an_injection_drops_its_segment_and_its_tools_but_not_the_histo
     request = apply_specs(provenance.request, [InjectionSpec(exclude_injection_ids=["billing"])])
     assert "billing" not in [s.injection_id for s in request.system_prompt]
     assert {t.name for t in request.tools} == {t.name for t in provenance.request.tools} - {
-        "check_policy", "fetch_invoice"}
+        "check_policy",
+        "fetch_invoice",
+    }
     assert request.messages == provenance.request.messages  # earlier results stay as recorded
     kept = [s for s in provenance.request.system_prompt if s.injection_id != "billing"]
     assert request.system_prompt == kept
@@ -91,10 +93,14 @@ def test_removing_an_injection_drops_its_segment_and_its_tools_but_not_the_histo
 
 def test_removing_an_injection_drops_the_messages_it_delivered() -> None:
     provenance = provenance_of(sample("planted-fact"))
-    delivered = provenance.request.model_copy(update={"messages": [
-        *provenance.request.messages,
-        provenance.request.messages[0].model_copy(update={"content": "memo", "injection_id": "memo"}),
-    ]})
+    delivered = provenance.request.model_copy(
+        update={
+            "messages": [
+                *provenance.request.messages,
+                provenance.request.messages[0].model_copy(update={"content": "memo", "injection_id": "memo"}),
+            ]
+        }
+    )
     request = apply_specs(delivered, [MemorySpec(exclude_memory_ids=["memo"])])
     assert request.messages == provenance.request.messages
 
@@ -119,10 +125,14 @@ def test_restoring_an_injection_puts_it_back_in_declaration_order() -> None:
     path = sample("support")
     provenance = provenance_of(path)
     declared = [d.id for d in run_start(path).injections]
-    request = apply_specs(provenance.request, [
-        RestoreSpec(unit_kind="injection", unit_id="wire-format"),
-        RestoreSpec(unit_kind="injection", unit_id="refund-policy"),
-    ], declared=provenance.declared)
+    request = apply_specs(
+        provenance.request,
+        [
+            RestoreSpec(unit_kind="injection", unit_id="wire-format"),
+            RestoreSpec(unit_kind="injection", unit_id="refund-policy"),
+        ],
+        declared=provenance.declared,
+    )
     ids = [s.injection_id for s in request.system_prompt if s.injection_id is not None]
     assert ids == sorted(ids, key=declared.index)
     assert {"wire-format", "refund-policy"} <= set(ids)
@@ -134,8 +144,12 @@ def test_restoring_an_injection_puts_it_back_in_declaration_order() -> None:
 def test_restoring_a_skill_brings_its_tools_back_before_read_skill() -> None:
     path = sample("support")
     provenance = provenance_of(path)
-    request = apply_specs(provenance.request, [RestoreSpec(unit_kind="injection", unit_id="billing")],
-                          declared=provenance.declared, known_tools=provenance.known_tools)
+    request = apply_specs(
+        provenance.request,
+        [RestoreSpec(unit_kind="injection", unit_id="billing")],
+        declared=provenance.declared,
+        known_tools=provenance.known_tools,
+    )
     names = [t.name for t in request.tools]
     assert names[-1] == "read_skill" and {"check_policy", "fetch_invoice"} <= set(names)
     restored = [t for t in request.tools if t.name in ("check_policy", "fetch_invoice")]
@@ -146,18 +160,27 @@ def test_restoring_a_parked_tool_and_what_cannot_be_restored() -> None:
     path = sample("zone-trap")
     parked = next(r for r in events(path, "pass") if r.get("parked_ids"))
     provenance = provenance_of(path, call_at(path, parked["iteration"]))
-    request = apply_specs(provenance.request, [RestoreSpec(unit_kind="tool", unit_id="get_zone_info")],
-                          known_tools=provenance.known_tools)
+    request = apply_specs(
+        provenance.request,
+        [RestoreSpec(unit_kind="tool", unit_id="get_zone_info")],
+        known_tools=provenance.known_tools,
+    )
     assert [t.name for t in request.tools][-2:] == ["get_zone_info", "read_skill"]
     with pytest.raises(BacktrackError, match="cannot restore tool 'nope'"):
         apply_specs(provenance.request, [RestoreSpec(unit_kind="tool", unit_id="nope")])
     with pytest.raises(BacktrackError, match="cannot restore injection 'ghost': it is not declared"):
-        apply_specs(provenance.request, [RestoreSpec(unit_kind="injection", unit_id="ghost")],
-                    declared=provenance.declared)
+        apply_specs(
+            provenance.request,
+            [RestoreSpec(unit_kind="injection", unit_id="ghost")],
+            declared=provenance.declared,
+        )
     templated = provenance.declared[0].model_copy(update={"templated": True})
     with pytest.raises(BacktrackError, match="template that only a pass can render"):
-        apply_specs(provenance.request, [RestoreSpec(unit_kind="injection", unit_id=templated.id)],
-                    declared=[templated])
+        apply_specs(
+            provenance.request,
+            [RestoreSpec(unit_kind="injection", unit_id=templated.id)],
+            declared=[templated],
+        )
     with pytest.raises(BacktrackError, match="cannot rerun with arg 'x' overridden"):
         apply_specs(provenance.request, [ArgSpec(source="x", note="untracked")])
 
@@ -266,7 +289,7 @@ def test_a_user_module_without_scripted_provider_is_a_clear_error() -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Causal verdicts on the planted-fact demo (DOMAIN §9.6–§9.7)
+# Causal verdicts on the planted-fact demo (docs/backtracking.md §9.6–§9.7)
 
 
 def setup(path: Path) -> tuple[Provenance, SuspectRanking, RecordedCallRunner]:
@@ -277,23 +300,27 @@ def setup(path: Path) -> tuple[Provenance, SuspectRanking, RecordedCallRunner]:
 
 
 def names(groups: list[list[object]]) -> list[list[str]]:
-    return [sorted(s.detail.injection_id or s.detail.tool_name for s in group)  # type: ignore[attr-defined]
-            for group in groups]
+    return [
+        sorted(s.detail.injection_id or s.detail.tool_name for s in group)  # type: ignore[attr-defined]
+        for group in groups
+    ]
 
 
 def test_the_planted_fact_is_confirmed_causal_and_the_innocent_pieces_are_not(tmp_path: Path) -> None:
     provenance, ranking, runner = setup(planted_trace(tmp_path))
     assert provenance.answer == planted_fact.APPROVED
-    probes = probe_suspects(ranking.suspects, runner, original=provenance.answer, samples=3,
-                            answer_changed=normalized_changed)
+    probes = probe_suspects(
+        ranking.suspects, runner, original=provenance.answer, samples=3, answer_changed=normalized_changed
+    )
     assert probes.baseline_stable and probes.baseline.flips == 0
     verdicts = {p.suspect.detail.injection_id or p.suspect.detail.tool_name: p.verdict for p in probes.probes}
     assert set(verdicts) == {"vip-override", "refund-limits", "tone", "format-answer", "lookup_order"}
     culprit = verdicts["vip-override"]
     assert (culprit.kind, culprit.flips, culprit.samples) == ("confirmed", 3, 3)
     assert verdicts["vip-override"].tier == "causal"
-    assert verdicts["vip-override"].claim.startswith("CAUSAL: ablating injection 'vip-override' flipped the "
-                                                     "outcome in 3/3 seeded reruns")
+    assert verdicts["vip-override"].claim.startswith(
+        "CAUSAL: ablating injection 'vip-override' flipped the outcome in 3/3 seeded reruns"
+    )
     for innocent in ("refund-limits", "tone", "format-answer", "lookup_order"):
         assert verdicts[innocent].kind == "not-confirmed" and verdicts[innocent].flips == 0
     flipped = next(p for p in probes.probes if p.suspect.detail.injection_id == "vip-override")
@@ -303,8 +330,9 @@ def test_the_planted_fact_is_confirmed_causal_and_the_innocent_pieces_are_not(tm
 @pytest.mark.parametrize("variant", ["single", "joint", "independent"])
 def test_bisect_finds_the_declared_culprit_sets_within_budget(tmp_path: Path, variant: str) -> None:
     provenance, ranking, runner = setup(planted_trace(tmp_path, variant))
-    result = bisect_culprits(ranking.suspects, runner, original=provenance.answer, samples=3,
-                             answer_changed=normalized_changed)
+    result = bisect_culprits(
+        ranking.suspects, runner, original=provenance.answer, samples=3, answer_changed=normalized_changed
+    )
     expected = [sorted(group) for group in planted_fact.EXPECTED["culprits"][variant]]  # type: ignore[index]
     assert result.verdict == "confirmed" and result.tier == "causal"
     assert sorted(names(result.culprits)) == sorted(expected)
@@ -315,8 +343,10 @@ def test_bisect_finds_the_declared_culprit_sets_within_budget(tmp_path: Path, va
 def test_the_joint_culprit_is_one_set_of_two_and_the_independent_ones_two_sets(tmp_path: Path) -> None:
     joint = setup(planted_trace(tmp_path, "joint"))
     independent = setup(planted_trace(tmp_path, "independent"))
-    results = [bisect_culprits(r.suspects, run, original=p.answer, answer_changed=normalized_changed)
-               for p, r, run in (joint, independent)]
+    results = [
+        bisect_culprits(r.suspects, run, original=p.answer, answer_changed=normalized_changed)
+        for p, r, run in (joint, independent)
+    ]
     assert [len(group) for group in results[0].culprits] == [2]
     assert [len(group) for group in results[1].culprits] == [1, 1]
 
@@ -324,11 +354,13 @@ def test_the_joint_culprit_is_one_set_of_two_and_the_independent_ones_two_sets(t
 def test_an_answer_no_context_changes_is_not_reproducible(tmp_path: Path) -> None:
     provenance, ranking, runner = setup(planted_trace(tmp_path, "unchanged"))
     assert provenance.answer == planted_fact.DECLINED
-    result = bisect_culprits(ranking.suspects, runner, original=provenance.answer,
-                             answer_changed=normalized_changed)
+    result = bisect_culprits(
+        ranking.suspects, runner, original=provenance.answer, answer_changed=normalized_changed
+    )
     assert result.verdict == "not-reproducible" and result.culprits == [] and result.tier == "correlational"
-    probes = probe_suspects(ranking.suspects, runner, original=provenance.answer,
-                            answer_changed=normalized_changed)
+    probes = probe_suspects(
+        ranking.suspects, runner, original=provenance.answer, answer_changed=normalized_changed
+    )
     assert {p.verdict.kind for p in probes.probes} == {"not-confirmed"}
 
 
@@ -344,13 +376,15 @@ def test_an_unstable_baseline_is_inconclusive_never_causal(tmp_path: Path) -> No
 
     rerun, _ = counting(by_seed)
     runner = runner_for(provenance, rerun)
-    probes = probe_suspects(ranking.suspects, runner, original=provenance.answer,
-                            answer_changed=normalized_changed)
+    probes = probe_suspects(
+        ranking.suspects, runner, original=provenance.answer, answer_changed=normalized_changed
+    )
     assert not probes.baseline_stable and probes.baseline.flips == 1
     assert {p.verdict.kind for p in probes.probes} == {"inconclusive"}
     assert {p.verdict.tier for p in probes.probes} == {"correlational"}
-    result = bisect_culprits(ranking.suspects, runner, original=provenance.answer,
-                             answer_changed=normalized_changed)
+    result = bisect_culprits(
+        ranking.suspects, runner, original=provenance.answer, answer_changed=normalized_changed
+    )
     assert result.verdict == "inconclusive" and result.culprits == [] and len(result.probes) == 1
     label = suspect_label(next(s for s in ranking.suspects if s.detail.injection_id == "vip-override"))
     assert verdict_for(label, probes.probes[0].stats, False).kind == "inconclusive"
@@ -361,10 +395,12 @@ def test_restoring_a_missing_lease_is_probed_in_the_restoring_direction() -> Non
     provenance = provenance_of(path)
     ranking = rank_pieces(provenance.suspects, provenance.answer, at_iteration=provenance.iteration)
     runner = runner_for(provenance, rerun_provider_for(run_start(path), load_module=demo_loader))
-    probes = probe_suspects(ranking.missing, runner, original=provenance.answer,
-                            answer_changed=normalized_changed)
+    probes = probe_suspects(
+        ranking.missing, runner, original=provenance.answer, answer_changed=normalized_changed
+    )
     assert [(p.suspect.detail.injection_id, p.verdict.action) for p in probes.probes] == [
-        ("wire-format", "restoring")]
+        ("wire-format", "restoring")
+    ]
     # The leases demo's model does not read the format rule: putting it back changes nothing.
     assert probes.probes[0].verdict.kind == "not-confirmed"
     assert runner.last_request is not None

@@ -1,4 +1,4 @@
-"""Suspects: lexical strategy, influence signals, ranking confidence, piece ranking (DOMAIN §9.3–§9.6)."""
+"""Suspects: lexical strategy, influence signals, ranking confidence, piece ranking (docs/backtracking.md §9.3–§9.6)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from fpdebug.backtrack.suspects import (
 )
 from fpdebug.errors import BacktrackError
 
-# The stop words exactly as DOMAIN §9.5 lists them.
+# The stop words exactly as docs/backtracking.md §9.5 lists them.
 DOMAIN_STOP_WORDS = (
     "a an the and or but if to of for in on at by with is are was were be been it this that these those i "
     "you we my our me please can could would should do does how what need want"
@@ -294,9 +294,13 @@ def test_spec_labels_name_what_a_bare_spec_removes_or_restores() -> None:
 
 def test_specs_and_suspects_round_trip_through_json_on_their_kind() -> None:
     adapter: TypeAdapter[AblationSpec] = TypeAdapter(AblationSpec)
-    specs = [ToolSpec(ignored_tools=["t"]), InjectionSpec(exclude_injection_ids=["i"]),
-             MemorySpec(exclude_memory_ids=["m"]), ArgSpec(source="s", note="n"),
-             RestoreSpec(unit_kind="memory", unit_id="m")]
+    specs = [
+        ToolSpec(ignored_tools=["t"]),
+        InjectionSpec(exclude_injection_ids=["i"]),
+        MemorySpec(exclude_memory_ids=["m"]),
+        ArgSpec(source="s", note="n"),
+        RestoreSpec(unit_kind="memory", unit_id="m"),
+    ]
     for spec in specs:
         assert adapter.validate_json(adapter.dump_json(spec)) == spec
         suspect = Suspect(source="x", kind="injection", ablation=spec)
@@ -312,13 +316,31 @@ ANSWER = "Refunds take 30 days"  # tokens {refund, take, 30, day}
 def test_rank_pieces_follows_the_documented_formula() -> None:
     ranking = rank_pieces(
         [
-            Piece(id="policy", kind="injection", injection_id="policy", text="refund window is 30 days",
-                  iteration=3),
+            Piece(
+                id="policy",
+                kind="injection",
+                injection_id="policy",
+                text="refund window is 30 days",
+                iteration=3,
+            ),
             Piece(id="order", kind="tool", tool_name="lookup", text="order 42 shipped", iteration=2),
-            Piece(id="deep", kind="injection", injection_id="old", text="refund window 30 days", iteration=1,
-                  depth=2, ancestor_texts=["look up the refund window"]),
-            Piece(id="weak-edge", kind="injection", injection_id="w", text="refund window is 30 days",
-                  iteration=3, edge_path=[EdgeHop(from_id="call-3", to_id="w", weight=0.5)]),
+            Piece(
+                id="deep",
+                kind="injection",
+                injection_id="old",
+                text="refund window 30 days",
+                iteration=1,
+                depth=2,
+                ancestor_texts=["look up the refund window"],
+            ),
+            Piece(
+                id="weak-edge",
+                kind="injection",
+                injection_id="w",
+                text="refund window is 30 days",
+                iteration=3,
+                edge_path=[EdgeHop(from_id="call-3", to_id="w", weight=0.5)],
+            ),
         ],
         ANSWER,
     )
@@ -346,8 +368,10 @@ def test_rank_pieces_follows_the_documented_formula() -> None:
 
 def test_a_piece_without_text_scores_its_structural_upper_bound() -> None:
     ranking = rank_pieces(
-        [Piece(id="policy", kind="injection", injection_id="p", text="refund 30 days", iteration=2),
-         Piece(id="node", kind="stage", iteration=1)],
+        [
+            Piece(id="policy", kind="injection", injection_id="p", text="refund 30 days", iteration=2),
+            Piece(id="node", kind="stage", iteration=1),
+        ],
         ANSWER,
     )
     stage = next(s for s in ranking.suspects if s.kind == "stage")
@@ -365,16 +389,20 @@ def test_an_empty_text_is_scored_not_treated_as_an_upper_bound() -> None:
 
 
 def test_equal_scores_keep_the_pieces_order() -> None:
-    pieces = [Piece(id=f"p{i}", kind="injection", injection_id=f"i{i}", text="refund 30", iteration=1)
-              for i in range(5)]
+    pieces = [
+        Piece(id=f"p{i}", kind="injection", injection_id=f"i{i}", text="refund 30", iteration=1)
+        for i in range(5)
+    ]
     ranking = rank_pieces(pieces, ANSWER)
     assert [s.source for s in ranking.suspects] == ["p0", "p1", "p2", "p3", "p4"]
 
 
 def test_ranking_keeps_the_top_suspects_and_counts_the_folded_rest() -> None:
     # p0 is {refund} (overlap 1/2); every other piece is {refund, x1} (overlap 1/sqrt(8)).
-    pieces = [Piece(id=f"p{i}", kind="injection", injection_id=f"i{i}", text="refund" + " x1" * i)
-              for i in range(15)]
+    pieces = [
+        Piece(id=f"p{i}", kind="injection", injection_id=f"i{i}", text="refund" + " x1" * i)
+        for i in range(15)
+    ]
     ranking = rank_pieces(pieces, ANSWER, max_suspects=12)
     assert len(ranking.suspects) == 12
     assert ranking.folded == 3
@@ -384,8 +412,16 @@ def test_ranking_keeps_the_top_suspects_and_counts_the_folded_rest() -> None:
 
 def test_missing_pieces_are_ranked_apart_and_capped() -> None:
     pieces = [Piece(id="sent", kind="injection", injection_id="s", text="refund 30 days")]
-    pieces += [Piece(id=f"gone{i}", kind="injection", injection_id=f"g{i}", missing=True,
-                     text="refund" if i == 6 else "other") for i in range(7)]
+    pieces += [
+        Piece(
+            id=f"gone{i}",
+            kind="injection",
+            injection_id=f"g{i}",
+            missing=True,
+            text="refund" if i == 6 else "other",
+        )
+        for i in range(7)
+    ]
     ranking = rank_pieces(pieces, ANSWER)
     assert [s.source for s in ranking.suspects] == ["sent"]
     assert len(ranking.missing) == 5

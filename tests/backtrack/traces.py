@@ -39,8 +39,14 @@ def planted_trace(directory: Path, variant: str = "single") -> Path:
     clock = FixedClock(T0)
     provider = planted_fact.scripted_provider(variant=variant)  # type: ignore[arg-type]
     with TraceFileSink.create(path, clock=clock, durability="none") as sink:
-        agent.run(list(planted_fact.USER_MESSAGES), provider=provider, sink=sink, clock=clock,
-                  run_id=f"planted-{variant}", options={"scenario": "planted-fact"})
+        agent.run(
+            list(planted_fact.USER_MESSAGES),
+            provider=provider,
+            sink=sink,
+            clock=clock,
+            run_id=f"planted-{variant}",
+            options={"scenario": "planted-fact"},
+        )
     return path
 
 

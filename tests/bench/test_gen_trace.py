@@ -26,8 +26,19 @@ def test_generated_trace_validates_byte_for_byte_with_a_realistic_mix(tmp_path: 
     # prompts of about 4 KB, leases granted and pruned both ways, parks and re-engagements.
     assert len(model.runs) >= 5 and all(len(run.turns) >= 3 for run in model.runs)
     kinds = set(model.counts)
-    assert {"pass", "cursor_move", "engagement", "llm_call", "tool_result", "lease_grant", "lease_prune",
-            "turn_start", "turn_end", "run_start", "run_end"} <= kinds
+    assert {
+        "pass",
+        "cursor_move",
+        "engagement",
+        "llm_call",
+        "tool_result",
+        "lease_grant",
+        "lease_prune",
+        "turn_start",
+        "turn_end",
+        "run_start",
+        "run_end",
+    } <= kinds
     leases = [lease for run in model.runs for lease in run.leases]
     assert {lease.state for lease in leases} >= {"spent", "tenure-ended"}
     assert all(lease.grant_line is not None for lease in leases)

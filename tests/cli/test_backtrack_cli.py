@@ -35,13 +35,15 @@ def test_the_default_prints_the_chain_and_the_correlational_suspects(
     label = f"llm_call #{final['call_index']} (seq {final['seq']}, turn 1, iteration {final['iteration']})"
     assert f"answer: {label} answered" in out
     assert "tier:   correlational: chains and rankings only, no reruns" in out
-    assert "suspects (correlational: aligned with the answer, never \"because\")" in out
+    assert 'suspects (correlational: aligned with the answer, never "because")' in out
     assert "ANSWER   'I refunded the duplicate charge" in out
     assert "← READ     llm_call #5" in out and "← BORN" in out
-    assert ("rode because `read_skill` call call_4 at iteration 3 activated it; cursor on refund by "
-            "model-pick") in out
-    assert ("injection 'refund-policy' — lease-ended: its until-skill-exit lease (granted by "
-            "`check_policy`") in out
+    assert (
+        "rode because `read_skill` call call_4 at iteration 3 activated it; cursor on refund by model-pick"
+    ) in out
+    assert (
+        "injection 'refund-policy' — lease-ended: its until-skill-exit lease (granted by `check_policy`"
+    ) in out
     assert "verdicts (causal tier" not in out  # no reruns were asked for
     sidecar = Path(str(path) + ".backtrack.jsonl")
     assert f"saved to {sidecar}" in out and [r["record"] for r in records(sidecar)] == ["report", "end"]
@@ -52,8 +54,10 @@ def test_a_lease_call_shows_who_granted_it(tmp_path: Path, capsys: pytest.Captur
     seq = next(r["seq"] for r in events(path, "llm_call") if r["iteration"] == 3)
     code, out, _ = run(capsys, str(path), "--call", str(seq), "--no-save")
     assert code == 0
-    assert ("rode because lease (until-skill-exit) granted by `check_policy` call call_2 at iteration 2, "
-            "tenant billing") in out
+    assert (
+        "rode because lease (until-skill-exit) granted by `check_policy` call call_2 at iteration 2, "
+        "tenant billing"
+    ) in out
     grant = next(r for r in events(path, "lease_grant") if r["lease"]["instruction_id"] == "refund-policy")
     granted = "until-skill-exit lease on 'refund-policy' granted to tenant billing"
     assert f"← GRANTED  {granted}  [seq {grant['seq']}]" in out
@@ -71,8 +75,12 @@ def test_ablate_and_bisect_confirm_the_planted_fact(
     assert "tier:   causal: seeded reruns against a stable baseline (0/3 flipped with no ablation)" in out
     assert "baseline: 0/3 flipped with no ablation (stable)" in out
     assert "CAUSAL: ablating injection 'vip-override' flipped the outcome in 3/3 seeded reruns" in out
-    for innocent in ("injection 'refund-limits'", "injection 'tone'", "injection 'format-answer'",
-                     "tool 'lookup_order'"):
+    for innocent in (
+        "injection 'refund-limits'",
+        "injection 'tone'",
+        "injection 'format-answer'",
+        "tool 'lookup_order'",
+    ):
         assert f"NOT CONFIRMED: ablating {innocent} changed the outcome in 0/3 seeded reruns" in out
     assert "#3 injection 'vip-override' (fact)" in out and "[CAUSAL 3/3]" in out
     assert "bisect: confirmed (causal) — culprit sets: [injection 'vip-override']" in out
@@ -106,7 +114,8 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     report = data["report"]
     assert report["mode"] == "causal" and report["bisect"]["verdict"] == "confirmed"
     assert [sorted(group) for group in report["bisect"]["sources"]] == [
-        ["injection:legacy-policy", "injection:vip-override"]]
+        ["injection:legacy-policy", "injection:vip-override"]
+    ]
     assert report["honesty"][-1].startswith("Only a seeded ablation verdict is causal")
     assert [piece["id"] for piece in data["context"]][:2] == ["system-prompt[0]", "system-prompt[1]"]
     assert data["sidecar"] == str(path) + ".backtrack.jsonl"
@@ -171,8 +180,11 @@ def test_a_live_rerun_happens_only_when_asked_and_the_block_still_wins(
 
 def test_trace_text_is_printed_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "hostile.jsonl"
-    agent = Agent("hostile").system_prompt("base").injections(
-        define_fact("f\x1b[31m", data="\x1b]52;c;c3RlYWw=\x07 clipboard \u202e reversed"))
+    agent = (
+        Agent("hostile")
+        .system_prompt("base")
+        .injections(define_fact("f\x1b[31m", data="\x1b]52;c;c3RlYWw=\x07 clipboard \u202e reversed"))
+    )
     reply = "done \x1b[2J\r overwritten \u202e"
     with TraceFileSink.create(path, clock=FixedClock(T0)) as sink:
         agent.run("hi \x1b[1m", provider=ScriptedProvider([reply]), sink=sink)
@@ -202,7 +214,8 @@ def test_a_module_the_trace_names_is_not_imported_by_ablate(
 ) -> None:
     path = _naming(tmp_path, "helper.py")
     (tmp_path / "helper.py").write_text(
-        'from pathlib import Path\nPath(__file__).with_name("PWNED").write_text("code ran at import")\n')
+        'from pathlib import Path\nPath(__file__).with_name("PWNED").write_text("code ran at import")\n'
+    )
     monkeypatch.chdir(tmp_path)
     for argv in (["--ablate"], ["--bisect"], ["--restore"], ["--ablate", "--provider", "scripted"]):
         code, out, err = run(capsys, str(path), *argv)
@@ -249,10 +262,16 @@ def _with_options(tmp_path: Path, options: dict[str, object]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("options", [
-    {"scenario": ["planted-fact"]}, {"scenario": {"name": "planted-fact"}}, {"module": ["helper.py"]},
-    {"scenario": [], "module": {"a": 1}},
-], ids=["scenario-list", "scenario-dict", "module-list", "empty-list-then-dict"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"scenario": ["planted-fact"]},
+        {"scenario": {"name": "planted-fact"}},
+        {"module": ["helper.py"]},
+        {"scenario": [], "module": {"a": 1}},
+    ],
+    ids=["scenario-list", "scenario-dict", "module-list", "empty-list-then-dict"],
+)
 def test_a_recorded_name_that_is_not_a_string_is_refused_as_such(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], options: dict[str, object]
 ) -> None:
@@ -307,10 +326,13 @@ def _damaged(tmp_path: Path, how: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("how", "problem"), [
-    ("wrong-type", "the llm_call record at line 7 is unreadable"),
-    ("torn", "the trace ends in a torn record at line 7"),
-])
+@pytest.mark.parametrize(
+    ("how", "problem"),
+    [
+        ("wrong-type", "the llm_call record at line 7 is unreadable"),
+        ("torn", "the trace ends in a torn record at line 7"),
+    ],
+)
 def test_an_unreadable_final_call_is_never_silently_replaced(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str, problem: str
 ) -> None:
@@ -368,8 +390,9 @@ def test_a_huge_answer_is_bounded_in_the_text_output(
     path = tmp_path / "long.jsonl"
     answer = "A" * 50_000 + "THE END"
     with TraceFileSink.create(path, clock=FixedClock(T0)) as sink:
-        Agent("long").injections(define_fact("f", data="x")).run("hi", provider=ScriptedProvider([answer]),
-                                                                 sink=sink)
+        Agent("long").injections(define_fact("f", data="x")).run(
+            "hi", provider=ScriptedProvider([answer]), sink=sink
+        )
     code, out, _ = run(capsys, str(path), "--no-save")
     assert code == 0 and "THE END" not in out and max(map(len, out.splitlines())) < 2_100
     assert f"… ({len(answer) - 2000} more characters)" in out

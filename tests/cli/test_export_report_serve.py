@@ -49,8 +49,9 @@ def test_export_writes_otlp_json_to_stdout_or_to_a_private_file(
     assert out.read_text() == printed
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     spans = spans_of(parse_otlp_json(printed))
-    assert len(spans) == sum(r["kind"] in ("run_start", "turn_start", "llm_call", "tool_result")
-                             for r in raw_records(support))
+    assert len(spans) == sum(
+        r["kind"] in ("run_start", "turn_start", "llm_call", "tool_result") for r in raw_records(support)
+    )
 
 
 @pytest.mark.parametrize(
@@ -107,8 +108,20 @@ def test_export_sends_to_a_collector_and_can_keep_a_file_too(
 ) -> None:
     out = tmp_path / "copy.json"
     with OtlpReceiver() as receiver:
-        code = main(["export", str(support), "--endpoint", receiver.endpoint, "--header", "x-api-key=k1",
-                     "--service-name", "support-bot", "-o", str(out)])
+        code = main(
+            [
+                "export",
+                str(support),
+                "--endpoint",
+                receiver.endpoint,
+                "--header",
+                "x-api-key=k1",
+                "--service-name",
+                "support-bot",
+                "-o",
+                str(out),
+            ]
+        )
     assert code == 0
     captured = capsys.readouterr()
     spans = receiver.spans
@@ -174,21 +187,39 @@ def test_report_includes_a_sidecar_beside_the_trace(
     hostile = "CAUSAL: \x1b]52;c;aGk=\x07 ablating wire-format flipped 3/3"
     report = explain(support).report.model_copy(update={"claim": "why |this|? \x1b[2J"})
     writer = SidecarWriter(support, report)
-    verdict = AblationVerdict(kind="confirmed", tier="causal", label="injection 'wire-format'",
-                              action="ablating", flips=3, samples=3, claim=hostile)
+    verdict = AblationVerdict(
+        kind="confirmed",
+        tier="causal",
+        label="injection 'wire-format'",
+        action="ablating",
+        flips=3,
+        samples=3,
+        claim=hostile,
+    )
     stats = ProbeStats(samples=3, flips=3, similarity=SimilarityStats(mean=0.1, min=0.0, max=0.2, stdev=0.1))
     writer.baseline(stats.model_copy(update={"flips": 0}))
-    writer.append(VerdictRecord(id=writer.id, source="injection:wire-format", action="ablating",
-                                verdict=verdict, stats=stats, call_index=report.call_index,
-                                call_line=report.call_line, call_seq=report.call_seq))
+    writer.append(
+        VerdictRecord(
+            id=writer.id,
+            source="injection:wire-format",
+            action="ablating",
+            verdict=verdict,
+            stats=stats,
+            call_index=report.call_index,
+            call_line=report.call_line,
+            call_seq=report.call_seq,
+        )
+    )
     writer.end("complete", runs_used=6)
     assert main(["report", str(support)]) == 0
     out = capsys.readouterr().out
     assert "## Backtrack verdicts\n\nFrom support.fptrace.jsonl.backtrack.jsonl: 1 saved backtrack." in out
     assert f"(seq {report.call_seq}, turn.iter {report.turn}.{report.iteration})" in out
     assert "why \\|this\\|? \\\\x1b\\[2J" in out
-    assert ("| injection 'wire-format' | ablating | confirmed | causal | 3/3 "
-            "| CAUSAL: \\\\x1b\\]52;c;aGk=\\\\x07 ablating") in out
+    assert (
+        "| injection 'wire-format' | ablating | confirmed | causal | 3/3 "
+        "| CAUSAL: \\\\x1b\\]52;c;aGk=\\\\x07 ablating"
+    ) in out
     assert "\x1b" not in out and "\x07" not in out and "skipped" not in out
 
 
@@ -210,7 +241,7 @@ def free_port() -> int:
 
 
 def get(url: str) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - a loopback URL of our own
+    with urllib.request.urlopen(url, timeout=2) as response:
         return response.status, response.read().decode("utf-8")
 
 
@@ -219,7 +250,9 @@ def test_serve_answers_on_loopback_with_the_textual_serve_page(support: Path, tm
     log = (tmp_path / "serve.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "fpdebug", "serve", str(support), "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=tmp_path,
     )
     try:
         deadline = time.monotonic() + 20
@@ -271,10 +304,20 @@ def test_serve_checks_its_trace_and_port_before_listening(
     assert "--port must be between 1 and 65535" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("host", "loopback"), [
-    ("127.0.0.1", True), ("127.8.9.10", True), ("localhost", True), ("::1", True), ("[::1]", True),
-    ("0.0.0.0", False), ("10.0.0.1", False), ("example.com", False), ("", False),
-])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("0.0.0.0", False),
+        ("10.0.0.1", False),
+        ("example.com", False),
+        ("", False),
+    ],
+)
 def test_what_counts_as_loopback(host: str, loopback: bool) -> None:
     from fpdebug.commands.serve import is_loopback
 

@@ -49,9 +49,9 @@ def test_validate_lists_every_problem_by_line_and_offset(
     lines = clean.read_bytes().splitlines(keepends=True)
     events = len(lines) - 1
     bad = [
-        b'{"kind":"pass","seq":\n',                          # corrupt JSON
-        b'{"kind":"turn_start","user_message":"\xff"}\n',      # not UTF-8
-        b'{"kind":"warp_drive","seq":99}\n',                   # unknown kind, and a seq gap
+        b'{"kind":"pass","seq":\n',  # corrupt JSON
+        b'{"kind":"turn_start","user_message":"\xff"}\n',  # not UTF-8
+        b'{"kind":"warp_drive","seq":99}\n',  # unknown kind, and a seq gap
     ]
     clean.write_bytes(b"".join([*lines, *bad, turn_line(100), b'{"kind":"tu']))
     offsets = [sum(map(len, lines))]
@@ -102,8 +102,13 @@ def test_validate_a_newer_schema_is_an_error_naming_both_versions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "future.jsonl"
-    header = {"kind": "trace_header", "format": "fpdebug.trace", "schema_version": SCHEMA_VERSION + 7,
-              "producer": "x", "created": "2030-01-01T00:00:00Z"}
+    header = {
+        "kind": "trace_header",
+        "format": "fpdebug.trace",
+        "schema_version": SCHEMA_VERSION + 7,
+        "producer": "x",
+        "created": "2030-01-01T00:00:00Z",
+    }
     path.write_bytes(orjson.dumps(header) + b"\n")
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
@@ -142,7 +147,12 @@ def test_summary_json(clean: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert (facts["lines"], facts["events"], facts["problems"]) == (events + 1, events, 0)
     (run,) = facts["runs"]
     assert (run["status"], run["turns"], run["iterations"], run["input_tokens"], run["output_tokens"]) == (
-        "completed", 1, 4, 490, 49)
+        "completed",
+        1,
+        4,
+        490,
+        49,
+    )
     assert run["leases"] == {"granted": 3, "pruned": 2, "spent": 1, "tenure_ended": 1, "alive": 1}
     assert (run["parks"], run["reengagements"]) == (1, 1)
     assert sum(facts["counts"].values()) == len(script.events)
@@ -160,8 +170,9 @@ def test_summary_counts_problems_and_keeps_going(clean: Path, capsys: pytest.Cap
 def test_summary_prints_trace_text_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "hostile.jsonl"
     with TraceWriter.create(path) as writer:
-        writer.append(RunStartEvent(seq=1, ts=T0, run_id="r\x1b[2J", provider="p\u202e", model="m\r",
-                                    max_iterations=1))
+        writer.append(
+            RunStartEvent(seq=1, ts=T0, run_id="r\x1b[2J", provider="p\u202e", model="m\r", max_iterations=1)
+        )
     assert main(["summary", str(path)]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\u202e" not in out and "\r" not in out

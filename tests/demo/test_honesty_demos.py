@@ -52,8 +52,8 @@ def test_the_unsupported_amount_is_marked_unsupported_on_the_trace(tmp_path: Pat
     assert [v.text for v in row.values if not v.supported] == expected["unsupported"]
     unsupported = next(v for v in row.values if not v.supported)
     assert (unsupported.kind, unsupported.supported_by) == ("amount", [])
-    final = [e for e in events if e.kind == "turn_end"][0].final_content  # type: ignore[attr-defined]
-    assert final == expected["answer"] and final[unsupported.start:unsupported.end] == "$75.00"
+    final = next(e for e in events if e.kind == "turn_end").final_content  # type: ignore[attr-defined]
+    assert final == expected["answer"] and final[unsupported.start : unsupported.end] == "$75.00"
     amount = next(v for v in row.values if v.text == "$1,250.00")
     assert amount.supported_by == ["tool:call_1"]
     assert row.standing_line is not None and expected["display_name"] in row.standing_line
@@ -89,7 +89,9 @@ def test_the_second_calls_arguments_are_traced_to_the_first_calls_result(tmp_pat
     basis, *arguments = second.rows
     assert isinstance(basis, BasisRow)
     assert (len(basis.from_entries), basis.dropped_from) == (
-        expected["basis"]["kept"], expected["basis"]["dropped"])
+        expected["basis"]["kept"],
+        expected["basis"]["dropped"],
+    )
     assert all(isinstance(row, ArgumentRow) for row in arguments)
     rows: list[Any] = arguments
     traced = {
@@ -123,7 +125,10 @@ def test_assessing_during_the_run_equals_assessing_the_saved_trace(name: str, tm
     clock = FixedClock(T0)
     with TraceFileSink.create(path, clock=clock) as sink:
         result = agent.run(
-            list(scenario.user_messages), provider=scenario.scripted_provider(), sink=sink, clock=clock,
+            list(scenario.user_messages),
+            provider=scenario.scripted_provider(),
+            sink=sink,
+            clock=clock,
             run_id="t",
         )
     assert result.status == "completed"

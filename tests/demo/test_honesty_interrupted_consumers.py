@@ -31,14 +31,22 @@ def test_every_reader_survives_the_unsupported_amount_run_stopped_anywhere(
     for at in range(1, len(complete) - 1):
         path = tmp_path / f"stop-{at}.jsonl"
         _, _, events = run_stopped("unsupported-amount", path, at=at)
-        answers = [row for e in events if isinstance(e, FindingEvent) for row in e.rows
-                   if isinstance(row, AnswerAssessmentRow)]
+        answers = [
+            row
+            for e in events
+            if isinstance(e, FindingEvent)
+            for row in e.rows
+            if isinstance(row, AnswerAssessmentRow)
+        ]
         assessed = bool(answers)
 
         assert main(["summary", "--json", str(path)]) == 0
         (run,) = json.loads(capsys.readouterr().out)["runs"]
         assert (run["status"], run["answers_assessed"], run["unsupported_values"]) == (
-            "interrupted", len(answers), 1 if assessed else 0), at
+            "interrupted",
+            len(answers),
+            1 if assessed else 0,
+        ), at
 
         assert main(["report", "--format", "json", str(path)]) == 0
         (reported,) = json.loads(capsys.readouterr().out)["runs"]
@@ -72,6 +80,7 @@ def test_every_reader_survives_the_unsupported_amount_run_stopped_anywhere(
                     shown = rendered(backtrack_document(report, PaneState(), assessment, PALETTE))
                     if assessment is not None:
                         assert assessed and "Answer assessment" in shown, at
-                        unsupported = [item.value.text for item in assessment.values
-                                       if not item.value.supported]
+                        unsupported = [
+                            item.value.text for item in assessment.values if not item.value.supported
+                        ]
                         assert unsupported == ["$75.00"], at

@@ -43,7 +43,12 @@ def of(events: list[TraceEvent], cls: type) -> list:  # type: ignore[type-arg]
 
 def test_the_registry_lists_every_scenario_with_the_contract() -> None:
     assert list(SCENARIOS) == [
-        "support", "zone-trap", "planted-fact", "leases", "leases-cyclic", "unsupported-amount",
+        "support",
+        "zone-trap",
+        "planted-fact",
+        "leases",
+        "leases-cyclic",
+        "unsupported-amount",
         "traced-argument",
     ]
     for name in SCENARIOS:
@@ -214,13 +219,17 @@ def test_a_module_whose_scripted_provider_returns_no_provider_is_a_scenario_erro
     )
     scenario = load_target(str(module))
     trace = tmp_path / "odd.jsonl"
-    with pytest.raises(ScenarioError, match=r"odd_agent.py: scripted_provider\(\) returned no provider: .*not int 5"):
+    with pytest.raises(
+        ScenarioError, match=r"odd_agent.py: scripted_provider\(\) returned no provider: .*not int 5"
+    ):
         run_target(scenario, trace_path=trace)
     assert not trace.exists()  # refused before the trace file was created
 
 
 @pytest.mark.parametrize("mistake", ["provider", "agent"])
-def test_a_bad_provider_or_agent_given_to_run_target_leaves_no_trace_file(mistake: str, tmp_path: Path) -> None:
+def test_a_bad_provider_or_agent_given_to_run_target_leaves_no_trace_file(
+    mistake: str, tmp_path: Path
+) -> None:
     scenario = load_target("support")
     trace = tmp_path / "t.jsonl"
     if mistake == "provider":

@@ -1,6 +1,6 @@
 """A minimal ReAct driver over the pure core, for tests: passes, the read_skill gate, effect judging.
 
-It threads the carriers exactly as DOMAIN §3.2 / §5.5 / §7 say (outputs REPLACE the parent's
+It threads the carriers exactly as docs/context-model.md §3.2 / §5.5 / §7 say (outputs REPLACE the parent's
 value; the tool-calls stage resets the per-batch carriers only when it dispatches tools), using
 only the engine's public API, so timelines can be driven pass by pass without a model.
 """

@@ -1,4 +1,4 @@
-"""The agent loop (DOMAIN §7), asserted on the trace each run wrote, read back through the trace reader.
+"""The agent loop (docs/context-model.md §7), asserted on the trace each run wrote, read back through the trace reader.
 
 Builder rules, iteration numbering, slot composition, the route decision and ``stopped_early``, tool
 failures and timeouts, provider failures, the absence of unused features' events, multi-turn runs,
@@ -403,7 +403,9 @@ class TestLoop:
         self, provider: object
     ) -> None:
         sink = MemorySink()
-        with pytest.raises(DefinitionError, match=r"the provider must be a Provider .* it lacks a `name` string"):
+        with pytest.raises(
+            DefinitionError, match=r"the provider must be a Provider .* it lacks a `name` string"
+        ):
             Agent("a").run("go", provider=provider, sink=sink)  # type: ignore[arg-type]
         assert sink.events == []
 

@@ -1,4 +1,4 @@
-"""DOMAIN §5.6 in the loop, as the reference runs it (footprintjs/agentfootprint
+"""docs/context-model.md §5.6 in the loop, as the reference runs it (footprintjs/agentfootprint
 ``src/core/agent/stages/toolCalls.ts`` and ``src/core/slots/buildToolsSlot.ts``).
 
 Asserted on the trace each run wrote, read back through the reader: ``pass.step_pointer`` is the
@@ -149,7 +149,11 @@ def test_skip_step_skips_with_a_reason_and_a_declared_status_does_not_stop_an_ad
     skipped = rows[2].step
     assert skipped is not None
     assert (skipped.outcome, skipped.step, skipped.tool, skipped.reason, skipped.held) == (
-        "step_skipped", 2, "charge", "the payment service is down", False,
+        "step_skipped",
+        2,
+        "charge",
+        "the payment service is down",
+        False,
     )
     assert rows[2].result == (
         "Step 2 skipped: the payment service is down. Now on step 3 of 3: file the receipt (tool: `receipt`)."
@@ -176,7 +180,10 @@ def test_hold_records_the_skip_and_the_step_stays_current(tmp_path: Path) -> Non
     rows = results(run)
     held = rows[1].step
     assert held is not None and (held.outcome, held.step, held.held, held.step_pointer) == (
-        "step_skipped", 1, True, ptr(1)[0],
+        "step_skipped",
+        1,
+        True,
+        ptr(1)[0],
     )
     assert rows[1].result == (
         "Skip of step 1 recorded: no order id. Step 1 of 3 stays current (declared policy 'hold') — run "
@@ -247,12 +254,12 @@ def test_the_pointer_follows_the_cursor_and_never_moves_it(tmp_path: Path) -> No
         ("triage", "stay"),
         ("billing", "route"),
     ]
-    # A new tenant without a plan re-keys the pointer to [] (DOMAIN §5.6).
+    # A new tenant without a plan re-keys the pointer to [] (docs/context-model.md §5.6).
     assert pointers(run) == [ptr(1, skill="triage", total=1), ptr(2, skill="triage", total=1), []]
 
 
 def test_on_a_skill_map_agent_the_tenant_is_the_cursor_only(tmp_path: Path) -> None:
-    """DOMAIN §3.4 step 4: "The tenant is ``cursor`` when ``routes``, otherwise the last id in
+    """docs/context-model.md §3.4 step 4: "The tenant is ``cursor`` when ``routes``, otherwise the last id in
     ``activatedInjectionIds``" (reference skillSteps.ts · rekeyStepPointer: "the advanced cursor on graph
     agents, else the tail of activatedInjectionIds"). The map's only entry never matches, so the cursor
     stays None; the stepped skill is an OPEN skill picked with read_skill, so it is the last activation

@@ -1,4 +1,4 @@
-"""DOMAIN's agent-level timelines, asserted on the trace each run wrote (read back through the reader).
+"""The agent-level timelines of docs/context-model.md §4.4 and §6.6, asserted on the trace each run wrote (read back through the reader).
 
 §4.4 (a next-call lease; an until-skill-exit lease on a cyclic graph), §6.6 (the parked "zone" map and
 its re-engagement), the proposal cases of §4.2 (accepted, refused, superseded with the batch-end

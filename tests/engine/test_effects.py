@@ -1,4 +1,4 @@
-"""Envelope recognition and effect judging (DOMAIN §4.1–§4.2)."""
+"""Envelope recognition and effect judging (docs/context-model.md §4.1–§4.2)."""
 
 from __future__ import annotations
 

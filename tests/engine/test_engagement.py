@@ -1,4 +1,4 @@
-"""The mount kernel: ladder, renewal evidence, the five laws, the park card (DOMAIN §6)."""
+"""The mount kernel: ladder, renewal evidence, the five laws, the park card (docs/context-model.md §6)."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ class TestPlans:
 
 
 class TestZoneTrap:
-    """DOMAIN §6.6: entry by keyword, a foreign tool every turn, grace 3."""
+    """docs/context-model.md §6.6: entry by keyword, a foreign tool every turn, grace 3."""
 
     def passes(self) -> list[EngagementPass]:
         return [

@@ -1,4 +1,4 @@
-"""One Evaluate pass (DOMAIN §3.4–§3.5), and the worked timelines of §4.4 and §6.6 driven pass by pass."""
+"""One Evaluate pass (docs/context-model.md §3.4–§3.5), and the worked timelines of §4.4 and §6.6 driven pass by pass."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ class TestSetup:
 
 
 class TestLeaseTimelines:
-    """DOMAIN §4.4."""
+    """docs/context-model.md §4.4."""
 
     def test_next_call(self) -> None:
         wire = define_instruction("wire-format", prompt="Answer in wire format.", active_when=never)
@@ -178,7 +178,7 @@ class TestLeaseTimelines:
 
 
 class TestZoneTrap:
-    """DOMAIN §6.6, through whole passes."""
+    """docs/context-model.md §6.6, through whole passes."""
 
     def setup(self) -> PassSetup:
         graph = (

@@ -1,4 +1,4 @@
-"""The honesty layers' pinned functions and the results layer (DOMAIN §12.3, §12.4)."""
+"""The honesty layers' pinned functions and the results layer (docs/honesty.md §12.3, §12.4)."""
 
 from __future__ import annotations
 
@@ -73,9 +73,10 @@ def test_the_stamp_itself_is_returned() -> None:
 ALWAYS = ["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly"]
 
 
-def expected_reads(tools: bool, evidence_gate: bool, answer_validation: bool, inputs: bool,
-                   tool_middleware: bool) -> list[str]:
-    """DOMAIN §12.4 written out: the always group, then one key per arm, in this order."""
+def expected_reads(
+    tools: bool, evidence_gate: bool, answer_validation: bool, inputs: bool, tool_middleware: bool
+) -> list[str]:
+    """docs/honesty.md §12.4 written out: the always group, then one key per arm, in this order."""
     keys = list(ALWAYS)
     keys += ["coverageDeclared"] if tools else []
     keys += ["unsupportedValues"] if evidence_gate else []
@@ -89,10 +90,16 @@ ARMS = list(itertools.product([False, True], repeat=5))
 
 
 @pytest.mark.parametrize(("tools", "evidence_gate", "answer_validation", "inputs", "tool_middleware"), ARMS)
-def test_answer_fold_reads_every_combination(tools: bool, evidence_gate: bool, answer_validation: bool,
-                                             inputs: bool, tool_middleware: bool) -> None:
-    reads = answer_fold_reads(tools=tools, evidence_gate=evidence_gate, answer_validation=answer_validation,
-                              inputs=inputs, tool_middleware=tool_middleware)
+def test_answer_fold_reads_every_combination(
+    tools: bool, evidence_gate: bool, answer_validation: bool, inputs: bool, tool_middleware: bool
+) -> None:
+    reads = answer_fold_reads(
+        tools=tools,
+        evidence_gate=evidence_gate,
+        answer_validation=answer_validation,
+        inputs=inputs,
+        tool_middleware=tool_middleware,
+    )
     assert reads == expected_reads(tools, evidence_gate, answer_validation, inputs, tool_middleware)
     assert len(reads) == len(set(reads))
 
@@ -102,22 +109,31 @@ def test_all_32_combinations_are_covered() -> None:
 
 
 def test_seed_example_tools_only() -> None:
-    reads = answer_fold_reads(tools=True, evidence_gate=False, answer_validation=False, inputs=False,
-                              tool_middleware=False)
-    assert reads == ["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly",
-                     "coverageDeclared"]
+    reads = answer_fold_reads(
+        tools=True, evidence_gate=False, answer_validation=False, inputs=False, tool_middleware=False
+    )
+    assert reads == [
+        "history",
+        "turnNumber",
+        "pausedToolCallId",
+        "findingsLedger",
+        "stoppedEarly",
+        "coverageDeclared",
+    ]
 
 
 def test_middleware_without_inputs_layer_is_never_read() -> None:
-    reads = answer_fold_reads(tools=True, evidence_gate=True, answer_validation=True, inputs=False,
-                              tool_middleware=True)
+    reads = answer_fold_reads(
+        tools=True, evidence_gate=True, answer_validation=True, inputs=False, tool_middleware=True
+    )
     assert "middlewareDecisions" not in reads
     assert "argumentAsk" not in reads
 
 
 def test_stopped_early_is_read_even_without_tools() -> None:
-    reads = answer_fold_reads(tools=False, evidence_gate=False, answer_validation=False, inputs=False,
-                              tool_middleware=False)
+    reads = answer_fold_reads(
+        tools=False, evidence_gate=False, answer_validation=False, inputs=False, tool_middleware=False
+    )
     assert reads == ALWAYS
 
 
@@ -159,17 +175,33 @@ def test_this_turns_clock_hands_now_and_the_calls_windows() -> None:
 
 def test_result_rows_carry_status_coverage_and_values() -> None:
     calls = [
-        RanCall("c1", "lookup_order", '{"id": "ORD-1234", "total": 1250.00, "placed": "2024-05-01"}',
-                status="success", coverage="first 50 of 300"),
+        RanCall(
+            "c1",
+            "lookup_order",
+            '{"id": "ORD-1234", "total": 1250.00, "placed": "2024-05-01"}',
+            status="success",
+            coverage="first 50 of 300",
+        ),
         RanCall("c2", "notes", "Customer called on May 2, 2024 about $20", status="partial"),
         RanCall("c3", "ping", "pong"),
     ]
     rows = judge_results(3, calls)
     assert rows == [
-        ResultRow(batch_iteration=3, tool_call_id="c1", tool_name="lookup_order", status="success",
-                  coverage="first 50 of 300", values=["ORD-1234", "1250.00", "2024-05-01"]),
-        ResultRow(batch_iteration=3, tool_call_id="c2", tool_name="notes", status="partial",
-                  values=["May 2, 2024", "$20"]),
+        ResultRow(
+            batch_iteration=3,
+            tool_call_id="c1",
+            tool_name="lookup_order",
+            status="success",
+            coverage="first 50 of 300",
+            values=["ORD-1234", "1250.00", "2024-05-01"],
+        ),
+        ResultRow(
+            batch_iteration=3,
+            tool_call_id="c2",
+            tool_name="notes",
+            status="partial",
+            values=["May 2, 2024", "$20"],
+        ),
         ResultRow(batch_iteration=3, tool_call_id="c3", tool_name="ping"),
     ]
 

@@ -1,4 +1,4 @@
-"""The inputs layer: where every tool argument came from (DOMAIN §12.1, §12.2)."""
+"""The inputs layer: where every tool argument came from (docs/honesty.md §12.1, §12.2)."""
 
 from __future__ import annotations
 
@@ -17,18 +17,29 @@ from fpdebug.engine.honesty import (
 )
 from fpdebug.trace.schema import ArgumentRow, BasisRow, DeclaredSource, ExternalGround, ToolCallRecord
 
-ORDER = json.dumps({"order": {"id": "ORD-1234", "total": 1250.0, "placed": "2024-05-01",
-                              "items": [{"sku": "SKU12345", "qty": 2}]}})
+ORDER = json.dumps(
+    {
+        "order": {
+            "id": "ORD-1234",
+            "total": 1250.0,
+            "placed": "2024-05-01",
+            "items": [{"sku": "SKU12345", "qty": 2}],
+        }
+    }
+)
 LOOKUP = PriorResult("call_1", "lookup_order", ORDER, iteration=1)
 USER = "Please refund order ORD-1234, I paid $1,250.00 on May 1st, 2024. My email is bob@example.com"
 
 ARMED = InputsConfig(
     argument_sources=True,
     grounds=Grounds(
-        external_grounds=(ExternalGround(label="account tier", value="gold"),
-                          ExternalGround(label="limit", value=5000)),
-        declared_sources=(DeclaredSource(name="catalog",
-                                         content={"skus": [{"code": "SKU-777", "price": 19.99}]}),),
+        external_grounds=(
+            ExternalGround(label="account tier", value="gold"),
+            ExternalGround(label="limit", value=5000),
+        ),
+        declared_sources=(
+            DeclaredSource(name="catalog", content={"skus": [{"code": "SKU-777", "price": 19.99}]}),
+        ),
     ),
 )
 
@@ -37,8 +48,14 @@ def call(args: dict[str, object], *, name: str = "refund", id: str = "call_2") -
     return ToolCallRecord(id=id, name=name, args=args)
 
 
-def rows_of(args: dict[str, object], *, results: tuple[PriorResult, ...] = (LOOKUP,), user: str = USER,
-            config: InputsConfig = ARMED, **kw: object) -> list[ArgumentRow | BasisRow]:
+def rows_of(
+    args: dict[str, object],
+    *,
+    results: tuple[PriorResult, ...] = (LOOKUP,),
+    user: str = USER,
+    config: InputsConfig = ARMED,
+    **kw: object,
+) -> list[ArgumentRow | BasisRow]:
     reach = SourcesInReach(results, (user,))
     verdict = judge_inputs([call(args)], reach, config=config, **kw)  # type: ignore[arg-type]
     return list(verdict.rows)
@@ -57,9 +74,14 @@ def test_value_from_a_previous_tool_result_names_call_tool_iteration_and_json_pa
     rows = rows_of({"lines": [{"sku": "SKU12345"}]})
     row = only(rows, "$.lines[0].sku")
     assert row == ArgumentRow(
-        tool_call_id="call_2", tool_name="refund", path="$.lines[0].sku", value="SKU12345",
+        tool_call_id="call_2",
+        tool_name="refund",
+        path="$.lines[0].sku",
+        value="SKU12345",
         source="tool-result",
-        source_tool_call_id="call_1", source_tool_name="lookup_order", source_iteration=1,
+        source_tool_call_id="call_1",
+        source_tool_name="lookup_order",
+        source_iteration=1,
         source_path="$.order.items[0].sku",
     )
 
@@ -69,7 +91,11 @@ def test_a_number_is_traced_by_value_in_json_and_in_text() -> None:
     text_result = PriorResult("call_9", "balance", "Your balance is $1,250.00 today.", iteration=3)
     row = only(rows_of({"amount": 1250.0}, results=(text_result,)), "$.amount")
     assert (row.source, row.source_tool_call_id, row.source_path, row.source_text) == (
-        "tool-result", "call_9", None, "$1,250.00")
+        "tool-result",
+        "call_9",
+        None,
+        "$1,250.00",
+    )
 
 
 def test_newest_tool_result_wins() -> None:
@@ -126,10 +152,11 @@ def test_bools_and_nulls_are_model_choices_unless_cited() -> None:
     assert only(rows, "$.confirm").source == "nowhere"
     assert only(rows, "$.note").source == "nowhere"
     basis = {"arg": "$.confirm", "source": "tool:call_1", "path": "$.in_stock"}
-    cited = rows_of({"confirm": True, "_from": basis},
-                    results=(result,))
+    cited = rows_of({"confirm": True, "_from": basis}, results=(result,))
     assert (only(cited, "$.confirm").source, only(cited, "$.confirm").source_path) == (
-        "tool-result", "$.in_stock")
+        "tool-result",
+        "$.in_stock",
+    )
 
 
 def test_rows_follow_the_argument_order_depth_first_and_skip_empty_containers() -> None:
@@ -149,8 +176,9 @@ def test_odd_keys_get_bracketed_paths() -> None:
 def test_a_verified_citation_wins_over_the_search_order() -> None:
     # The tool result also holds ORD-1234, but the model cited the user and the user holds it.
     rows = rows_of({"order_id": "ORD-1234", "_from": [{"arg": "$.order_id", "source": "user"}]})
-    assert rows[0] == BasisRow(tool_call_id="call_2", tool_name="refund", from_entries=["$.order_id <- user"],
-                               dropped_from=0)
+    assert rows[0] == BasisRow(
+        tool_call_id="call_2", tool_name="refund", from_entries=["$.order_id <- user"], dropped_from=0
+    )
     assert only(rows, "$.order_id").source == "user"
     assert only(rows, "$.order_id").refused_reference is None
 
@@ -175,8 +203,12 @@ def test_a_quote_the_source_does_not_contain_refuses_the_entry() -> None:
     good = {"arg": "$.when", "source": "user", "quote": "May 1st, 2024"}
     bad = {"arg": "$.when", "source": "user", "quote": "June 3rd"}
     rows = rows_of({"when": "2024-05-01", "_from": [bad, good]})
-    assert rows[0] == BasisRow(tool_call_id="call_2", tool_name="refund",
-                               from_entries=['$.when <- user "May 1st, 2024"'], dropped_from=1)
+    assert rows[0] == BasisRow(
+        tool_call_id="call_2",
+        tool_name="refund",
+        from_entries=['$.when <- user "May 1st, 2024"'],
+        dropped_from=1,
+    )
     assert only(rows, "$.when").refused_reference == "user"
     assert only(rows, "$.when").source == "user"
 
@@ -192,9 +224,12 @@ def test_an_entry_is_kept_only_if_its_source_holds_every_value_it_grounds() -> N
 
 
 def test_an_entry_grounds_everything_under_its_arg_path() -> None:
-    rows = rows_of({"line": {"sku": "SKU12345", "qty": 2},
-                    "_from": [{"arg": "$.line", "source": "tool:call_1",
-                                                                     "path": "$.order.items[0]"}]})
+    rows = rows_of(
+        {
+            "line": {"sku": "SKU12345", "qty": 2},
+            "_from": [{"arg": "$.line", "source": "tool:call_1", "path": "$.order.items[0]"}],
+        }
+    )
     assert rows[0].from_entries == ["$.line <- tool:call_1 at $.order.items[0]"]  # type: ignore[union-attr]
     assert only(rows, "$.line.sku").source_path == "$.order.items[0].sku"
     assert only(rows, "$.line.qty").source_path == "$.order.items[0].qty"
@@ -237,8 +272,7 @@ def test_without_argument_sources_from_is_an_ordinary_argument() -> None:
 def test_without_basis_rows_the_dropped_count_rides_the_first_argument_row() -> None:
     config = InputsConfig(argument_sources=True, basis_rows=False)
     basis = [5, {"arg": "$.amount", "source": "user"}]
-    rows = rows_of({"amount": 1250, "email": "bob@example.com", "_from": basis},
-                   config=config)
+    rows = rows_of({"amount": 1250, "email": "bob@example.com", "_from": basis}, config=config)
     assert not any(isinstance(r, BasisRow) for r in rows)
     assert [r.dropped_from for r in rows] == [1, None]  # type: ignore[union-attr]
 
@@ -257,7 +291,9 @@ HIDING = InputsConfig(argument_sources=True, hidden_argument_tools=frozenset({"s
 def test_a_hiding_tool_never_shows_its_values() -> None:
     verdict = judge_inputs(
         [call({"user": "bob@example.com", "password": "hunter2"}, name="set_password")],
-        SourcesInReach((), (USER + " password hunter2",)), config=HIDING, tools_in_reach=["set_password"],
+        SourcesInReach((), (USER + " password hunter2",)),
+        config=HIDING,
+        tools_in_reach=["set_password"],
     )
     for row in verdict.rows:
         assert isinstance(row, ArgumentRow)
@@ -268,8 +304,9 @@ def test_a_hiding_tool_never_shows_its_values() -> None:
 
 def test_while_a_hiding_tool_is_in_reach_no_row_shows_a_model_written_value() -> None:
     basis = [{"arg": "$.order_id", "source": "user", "quote": "ORD-1234"}]
-    rows = rows_of({"order_id": "ORD-1234", "_from": basis},
-                   config=HIDING, tools_in_reach=["refund", "set_password"])
+    rows = rows_of(
+        {"order_id": "ORD-1234", "_from": basis}, config=HIDING, tools_in_reach=["refund", "set_password"]
+    )
     basis, row = rows
     assert basis.from_entries == ["$.order_id <- user"]  # type: ignore[union-attr]
     assert (row.hidden, row.value, row.source) == (True, None, "user")  # type: ignore[union-attr]
@@ -297,34 +334,52 @@ def test_rewrites_of_lists_changed_removed_and_added_paths() -> None:
 
 
 def test_a_rewritten_argument_says_the_call_ran_with_the_rewrite() -> None:
-    rewrites = [ArgumentRewrite("call_2", "$.amount", 1250, 1000),
-                ArgumentRewrite("call_2", "$.note", "x", None,
-                                                                                   removed=True)]
+    rewrites = [
+        ArgumentRewrite("call_2", "$.amount", 1250, 1000),
+        ArgumentRewrite("call_2", "$.note", "x", None, removed=True),
+    ]
     rows = rows_of({"amount": 1250, "note": "x"}, rewrites=rewrites)
     amount, note = only(rows, "$.amount"), only(rows, "$.note")
     assert (amount.value, amount.rewritten, amount.rewritten_to, amount.source) == (
-        1250, True, 1000, "tool-result")
+        1250,
+        True,
+        1000,
+        "tool-result",
+    )
     assert (note.rewritten, note.rewritten_to) == (True, None)
 
 
 def test_a_hidden_rewrite_shows_that_it_happened_but_not_the_value() -> None:
-    rows = rows_of({"order_id": "ORD-1234"}, config=HIDING, tools_in_reach=["set_password"],
-                   rewrites=[ArgumentRewrite("call_2", "$.order_id", "ORD-1234", "ORD-1")])
+    rows = rows_of(
+        {"order_id": "ORD-1234"},
+        config=HIDING,
+        tools_in_reach=["set_password"],
+        rewrites=[ArgumentRewrite("call_2", "$.order_id", "ORD-1234", "ORD-1")],
+    )
     first = rows[0]
     assert isinstance(first, ArgumentRow)
     assert (first.rewritten, first.rewritten_to, first.value) == (True, None, None)
 
 
 def test_when_tools_are_off_the_layer_asks_about_no_call() -> None:
-    verdict = judge_inputs([call({"amount": 1250})], SourcesInReach((LOOKUP,), (USER,)), config=ARMED,
-                           tools_off=True)
+    verdict = judge_inputs(
+        [call({"amount": 1250})], SourcesInReach((LOOKUP,), (USER,)), config=ARMED, tools_off=True
+    )
     assert verdict.rows == ()
     assert verdict.dispatch == {}
 
 
 def test_rows_of_several_calls_keep_call_order_with_each_basis_first() -> None:
-    calls = [call({"a": "ORD-1234", "_from": "user"}, id="c1"), call({"b": 2}, id="c2"),
-             call({"c": 3, "_from": []}, id="c3")]
+    calls = [
+        call({"a": "ORD-1234", "_from": "user"}, id="c1"),
+        call({"b": 2}, id="c2"),
+        call({"c": 3, "_from": []}, id="c3"),
+    ]
     verdict = judge_inputs(calls, SourcesInReach((LOOKUP,), (USER,)), config=ARMED)
     assert [(r.row, r.tool_call_id) for r in verdict.rows] == [
-        ("basis", "c1"), ("argument", "c1"), ("argument", "c2"), ("basis", "c3"), ("argument", "c3")]
+        ("basis", "c1"),
+        ("argument", "c1"),
+        ("argument", "c2"),
+        ("basis", "c3"),
+        ("argument", "c3"),
+    ]

@@ -29,8 +29,9 @@ class StopAt:
     """A sink wrapper that refuses the ``at``-th event with ``RunInterrupted`` (run_start and run_end
     always pass, as the step gate lets them), like the gate's next ``emit`` after a stop."""
 
-    def __init__(self, inner: TraceFileSink, *, at: int | None = None, kind: str | None = None,
-                 nth: int = 1) -> None:
+    def __init__(
+        self, inner: TraceFileSink, *, at: int | None = None, kind: str | None = None, nth: int = 1
+    ) -> None:
         self.inner, self.at, self.kind, self.nth = inner, at, kind, nth
         self.emitted = 0
         self.seen = 0
@@ -72,8 +73,13 @@ def run_stopped(name: str, path: Path, **stop: object) -> tuple[RunResult, StopA
     clock = FixedClock(T0)
     with TraceFileSink.create(path, clock=clock) as sink:
         gate = StopAt(sink, **stop)  # type: ignore[arg-type]
-        result = armed(name).run(list(scenario.user_messages), provider=scenario.scripted_provider(),
-                                 sink=gate, clock=clock, run_id="t")
+        result = armed(name).run(
+            list(scenario.user_messages),
+            provider=scenario.scripted_provider(),
+            sink=gate,
+            clock=clock,
+            run_id="t",
+        )
     return result, gate, read(path)
 
 
@@ -95,7 +101,7 @@ def test_a_run_stopped_at_any_event_recomputes_to_exactly_what_it_wrote(name: st
         written = recorded_findings(events)
         assert recompute_findings(events) == written, f"{name} stopped at its event {at} ({gate.refused})"
         # A stopped run wrote a prefix of what the whole run writes: nothing else, nothing out of order.
-        assert written == everything[:len(written)], at
+        assert written == everything[: len(written)], at
 
 
 @pytest.mark.parametrize("name", ["unsupported-amount", "traced-argument"])
@@ -110,8 +116,11 @@ def test_stopped_at_the_third_finding_the_unwritten_inputs_visit_is_not_recomput
     # The audit's first case: the second llm_call was written, its inputs finding was not.
     _, gate, events = run_stopped("traced-argument", tmp_path / "t.jsonl", kind="finding", nth=3)
     assert gate.refused == "finding" and [e.kind for e in events][-2:] == ["llm_call", "run_end"]
-    assert layers(recompute_findings(events)) == layers(recorded_findings(events)) == [
-        ("inputs", 1), ("results", 2)]
+    assert (
+        layers(recompute_findings(events))
+        == layers(recorded_findings(events))
+        == [("inputs", 1), ("results", 2)]
+    )
 
 
 def test_stopped_at_turn_end_the_answer_assessed_before_it_is_recomputed(tmp_path: Path) -> None:
@@ -129,8 +138,9 @@ def test_stopped_at_turn_end_the_answer_assessed_before_it_is_recomputed(tmp_pat
 def test_stopped_at_the_answer_finding_no_answer_is_recomputed(tmp_path: Path) -> None:
     _, _, complete = run_stopped("unsupported-amount", tmp_path / "complete.jsonl")
     answers = sum(1 for f in recorded_findings(complete) if f.layer == "answer")
-    _, gate, events = run_stopped("unsupported-amount", tmp_path / "t.jsonl", kind="finding",
-                                  nth=len(recorded_findings(complete)))
+    _, gate, events = run_stopped(
+        "unsupported-amount", tmp_path / "t.jsonl", kind="finding", nth=len(recorded_findings(complete))
+    )
     assert answers == 1 and gate.refused == "finding"
     assert [f.layer for f in recompute_findings(events)] == ["inputs", "results"]
     assert recompute_findings(events) == recorded_findings(events)

@@ -1,4 +1,4 @@
-"""The honesty layers wired into runs (DOMAIN §12), asserted on the trace each run wrote, read back.
+"""The honesty layers wired into runs (docs/honesty.md §12), asserted on the trace each run wrote, read back.
 
 Arming on the builder and what ``run_start`` records; the inputs layer after each LLM call (rows,
 the ``_from`` basis stripped before the call runs, refused citations, hidden arguments, one write
@@ -95,8 +95,9 @@ class Recorded:
         return start  # type: ignore[no-any-return]
 
 
-def record(agent: Agent, messages: str | Sequence[str], provider: Provider, tmp_path: Path, *,
-           name: str = "run") -> Recorded:
+def record(
+    agent: Agent, messages: str | Sequence[str], provider: Provider, tmp_path: Path, *, name: str = "run"
+) -> Recorded:
     path = tmp_path / f"{name}.jsonl"
     clock = FixedClock(T0)
     with TraceFileSink.create(path, clock=clock) as sink:
@@ -140,13 +141,14 @@ def refund_agent() -> Agent:
 def test_an_agent_that_arms_no_layer_writes_byte_for_byte_the_plain_trace(tmp_path: Path) -> None:
     plain = record(refund_agent(), "Refund ORD-1234", scripted(*REFUND_SCRIPT), tmp_path, name="plain")
     declared = (
-        Agent("shop").system_prompt("You run a shop.")
+        Agent("shop")
+        .system_prompt("You run a shop.")
         .tools(tool(lookup_order, display_name="Order lookup"), tool(refund, hides_arguments=True))
     )
     armed_off = [
-        declared,                                         # honesty declarations on tools, no layer
-        refund_agent().honesty(HonestyLayers()),          # hooks installed, no layer armed
-        refund_agent().findings().honesty(None),          # armed, then disarmed
+        declared,  # honesty declarations on tools, no layer
+        refund_agent().honesty(HonestyLayers()),  # hooks installed, no layer armed
+        refund_agent().findings().honesty(None),  # armed, then disarmed
     ]
     for index, agent in enumerate(armed_off):
         run = record(agent, "Refund ORD-1234", scripted(*REFUND_SCRIPT), tmp_path, name=f"off{index}")
@@ -170,16 +172,23 @@ def test_findings_arms_all_three_layers_and_run_start_records_the_arms(tmp_path:
     agent = (
         Agent("shop")
         .tools(tool(lookup_order, display_name="Order lookup"), tool(set_pin, hides_arguments=True), refund)
-        .findings(external_grounds={"balance": 1250.0}, declared_sources={"price-list": {"SKU-77": 19.5}},
-                  standing_line="unsupported")
+        .findings(
+            external_grounds={"balance": 1250.0},
+            declared_sources={"price-list": {"SKU-77": 19.5}},
+            standing_line="unsupported",
+        )
     )
     run = record(agent, "hi", scripted("hello"), tmp_path)
     assert run.start().honesty == HonestyArms(
-        inputs=True, results=True, answer=True, argument_sources=True,
+        inputs=True,
+        results=True,
+        answer=True,
+        argument_sources=True,
         hidden_argument_tools=["set_pin"],
         external_grounds=[ExternalGround(label="balance", value=1250.0)],
         declared_sources=[{"name": "price-list", "content": {"SKU-77": 19.5}}],  # type: ignore[list-item]
-        standing_line="unsupported", display_names={"lookup_order": "Order lookup"},
+        standing_line="unsupported",
+        display_names={"lookup_order": "Order lookup"},
     )
 
 
@@ -188,12 +197,22 @@ def test_the_arming_methods_compose_layer_by_layer(tmp_path: Path) -> None:
     arms = record(agent, "hi", scripted("hello"), tmp_path).start().honesty
     assert arms is not None
     assert (arms.inputs, arms.results, arms.answer, arms.argument_sources, arms.standing_line) == (
-        True, False, True, False, "always")
+        True,
+        False,
+        True,
+        False,
+        "always",
+    )
     agent = agent.results_layer().inputs_layer(argument_sources=True).answer_layer(standing_line=False)
     arms = record(agent, "hi", scripted("hello"), tmp_path, name="more").start().honesty
     assert arms is not None
     assert (arms.inputs, arms.results, arms.answer, arms.argument_sources, arms.standing_line) == (
-        True, True, True, True, None)
+        True,
+        True,
+        True,
+        True,
+        None,
+    )
 
 
 @pytest.mark.parametrize(
@@ -244,12 +263,21 @@ def test_argument_rows_trace_each_value_to_the_user_a_previous_result_or_nowhere
     assert (first.turn, first.iteration, second.iteration) == (1, 1, 2)
     (asked,) = rows_of(first)
     assert (asked.tool_call_id, asked.path, asked.value, asked.source, asked.source_text) == (
-        "call_1", "$.order_id", "ORD-1234", "user", "ORD-1234")
+        "call_1",
+        "$.order_id",
+        "ORD-1234",
+        "user",
+        "ORD-1234",
+    )
     order_id, amount = rows_of(second)
     # Newest first: the lookup's result holds both, so it wins over the user's message.
-    assert (order_id.source, order_id.source_tool_call_id, order_id.source_tool_name,
-            order_id.source_path, order_id.source_iteration) == (
-        "tool-result", "call_1", "lookup_order", "$.order.id", 1)
+    assert (
+        order_id.source,
+        order_id.source_tool_call_id,
+        order_id.source_tool_name,
+        order_id.source_path,
+        order_id.source_iteration,
+    ) == ("tool-result", "call_1", "lookup_order", "$.order.id", 1)
     assert (amount.path, amount.value, amount.source_path) == ("$.amount", 1250.0, "$.order.total")
     assert not any(isinstance(row, BasisRow) for row in rows_of(second))
     assert_equality_law(run)
@@ -261,24 +289,30 @@ def test_a_value_no_source_holds_is_from_nowhere_and_a_final_reply_files_no_inpu
     provider = scripted(ScriptedReply.tool_call("refund", {"order_id": "ORD-9", "amount": 75.0}), "done")
     run = record(refund_agent().inputs_layer(), "Refund my last order", provider, tmp_path)
     (visit,) = run.findings("inputs")  # the final reply asked for no tool: no visit is written
-    assert [(row.path, row.source) for row in rows_of(visit)] == [("$.order_id", "nowhere"),
-                                                                   ("$.amount", "nowhere")]
+    assert [(row.path, row.source) for row in rows_of(visit)] == [
+        ("$.order_id", "nowhere"),
+        ("$.amount", "nowhere"),
+    ]
     assert_equality_law(run)
 
 
 def test_one_write_per_visit_right_after_its_llm_call_and_before_any_tool_runs(tmp_path: Path) -> None:
     provider = scripted(
-        ScriptedReply.batch(ScriptedCall("lookup_order", {"order_id": "ORD-1234"}),
-                            ScriptedCall("lookup_order", {"order_id": "ORD-5"})),
+        ScriptedReply.batch(
+            ScriptedCall("lookup_order", {"order_id": "ORD-1234"}),
+            ScriptedCall("lookup_order", {"order_id": "ORD-5"}),
+        ),
         "ok",
     )
     run = record(refund_agent().inputs_layer(), "Orders ORD-1234 and ORD-5", provider, tmp_path)
     (visit,) = run.findings("inputs")
-    assert [(row.tool_call_id, row.value) for row in rows_of(visit)] == [("call_1", "ORD-1234"),
-                                                                          ("call_2", "ORD-5")]
+    assert [(row.tool_call_id, row.value) for row in rows_of(visit)] == [
+        ("call_1", "ORD-1234"),
+        ("call_2", "ORD-5"),
+    ]
     kinds = run.kinds()
     at = kinds.index("finding")
-    assert kinds[at - 1: at + 3] == ["llm_call", "finding", "tool_result", "tool_result"]
+    assert kinds[at - 1 : at + 3] == ["llm_call", "finding", "tool_result", "tool_result"]
 
 
 def test_external_grounds_and_declared_sources_back_arguments_when_argument_sources_are_armed(
@@ -295,13 +329,23 @@ def test_external_grounds_and_declared_sources_back_arguments_when_argument_sour
         return "ordered"
 
     provider = scripted(
-        ScriptedReply.tool_call("order_item", {"sku": "SKU-77", "price": 19.5, "account": "ACC-3"}), "ok")
-    agent = Agent("a").tools(order_item).inputs_layer(
-        external_grounds={"signed-in account": "ACC-3"}, declared_sources={"prices": {"SKU-77": 19.5}})
+        ScriptedReply.tool_call("order_item", {"sku": "SKU-77", "price": 19.5, "account": "ACC-3"}), "ok"
+    )
+    agent = (
+        Agent("a")
+        .tools(order_item)
+        .inputs_layer(
+            external_grounds={"signed-in account": "ACC-3"}, declared_sources={"prices": {"SKU-77": 19.5}}
+        )
+    )
     run = record(agent, "Order one SKU-77", provider, tmp_path)
     sku, price, account = rows_of(run.findings("inputs")[0])
     assert (sku.source, price.source, price.label, price.source_path) == (
-        "user", "declared", "prices", '$["SKU-77"]')
+        "user",
+        "declared",
+        "prices",
+        '$["SKU-77"]',
+    )
     assert (account.source, account.label) == ("external", "signed-in account")
     assert_equality_law(run)
 
@@ -312,8 +356,8 @@ def test_from_citations_are_verified_recorded_and_stripped_before_the_call_runs(
         "amount": 1250.0,
         "_from": [
             {"arg": "$.order_id", "source": "tool:call_1", "path": "$.order.id"},
-            {"arg": "$.amount", "source": "user"},           # the user never said 1250: refused
-            {"source": "tool:call_1", "bogus": True},         # not well formed: dropped
+            {"arg": "$.amount", "source": "user"},  # the user never said 1250: refused
+            {"source": "tool:call_1", "bogus": True},  # not well formed: dropped
         ],
     }
     provider = scripted(
@@ -325,11 +369,20 @@ def test_from_citations_are_verified_recorded_and_stripped_before_the_call_runs(
     basis, order_id, amount = rows_of(run.findings("inputs")[1])
     assert isinstance(basis, BasisRow)
     assert (basis.tool_call_id, basis.from_entries, basis.dropped_from) == (
-        "call_2", ["$.order_id <- tool:call_1 at $.order.id"], 2)
+        "call_2",
+        ["$.order_id <- tool:call_1 at $.order.id"],
+        2,
+    )
     assert (order_id.source, order_id.source_path, order_id.refused_reference) == (
-        "tool-result", "$.order.id", None)
+        "tool-result",
+        "$.order.id",
+        None,
+    )
     assert (amount.refused_reference, amount.source, amount.source_path) == (
-        "user", "tool-result", "$.order.total")
+        "user",
+        "tool-result",
+        "$.order.total",
+    )
     # The model's reply keeps what it wrote; Route ran the call without "_from" (the tool accepts
     # no such argument, so it would otherwise have been refused as invalid).
     second_call = run.of("llm_call")[1]
@@ -344,8 +397,9 @@ def test_from_citations_are_verified_recorded_and_stripped_before_the_call_runs(
 
 
 def test_without_argument_sources_from_is_an_ordinary_argument(tmp_path: Path) -> None:
-    provider = scripted(ScriptedReply.tool_call("refund", {"order_id": "O-1", "amount": 1.0,
-                                                           "_from": "user"}), "ok")
+    provider = scripted(
+        ScriptedReply.tool_call("refund", {"order_id": "O-1", "amount": 1.0, "_from": "user"}), "ok"
+    )
     run = record(refund_agent().inputs_layer(), "Refund O-1", provider, tmp_path)
     rows = rows_of(run.findings("inputs")[0])
     assert [row.path for row in rows] == ["$.order_id", "$.amount", "$._from"]
@@ -354,13 +408,15 @@ def test_without_argument_sources_from_is_an_ordinary_argument(tmp_path: Path) -
 
 def test_while_a_hiding_tool_is_in_reach_no_row_shows_a_value_the_model_wrote(tmp_path: Path) -> None:
     agent = (
-        Agent("bank").tools(lookup_order, tool(set_pin, hides_arguments=True))
+        Agent("bank")
+        .tools(lookup_order, tool(set_pin, hides_arguments=True))
         .inputs_layer(argument_sources=True)
     )
     provider = scripted(
         ScriptedReply.tool_call("lookup_order", {"order_id": "ORD-1234"}),
-        ScriptedReply.tool_call("set_pin", {"pin": "4821", "_from": [{"arg": "$.pin", "source": "user",
-                                                                      "quote": "4821"}]}),
+        ScriptedReply.tool_call(
+            "set_pin", {"pin": "4821", "_from": [{"arg": "$.pin", "source": "user", "quote": "4821"}]}
+        ),
         "done",
     )
     run = record(agent, "Look up ORD-1234, then set my PIN to 4821", provider, tmp_path)
@@ -369,7 +425,7 @@ def test_while_a_hiding_tool_is_in_reach_no_row_shows_a_value_the_model_wrote(tm
     for row in (order, pin):  # the hiding tool is offered on both calls
         assert (row.value, row.hidden, row.source_text) == (None, True, None)
     assert (order.source, pin.source) == ("user", "user")  # where it came from is still shown
-    assert basis.from_entries == ["$.pin <- user"]           # the quote is withheld too
+    assert basis.from_entries == ["$.pin <- user"]  # the quote is withheld too
     assert "4821" not in run.findings("inputs")[1].model_dump_json()
     # Hiding governs finding rows only: the call record and the tool result keep the arguments.
     assert run.of("tool_result")[1].args == {"pin": "4821"}
@@ -398,8 +454,10 @@ def test_each_batch_is_judged_once_at_the_next_loop_head_with_status_and_coverag
         .results_layer()
     )
     provider = scripted(
-        ScriptedReply.batch(ScriptedCall("search", {"query": "late"}),
-                            ScriptedCall("refund", {"order_id": "ORD-1", "amount": 5.0})),
+        ScriptedReply.batch(
+            ScriptedCall("search", {"query": "late"}),
+            ScriptedCall("refund", {"order_id": "ORD-1", "amount": 5.0}),
+        ),
         ScriptedReply.tool_call("refund", {"order_id": "ORD-2", "amount": 7.0}),
         "done",
     )
@@ -408,17 +466,27 @@ def test_each_batch_is_judged_once_at_the_next_loop_head_with_status_and_coverag
     assert (first.iteration, second.iteration) == (2, 3)
     searched, refunded = rows_of(first)
     assert (searched.batch_iteration, searched.tool_call_id, searched.status, searched.coverage) == (
-        1, "call_1", "partial", "first 2 of 40")
+        1,
+        "call_1",
+        "partial",
+        "first 2 of 40",
+    )
     assert searched.values == ["ORD-1", "ORD-2", "40"]
     assert (refunded.tool_call_id, refunded.coverage, refunded.values) == (
-        "call_2", "refunds of this week only", ["5.0", "ORD-1"])
+        "call_2",
+        "refunds of this week only",
+        ["5.0", "ORD-1"],
+    )
     assert [row.tool_call_id for row in rows_of(second)] == ["call_3"]
     # Written at the loop head: the first event of the iteration, before its pass.
     for visit in (first, second):
         of_iteration = [e.kind for e in run.events if e.turn == 1 and e.iteration == visit.iteration]
         assert of_iteration[0] == "finding"
     assert [e.coverage for e in run.of("tool_result")] == [
-        "first 2 of 40", "refunds of this week only", "refunds of this week only"]
+        "first 2 of 40",
+        "refunds of this week only",
+        "refunds of this week only",
+    ]
     assert_equality_law(run)
 
 
@@ -427,8 +495,9 @@ def test_a_coverage_declaration_that_raises_is_recorded_as_unknown(tmp_path: Pat
         raise KeyError("total")
 
     agent = Agent("a").tools(tool(lookup_order, coverage=broken)).results_layer()
-    run = record(agent, "x", scripted(ScriptedReply.tool_call("lookup_order", {"order_id": "O"}), "ok"),
-                 tmp_path)
+    run = record(
+        agent, "x", scripted(ScriptedReply.tool_call("lookup_order", {"order_id": "O"}), "ok"), tmp_path
+    )
     (result,) = run.of("tool_result")
     assert result.coverage == "unknown (the coverage declaration raised KeyError: 'total')"
     assert rows_of(run.findings("results")[0])[0].coverage == result.coverage
@@ -444,8 +513,11 @@ def test_batches_are_judged_per_run_never_by_call_id(tmp_path: Path) -> None:
         "second",
     )
     run = record(refund_agent().results_layer(), ["one", "two"], provider, tmp_path)
-    judged = [(e.turn, e.iteration, row.batch_iteration, row.tool_call_id)
-              for e in run.findings("results") for row in rows_of(e)]
+    judged = [
+        (e.turn, e.iteration, row.batch_iteration, row.tool_call_id)
+        for e in run.findings("results")
+        for row in rows_of(e)
+    ]
     assert judged == [(1, 2, 1, "c1"), (2, 2, 1, "c1"), (2, 3, 2, "c1")]
     assert_equality_law(run)
 
@@ -458,7 +530,8 @@ def test_the_answer_is_assessed_once_before_turn_end_with_supported_and_unsuppor
     tmp_path: Path,
 ) -> None:
     agent = (
-        Agent("shop").tools(tool(lookup_order, display_name="Order lookup"), refund)
+        Agent("shop")
+        .tools(tool(lookup_order, display_name="Order lookup"), refund)
         .answer_layer(standing_line=True)
     )
     run = record(agent, "Refund ORD-1234", scripted(*REFUND_SCRIPT), tmp_path)
@@ -467,9 +540,15 @@ def test_the_answer_is_assessed_once_before_turn_end_with_supported_and_unsuppor
     assert kinds[kinds.index("turn_end") - 1] == "finding" and visit.iteration == 3
     (row,) = rows_of(visit)
     assert isinstance(row, AnswerAssessmentRow)
-    # DOMAIN §12.4's example: a tool surface and no other arm.
-    assert row.reads == ["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly",
-                         "coverageDeclared"]
+    # docs/honesty.md §12.4's example: a tool surface and no other arm.
+    assert row.reads == [
+        "history",
+        "turnNumber",
+        "pausedToolCallId",
+        "findingsLedger",
+        "stoppedEarly",
+        "coverageDeclared",
+    ]
     stated = {v.text: (v.supported, v.supported_by) for v in row.values}
     assert stated == {
         "$1,250.00": (True, ["tool:call_1", "tool:call_2"]),
@@ -477,10 +556,11 @@ def test_the_answer_is_assessed_once_before_turn_end_with_supported_and_unsuppor
         "$40.00": (False, []),
     }
     answer = run.of("turn_end")[0].final_content
-    assert all(answer[v.start:v.end] == v.text for v in row.values)
+    assert all(answer[v.start : v.end] == v.text for v in row.values)
     assert row.standing_line == (
         "2 of 3 values in this answer are backed by tool results (Order lookup, refund); "
-        "1 ($40.00) appears in no source.")
+        "1 ($40.00) appears in no source."
+    )
     assert row.stopped_early is None and row.assumed == []
     assert_equality_law(run)
 
@@ -493,19 +573,31 @@ def test_the_fold_reads_only_keys_the_agents_arms_can_write(tmp_path: Path) -> N
     skills = Agent("s").skills(define_skill("faq", body="Answer FAQs.", description="FAQ")).findings()
     run = record(skills, "hi", scripted("Hello."), tmp_path, name="s")
     (row,) = rows_of(run.findings("answer")[0])
-    assert row.reads == ["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly",
-                         "coverageDeclared", "argumentAsk"]
+    assert row.reads == [
+        "history",
+        "turnNumber",
+        "pausedToolCallId",
+        "findingsLedger",
+        "stoppedEarly",
+        "coverageDeclared",
+        "argumentAsk",
+    ]
     assert row.values == [] and row.standing_line is None
 
 
 def test_a_turn_cut_short_is_in_the_assessment(tmp_path: Path) -> None:
     provider = scripted(
         ScriptedReply.tool_call("lookup_order", {"order_id": "ORD-1234"}),
-        ScriptedReply.tool_call("refund", {"order_id": "ORD-1234", "amount": 1250.0},
-                                content="About to refund $1,250.00."),
+        ScriptedReply.tool_call(
+            "refund", {"order_id": "ORD-1234", "amount": 1250.0}, content="About to refund $1,250.00."
+        ),
     )
-    run = record(refund_agent().max_iterations(2).findings(standing_line="unsupported"), "Refund ORD-1234",
-                 provider, tmp_path)
+    run = record(
+        refund_agent().max_iterations(2).findings(standing_line="unsupported"),
+        "Refund ORD-1234",
+        provider,
+        tmp_path,
+    )
     (end,) = run.of("turn_end")
     (row,) = rows_of(run.findings("answer")[0])
     assert end.stopped_early is not None and row.stopped_early == end.stopped_early
@@ -548,7 +640,9 @@ def test_a_multi_turn_run_keeps_one_ledger_across_turns(tmp_path: Path) -> None:
     assert run.findings("inputs")[1].turn == 2
     # Turn 2's call is traced to turn 1's lookup (iteration 1 of turn 1).
     assert [(r.path, r.source_tool_call_id, r.source_iteration) for r in refund_rows] == [
-        ("$.order_id", "call_1", 1), ("$.amount", "call_1", 1)]
+        ("$.order_id", "call_1", 1),
+        ("$.amount", "call_1", 1),
+    ]
     answers = [rows_of(e)[0] for e in run.findings("answer")]
     assert [(e.turn, e.iteration) for e in run.findings("answer")] == [(1, 2), (2, 2)]
     assert all(v.supported for row in answers for v in row.values)

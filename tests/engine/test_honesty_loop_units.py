@@ -44,8 +44,9 @@ def test_resolved_keeps_each_calls_own_arguments_even_when_a_reply_repeats_an_id
         ToolCallRecord(id="c1", name="refund", args={"amount": 5, "_from": "user"}),
         ToolCallRecord(id="c1", name="refund", args={"amount": 7}),
     ]
-    verdict = judge_inputs(calls, SourcesInReach(user_messages=("refund 5 and 7",)),
-                           config=InputsConfig(argument_sources=True))
+    verdict = judge_inputs(
+        calls, SourcesInReach(user_messages=("refund 5 and 7",)), config=InputsConfig(argument_sources=True)
+    )
     assert [call.args for call in verdict.resolved] == [{"amount": 5}, {"amount": 7}]
     assert [call.id for call in verdict.resolved] == ["c1", "c1"]
     assert verdict.resolved[1] is calls[1]  # nothing to strip: the call as the model wrote it
@@ -62,8 +63,13 @@ def test_without_argument_sources_resolve_changes_nothing_and_tools_off_runs_not
 
 
 def decl(kind: str, *, tools: list[str] | None = None) -> InjectionDecl:
-    return InjectionDecl(id="x", flavor="skill", trigger=TriggerDecl(kind=kind),  # type: ignore[arg-type]
-                         slots=["system-prompt"], tool_names=tools or [])
+    return InjectionDecl(
+        id="x",
+        flavor="skill",
+        trigger=TriggerDecl(kind=kind),  # type: ignore[arg-type]
+        slots=["system-prompt"],
+        tool_names=tools or [],
+    )
 
 
 @pytest.mark.parametrize(
@@ -86,12 +92,15 @@ def test_tool_surface(tools: list[ToolSchema], injections: list[InjectionDecl], 
 
 def test_grounds_are_json_data_exactly_as_run_start_holds_them() -> None:
     grounds = external_grounds_of({"limits": (1, 2.5), "by id": {7: "seven"}})
-    assert grounds == (ExternalGround(label="limits", value=[1, 2.5]),
-                       ExternalGround(label="by id", value={"7": "seven"}))
+    assert grounds == (
+        ExternalGround(label="limits", value=[1, 2.5]),
+        ExternalGround(label="by id", value={"7": "seven"}),
+    )
     given_as_models = external_grounds_of([ExternalGround(label="a", value=1)])
     assert given_as_models == (ExternalGround(label="a", value=1),)
     assert declared_sources_of({"faq": "Refunds take 5 days."}) == (
-        DeclaredSource(name="faq", content="Refunds take 5 days."),)
+        DeclaredSource(name="faq", content="Refunds take 5 days."),
+    )
 
 
 def test_a_label_given_twice_is_refused() -> None:
@@ -159,28 +168,44 @@ VALUES = st.sampled_from(["ORD-1", "REF-5", "2026-03-04", "hello", "C-9"]) | st.
 CALLS = st.lists(
     st.one_of(
         st.builds(lambda v: ScriptedCall("lookup", {"key": str(v)}), VALUES),
-        st.builds(lambda v, a: ScriptedCall("note", {"text": str(v), "amount": a}), VALUES,
-                  st.sampled_from([1250.5, 3.0, 99.0])),
+        st.builds(
+            lambda v, a: ScriptedCall("note", {"text": str(v), "amount": a}),
+            VALUES,
+            st.sampled_from([1250.5, 3.0, 99.0]),
+        ),
         st.builds(lambda v: ScriptedCall("note", {"text": str(v), "_from": "user"}), VALUES),
     ),
-    min_size=1, max_size=3,
+    min_size=1,
+    max_size=3,
 )
-TURN = st.tuples(st.lists(CALLS, max_size=3), st.sampled_from(["Done: $1,250.50 on 2026-03-04.", "OK REF-5.",
-                                                               '{"total": 3}', "Nothing to report."]))
-ARMS = st.fixed_dictionaries({
-    "inputs": st.booleans(), "results": st.booleans(), "answer": st.booleans(),
-    "argument_sources": st.booleans(), "standing_line": st.sampled_from([None, "always", "unsupported"]),
-    "hide": st.booleans(), "grounds": st.booleans(),
-})
+TURN = st.tuples(
+    st.lists(CALLS, max_size=3),
+    st.sampled_from(["Done: $1,250.50 on 2026-03-04.", "OK REF-5.", '{"total": 3}', "Nothing to report."]),
+)
+ARMS = st.fixed_dictionaries(
+    {
+        "inputs": st.booleans(),
+        "results": st.booleans(),
+        "answer": st.booleans(),
+        "argument_sources": st.booleans(),
+        "standing_line": st.sampled_from([None, "always", "unsupported"]),
+        "hide": st.booleans(),
+        "grounds": st.booleans(),
+    }
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns=st.lists(TURN, min_size=1, max_size=2), arms=ARMS, limit=st.integers(min_value=1, max_value=4))
 def test_findings_written_during_any_run_equal_those_recomputed_from_its_saved_trace(
-    turns: list[tuple[list[list[ScriptedCall]], str]], arms: dict[str, object], limit: int,
+    turns: list[tuple[list[list[ScriptedCall]], str]],
+    arms: dict[str, object],
+    limit: int,
 ) -> None:
     layers = HonestyLayers().arm(
-        inputs=bool(arms["inputs"]), results=bool(arms["results"]), answer=bool(arms["answer"]),
+        inputs=bool(arms["inputs"]),
+        results=bool(arms["results"]),
+        answer=bool(arms["answer"]),
         argument_sources=bool(arms["argument_sources"]) or None,
         external_grounds={"account": "C-9"} if arms["grounds"] else None,
         standing_line=arms["standing_line"],  # type: ignore[arg-type]
@@ -193,7 +218,7 @@ def test_findings_written_during_any_run_equal_those_recomputed_from_its_saved_t
     )
     script: list[ScriptedReply] = []
     for batches, answer in turns:
-        script += [ScriptedReply.batch(*batch) for batch in batches[:limit - 1]]
+        script += [ScriptedReply.batch(*batch) for batch in batches[: limit - 1]]
         script.append(ScriptedReply.text(answer))
     messages = [f"turn {i}: look up ORD-1 and C-9" for i in range(len(turns))]
     with tempfile.TemporaryDirectory() as directory:

@@ -23,17 +23,19 @@ from fpdebug.trace.schema import ArgumentRow, Message, ToolCallRecord
 HOLDER_WORDS = st.text(alphabet="abcdefgh", min_size=2, max_size=6)
 OTHER_WORDS = st.text(alphabet="qrstuvwxyz", min_size=2, max_size=6)
 IDS = st.from_regex(r"[A-H]{2,4}-[0-9]{2,5}", fullmatch=True)
-NUMBERS = st.integers(min_value=-10**12, max_value=10**12) | st.floats(allow_nan=False, allow_infinity=False,
-                                                                       min_value=-1e12, max_value=1e12)
+NUMBERS = st.integers(min_value=-(10**12), max_value=10**12) | st.floats(
+    allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12
+)
 HOLDER_LEAVES = HOLDER_WORDS | IDS | NUMBERS
 
 
 def json_of(leaves: st.SearchStrategy[Any], keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
     return st.recursive(
         leaves,
-        lambda children: st.lists(children, min_size=1, max_size=3)
-        | st.dictionaries(keys, children, min_size=1,
-                                                                                       max_size=3),
+        lambda children: (
+            st.lists(children, min_size=1, max_size=3)
+            | st.dictionaries(keys, children, min_size=1, max_size=3)
+        ),
         max_leaves=8,
     ).filter(lambda data: isinstance(data, (dict, list)))
 
@@ -65,9 +67,9 @@ OTHER_TEXT = st.lists(OTHER_WORDS, max_size=6).map(" ".join)
     user=OTHER_TEXT,
     data=st.data(),
 )
-def test_a_value_copied_from_a_tool_result_is_traced_to_that_result(holder: Any, others: list[str],
-                                                                     position: int,
-                                                                     user: str, data: st.DataObject) -> None:
+def test_a_value_copied_from_a_tool_result_is_traced_to_that_result(
+    holder: Any, others: list[str], position: int, user: str, data: st.DataObject
+) -> None:
     value = data.draw(st.sampled_from(scalars(holder)))
     results = [PriorResult(f"other_{i}", "search", text, iteration=i + 1) for i, text in enumerate(others)]
     holding = PriorResult("holder", "lookup", json.dumps(holder), iteration=9)
@@ -79,7 +81,11 @@ def test_a_value_copied_from_a_tool_result_is_traced_to_that_result(holder: Any,
     assert isinstance(row, ArgumentRow)
     assert (row.path, row.value) == ("$.outer[0].copied", value)
     assert (row.source, row.source_tool_call_id, row.source_tool_name, row.source_iteration) == (
-        "tool-result", "holder", "lookup", 9)
+        "tool-result",
+        "holder",
+        "lookup",
+        9,
+    )
     # The JSON path names a leaf of that result that holds the value (or the entry under a key that
     # does, when the value is only an object key there).
     path = row.source_path or ""
@@ -98,25 +104,32 @@ SOURCE_TEXT = st.lists(OTHER_WORDS | SOURCE_NUMBERS.map(str), max_size=8).map(" 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    results=st.lists(json_of(OTHER_WORDS | SOURCE_NUMBERS, OTHER_WORDS).map(json.dumps) | SOURCE_TEXT,
-                     max_size=4),
+    results=st.lists(
+        json_of(OTHER_WORDS | SOURCE_NUMBERS, OTHER_WORDS).map(json.dumps) | SOURCE_TEXT, max_size=4
+    ),
     user=SOURCE_TEXT,
     absent=st.integers(min_value=10**9, max_value=10**12),
 )
-def test_a_number_absent_from_every_source_is_nowhere_and_unsupported(results: list[str], user: str,
-                                                                       absent: int) -> None:
+def test_a_number_absent_from_every_source_is_nowhere_and_unsupported(
+    results: list[str], user: str, absent: int
+) -> None:
     prior = tuple(PriorResult(f"c{i}", "t", text, iteration=1) for i, text in enumerate(results))
     calls = [ToolCallRecord(id="x", name="act", args={"n": absent, "s": str(absent), "f": absent / 100})]
     verdict = judge_inputs(calls, SourcesInReach(prior, (user,)))
     assert [r.source for r in verdict.rows] == ["nowhere", "nowhere", "nowhere"]  # type: ignore[union-attr]
 
     history = [Message(role="user", content=user)]
-    history += [Message(role="tool", tool_call_id=p.tool_call_id, tool_name=p.tool_name, content=p.result)
-                for p in prior]
-    reads = answer_fold_reads(tools=True, evidence_gate=False, answer_validation=False, inputs=False,
-                              tool_middleware=False)
+    history += [
+        Message(role="tool", tool_call_id=p.tool_call_id, tool_name=p.tool_name, content=p.result)
+        for p in prior
+    ]
+    reads = answer_fold_reads(
+        tools=True, evidence_gate=False, answer_validation=False, inputs=False, tool_middleware=False
+    )
     answer = f"It costs ${absent:,}.00, or {absent} in all."
     row = assess_answer(answer, {"history": history, "turnNumber": 1}, reads=reads)
     assert row is not None
     assert [(v.text, v.supported, v.supported_by) for v in row.values] == [
-        (f"${absent:,}.00", False, []), (str(absent), False, [])]
+        (f"${absent:,}.00", False, []),
+        (str(absent), False, []),
+    ]

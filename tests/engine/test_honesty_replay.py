@@ -43,14 +43,16 @@ ORDER = json.dumps({"order": {"id": "ORD-1234", "total": 1250.0}})
 class Run:
     """A hand-built event sequence with a dense seq."""
 
-    def __init__(self, *, honesty: HonestyArms | None, tools: list[ToolSchema] = TOOLS,
-                 run_id: str = "r1") -> None:
+    def __init__(
+        self, *, honesty: HonestyArms | None, tools: list[ToolSchema] = TOOLS, run_id: str = "r1"
+    ) -> None:
         self.run_id = run_id
         self.tools = tools
         self.events: list[TraceEvent] = []
         self.calls = 0
-        self.add(RunStartEvent, provider="scripted", model="m", max_iterations=6, tools=tools,
-                 honesty=honesty)
+        self.add(
+            RunStartEvent, provider="scripted", model="m", max_iterations=6, tools=tools, honesty=honesty
+        )
 
     def add(self, cls: type[Any], **fields: Any) -> Any:
         event = cls(seq=len(self.events) + 1, ts=T0, run_id=self.run_id, **fields)
@@ -60,33 +62,80 @@ class Run:
     def turn(self, turn: int, message: str) -> None:
         self.add(TurnStartEvent, turn=turn, user_message=message)
 
-    def llm(self, turn: int, iteration: int, *, content: str = "", calls: list[ToolCallRecord] | None = None,
-            tools: list[ToolSchema] | None = None, route: str | None = None) -> None:
+    def llm(
+        self,
+        turn: int,
+        iteration: int,
+        *,
+        content: str = "",
+        calls: list[ToolCallRecord] | None = None,
+        tools: list[ToolSchema] | None = None,
+        route: str | None = None,
+    ) -> None:
         self.calls += 1
-        self.add(LlmCallEvent, turn=turn, iteration=iteration, call_index=self.calls, provider="scripted",
-                 model="m",
-                 request=LlmRequest(tools=self.tools if tools is None else tools),
-                 response=LlmResponse(content=content, tool_calls=calls or []),
-                 route=route or ("tool-calls" if calls else "final"))
+        self.add(
+            LlmCallEvent,
+            turn=turn,
+            iteration=iteration,
+            call_index=self.calls,
+            provider="scripted",
+            model="m",
+            request=LlmRequest(tools=self.tools if tools is None else tools),
+            response=LlmResponse(content=content, tool_calls=calls or []),
+            route=route or ("tool-calls" if calls else "final"),
+        )
 
-    def tool(self, turn: int, iteration: int, call_id: str, name: str, result: str, *,
-             args: dict[str, Any] | None = None, coverage: str | None = None) -> None:
-        self.add(ToolResultEvent, turn=turn, iteration=iteration, tool_call_id=call_id, tool_name=name,
-                 args=args or {}, result=result, coverage=coverage)
+    def tool(
+        self,
+        turn: int,
+        iteration: int,
+        call_id: str,
+        name: str,
+        result: str,
+        *,
+        args: dict[str, Any] | None = None,
+        coverage: str | None = None,
+    ) -> None:
+        self.add(
+            ToolResultEvent,
+            turn=turn,
+            iteration=iteration,
+            tool_call_id=call_id,
+            tool_name=name,
+            args=args or {},
+            result=result,
+            coverage=coverage,
+        )
 
-    def end_turn(self, turn: int, iteration: int, content: str, *,
-                 stopped: StoppedEarly | None = None) -> None:
-        self.add(TurnEndEvent, turn=turn, iteration=iteration, final_content=content,
-                 iteration_count=iteration,
-                 stopped_early=stopped)
+    def end_turn(
+        self, turn: int, iteration: int, content: str, *, stopped: StoppedEarly | None = None
+    ) -> None:
+        self.add(
+            TurnEndEvent,
+            turn=turn,
+            iteration=iteration,
+            final_content=content,
+            iteration_count=iteration,
+            stopped_early=stopped,
+        )
 
     def finding(self, finding: Finding) -> None:
-        self.add(FindingEvent, turn=finding.turn, iteration=finding.iteration, layer=finding.layer,
-                 rows=list(finding.rows))
+        self.add(
+            FindingEvent,
+            turn=finding.turn,
+            iteration=finding.iteration,
+            layer=finding.layer,
+            rows=list(finding.rows),
+        )
 
 
-ARMED = HonestyArms(inputs=True, results=True, answer=True, standing_line="always",
-                    display_names={"lookup_order": "Order lookup"})
+ARMED = HonestyArms(
+    inputs=True,
+    results=True,
+    answer=True,
+    standing_line="always",
+    display_names={"lookup_order": "Order lookup"},
+)
 
 
 def refund_run() -> Run:
@@ -95,8 +144,11 @@ def refund_run() -> Run:
     run.turn(1, "Please refund ORD-1234")
     run.llm(1, 1, calls=[ToolCallRecord(id="call_1", name="lookup_order", args={"order_id": "ORD-1234"})])
     run.tool(1, 1, "call_1", "lookup_order", ORDER, args={"order_id": "ORD-1234"}, coverage="one order")
-    run.llm(1, 2, calls=[ToolCallRecord(id="call_2", name="refund",
-                                        args={"order_id": "ORD-1234", "amount": 1250})])
+    run.llm(
+        1,
+        2,
+        calls=[ToolCallRecord(id="call_2", name="refund", args={"order_id": "ORD-1234", "amount": 1250})],
+    )
     run.tool(1, 2, "call_2", "refund", "Refunded.", args={"order_id": "ORD-1234", "amount": 1250})
     run.llm(1, 3, content="Refunded $1,250.00 for ORD-1234, plus a $50 credit.")
     run.end_turn(1, 3, "Refunded $1,250.00 for ORD-1234, plus a $50 credit.")
@@ -109,33 +161,97 @@ def arg(call_id: str, tool: str, path: str, value: Any, **source: Any) -> Argume
 
 
 EXPECTED_REFUND = [
-    Finding("inputs", 1, 1, (arg("call_1", "lookup_order", "$.order_id", "ORD-1234", source="user",
-                                 source_text="ORD-1234"),)),
-    Finding("results", 1, 2, (ResultRow(batch_iteration=1, tool_call_id="call_1", tool_name="lookup_order",
-                                        coverage="one order", values=["ORD-1234", "1250.0"]),)),
-    Finding("inputs", 1, 2, (
-        arg("call_2", "refund", "$.order_id", "ORD-1234", source="tool-result", source_tool_call_id="call_1",
-            source_tool_name="lookup_order", source_iteration=1, source_path="$.order.id"),
-        arg("call_2", "refund", "$.amount", 1250, source="tool-result", source_tool_call_id="call_1",
-            source_tool_name="lookup_order", source_iteration=1, source_path="$.order.total"),
-    )),
+    Finding(
+        "inputs",
+        1,
+        1,
+        (arg("call_1", "lookup_order", "$.order_id", "ORD-1234", source="user", source_text="ORD-1234"),),
+    ),
+    Finding(
+        "results",
+        1,
+        2,
+        (
+            ResultRow(
+                batch_iteration=1,
+                tool_call_id="call_1",
+                tool_name="lookup_order",
+                coverage="one order",
+                values=["ORD-1234", "1250.0"],
+            ),
+        ),
+    ),
+    Finding(
+        "inputs",
+        1,
+        2,
+        (
+            arg(
+                "call_2",
+                "refund",
+                "$.order_id",
+                "ORD-1234",
+                source="tool-result",
+                source_tool_call_id="call_1",
+                source_tool_name="lookup_order",
+                source_iteration=1,
+                source_path="$.order.id",
+            ),
+            arg(
+                "call_2",
+                "refund",
+                "$.amount",
+                1250,
+                source="tool-result",
+                source_tool_call_id="call_1",
+                source_tool_name="lookup_order",
+                source_iteration=1,
+                source_path="$.order.total",
+            ),
+        ),
+    ),
     Finding("results", 1, 3, (ResultRow(batch_iteration=2, tool_call_id="call_2", tool_name="refund"),)),
-    Finding("answer", 1, 3, (AnswerAssessmentRow(
-        reads=["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly",
-               "coverageDeclared",
-               "argumentAsk"],
-        values=[
-            StatedValue(text="$1,250.00", kind="amount", supported=True, supported_by=["tool:call_1"],
+    Finding(
+        "answer",
+        1,
+        3,
+        (
+            AnswerAssessmentRow(
+                reads=[
+                    "history",
+                    "turnNumber",
+                    "pausedToolCallId",
+                    "findingsLedger",
+                    "stoppedEarly",
+                    "coverageDeclared",
+                    "argumentAsk",
+                ],
+                values=[
+                    StatedValue(
+                        text="$1,250.00",
+                        kind="amount",
+                        supported=True,
+                        supported_by=["tool:call_1"],
                         start=9,
-                        end=18),
-            StatedValue(text="ORD-1234", kind="id", supported=True, supported_by=["tool:call_1", "user"],
+                        end=18,
+                    ),
+                    StatedValue(
+                        text="ORD-1234",
+                        kind="id",
+                        supported=True,
+                        supported_by=["tool:call_1", "user"],
                         start=23,
-                        end=31),
-            StatedValue(text="$50", kind="amount", supported=False, start=40, end=43),
-        ],
-        standing_line=("2 of 3 values in this answer are backed by tool results (Order lookup); "
-                       "1 ($50) appears in no source. Order lookup declared its coverage: one order."),
-    ),)),
+                        end=31,
+                    ),
+                    StatedValue(text="$50", kind="amount", supported=False, start=40, end=43),
+                ],
+                standing_line=(
+                    "2 of 3 values in this answer are backed by tool results (Order lookup); "
+                    "1 ($50) appears in no source. Order lookup declared its coverage: one order."
+                ),
+            ),
+        ),
+    ),
 ]
 
 
@@ -173,7 +289,16 @@ def test_recomputing_a_trace_that_filed_its_findings_gives_the_findings_it_filed
     # The equality law on a hand-built trace: the saved findings and the recomputed ones agree.
     run = filed_where_the_loop_files(refund_run().events, EXPECTED_REFUND)
     assert [e.kind for e in run.events if e.kind in ("finding", "llm_call", "turn_end")] == [
-        "llm_call", "finding", "finding", "llm_call", "finding", "finding", "llm_call", "finding", "turn_end"]
+        "llm_call",
+        "finding",
+        "finding",
+        "llm_call",
+        "finding",
+        "finding",
+        "llm_call",
+        "finding",
+        "turn_end",
+    ]
     assert recorded_findings(run.events) == EXPECTED_REFUND
     assert recompute_findings(run.events) == recorded_findings(run.events)
 
@@ -195,10 +320,18 @@ def test_a_batch_is_judged_once_even_after_a_re_ask() -> None:
     run.llm(2, 2, content="done")
     run.end_turn(2, 2, "done")
     assert recompute_findings(run.events) == [
-        Finding("results", 1, 2, (ResultRow(batch_iteration=1, tool_call_id="c1", tool_name="lookup_order",
-                                            values=["ORD-1"]),)),
-        Finding("results", 2, 2, (ResultRow(batch_iteration=1, tool_call_id="c1", tool_name="lookup_order",
-                                            values=["ORD-2"]),)),
+        Finding(
+            "results",
+            1,
+            2,
+            (ResultRow(batch_iteration=1, tool_call_id="c1", tool_name="lookup_order", values=["ORD-1"]),),
+        ),
+        Finding(
+            "results",
+            2,
+            2,
+            (ResultRow(batch_iteration=1, tool_call_id="c1", tool_name="lookup_order", values=["ORD-2"]),),
+        ),
     ]
 
 
@@ -215,9 +348,12 @@ def test_middleware_rewrites_and_hidden_tools_are_recomputed_from_the_ran_args()
     arms = HonestyArms(inputs=True, answer=True, tool_middleware=True, hidden_argument_tools=["set_pin"])
     run = Run(honesty=arms, tools=[*TOOLS, ToolSchema(name="set_pin")])
     run.turn(1, "Refund ORD-1234")
-    run.llm(1, 1, calls=[ToolCallRecord(id="c1", name="refund",
-                                        args={"order_id": "ORD-1234", "amount": 1250})],
-            tools=TOOLS)
+    run.llm(
+        1,
+        1,
+        calls=[ToolCallRecord(id="c1", name="refund", args={"order_id": "ORD-1234", "amount": 1250})],
+        tools=TOOLS,
+    )
     run.tool(1, 1, "c1", "refund", "ok", args={"order_id": "ORD-1234", "amount": 1000})
     run.llm(1, 2, calls=[ToolCallRecord(id="c2", name="set_pin", args={"pin": "4321"})])
     run.tool(1, 2, "c2", "set_pin", "ok", args={"pin": "4321"})
@@ -232,7 +368,8 @@ def test_middleware_rewrites_and_hidden_tools_are_recomputed_from_the_ran_args()
     (assessment,) = answer.rows
     assert isinstance(assessment, AnswerAssessmentRow)
     assert assessment.assumed == [
-        AssumedValue(tool_call_id="c1", path="$.amount", original=1250, rewritten_to=1000)]
+        AssumedValue(tool_call_id="c1", path="$.amount", original=1250, rewritten_to=1000)
+    ]
     assert "middlewareDecisions" in assessment.reads and "coverageDeclared" in assessment.reads
 
 
@@ -249,7 +386,8 @@ def test_the_answer_assessment_says_the_final_reply_was_cut_short() -> None:
 
 
 @pytest.mark.parametrize(
-    "honesty", [None, HonestyArms(), HonestyArms(argument_sources=True, tool_middleware=True)])
+    "honesty", [None, HonestyArms(), HonestyArms(argument_sources=True, tool_middleware=True)]
+)
 def test_a_run_that_arms_no_layer_has_no_findings(honesty: HonestyArms | None) -> None:
     run = refund_run()
     run.events[0] = run.events[0].model_copy(update={"honesty": honesty})
@@ -270,9 +408,11 @@ def test_tool_surface_counts_skill_tools_and_read_skill() -> None:
     plain = Run(honesty=None, tools=[]).events[0]
     assert not has_tool_surface(plain)
     assert has_tool_surface(plain.model_copy(update={"tools": TOOLS}))
-    skill = InjectionDecl(id="s", flavor="skill", trigger=TriggerDecl(kind="llm-activated"),
-                          slots=["system-prompt"])
+    skill = InjectionDecl(
+        id="s", flavor="skill", trigger=TriggerDecl(kind="llm-activated"), slots=["system-prompt"]
+    )
     assert has_tool_surface(plain.model_copy(update={"injections": [skill]}))
-    fact = InjectionDecl(id="f", flavor="fact", trigger=TriggerDecl(kind="always"), slots=["tools"],
-                         tool_names=["calc"])
+    fact = InjectionDecl(
+        id="f", flavor="fact", trigger=TriggerDecl(kind="always"), slots=["tools"], tool_names=["calc"]
+    )
     assert has_tool_surface(plain.model_copy(update={"injections": [fact]}))

@@ -1,4 +1,4 @@
-"""Injections, factories, templates and the evaluator (DOMAIN §1–§2)."""
+"""Injections, factories, templates and the evaluator (docs/context-model.md §1–§2)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def boom(_: InjectionContext) -> bool:
 
 
 class TestFactoryDefaults:
-    """DOMAIN §1.3, one row each."""
+    """docs/context-model.md §1.3, one row each."""
 
     def test_steering(self) -> None:
         inj = define_steering("tone", prompt="Be brief.")
@@ -239,7 +239,7 @@ class TestTriggers:
 
 
 class TestOrder:
-    """DOMAIN §2.1: park → lease → trigger → template gate."""
+    """docs/context-model.md §2.1: park → lease → trigger → template gate."""
 
     def test_park_comes_first_with_the_fixed_sentence(self) -> None:
         inj = define_steering("s", prompt="p")

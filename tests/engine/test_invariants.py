@@ -1,4 +1,4 @@
-"""The invariants of DOMAIN §11 as property tests over random maps, batches and lease sets."""
+"""The invariants of docs/context-model.md §11 as property tests over random maps, batches and lease sets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The three lease laws of DOMAIN §4.3, pinned rule by rule."""
+"""The three lease laws of docs/context-model.md §4.3, pinned rule by rule."""
 
 from __future__ import annotations
 

@@ -51,7 +51,9 @@ def conversation() -> LlmRequest:
                     ToolCallRecord(id="toolu_2", name="refund", args={"order_id": "B-2"}),
                 ],
             ),
-            Message(role="tool", tool_call_id="toolu_1", tool_name="lookup_order", content='{"status": "shipped"}'),
+            Message(
+                role="tool", tool_call_id="toolu_1", tool_name="lookup_order", content='{"status": "shipped"}'
+            ),
             Message(role="tool", tool_call_id="toolu_2", tool_name="refund", content="refunded"),
         ],
         tools=[LOOKUP, REFUND],
@@ -101,13 +103,19 @@ def test_a_tool_use_round_trip(fake_server: FakeServer) -> None:
     ]
     assert body["tools"] == [
         {"name": "lookup_order", "description": "Find an order by id.", "input_schema": LOOKUP.parameters},
-        {"name": "refund", "description": "Refund an order.", "input_schema": {"type": "object", "properties": {}}},
+        {
+            "name": "refund",
+            "description": "Refund an order.",
+            "input_schema": {"type": "object", "properties": {}},
+        },
     ]
 
     assert reply.content == "A-17 shipped. One more check."
     assert reply.tool_calls == [ToolCallRecord(id="toolu_3", name="lookup_order", args={"order_id": "B-2"})]
     assert reply.stop_reason == "tool_use"
-    assert reply.usage == Usage(input_tokens=321, output_tokens=45, cache_read_tokens=300, cache_write_tokens=12)
+    assert reply.usage == Usage(
+        input_tokens=321, output_tokens=45, cache_read_tokens=300, cache_write_tokens=12
+    )
 
 
 def test_a_final_answer_and_a_plain_request(fake_server: FakeServer) -> None:
@@ -127,7 +135,9 @@ def test_a_final_answer_and_a_plain_request(fake_server: FakeServer) -> None:
 
 def test_the_request_budget_wins_and_unsupported_settings_are_not_sent(fake_server: FakeServer) -> None:
     fake_server.handler = reply_with(anthropic_message([{"type": "text", "text": "ok"}]))
-    request = LlmRequest(messages=[Message(role="user", content="hi")], temperature=0.7, max_tokens=64, seed=3)
+    request = LlmRequest(
+        messages=[Message(role="user", content="hi")], temperature=0.7, max_tokens=64, seed=3
+    )
     provider(fake_server, max_tokens=999).complete(request)
     body = fake_server.requests[0].json()
     assert body["max_tokens"] == 64
@@ -201,18 +211,24 @@ def test_retries_are_the_sdks_when_asked_for(fake_server: FakeServer) -> None:
     def flaky(request: RecordedRequest) -> FakeResponse:
         attempts.append(request)
         if len(attempts) == 1:
-            return FakeResponse(500, anthropic_error("api_error", "try again"), headers={"retry-after-ms": "1"})
+            return FakeResponse(
+                500, anthropic_error("api_error", "try again"), headers={"retry-after-ms": "1"}
+            )
         return FakeResponse(200, anthropic_message([{"type": "text", "text": "second time"}]))
 
     fake_server.handler = flaky
-    reply = provider(fake_server, max_retries=1).complete(LlmRequest(messages=[Message(role="user", content="hi")]))
+    reply = provider(fake_server, max_retries=1).complete(
+        LlmRequest(messages=[Message(role="user", content="hi")])
+    )
     assert reply.content == "second time"
     assert len(attempts) == 2
 
 
 def test_arguments_sent_as_a_json_string_object_are_accepted(fake_server: FakeServer) -> None:
     fake_server.handler = reply_with(
-        anthropic_message([{"type": "tool_use", "id": "toolu_9", "name": "refund", "input": '{"order_id": "B-2"}'}])
+        anthropic_message(
+            [{"type": "tool_use", "id": "toolu_9", "name": "refund", "input": '{"order_id": "B-2"}'}]
+        )
     )
     reply = provider(fake_server).complete(LlmRequest(messages=[Message(role="user", content="hi")]))
     assert reply.tool_calls[0].args == {"order_id": "B-2"}

@@ -69,8 +69,12 @@ class Live:
 
 
 ANTHROPIC = Live(
-    name="anthropic", provider_class=AnthropicProvider, model="claude-test", api_path="",
-    key="sk-ant-test-0123456789abcdef", env_var="ANTHROPIC_API_KEY",
+    name="anthropic",
+    provider_class=AnthropicProvider,
+    model="claude-test",
+    api_path="",
+    key="sk-ant-test-0123456789abcdef",
+    env_var="ANTHROPIC_API_KEY",
     text_reply=lambda text: anthropic_message([{"type": "text", "text": text}]),
     error_body=anthropic_error,
     tool_call_reply=lambda call_id, name, raw: anthropic_message(
@@ -78,8 +82,12 @@ ANTHROPIC = Live(
     ),
 )
 OPENAI = Live(
-    name="openai", provider_class=OpenAIProvider, model="gpt-test", api_path="/v1",
-    key="sk-proj-test-0123456789abcdef", env_var="OPENAI_API_KEY",
+    name="openai",
+    provider_class=OpenAIProvider,
+    model="gpt-test",
+    api_path="/v1",
+    key="sk-proj-test-0123456789abcdef",
+    env_var="OPENAI_API_KEY",
     text_reply=lambda text: openai_completion(content=text),
     error_body=lambda kind, message: openai_error(message, kind=kind),
     tool_call_reply=lambda call_id, name, raw: openai_completion(
@@ -95,7 +103,9 @@ LIVE = [pytest.param(ANTHROPIC, id="anthropic"), pytest.param(OPENAI, id="openai
         (ANTHROPIC, 401, "authentication_error", "invalid x-api-key"),
         (ANTHROPIC, 403, "permission_error", "this key may not use the model"),
         (
-            ANTHROPIC, 429, "rate_limit_error",
+            ANTHROPIC,
+            429,
+            "rate_limit_error",
             "Number of request tokens has exceeded your per-minute rate limit",
         ),
         (ANTHROPIC, 500, "api_error", "Internal server error"),

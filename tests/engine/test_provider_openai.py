@@ -48,7 +48,9 @@ def conversation() -> LlmRequest:
                     ToolCallRecord(id="call_b", name="ping"),
                 ],
             ),
-            Message(role="tool", tool_call_id="call_a", tool_name="lookup_order", content='{"status": "shipped"}'),
+            Message(
+                role="tool", tool_call_id="call_a", tool_name="lookup_order", content='{"status": "shipped"}'
+            ),
             Message(role="tool", tool_call_id="call_b", tool_name="ping", content="up"),
         ],
         tools=[LOOKUP, PING],
@@ -82,8 +84,11 @@ def test_a_tool_call_round_trip(fake_server: FakeServer) -> None:
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": "call_a", "type": "function",
-                 "function": {"name": "lookup_order", "arguments": '{"order_id": "A-17"}'}},
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "lookup_order", "arguments": '{"order_id": "A-17"}'},
+                },
                 {"id": "call_b", "type": "function", "function": {"name": "ping", "arguments": "{}"}},
             ],
         },
@@ -91,11 +96,22 @@ def test_a_tool_call_round_trip(fake_server: FakeServer) -> None:
         {"role": "tool", "tool_call_id": "call_b", "content": "up"},
     ]
     assert body["tools"] == [
-        {"type": "function",
-         "function": {"name": "lookup_order", "description": "Find an order by id.", "parameters": LOOKUP.parameters}},
-        {"type": "function",
-         "function": {"name": "ping", "description": "Check the service.",
-                      "parameters": {"type": "object", "properties": {}}}},
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup_order",
+                "description": "Find an order by id.",
+                "parameters": LOOKUP.parameters,
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "ping",
+                "description": "Check the service.",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        },
     ]
 
     assert reply.content == "Checking B-2 too."
@@ -108,7 +124,9 @@ def test_a_tool_call_round_trip(fake_server: FakeServer) -> None:
 
 
 def test_a_final_answer_and_a_plain_request(fake_server: FakeServer) -> None:
-    fake_server.handler = reply_with(openai_completion(content="Hello!", prompt_tokens=8, completion_tokens=2))
+    fake_server.handler = reply_with(
+        openai_completion(content="Hello!", prompt_tokens=8, completion_tokens=2)
+    )
     reply = provider(fake_server).complete(HELLO)
     body = fake_server.requests[0].json()
     assert set(body) == {"model", "messages"}
@@ -123,7 +141,9 @@ def test_base_url_is_honoured_with_no_key_for_a_local_server(
     # Ollama / vLLM: any path prefix, no key needed, `max_tokens` as compatible servers know it.
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     fake_server.handler = reply_with(openai_completion(content="from llama"))
-    subject = OpenAIProvider("llama3.2", base_url=f"{fake_server.url}/ollama/v1", max_retries=0, max_tokens=300)
+    subject = OpenAIProvider(
+        "llama3.2", base_url=f"{fake_server.url}/ollama/v1", max_retries=0, max_tokens=300
+    )
     assert subject.complete(HELLO).content == "from llama"
     sent = fake_server.requests[0]
     assert sent.path == "/ollama/v1/chat/completions"
@@ -186,7 +206,9 @@ def test_malformed_tool_arguments_can_be_kept_and_are_sent_back_verbatim(fake_se
             "messages": [
                 *HELLO.messages,
                 Message(role="assistant", tool_calls=reply.tool_calls),
-                Message(role="tool", tool_call_id="call_z", tool_name="lookup_order", content="invalid arguments"),
+                Message(
+                    role="tool", tool_call_id="call_z", tool_name="lookup_order", content="invalid arguments"
+                ),
             ]
         }
     )
@@ -196,8 +218,12 @@ def test_malformed_tool_arguments_can_be_kept_and_are_sent_back_verbatim(fake_se
 
 
 def test_empty_arguments_mean_no_arguments(fake_server: FakeServer) -> None:
-    fake_server.handler = reply_with(openai_completion(tool_calls=[("call_p", "ping", "")], finish_reason="tool_calls"))
-    assert provider(fake_server).complete(HELLO).tool_calls == [ToolCallRecord(id="call_p", name="ping", args={})]
+    fake_server.handler = reply_with(
+        openai_completion(tool_calls=[("call_p", "ping", "")], finish_reason="tool_calls")
+    )
+    assert provider(fake_server).complete(HELLO).tool_calls == [
+        ToolCallRecord(id="call_p", name="ping", args={})
+    ]
 
 
 def test_a_reply_without_choices_is_a_provider_error(fake_server: FakeServer) -> None:

@@ -22,10 +22,18 @@ def ask(text: str = "hello", *, system: str = "You help.") -> LlmRequest:
 
 def after(request: LlmRequest, reply: LlmResponse, results: dict[str, str] | None = None) -> LlmRequest:
     """The next request of the conversation: the reply and each call's result appended."""
-    messages = [*request.messages, Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls)]
+    messages = [
+        *request.messages,
+        Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls),
+    ]
     for call in reply.tool_calls:
         messages.append(
-            Message(role="tool", tool_call_id=call.id, tool_name=call.name, content=(results or {}).get(call.id, "ok"))
+            Message(
+                role="tool",
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=(results or {}).get(call.id, "ok"),
+            )
         )
     return request.model_copy(update={"messages": messages})
 
@@ -83,7 +91,10 @@ def test_mapping_entries_follow_the_reference_reply_shape() -> None:
         [
             {
                 "content": "Checking.",
-                "tool_calls": [{"id": "t-9", "name": "fetch", "args": {"url": "x"}}, {"name": "ping", "args": {}}],
+                "tool_calls": [
+                    {"id": "t-9", "name": "fetch", "args": {"url": "x"}},
+                    {"name": "ping", "args": {}},
+                ],
                 "stop_reason": "tool_use",
                 "usage": {"input_tokens": 11, "output_tokens": 7},
             }
@@ -91,7 +102,10 @@ def test_mapping_entries_follow_the_reference_reply_shape() -> None:
     )
     reply = provider.complete(ask())
     assert reply.content == "Checking."
-    assert [(c.id, c.name, c.args) for c in reply.tool_calls] == [("t-9", "fetch", {"url": "x"}), ("call_1", "ping", {})]
+    assert [(c.id, c.name, c.args) for c in reply.tool_calls] == [
+        ("t-9", "fetch", {"url": "x"}),
+        ("call_1", "ping", {}),
+    ]
     assert reply.usage == Usage(input_tokens=11, output_tokens=7)
 
 
@@ -177,8 +191,11 @@ def test_replies_take_precedence_over_reply_and_respond() -> None:
 
 def test_with_nothing_scripted_it_echoes_the_last_user_message() -> None:
     request = LlmRequest(
-        messages=[Message(role="user", content="first"), Message(role="assistant", content="ok"),
-                  Message(role="user", content="second")]
+        messages=[
+            Message(role="user", content="first"),
+            Message(role="assistant", content="ok"),
+            Message(role="user", content="second"),
+        ]
     )
     assert ScriptedProvider().complete(request).content == "second"
 
@@ -247,7 +264,11 @@ def test_given_usage_is_kept() -> None:
 
 def test_stop_reason_defaults_to_the_kind_of_reply() -> None:
     provider = ScriptedProvider(
-        [ScriptedReply.tool_call("a"), ScriptedReply.text("done"), ScriptedReply.text("cut", stop_reason="max_tokens")]
+        [
+            ScriptedReply.tool_call("a"),
+            ScriptedReply.text("done"),
+            ScriptedReply.text("cut", stop_reason="max_tokens"),
+        ]
     )
     assert provider.complete(ask()).stop_reason == "tool_use"
     assert provider.complete(ask()).stop_reason == "end_turn"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-import fpdebug.engine as engine
+from fpdebug import engine
 from fpdebug.engine import effects, engagement, injections, leases, types
 
 P = inspect.Parameter

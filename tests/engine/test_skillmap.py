@@ -1,4 +1,4 @@
-"""The skill map: builder refusals, compiled triggers, the resolver, reachability, the gate (DOMAIN §5)."""
+"""The skill map: builder refusals, compiled triggers, the resolver, reachability, the gate (docs/context-model.md §5)."""
 
 from __future__ import annotations
 

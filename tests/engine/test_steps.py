@@ -1,4 +1,4 @@
-"""Step procedures as the reference declares and moves them (DOMAIN §5.6; reference ``skillSteps.ts``).
+"""Step procedures as the reference declares and moves them (docs/context-model.md §5.6; reference ``skillSteps.ts``).
 
 The reference (footprintjs/agentfootprint, ``src/lib/injection-engine/skillSteps.ts`` and
 ``src/core/agent/stages/toolCalls.ts``) pins what these tests assert:
@@ -138,7 +138,10 @@ class TestSkipStep:
         text, boundary = skip_step_result(at(2), plans(), "  the payment service is down ")
         assert boundary is not None
         assert (boundary.outcome, boundary.step, boundary.held, boundary.reason) == (
-            "step_skipped", 2, False, "the payment service is down",
+            "step_skipped",
+            2,
+            False,
+            "the payment service is down",
         )
         assert boundary.next == at(3, (2,))
         assert text == (

@@ -145,8 +145,16 @@ def test_the_chain_runs_in_order_and_each_sees_what_the_previous_left(tmp_path: 
     def audit(call: ToolCall, context: ToolCallContext) -> ToolCall | None:
         if call.name != "refund":
             return None
-        seen.append((call.args["amount"], context.requested["amount"], context.tool.name, context.turn,
-                     context.iteration, context.run_id))
+        seen.append(
+            (
+                call.args["amount"],
+                context.requested["amount"],
+                context.tool.name,
+                context.turn,
+                context.iteration,
+                context.run_id,
+            )
+        )
         return ToolCall(call.id, call.name, {**call.args, "reason": "capped by policy"})
 
     run = record(shop(cap_refund, audit), "Refund ORD-7", scripted(*SCRIPT), tmp_path)
@@ -188,8 +196,10 @@ def boom(call: ToolCall, context: ToolCallContext) -> None:
     [
         (boom, "only_refunds raised ValueError: policy service down"),
         (lambda call, context: 42, "returned int; expected a ToolCall, a mapping of arguments or None"),
-        (lambda call, context: ToolCall(call.id, "lookup_order", {"order_id": "ORD-7"}),
-         "cannot change the call's id or tool"),
+        (
+            lambda call, context: ToolCall(call.id, "lookup_order", {"order_id": "ORD-7"}),
+            "cannot change the call's id or tool",
+        ),
         (lambda call, context: {**call.args, "amount": {1, 2}}, "not JSON data"),
         (lambda call, context: {**call.args, 1: 2}, "not JSON data"),
     ],
@@ -233,12 +243,18 @@ def test_the_rewrite_reaches_the_argument_row_and_the_assumed_block(tmp_path: Pa
     row = amount_row(run)
     # Where the model got 250 from, and that the call ran with 100 instead.
     assert (row.tool_call_id, row.value, row.source, row.source_tool_call_id, row.source_path) == (
-        "call_2", 250.0, "tool-result", "call_1", "$.order.total")
+        "call_2",
+        250.0,
+        "tool-result",
+        "call_1",
+        "$.order.total",
+    )
     assert (row.rewritten, row.rewritten_to) == (True, 100.0)
     answer = assessment(run)
     assert answer.reads[-2:] == ["argumentAsk", "middlewareDecisions"]
-    assert answer.assumed == [AssumedValue(tool_call_id="call_2", path="$.amount", original=250.0,
-                                           rewritten_to=100.0)]
+    assert answer.assumed == [
+        AssumedValue(tool_call_id="call_2", path="$.amount", original=250.0, rewritten_to=100.0)
+    ]
     stated = {value.text: value for value in answer.values}
     # The answer states what ran: the refund's own result holds it.
     assert stated["$100.00"].supported and "tool:call_2" in stated["$100.00"].supported_by
@@ -278,15 +294,20 @@ def test_a_removed_argument_and_hidden_arguments_in_the_assumed_block(tmp_path: 
     assert_equality_law(run)
 
     hiding = (
-        Agent("shop").tools(lookup_order, tool(refund, hides_arguments=True))
-        .tool_middleware(drop_reason, cap_refund).findings()
+        Agent("shop")
+        .tools(lookup_order, tool(refund, hides_arguments=True))
+        .tool_middleware(drop_reason, cap_refund)
+        .findings()
     )
     run = record(hiding, "Refund ORD-7", scripted(*script), tmp_path, name="hidden")
     (finding,) = [f for f in run.findings("inputs") if f.iteration == 2]
     rows = {r.path: r for r in finding.rows if isinstance(r, ArgumentRow)}
     assert all(r.hidden and r.value is None and r.rewritten_to is None for r in rows.values())
     assert (rows["$.amount"].rewritten, rows["$.reason"].rewritten, rows["$.order_id"].rewritten) == (
-        True, True, None)
+        True,
+        True,
+        None,
+    )
     assert assessment(run).assumed == [
         AssumedValue(tool_call_id="call_2", path="$.amount", hidden=True),
         AssumedValue(tool_call_id="call_2", path="$.reason", removed=True, hidden=True),
@@ -347,35 +368,49 @@ def refuse_hello(call: ToolCall, context: ToolCallContext) -> None:
         raise RuntimeError("no greetings")
 
 
-MIDDLEWARE = st.lists(st.sampled_from([cap_note, drop_amount, add_amount, upper_key, refuse_hello]),
-                      max_size=3)
+MIDDLEWARE = st.lists(
+    st.sampled_from([cap_note, drop_amount, add_amount, upper_key, refuse_hello]), max_size=3
+)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(turns=st.lists(TURN, min_size=1, max_size=2), chain=MIDDLEWARE, hide=st.booleans(),
-       sources=st.booleans(), limit=st.integers(min_value=1, max_value=4), extra=CALLS)
+@given(
+    turns=st.lists(TURN, min_size=1, max_size=2),
+    chain=MIDDLEWARE,
+    hide=st.booleans(),
+    sources=st.booleans(),
+    limit=st.integers(min_value=1, max_value=4),
+    extra=CALLS,
+)
 def test_findings_with_any_chain_equal_those_recomputed_from_the_saved_trace(
-    turns: list[tuple[list[list[ScriptedCall]], str]], chain: list[Any], hide: bool, sources: bool,
-    limit: int, extra: list[ScriptedCall],
+    turns: list[tuple[list[list[ScriptedCall]], str]],
+    chain: list[Any],
+    hide: bool,
+    sources: bool,
+    limit: int,
+    extra: list[ScriptedCall],
 ) -> None:
     agent = (
         Agent("prop")
         .tools(tool(lookup, display_name="Lookup"), tool(note, hides_arguments=hide))
         .max_iterations(limit)
         .tool_middleware(*chain)
-        .honesty(HonestyLayers().arm(inputs=True, results=True, answer=True,
-                                     argument_sources=sources or None))
+        .honesty(
+            HonestyLayers().arm(inputs=True, results=True, answer=True, argument_sources=sources or None)
+        )
     )
     script: list[ScriptedReply] = []
     for batches, answer in turns:
-        script += [ScriptedReply.batch(*batch) for batch in [extra, *batches][:limit - 1]]
+        script += [ScriptedReply.batch(*batch) for batch in [extra, *batches][: limit - 1]]
         script.append(ScriptedReply.text(answer))
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "run.jsonl"
         clock = FixedClock(T0)
         with TraceFileSink.create(path, clock=clock, durability="none") as sink:
             messages = [f"turn {i}: ORD-1" for i in range(len(turns))]
-            result = agent.run(messages, provider=ScriptedProvider(script), sink=sink, clock=clock, run_id="p")
+            result = agent.run(
+                messages, provider=ScriptedProvider(script), sink=sink, clock=clock, run_id="p"
+            )
         with TraceReader(path) as reader:
             events = [reader[i] for i in range(1, len(reader))]
     assert result.status == "completed"

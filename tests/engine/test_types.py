@@ -29,7 +29,7 @@ def test_tool_result_is_frozen() -> None:
 
 
 def test_the_seven_statuses() -> None:
-    assert TOOL_STATUSES == {"success", "failure", "denied", "invalid", "partial", "pending", "absent"}
+    assert {"success", "failure", "denied", "invalid", "partial", "pending", "absent"} == TOOL_STATUSES
     with pytest.raises(ToolError, match="not one of"):
         ToolResult("lookup", status="ok")  # type: ignore[arg-type]
     # An unhashable value is refused in the same words, not with a TypeError from the set lookup.

@@ -1,6 +1,6 @@
 """Values a tool returns are untrusted: odd shapes stay plain data or no match, never a crash.
 
-DOMAIN §4.1 (a near-miss envelope stays data, and its author is warned) and §5.3 (a route guard
+docs/context-model.md §4.1 (a near-miss envelope stays data, and its author is warned) and §5.3 (a route guard
 that cannot read its field is no match for that (edge, result) pair), asserted on the unit and
 through :meth:`Agent.run`.
 """
@@ -153,11 +153,15 @@ def _too_deep() -> list[object]:
     return deep
 
 
-@pytest.mark.parametrize(("value", "why"), [
-    (_circular(), "ValueError: Circular reference detected"),
-    (_too_deep(), "RecursionError"),
-    ({"when": object()}, None),  # default=str turns an unknown object into its text: readable
-], ids=["circular", "too-deep", "unknown-object"])
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (_circular(), "ValueError: Circular reference detected"),
+        (_too_deep(), "RecursionError"),
+        ({"when": object()}, None),  # default=str turns an unknown object into its text: readable
+    ],
+    ids=["circular", "too-deep", "unknown-object"],
+)
 def test_a_result_that_cannot_be_written_as_json_is_a_failure_the_loop_survives(
     value: object, why: str | None, tmp_path: Path
 ) -> None:

@@ -30,11 +30,18 @@ SAMPLES_DIR = Path(__file__).resolve().parents[2] / "sample_traces"
 SAMPLES = sorted(SAMPLES_DIR.glob("*.fptrace.jsonl"))
 """Every committed demo trace."""
 
-CONTENT_KEYS = frozenset({
-    "gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.output.messages",
-    "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "fpdebug.cursor.witness.text",
-    "fpdebug.engagement.park_card", "fpdebug.finding.unsupported_values",
-})
+CONTENT_KEYS = frozenset(
+    {
+        "gen_ai.system_instructions",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "fpdebug.cursor.witness.text",
+        "fpdebug.engagement.park_card",
+        "fpdebug.finding.unsupported_values",
+    }
+)
 """Attributes that carry what a user, a model or a tool wrote (exported only on request)."""
 
 
@@ -47,7 +54,8 @@ def trace_events(path: Path) -> list[TraceEvent]:
     """The trace's valid events, in file order."""
     with TraceReader(path) as reader:
         return [
-            record for _, record in reader.iter_records(1)
+            record
+            for _, record in reader.iter_records(1)
             if not isinstance(record, InvalidRecord | OpaqueRecord | TraceHeader)
         ]
 

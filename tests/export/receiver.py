@@ -49,8 +49,13 @@ class OtlpReceiver(FakeServer):
     @property
     def spans(self) -> list[Span]:
         """Every span received, in arrival order."""
-        return [span for request in self.received for rs in request.resource_spans
-                for ss in rs.scope_spans for span in ss.spans]
+        return [
+            span
+            for request in self.received
+            for rs in request.resource_spans
+            for ss in rs.scope_spans
+            for span in ss.spans
+        ]
 
     @property
     def endpoint(self) -> str:

@@ -57,9 +57,11 @@ def test_headers_reach_the_collector() -> None:
 
 def test_a_refusing_collector_is_a_clear_error() -> None:
     spans = build_spans(trace_events(SAMPLES[0]))
-    with OtlpReceiver(status=400) as receiver:
-        with pytest.raises(ExportError, match=r"did not accept spans 1-\d+ .*400"):
-            send_spans(spans, receiver.endpoint)
+    with (
+        OtlpReceiver(status=400) as receiver,
+        pytest.raises(ExportError, match=r"did not accept spans 1-\d+ .*400"),
+    ):
+        send_spans(spans, receiver.endpoint)
 
 
 def closed_port() -> int:
@@ -93,7 +95,9 @@ def test_a_generic_sdk_message_gets_the_connection_error_added() -> None:
 def test_an_answering_collector_is_not_called_unreachable() -> None:
     with OtlpReceiver(status=400) as receiver:
         log = SdkLog()
-        log.emit(logging.makeLogRecord({"msg": "Failed to export span batch code: 400", "levelno": logging.ERROR}))
+        log.emit(
+            logging.makeLogRecord({"msg": "Failed to export span batch code: 400", "levelno": logging.ERROR})
+        )
         assert undelivered_reason(receiver.endpoint, log) == "Failed to export span batch code: 400"
 
 
@@ -102,11 +106,18 @@ def test_the_sdk_log_reason_joins_the_last_message_and_the_first_cause() -> None
     assert log.reason is None
     logger = logging.getLogger("opentelemetry.test")
     record = logger.makeRecord(
-        logger.name, logging.WARNING, __file__, 1,
+        logger.name,
+        logging.WARNING,
+        __file__,
+        1,
         "Transient error %s encountered while exporting span batch, retrying in %ss.",
-        ("HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded (Caused by NewConnectionError("
-         "'<urllib3.connection.HTTPConnection object>: Failed to establish a new connection: "
-         "[Errno 111] Connection refused'))", 0.9), None,
+        (
+            "HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded (Caused by NewConnectionError("
+            "'<urllib3.connection.HTTPConnection object>: Failed to establish a new connection: "
+            "[Errno 111] Connection refused'))",
+            0.9,
+        ),
+        None,
     )
     log.emit(record)
     assert log.reason == log.first  # one message: nothing to join
@@ -145,11 +156,17 @@ def records_run_id(path: Path) -> str:
     return raw_records(path)[0]["run_id"]
 
 
-@pytest.mark.parametrize(("url", "expected"), [
-    ("http://localhost:4318", "http://localhost:4318/v1/traces"),
-    ("http://localhost:4318/", "http://localhost:4318/v1/traces"),
-    ("https://cloud.example/api/public/otel/v1/traces", "https://cloud.example/api/public/otel/v1/traces"),
-])
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://localhost:4318", "http://localhost:4318/v1/traces"),
+        ("http://localhost:4318/", "http://localhost:4318/v1/traces"),
+        (
+            "https://cloud.example/api/public/otel/v1/traces",
+            "https://cloud.example/api/public/otel/v1/traces",
+        ),
+    ],
+)
 def test_a_base_url_gets_the_traces_path(url: str, expected: str) -> None:
     assert traces_endpoint(url) == expected
 

@@ -111,8 +111,10 @@ def test_tool_spans_name_the_tool_and_the_call(sample: Path) -> None:
     tree = Tree(export(sample))
     results = [r for r in records if r["kind"] == "tool_result"]
     tools = tree.op("execute_tool")
-    assert [(tree.attrs[s.span_id]["gen_ai.tool.name"], tree.attrs[s.span_id]["gen_ai.tool.call.id"])
-            for s in tools] == [(r["tool_name"], r["tool_call_id"]) for r in results]
+    assert [
+        (tree.attrs[s.span_id]["gen_ai.tool.name"], tree.attrs[s.span_id]["gen_ai.tool.call.id"])
+        for s in tools
+    ] == [(r["tool_name"], r["tool_call_id"]) for r in results]
     for span, result in zip(tools, results, strict=True):
         assert span.name == f"execute_tool {result['tool_name']}"
         assert span.end_time_unix_nano == ns(result["ts"])
@@ -140,8 +142,11 @@ def test_every_fpdebug_fact_is_an_event_on_its_turn_span(sample: Path) -> None:
     records = raw_records(sample)
     tree = Tree(export(sample))
     facts = [r for r in records if r["kind"] in FACT_KINDS]
-    events = [(tree.attrs[span.span_id]["fpdebug.turn"], event)
-              for span in tree.op("invoke_agent") for event in span.events]
+    events = [
+        (tree.attrs[span.span_id]["fpdebug.turn"], event)
+        for span in tree.op("invoke_agent")
+        for event in span.events
+    ]
     assert Counter(event.name for _, event in events) == Counter(f"fpdebug.{r['kind']}" for r in facts)
     by_seq = {attrs(event.attributes)["fpdebug.seq"]: (turn, event) for turn, event in events}
     for record in facts:
@@ -154,7 +159,10 @@ def test_every_fpdebug_fact_is_an_event_on_its_turn_span(sample: Path) -> None:
             assert got.get("fpdebug.pass.lease_active_ids") == record.get("lease_active_ids")
         elif record["kind"] == "cursor_move":
             assert (got.get("fpdebug.cursor.from"), got["fpdebug.cursor.to"], got["fpdebug.cursor.by"]) == (
-                record.get("from_skill"), record["to_skill"], record["by"])
+                record.get("from_skill"),
+                record["to_skill"],
+                record["by"],
+            )
         elif record["kind"] == "lease_grant":
             lease = record["lease"]
             assert got["fpdebug.lease.instruction_id"] == lease["instruction_id"]
@@ -173,9 +181,13 @@ def test_every_fpdebug_fact_is_an_event_on_its_turn_span(sample: Path) -> None:
 def test_the_zone_trap_export_shows_the_park_and_the_re_engagement() -> None:
     path = next(p for p in SAMPLES if p.name.startswith("zone-trap"))
     tree = Tree(export(path))
-    changes = [change for span in tree.op("invoke_agent") for event in span.events
-               if event.name == "fpdebug.engagement"
-               for change in attrs(event.attributes).get("fpdebug.engagement.changes", [])]
+    changes = [
+        change
+        for span in tree.op("invoke_agent")
+        for event in span.events
+        if event.name == "fpdebug.engagement"
+        for change in attrs(event.attributes).get("fpdebug.engagement.changes", [])
+    ]
     assert "parked" in changes and "reengaged" in changes
     assert changes.index("parked") < changes.index("reengaged")
 
@@ -201,7 +213,8 @@ def test_content_is_exported_on_request_in_the_gen_ai_message_shapes(sample: Pat
         got = tree.attrs[span.span_id]
         call = calls[got["fpdebug.call_index"]]
         assert [part["content"] for part in got["gen_ai.system_instructions"]] == [
-            segment["text"] for segment in call["request"]["system_prompt"]]
+            segment["text"] for segment in call["request"]["system_prompt"]
+        ]
         sent = call["request"]["messages"]
         assert [m["role"] for m in got["gen_ai.input.messages"]] == [m["role"] for m in sent]
         first_user = next(m for m in call["request"]["messages"] if m["role"] == "user")
@@ -211,10 +224,13 @@ def test_content_is_exported_on_request_in_the_gen_ai_message_shapes(sample: Pat
         # conventions' gen-ai-input-messages.json), which backends read to show the result.
         for message, exported in zip(sent, got["gen_ai.input.messages"], strict=True):
             if message["role"] == "tool":
-                assert exported["parts"] == [{
-                    "type": "tool_call_response", "id": message["tool_call_id"],
-                    "response": message["content"],
-                }]
+                assert exported["parts"] == [
+                    {
+                        "type": "tool_call_response",
+                        "id": message["tool_call_id"],
+                        "response": message["content"],
+                    }
+                ]
         output = got["gen_ai.output.messages"][0]
         calls_asked = [part for part in output["parts"] if part["type"] == "tool_call"]
         assert [part["name"] for part in calls_asked] == [c["name"] for c in call["response"]["tool_calls"]]

@@ -4,7 +4,7 @@ The sidecar tests run ``fpdebug backtrack`` on a copy of the planted-fact sample
 scripted reruns are seeded, so their verdicts are the same every time).
 
 The golden files under ``tests/export/golden/`` were generated from the committed sample traces and
-read line by line against the scenarios (SCENARIOS.md, DOMAIN §4.4 and §6.6). After a deliberate change
+read line by line against the scenarios (SCENARIOS.md, docs/context-model.md §4.4 and §6.6). After a deliberate change
 to the report, regenerate them with ``FPDEBUG_UPDATE_GOLDEN=1 pytest tests/export/test_report.py`` and
 review the diff.
 """
@@ -91,11 +91,13 @@ def test_the_report_agrees_with_the_raw_trace(sample: Path) -> None:
         assert row["leases_served"] == passes[0].get("lease_active_ids", [])
     grants = [r["lease"] for r in records if r["kind"] == "lease_grant"]
     assert [(lease["instruction_id"], lease["granted_by_call"]) for lease in run["leases"]] == [
-        (grant["instruction_id"], grant["tool_call_id"]) for grant in grants]
+        (grant["instruction_id"], grant["tool_call_id"]) for grant in grants
+    ]
     prunes = [r for r in records if r["kind"] == "lease_prune"]
     pruned = {p["instruction_id"]: p["reason"] for r in prunes for p in r["pruned"]}
     assert {lease["instruction_id"]: lease["state"] for lease in run["leases"]} == {
-        grant["instruction_id"]: pruned.get(grant["instruction_id"], "alive") for grant in grants}
+        grant["instruction_id"]: pruned.get(grant["instruction_id"], "alive") for grant in grants
+    }
 
 
 def test_the_zone_trap_report_shows_the_park_on_pass_4_and_the_re_engagement_on_pass_5() -> None:
@@ -110,10 +112,13 @@ def test_the_zone_trap_report_shows_the_park_on_pass_4_and_the_re_engagement_on_
 def test_the_support_report_shows_both_leases_and_how_each_ended() -> None:
     path = next(p for p in SAMPLES if scenario(p) == "support")
     text = render_markdown(report_trace(path, find_sidecar=False))
-    assert ("| wire-format | next-call | billing | fetch\\_invoice (call\\_3) | 1.2 | 1.3 "
-            "| spent at 1.3") in text
-    assert ("| refund-policy | until-skill-exit | billing | check\\_policy (call\\_2) | 1.2 | 1.3 "
-            "| tenure-ended at 1.4") in text
+    assert (
+        "| wire-format | next-call | billing | fetch\\_invoice (call\\_3) | 1.2 | 1.3 | spent at 1.3"
+    ) in text
+    assert (
+        "| refund-policy | until-skill-exit | billing | check\\_policy (call\\_2) | 1.2 | 1.3 "
+        "| tenure-ended at 1.4"
+    ) in text
 
 
 def test_routing_trouble_and_engagement_from_a_hand_built_run(tmp_path: Path) -> None:
@@ -121,10 +126,16 @@ def test_routing_trouble_and_engagement_from_a_hand_built_run(tmp_path: Path) ->
     path = script.write(tmp_path / "support.jsonl")
     report = report_trace(path)
     (run,) = report["runs"]
-    assert run["route_conflicts"] == [{
-        "turn": 1, "iteration": 2, "from_skill": "triage", "winner": "scan → billing",
-        "losers": ["lookup → faq"], "source": None,
-    }]
+    assert run["route_conflicts"] == [
+        {
+            "turn": 1,
+            "iteration": 2,
+            "from_skill": "triage",
+            "winner": "scan → billing",
+            "losers": ["lookup → faq"],
+            "source": None,
+        }
+    ]
     assert [(row["requested"], row["allowed"]) for row in run["rejected_picks"]] == [("faq", ["triage"])]
     assert [(row["volunteered"], row["won"]) for row in run["superseded_reroutes"]] == [("faq", "billing")]
     badges = {row["iteration"]: row["badges"] for row in run["timeline"]}
@@ -144,23 +155,64 @@ def failing_run() -> Script:
     moves = [("a", "b"), ("b", "a"), ("a", "b")]
     for iteration, (start, end) in enumerate(moves, start=1):
         s.add(PassEvent, iteration=iteration, active_ids=["x"], evaluated_total=1)
-        s.add(CursorMoveEvent, iteration=iteration, from_skill=start, to_skill=end, by="route",
-              strength="structural")
-        s.add(LlmCallEvent, iteration=iteration, call_index=iteration, provider="scripted", model="m",
-              request=LlmRequest(), route="tool-calls")
-        s.add(ToolResultEvent, iteration=iteration, tool_call_id=f"c{iteration}", tool_name="read_skill",
-              result="no", status="invalid")
+        s.add(
+            CursorMoveEvent,
+            iteration=iteration,
+            from_skill=start,
+            to_skill=end,
+            by="route",
+            strength="structural",
+        )
+        s.add(
+            LlmCallEvent,
+            iteration=iteration,
+            call_index=iteration,
+            provider="scripted",
+            model="m",
+            request=LlmRequest(),
+            route="tool-calls",
+        )
+        s.add(
+            ToolResultEvent,
+            iteration=iteration,
+            tool_call_id=f"c{iteration}",
+            tool_name="read_skill",
+            result="no",
+            status="invalid",
+        )
         s.add(SkillRejectedEvent, iteration=iteration, requested_id="zz", allowed=["a"])
-    s.add(FindingEvent, iteration=3, layer="answer", rows=[AnswerAssessmentRow(reads=["history"], values=[
-        StatedValue(text="$5", kind="amount", supported=True),
-        StatedValue(text="$9", kind="amount", supported=False),
-    ])])
-    s.add(TurnEndEvent, final_content="", iteration_count=3,
-          stopped_early=StoppedEarly(reason="max-iterations", iteration=3, pending_tool_calls=1,
-                                     answer_was_empty=True))
-    s.add(LlmCallEvent, iteration=1, turn=2, call_index=4, provider="scripted", model="m",
-          request=LlmRequest(),
-          error=ErrorInfo(type="ProviderError", message="HTTP 500"))
+    s.add(
+        FindingEvent,
+        iteration=3,
+        layer="answer",
+        rows=[
+            AnswerAssessmentRow(
+                reads=["history"],
+                values=[
+                    StatedValue(text="$5", kind="amount", supported=True),
+                    StatedValue(text="$9", kind="amount", supported=False),
+                ],
+            )
+        ],
+    )
+    s.add(
+        TurnEndEvent,
+        final_content="",
+        iteration_count=3,
+        stopped_early=StoppedEarly(
+            reason="max-iterations", iteration=3, pending_tool_calls=1, answer_was_empty=True
+        ),
+    )
+    s.add(
+        LlmCallEvent,
+        iteration=1,
+        turn=2,
+        call_index=4,
+        provider="scripted",
+        model="m",
+        request=LlmRequest(),
+        error=ErrorInfo(type="ProviderError", message="HTTP 500"),
+    )
     s.turn = None
     s.add(RunEndEvent, status="failed", error=ErrorInfo(type="ProviderError", message="HTTP 500"))
     return s
@@ -177,7 +229,8 @@ def test_failures_trips_and_unsupported_values_are_reported(tmp_path: Path) -> N
     assert "rejected ×3" in badges[2] and "rejected ×3" not in badges[1] and "tool failed" in badges[0]
     assert "call failed" in badges[3]
     assert run["unsupported_values"] == [
-        {"turn": 1, "iteration": 3, "stated": 2, "unsupported": 1, "values": ["$9"]}]
+        {"turn": 1, "iteration": 3, "stated": 2, "unsupported": 1, "values": ["$9"]}
+    ]
     text = render_markdown(report_trace(path))
     assert "| 1.3 | 2 | 1 | $9 |" in text  # the value itself, not only its count; "$5" was supported
     assert "$5" not in text
@@ -195,8 +248,16 @@ def test_hostile_text_is_inert_and_escaped(tmp_path: Path) -> None:
     s.add(PassEvent, iteration=1, active_ids=[HOSTILE], evaluated_total=1)
     s.add(ToolResultEvent, iteration=1, tool_call_id=HOSTILE, tool_name=HOSTILE, result=HOSTILE)
     s.add(SkillRejectedEvent, iteration=1, requested_id=HOSTILE, allowed=[HOSTILE])
-    s.add(FindingEvent, iteration=1, layer="answer", rows=[AnswerAssessmentRow(reads=["history"], values=[
-        StatedValue(text=HOSTILE, kind="quoted", supported=False)])])
+    s.add(
+        FindingEvent,
+        iteration=1,
+        layer="answer",
+        rows=[
+            AnswerAssessmentRow(
+                reads=["history"], values=[StatedValue(text=HOSTILE, kind="quoted", supported=False)]
+            )
+        ],
+    )
     s.add(TurnEndEvent, final_content=HOSTILE, iteration_count=1)
     s.turn = None
     s.add(RunEndEvent, status="failed", error=ErrorInfo(type="X", message=HOSTILE))
@@ -212,7 +273,7 @@ def test_hostile_text_is_inert_and_escaped(tmp_path: Path) -> None:
         if line.startswith("| ") and lines[number + 1].startswith("|---"):
             tables += 1
             width = len(cells(line))
-            for row in lines[number + 2:]:
+            for row in lines[number + 2 :]:
                 if not row.startswith("|"):
                     break
                 assert len(cells(row)) == width, row
@@ -225,11 +286,18 @@ def cells(line: str) -> list[str]:
     return re.split(r"(?<!\\)\|", line)
 
 
-@pytest.mark.parametrize(("text", "cell"), [
-    ("plain", "plain"), ("a|b", "a\\|b"), ("x`y", "x\\`y"), ("two\nlines", "two⏎lines"),
-    (None, "–"), ("", "–"),
-    ("\x07bell", "\\\\x07bell"),
-])
+@pytest.mark.parametrize(
+    ("text", "cell"),
+    [
+        ("plain", "plain"),
+        ("a|b", "a\\|b"),
+        ("x`y", "x\\`y"),
+        ("two\nlines", "two⏎lines"),
+        (None, "–"),
+        ("", "–"),
+        ("\x07bell", "\\\\x07bell"),
+    ],
+)
 def test_md_cell(text: str | None, cell: str) -> None:
     assert md_cell(text) == cell
 
@@ -268,27 +336,45 @@ def test_the_report_shows_what_the_backtracker_saved(
     section = report_trace(trace)["backtrack"]
     assert section is not None
     assert (section["path"], section["unreadable_lines"], section["torn_tail"]) == (
-        sidecar_path_for(trace).name, 0, False)
+        sidecar_path_for(trace).name,
+        0,
+        False,
+    )
     (saved,) = section["backtracks"]
     report_line = lines[0]
     assert report_line["record"] == "report"
     assert (saved["claim"], saved["call_seq"], saved["call_index"], saved["run_id"]) == (
-        report_line["report"]["claim"], report_line["call_seq"], report_line["call_index"],
-        report_line["report"]["run_id"])
+        report_line["report"]["claim"],
+        report_line["call_seq"],
+        report_line["call_index"],
+        report_line["report"]["run_id"],
+    )
     assert saved["in_trace"] and saved["status"] == "finished" and saved["mode"] == "causal"
     baseline = next(line for line in lines if line["record"] == "baseline")["stats"]
     assert saved["baseline"] == f"{baseline['flips']}/{baseline['samples']} flipped with no ablation"
     assert saved["baseline_stable"] is True
-    assert [(v["source"], v["label"], v["verdict"], v["tier"], v["flips"], v["samples"], v["claim"])
-            for v in saved["verdicts"]] == [
-        (line["source"], line["verdict"]["label"], line["verdict"]["kind"], line["verdict"]["tier"],
-         line["verdict"]["flips"], line["verdict"]["samples"], line["verdict"]["claim"])
-        for line in lines if line["record"] == "verdict"]
+    assert [
+        (v["source"], v["label"], v["verdict"], v["tier"], v["flips"], v["samples"], v["claim"])
+        for v in saved["verdicts"]
+    ] == [
+        (
+            line["source"],
+            line["verdict"]["label"],
+            line["verdict"]["kind"],
+            line["verdict"]["tier"],
+            line["verdict"]["flips"],
+            line["verdict"]["samples"],
+            line["verdict"]["claim"],
+        )
+        for line in lines
+        if line["record"] == "verdict"
+    ]
     confirmed = [v["label"] for v in saved["verdicts"] if v["verdict"] == "confirmed"]
     assert confirmed == ["injection 'vip-override'"]
     bisect = next(line for line in lines if line["record"] == "bisect")["bisect"]
     assert saved["bisect"] is not None and saved["bisect"]["culprits"] == bisect["culprits"] == [
-        ["injection 'vip-override'"]]
+        ["injection 'vip-override'"]
+    ]
     assert saved["runs_used"] == lines[-1]["runs_used"]
     text = render_markdown(report_trace(trace))
     assert "### Backtrack 1: llm\\_call #2 (seq 7, turn.iter 1.2)" in text
@@ -339,14 +425,21 @@ def test_only_real_junk_is_counted_and_every_backtrack_keeps_its_status(tmp_path
     section = report_trace(trace)["backtrack"]
     assert section is not None and section["unreadable_lines"] == 0 and not section["torn_tail"]
     assert [(b["status"], b["mode"], b["verdicts"], b["baseline"]) for b in section["backtracks"]] == [
-        ("finished", "correlational", [], None)]
+        ("finished", "correlational", [], None)
+    ]
     # A cancelled one keeps what finished; one that never wrote its end record is unfinished.
     done: list[int] = []
-    backtrack(trace, ablate=True, load_module=demo_loader, progress=lambda d, _: done.append(d),
-              cancelled=lambda: len(done) >= 6)
+    backtrack(
+        trace,
+        ablate=True,
+        load_module=demo_loader,
+        progress=lambda d, _: done.append(d),
+        cancelled=lambda: len(done) >= 6,
+    )
     writer = SidecarWriter(trace, explain(trace).report)
-    writer.baseline(ProbeStats(samples=3, flips=1, similarity=SimilarityStats(mean=0.6, min=0.0, max=1.0,
-                                                                              stdev=0.4)))
+    writer.baseline(
+        ProbeStats(samples=3, flips=1, similarity=SimilarityStats(mean=0.6, min=0.0, max=1.0, stdev=0.4))
+    )
     with sidecar_path_for(trace).open("ab") as file:
         file.write(b'not json\n["a", "list"]\n{"record": "verdict", "id": "nobody"}\n{"record": "verd')
     section = report_trace(trace)["backtrack"]
@@ -356,7 +449,10 @@ def test_only_real_junk_is_counted_and_every_backtrack_keeps_its_status(tmp_path
     cancelled, unfinished = section["backtracks"][1:]
     assert len(cancelled["verdicts"]) == 1 and cancelled["baseline_stable"] is True
     assert (unfinished["baseline"], unfinished["baseline_stable"], unfinished["mode"]) == (
-        "1/3 flipped with no ablation", False, "correlational")
+        "1/3 flipped with no ablation",
+        False,
+        "correlational",
+    )
     text = render_markdown(report_trace(trace))
     assert "From planted-fact.fptrace.jsonl.backtrack.jsonl: 3 saved backtracks." in text
     assert "3 line(s) of the sidecar are not backtrack records and were skipped." in text

@@ -11,7 +11,9 @@ from fpdebug.trace.reader import TraceReader
 from tests.export.receiver import OtlpReceiver
 
 
-def test_a_streamed_run_reaches_the_collector_and_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_streamed_run_reaches_the_collector_and_the_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = tmp_path / "support.fptrace.jsonl"
     with OtlpReceiver() as receiver:
         code = main(["run", "support", "--trace", str(trace), "--otlp", receiver.endpoint])
@@ -28,7 +30,9 @@ def test_a_streamed_run_reaches_the_collector_and_the_trace(tmp_path: Path, caps
     assert f"otlp: {len(names)} span(s) exported, 0 failed" in out
 
 
-def test_a_refusing_collector_does_not_lose_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_refusing_collector_does_not_lose_the_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = tmp_path / "support.fptrace.jsonl"
     with OtlpReceiver(status=400) as receiver:
         code = main(["run", "support", "--trace", str(trace), "--otlp", receiver.endpoint])

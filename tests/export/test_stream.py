@@ -77,8 +77,11 @@ def test_a_live_agent_run_streams_to_a_loopback_collector() -> None:
         sink = OtlpStreamSink(inner, receiver.endpoint, schedule_delay_millis=10)
         assert sink.next_seq == inner.next_seq == 1
         result = scenario.build_agent().run(
-            list(scenario.user_messages), provider=scenario.scripted_provider(), sink=sink,
-            clock=FixedClock(T0), run_id="live-1",
+            list(scenario.user_messages),
+            provider=scenario.scripted_provider(),
+            sink=sink,
+            clock=FixedClock(T0),
+            run_id="live-1",
         )
         sink.close()
     assert result.status == "completed"
@@ -100,7 +103,10 @@ def test_an_unreachable_collector_never_stops_the_run() -> None:
     inner = MemorySink()
     sink = OtlpStreamSink(inner, f"http://127.0.0.1:{port}", timeout=0.5, schedule_delay_millis=10)
     result = scenario.build_agent().run(
-        list(scenario.user_messages), provider=scenario.scripted_provider(), sink=sink, clock=FixedClock(T0),
+        list(scenario.user_messages),
+        provider=scenario.scripted_provider(),
+        sink=sink,
+        clock=FixedClock(T0),
     )
     sink.close()
     assert result.status == "completed"

@@ -70,14 +70,25 @@ def main(mode: str, path: str, count: int) -> None:
 def fast(path: str, count: int) -> None:
     clock = FixedClock(datetime(2026, 1, 1, tzinfo=UTC))
     with TraceWriter.create(path, durability="none", clock=clock) as writer:
-        writer.append(RunStartEvent(seq=1, ts=clock.now(), run_id="fast", provider="none", model="none",
-                                    max_iterations=count))
+        writer.append(
+            RunStartEvent(
+                seq=1, ts=clock.now(), run_id="fast", provider="none", model="none", max_iterations=count
+            )
+        )
         for n in range(1, count + 1):
             size = 65_536 if n % 100 == 0 else n % 200
-            writer.append(ToolResultEvent(
-                seq=n + 1, ts=clock.now(), run_id="fast", turn=1, iteration=n, tool_call_id=f"c{n}",
-                tool_name="fetch", result=f"#{n}:" + "f" * size,
-            ))
+            writer.append(
+                ToolResultEvent(
+                    seq=n + 1,
+                    ts=clock.now(),
+                    run_id="fast",
+                    turn=1,
+                    iteration=n,
+                    tool_call_id=f"c{n}",
+                    tool_name="fetch",
+                    result=f"#{n}:" + "f" * size,
+                )
+            )
         writer.append(RunEndEvent(seq=count + 2, ts=clock.now(), run_id="fast", status="completed"))
 
 

@@ -43,7 +43,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def start_child(mode: str, path: Path, count: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.reliability._child_agent", mode, str(path), str(count)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

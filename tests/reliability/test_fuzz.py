@@ -31,6 +31,7 @@ from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.events import EventList, event_document
 from tests.conftest import T0
 
+
 def fuzz(examples: int) -> settings:
     """A short fuzz run: no deadline (file I/O), no example database (nothing to replay)."""
     return settings(
@@ -69,8 +70,14 @@ def test_the_debuggers_rows_and_documents_render_any_record_inert(scratch: Path,
 
 def _event(seq: int, **fields: object) -> ToolResultEvent:
     return ToolResultEvent(
-        seq=seq, ts=T0 + timedelta(seconds=seq), run_id="r", turn=1, iteration=seq, tool_call_id=f"c{seq}",
-        tool_name="t", **fields,  # type: ignore[arg-type]
+        seq=seq,
+        ts=T0 + timedelta(seconds=seq),
+        run_id="r",
+        turn=1,
+        iteration=seq,
+        tool_call_id=f"c{seq}",
+        tool_name="t",
+        **fields,  # type: ignore[arg-type]
     )
 
 
@@ -137,8 +144,14 @@ def test_integers_beyond_64_bits_survive_exactly(tmp_path: Path) -> None:
     good = _event(1, result="ok", args={"order": huge, "negative": -huge})
     with TraceWriter.create(path, redactor=Redactor.off()) as writer:
         writer.append(good)
-    counted = {"kind": "pass", "seq": 2, "ts": T0.isoformat(), "run_id": "r", "active_ids": [],
-               "evaluated_total": huge}  # written by something else: valid, with a count beyond int64
+    counted = {
+        "kind": "pass",
+        "seq": 2,
+        "ts": T0.isoformat(),
+        "run_id": "r",
+        "active_ids": [],
+        "evaluated_total": huge,
+    }  # written by something else: valid, with a count beyond int64
     with path.open("a") as handle:
         handle.write(json.dumps(counted) + "\n")
         handle.write(f'{{"kind":"tool_result","seq":1e999,"args":{{"x":{huge}}}}}\n')  # seq: infinity

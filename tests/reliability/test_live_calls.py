@@ -55,8 +55,21 @@ def test_a_replay_and_every_kind_of_backtrack_rerun_need_no_live_model(
     no_live_provider: list[str], demo_trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     replayed = tmp_path / "replayed.fptrace.jsonl"
-    assert main(["run", "support", "--provider", "replay", "--replay-from", str(demo_trace),
-                 "--trace", str(replayed)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "support",
+                "--provider",
+                "replay",
+                "--replay-from",
+                str(demo_trace),
+                "--trace",
+                str(replayed),
+            ]
+        )
+        == 0
+    )
     assert main(["backtrack", str(demo_trace), "--ablate", "--restore", "--bisect", "--samples", "2"]) == 0
     capsys.readouterr()
     sidecar = demo_trace.with_name(demo_trace.name + ".backtrack.jsonl")
@@ -86,8 +99,20 @@ def test_a_named_live_provider_is_still_refused_by_the_block_switch(
 ) -> None:
     monkeypatch.setenv(BLOCK_ENV_VAR, "1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0123456789")
-    code = main(["backtrack", str(demo_trace), "--ablate", "--samples", "2", "--no-save",
-                 "--provider", "openai", "--model", "gpt-test"])
+    code = main(
+        [
+            "backtrack",
+            str(demo_trace),
+            "--ablate",
+            "--samples",
+            "2",
+            "--no-save",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-test",
+        ]
+    )
     assert code == 2
     assert f"{BLOCK_ENV_VAR}=1 is set" in capsys.readouterr().err
 
@@ -96,7 +121,14 @@ def test_a_named_live_provider_is_still_refused_by_the_block_switch(
 # No deserialisation or evaluation of code, anywhere in the package
 
 FORBIDDEN_MODULES = {
-    "pickle", "cPickle", "_pickle", "marshal", "shelve", "dill", "jsonpickle", "cloudpickle",
+    "pickle",
+    "cPickle",
+    "_pickle",
+    "marshal",
+    "shelve",
+    "dill",
+    "jsonpickle",
+    "cloudpickle",
 }
 FORBIDDEN_CALLS = {"eval", "exec"}
 FORBIDDEN_ATTRIBUTES = {("yaml", name) for name in ("load", "unsafe_load", "full_load", "load_all")}
@@ -114,8 +146,11 @@ def dangerous_uses(source: str, filename: str) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in FORBIDDEN_MODULES:
             found.append(f"{where}: from {node.module} import …")
         elif isinstance(node, ast.ImportFrom) and node.module == "yaml":
-            found += [f"{where}: from yaml import {a.name}" for a in node.names
-                      if ("yaml", a.name) in FORBIDDEN_ATTRIBUTES]
+            found += [
+                f"{where}: from yaml import {a.name}"
+                for a in node.names
+                if ("yaml", a.name) in FORBIDDEN_ATTRIBUTES
+            ]
         elif isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) and func.id in FORBIDDEN_CALLS | {"__import__"}:
@@ -136,7 +171,11 @@ def test_the_scan_finds_what_it_looks_for() -> None:
     )
     found = dangerous_uses(source, "bad.py")
     assert [line.split(": ", 1)[1] for line in found] == [
-        "import pickle", "from marshal import …", "eval(…)", "exec(…)", "yaml.load(…)",
+        "import pickle",
+        "from marshal import …",
+        "eval(…)",
+        "exec(…)",
+        "yaml.load(…)",
         "builtins.exec(…)",
     ]
 
@@ -144,7 +183,5 @@ def test_the_scan_finds_what_it_looks_for() -> None:
 def test_no_module_of_fpdebug_unpickles_evaluates_or_executes_anything() -> None:
     modules = sorted((ROOT / "fpdebug").rglob("*.py"))
     assert len(modules) > 50
-    found = [
-        use for path in modules for use in dangerous_uses(path.read_text(), str(path.relative_to(ROOT)))
-    ]
+    found = [use for path in modules for use in dangerous_uses(path.read_text(), str(path.relative_to(ROOT)))]
     assert found == []

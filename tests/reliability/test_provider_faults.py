@@ -57,42 +57,74 @@ def _anthropic_tool_call(arguments: object) -> FakeResponse:
 
 FAILURES: dict[str, dict[str, Failure]] = {
     "openai": {
-        "timeout": (lambda: FakeResponse(body=openai_completion(content="late"), delay=5.0), None,
-                    "request timed out after 0.3s"),
-        "429": (lambda: FakeResponse(429, openai_error("Rate limit reached", kind="rate_limit_error"),
-                                     headers={"retry-after": "0"}), 429, "Rate limit reached"),
-        "500": (lambda: FakeResponse(500, openai_error("The server had an error", kind="server_error")), 500,
-                "The server had an error"),
-        "malformed-tool-call": (lambda: _openai_tool_call('{"text": "unterminated'), None,
-                                "malformed tool-call arguments: call 'call_2' to 'echo' is not valid JSON"),
+        "timeout": (
+            lambda: FakeResponse(body=openai_completion(content="late"), delay=5.0),
+            None,
+            "request timed out after 0.3s",
+        ),
+        "429": (
+            lambda: FakeResponse(
+                429, openai_error("Rate limit reached", kind="rate_limit_error"), headers={"retry-after": "0"}
+            ),
+            429,
+            "Rate limit reached",
+        ),
+        "500": (
+            lambda: FakeResponse(500, openai_error("The server had an error", kind="server_error")),
+            500,
+            "The server had an error",
+        ),
+        "malformed-tool-call": (
+            lambda: _openai_tool_call('{"text": "unterminated'),
+            None,
+            "malformed tool-call arguments: call 'call_2' to 'echo' is not valid JSON",
+        ),
     },
     "anthropic": {
-        "timeout": (lambda: FakeResponse(body=anthropic_message([]), delay=5.0), None,
-                    "request timed out after 0.3s"),
-        "429": (lambda: FakeResponse(429, anthropic_error("rate_limit_error", "Rate limit reached"),
-                                     headers={"retry-after": "0"}), 429, "Rate limit reached"),
-        "500": (lambda: FakeResponse(500, anthropic_error("api_error", "Internal server error")), 500,
-                "Internal server error"),
-        "malformed-tool-call": (lambda: _anthropic_tool_call('{"text": "unterminated'), None,
-                                "malformed tool-call arguments: call 'toolu_2' to 'echo' is not valid JSON"),
+        "timeout": (
+            lambda: FakeResponse(body=anthropic_message([]), delay=5.0),
+            None,
+            "request timed out after 0.3s",
+        ),
+        "429": (
+            lambda: FakeResponse(
+                429, anthropic_error("rate_limit_error", "Rate limit reached"), headers={"retry-after": "0"}
+            ),
+            429,
+            "Rate limit reached",
+        ),
+        "500": (
+            lambda: FakeResponse(500, anthropic_error("api_error", "Internal server error")),
+            500,
+            "Internal server error",
+        ),
+        "malformed-tool-call": (
+            lambda: _anthropic_tool_call('{"text": "unterminated'),
+            None,
+            "malformed tool-call arguments: call 'toolu_2' to 'echo' is not valid JSON",
+        ),
     },
 }
 
 
 def _first_reply(kind: str) -> FakeResponse:
     if kind == "openai":
-        return FakeResponse(body=openai_completion(
-            tool_calls=(("call_1", "echo", '{"text": "ping"}'),), finish_reason="tool_calls"
-        ))
+        return FakeResponse(
+            body=openai_completion(
+                tool_calls=(("call_1", "echo", '{"text": "ping"}'),), finish_reason="tool_calls"
+            )
+        )
     return _anthropic_tool_call({"text": "ping"})
 
 
 def _provider(kind: str, server: FakeServer, **options: object) -> Provider:
     if kind == "openai":
-        return OpenAIProvider("gpt-test", api_key=KEY, base_url=f"{server.url}/v1", max_retries=0,
-                              timeout=0.3, **options)  # type: ignore[arg-type]
-    return AnthropicProvider("claude-test", api_key=KEY, base_url=server.url, max_retries=0, timeout=0.3,
-                             **options)  # type: ignore[arg-type]
+        return OpenAIProvider(
+            "gpt-test", api_key=KEY, base_url=f"{server.url}/v1", max_retries=0, timeout=0.3, **options
+        )  # type: ignore[arg-type]
+    return AnthropicProvider(
+        "claude-test", api_key=KEY, base_url=server.url, max_retries=0, timeout=0.3, **options
+    )  # type: ignore[arg-type]
 
 
 def _failing_run(kind: str, failure: str, server: FakeServer, tmp_path: Path) -> tuple[Recorded, Failure]:
@@ -110,7 +142,14 @@ def test_a_provider_failure_is_recorded_and_the_run_ends_failed(
 ) -> None:
     run, (_, status, message) = _failing_run(kind, failure, fake_server, tmp_path)
     assert [e.kind for e in run.events] == [
-        "run_start", "turn_start", "pass", "llm_call", "tool_result", "pass", "llm_call", "run_end",
+        "run_start",
+        "turn_start",
+        "pass",
+        "llm_call",
+        "tool_result",
+        "pass",
+        "llm_call",
+        "run_end",
     ]
     first, failed = run.of("llm_call")
     assert isinstance(first, LlmCallEvent) and first.response is not None  # nothing before is lost
@@ -210,11 +249,13 @@ async def test_the_debugger_shows_a_tool_that_raised_and_one_that_hung(tmp_path:
         return text
 
     agent = Agent("tools").tools(explode, tool(hang, timeout=0.05))
-    model = ScriptedProvider([
-        ScriptedReply.tool_call("explode", {"order_id": "A-1"}),
-        ScriptedReply.tool_call("hang", {"text": "x"}),
-        "gave up",
-    ])
+    model = ScriptedProvider(
+        [
+            ScriptedReply.tool_call("explode", {"order_id": "A-1"}),
+            ScriptedReply.tool_call("hang", {"text": "x"}),
+            "gave up",
+        ]
+    )
     try:
         run = record(agent, "go", model, tmp_path)
     finally:

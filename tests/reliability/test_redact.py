@@ -180,14 +180,14 @@ def test_a_user_pattern_that_touches_the_json_syntax_only_changes_strings() -> N
     redactor = Redactor(patterns=[r"\d{6}", r'"ab'], builtin=False)
     text = json.dumps({"seq": 1234567, "note": "ref 987654 and 'abc'", "ab": ['"abc"']})
     out = redactor.redact_json(text)
-    expected = {"seq": 1234567, "note": f"ref {REPLACEMENT} and 'abc'", "ab": [f"{REPLACEMENT}c\""]}
+    expected = {"seq": 1234567, "note": f"ref {REPLACEMENT} and 'abc'", "ab": [f'{REPLACEMENT}c"']}
     assert json.loads(out) == expected
 
 
 def test_a_secret_too_deep_to_parse_is_still_found_and_the_json_kept() -> None:
     redactor = Redactor(secrets=["literal-secret-0001"])
     depth = 5000  # beyond the recursion limit of json.loads
-    text = "[" * depth + json.dumps("a literal-secret-0001 and \"q\" " + ANTHROPIC) + "]" * depth
+    text = "[" * depth + json.dumps('a literal-secret-0001 and "q" ' + ANTHROPIC) + "]" * depth
     out = redactor.redact_json(text)
     assert "literal-secret-0001" not in out and ANTHROPIC not in out
     assert out.startswith("[" * depth) and out.endswith("]" * depth)
@@ -239,7 +239,8 @@ def _brute_force_spans(text: str) -> list[tuple[int, int]]:
             for at in range(len(text)):
                 found = text[at : at + len(anchor)]
                 if found == anchor or (
-                    rule.ignore_case and found.lower() == anchor.lower()
+                    rule.ignore_case
+                    and found.lower() == anchor.lower()
                     and (any_case or found in (anchor, anchor.title(), anchor.upper()))
                 ):
                     span = redact_module._match_rule(rule, compiled, text, at, len(anchor))
@@ -249,12 +250,58 @@ def _brute_force_spans(text: str) -> list[tuple[int, int]]:
 
 
 # Fragments that assemble into near-misses and hits of every rule.
-_PIECES = st.sampled_from([
-    "sk-", "ant-", "proj-", "AKIA", "ASIA", "ghp_", "AIza", "xoxb-", "Bearer", "bearer", "Authorization",
-    "AUTHORIZATION", "api_key", "apiKey", "KEY", "key", "token", "Token", "secret", "password", "PASSWD",
-    ":", "=", " ", "\t", "\n", "\\n", "\\", '"', "'", "\\\"", "-", "_", "0123456789", "ABCDEFGHIJKLMNOP",
-    "abcdefghij", "é", "\u202e", "\x1b", "Basic ", "pAssWord", "tOKen", "Key", "\\u0070", "<", ";", "&", ",",
-])
+_PIECES = st.sampled_from(
+    [
+        "sk-",
+        "ant-",
+        "proj-",
+        "AKIA",
+        "ASIA",
+        "ghp_",
+        "AIza",
+        "xoxb-",
+        "Bearer",
+        "bearer",
+        "Authorization",
+        "AUTHORIZATION",
+        "api_key",
+        "apiKey",
+        "KEY",
+        "key",
+        "token",
+        "Token",
+        "secret",
+        "password",
+        "PASSWD",
+        ":",
+        "=",
+        " ",
+        "\t",
+        "\n",
+        "\\n",
+        "\\",
+        '"',
+        "'",
+        '\\"',
+        "-",
+        "_",
+        "0123456789",
+        "ABCDEFGHIJKLMNOP",
+        "abcdefghij",
+        "é",
+        "\u202e",
+        "\x1b",
+        "Basic ",
+        "pAssWord",
+        "tOKen",
+        "Key",
+        "\\u0070",
+        "<",
+        ";",
+        "&",
+        ",",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -267,7 +314,7 @@ def test_the_fast_pre_check_never_hides_a_match(text: str) -> None:
         assert redactor.redact(text) != text
 
 
-_SAFE = st.text(alphabet="abcdefg0123456789 \"\\\n\x1bé\u202e{}[]:,=", max_size=20)  # cannot form a trigger
+_SAFE = st.text(alphabet='abcdefg0123456789 "\\\n\x1bé\u202e{}[]:,=', max_size=20)  # cannot form a trigger
 _SECRETS = st.sampled_from([ANTHROPIC, OPENAI, AWS, f"Bearer {JWT}", f"password={OPAQUE}", GITHUB])
 
 json_values = st.recursive(
@@ -334,18 +381,37 @@ def test_the_writer_redacts_every_line_and_every_line_still_reads(tmp_path: Path
     path = tmp_path / "t.jsonl"
     secrets = [ANTHROPIC, AWS, JWT, OPAQUE]
     with TraceWriter.create(path) as writer:
-        writer.append(ToolResultEvent(
-            seq=1, ts=T0, run_id="r", turn=1, iteration=1, tool_call_id="c1", tool_name="http",
-            args={"headers": {"Authorization": f"Bearer {JWT}"}, "api_key": OPAQUE},
-            result=f'{{"echo": "{ANTHROPIC}", "aws": "{AWS}"}}',
-        ))
-        writer.append_many([
+        writer.append(
             ToolResultEvent(
-                seq=2, ts=T0 + timedelta(seconds=1), run_id="r", turn=1, iteration=2, tool_call_id="c2",
-                tool_name="fail", result="Error", status="failure",
-                error=ErrorInfo(type="ProviderError", message=f"401 for key {ANTHROPIC}: password={OPAQUE}"),
-            ),
-        ])
+                seq=1,
+                ts=T0,
+                run_id="r",
+                turn=1,
+                iteration=1,
+                tool_call_id="c1",
+                tool_name="http",
+                args={"headers": {"Authorization": f"Bearer {JWT}"}, "api_key": OPAQUE},
+                result=f'{{"echo": "{ANTHROPIC}", "aws": "{AWS}"}}',
+            )
+        )
+        writer.append_many(
+            [
+                ToolResultEvent(
+                    seq=2,
+                    ts=T0 + timedelta(seconds=1),
+                    run_id="r",
+                    turn=1,
+                    iteration=2,
+                    tool_call_id="c2",
+                    tool_name="fail",
+                    result="Error",
+                    status="failure",
+                    error=ErrorInfo(
+                        type="ProviderError", message=f"401 for key {ANTHROPIC}: password={OPAQUE}"
+                    ),
+                ),
+            ]
+        )
     data = path.read_bytes()
     for secret in secrets:
         assert secret.encode() not in data
@@ -364,9 +430,9 @@ def test_the_writer_redacts_every_line_and_every_line_still_reads(tmp_path: Path
 def test_a_writer_given_no_redaction_writes_the_bytes_as_they_are(tmp_path: Path) -> None:
     path = tmp_path / "raw.jsonl"
     with TraceWriter.create(path, redactor=Redactor.off()) as writer:
-        writer.append(ToolResultEvent(
-            seq=1, ts=T0, run_id="r", tool_call_id="c", tool_name="t", result=ANTHROPIC
-        ))
+        writer.append(
+            ToolResultEvent(seq=1, ts=T0, run_id="r", tool_call_id="c", tool_name="t", result=ANTHROPIC)
+        )
     assert ANTHROPIC.encode() in path.read_bytes()
 
 
@@ -375,10 +441,16 @@ def test_the_default_writer_follows_the_environment(tmp_path: Path, monkeypatch:
     monkeypatch.setenv(PATTERNS_ENV_VAR, r"order-\d+")
     path = tmp_path / "env.jsonl"
     with TraceWriter.create(path) as writer:
-        writer.append(ToolResultEvent(
-            seq=1, ts=T0, run_id="r", tool_call_id="c", tool_name="t",
-            result="env-key-that-has-no-shape for order-1234",
-        ))
+        writer.append(
+            ToolResultEvent(
+                seq=1,
+                ts=T0,
+                run_id="r",
+                tool_call_id="c",
+                tool_name="t",
+                result="env-key-that-has-no-shape for order-1234",
+            )
+        )
     with TraceReader(path) as reader:
         record = reader[1]
     assert isinstance(record, ToolResultEvent) and record.result == f"{REPLACEMENT} for {REPLACEMENT}"
@@ -392,10 +464,16 @@ def test_a_bare_value_of_a_secret_named_key_becomes_the_quoted_replacement(redac
     line = b'{"kind":"x","args":{"token":null,"password":4821,"secret":true,"api_key":-1.5e+10,"n":12345}}\n'
     out = redactor.redact_line(line)
     assert out.endswith(b"\n") and out.count(b"\n") == 1
-    assert json.loads(out) == {"kind": "x", "args": {
-        "token": REPLACEMENT, "password": REPLACEMENT, "secret": REPLACEMENT, "api_key": REPLACEMENT,
-        "n": 12345,
-    }}
+    assert json.loads(out) == {
+        "kind": "x",
+        "args": {
+            "token": REPLACEMENT,
+            "password": REPLACEMENT,
+            "secret": REPLACEMENT,
+            "api_key": REPLACEMENT,
+            "n": 12345,
+        },
+    }
 
 
 def test_a_bare_value_in_json_text_held_in_a_string_is_quoted_like_its_key(redactor: Redactor) -> None:
@@ -420,11 +498,25 @@ def test_a_bare_value_in_plain_text_or_a_python_repr_stays_readable(redactor: Re
 
 
 def test_redact_value_redacts_numbers_booleans_and_none_of_secret_named_keys(redactor: Redactor) -> None:
-    value = {"password": 4821, "token": None, "Authorization": 12345678, "secret": False, "pin": 4821,
-             "input_tokens": 1234, "nested": [{"client_secret": 1.25e9}], "id": 77}
+    value = {
+        "password": 4821,
+        "token": None,
+        "Authorization": 12345678,
+        "secret": False,
+        "pin": 4821,
+        "input_tokens": 1234,
+        "nested": [{"client_secret": 1.25e9}],
+        "id": 77,
+    }
     assert redactor.redact_value(value) == {
-        "password": REPLACEMENT, "token": REPLACEMENT, "Authorization": REPLACEMENT, "secret": REPLACEMENT,
-        "pin": 4821, "input_tokens": 1234, "nested": [{"client_secret": REPLACEMENT}], "id": 77,
+        "password": REPLACEMENT,
+        "token": REPLACEMENT,
+        "Authorization": REPLACEMENT,
+        "secret": REPLACEMENT,
+        "pin": 4821,
+        "input_tokens": 1234,
+        "nested": [{"client_secret": REPLACEMENT}],
+        "id": 77,
     }
 
 
@@ -437,16 +529,37 @@ def test_a_line_the_in_place_pass_would_break_is_redacted_the_conservative_way(
     line = b'{"kind":"x","seq":3,"args":{"token":null,"password":4821,"note":"Bearer abc.def.123456"}}\n'
     out = redactor.redact_line(line)
     assert out.endswith(b"\n") and out.count(b"\n") == 1
-    assert json.loads(out) == {"kind": "x", "seq": 3, "args": {
-        "token": REPLACEMENT, "password": REPLACEMENT, "note": f"Bearer {REPLACEMENT}",
-    }}
+    assert json.loads(out) == {
+        "kind": "x",
+        "seq": 3,
+        "args": {
+            "token": REPLACEMENT,
+            "password": REPLACEMENT,
+            "note": f"Bearer {REPLACEMENT}",
+        },
+    }
     assert redactor.redact_json("password: 4821 is not JSON") == f"password: {REPLACEMENT} is not JSON"
 
 
-_SECRET_KEYS = st.sampled_from([
-    "password", "token", "access_token", "refresh_token", "client_secret", "clientSecret", "api_key",
-    "apiKey", "x-api-key", "Authorization", "secret", "DB_PASSWORD", "PASSWORD", "Token", "passwd",
-])
+_SECRET_KEYS = st.sampled_from(
+    [
+        "password",
+        "token",
+        "access_token",
+        "refresh_token",
+        "client_secret",
+        "clientSecret",
+        "api_key",
+        "apiKey",
+        "x-api-key",
+        "Authorization",
+        "secret",
+        "DB_PASSWORD",
+        "PASSWORD",
+        "Token",
+        "passwd",
+    ]
+)
 _SECRET_SCALARS = (
     st.none()
     | st.booleans()
@@ -467,21 +580,34 @@ def _with_secret_fields(children: st.SearchStrategy[object]) -> st.SearchStrateg
             _SECRET_KEYS,
             _SECRET_SCALARS | children.filter(lambda v: not isinstance(v, str)),
             st.dictionaries(plain_keys, children, max_size=2),
-        )
-        .map(lambda t: {t[0]: t[1], **t[2]})
+        ).map(lambda t: {t[0]: t[1], **t[2]})
     )
 
 
 _DOCUMENTS = st.recursive(
-    st.tuples(_SECRET_KEYS, _SECRET_SCALARS).map(lambda t: {t[0]: t[1]}) | json_values, _with_secret_fields,
+    st.tuples(_SECRET_KEYS, _SECRET_SCALARS).map(lambda t: {t[0]: t[1]}) | json_values,
+    _with_secret_fields,
     max_leaves=16,
 )
 
 
 def _is_secret_key(key: object) -> bool:
     return isinstance(key, str) and key in {
-        "password", "token", "access_token", "refresh_token", "client_secret", "clientSecret", "api_key",
-        "apiKey", "x-api-key", "Authorization", "secret", "DB_PASSWORD", "PASSWORD", "Token", "passwd",
+        "password",
+        "token",
+        "access_token",
+        "refresh_token",
+        "client_secret",
+        "clientSecret",
+        "api_key",
+        "apiKey",
+        "x-api-key",
+        "Authorization",
+        "secret",
+        "DB_PASSWORD",
+        "PASSWORD",
+        "Token",
+        "passwd",
     }
 
 
@@ -535,18 +661,38 @@ def test_secret_named_keys_holding_any_json_value_stay_valid_json_without_the_se
 # A secret-named key's string value: redacted whole, whatever it holds, at any depth
 
 
-PASSWORDS = ["x<9Kq2!mZ#77", "ab;cd-Secret-99", 'q"uoted-Pa55', "Tr0ub4dor&3xyz", "P@ss,w0rd-long-tail",
-             "Pässwort-2024!", "correct horse battery staple", "back\\slash(){}[]", "a"]
+PASSWORDS = [
+    "x<9Kq2!mZ#77",
+    "ab;cd-Secret-99",
+    'q"uoted-Pa55',
+    "Tr0ub4dor&3xyz",
+    "P@ss,w0rd-long-tail",
+    "Pässwort-2024!",
+    "correct horse battery staple",
+    "back\\slash(){}[]",
+    "a",
+]
 
 
 @pytest.mark.parametrize("password", PASSWORDS)
-def test_the_whole_value_of_a_secret_named_key_is_redacted_in_the_writer(tmp_path: Path, password: str) -> None:
+def test_the_whole_value_of_a_secret_named_key_is_redacted_in_the_writer(
+    tmp_path: Path, password: str
+) -> None:
     path = tmp_path / "t.jsonl"
     with TraceWriter.create(path) as writer:
-        writer.append(ToolResultEvent(
-            seq=1, ts=T0, run_id="r", turn=1, iteration=1, tool_call_id="c1", tool_name="db",
-            args={"password": password, "user": "bob"}, result=json.dumps({"user": "bob", "password": password}),
-        ))
+        writer.append(
+            ToolResultEvent(
+                seq=1,
+                ts=T0,
+                run_id="r",
+                turn=1,
+                iteration=1,
+                tool_call_id="c1",
+                tool_name="db",
+                args={"password": password, "user": "bob"},
+                result=json.dumps({"user": "bob", "password": password}),
+            )
+        )
     data = path.read_text()
     if len(password) >= 4:  # a one-letter password is in every word
         for spelling in (password, json.dumps(password)[1:-1], json.dumps(json.dumps(password))[1:-1]):
@@ -558,8 +704,12 @@ def test_the_whole_value_of_a_secret_named_key_is_redacted_in_the_writer(tmp_pat
     assert json.loads(record.result) == {"user": "bob", "password": REPLACEMENT}
 
 
-@pytest.mark.parametrize("key", ["pAssword", "\\u0070assword", "PASS\\u0057ORD", "Api_\\u004bey", "x-API-kEy"])
-def test_a_secret_named_key_in_any_case_or_spelled_with_escapes_is_recognised(redactor: Redactor, key: str) -> None:
+@pytest.mark.parametrize(
+    "key", ["pAssword", "\\u0070assword", "PASS\\u0057ORD", "Api_\\u004bey", "x-API-kEy"]
+)
+def test_a_secret_named_key_in_any_case_or_spelled_with_escapes_is_recognised(
+    redactor: Redactor, key: str
+) -> None:
     inner = '{"' + key + '": "\\u0068unter2 and more", "other": "kept \\u0068ere"}'
     for depth in (0, 1, 2):
         text = inner
@@ -579,16 +729,26 @@ def test_a_quoted_value_in_plain_text_is_redacted_to_its_closing_quote(redactor:
     # In a JSON string, text that quotes its value is judged decoded: the same result.
     line = json.dumps({"m": 'password="correct horse; staple" ok', "n": "password=", "o": "x y"})
     assert json.loads(redactor.redact_json(line)) == {
-        "m": f'password="{REPLACEMENT}" ok', "n": "password=", "o": "x y",
+        "m": f'password="{REPLACEMENT}" ok',
+        "n": "password=",
+        "o": "x y",
     }
 
 
 def test_redact_value_redacts_the_whole_string_of_a_secret_named_key(redactor: Redactor) -> None:
-    value = {"pAssword": "a b;c", "db_password": 'q"x', "Authorization": "Bearer abc,def", "note": "hi",
-             "result": json.dumps({"token": "t o k"})}
+    value = {
+        "pAssword": "a b;c",
+        "db_password": 'q"x',
+        "Authorization": "Bearer abc,def",
+        "note": "hi",
+        "result": json.dumps({"token": "t o k"}),
+    }
     assert redactor.redact_value(value) == {
-        "pAssword": REPLACEMENT, "db_password": REPLACEMENT, "Authorization": f"Bearer {REPLACEMENT}",
-        "note": "hi", "result": json.dumps({"token": REPLACEMENT}),
+        "pAssword": REPLACEMENT,
+        "db_password": REPLACEMENT,
+        "Authorization": f"Bearer {REPLACEMENT}",
+        "note": "hi",
+        "result": json.dumps({"token": REPLACEMENT}),
     }
 
 
@@ -618,14 +778,17 @@ def test_a_configured_value_is_redacted_at_every_depth(secret: str, depth: int, 
 # The property: any characters, any key spelling, any depth
 
 
-_FILLER = st.text(alphabet="abcdfghij0123456789 \"\\{}[]:,<>é", max_size=12)  # cannot form a trigger
+_FILLER = st.text(alphabet='abcdfghij0123456789 "\\{}[]:,<>é', max_size=12)  # cannot form a trigger
 _SECRET_TEXT = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",)) | st.sampled_from("\"\\<;&,(){}[] 'äß€😀"),
-    min_size=1, max_size=16,
+    min_size=1,
+    max_size=16,
 )
 _MARKS = "ÄßΩ😀;&()'"  # a configured value holds one: never in filler, keys or the replacement
-_LITERAL = st.tuples(_SECRET_TEXT, st.sampled_from(_MARKS), _SECRET_TEXT).map("".join).filter(
-    lambda s: len(s) >= MIN_LITERAL and s not in REPLACEMENT
+_LITERAL = (
+    st.tuples(_SECRET_TEXT, st.sampled_from(_MARKS), _SECRET_TEXT)
+    .map("".join)
+    .filter(lambda s: len(s) >= MIN_LITERAL and s not in REPLACEMENT)
 )
 _NAME_SPELLING = st.tuples(
     st.sampled_from(["password", "api_key", "token", "client_secret", "passwd", "x-api-key", "accessToken"]),
@@ -643,7 +806,9 @@ def _spelled_key(name: str, styles: list[str]) -> tuple[str, str]:
 
 _LEVEL = st.tuples(
     st.lists(st.tuples(_NAME_SPELLING, _SECRET_TEXT), max_size=2),  # secret-named fields
-    st.lists(st.tuples(st.text(alphabet="abcdfghij", min_size=1, max_size=5), _FILLER, st.booleans()), max_size=3),
+    st.lists(
+        st.tuples(st.text(alphabet="abcdfghij", min_size=1, max_size=5), _FILLER, st.booleans()), max_size=3
+    ),
     st.integers(min_value=-(10**6), max_value=10**6),
     st.booleans(),  # ensure_ascii
     st.booleans(),  # compact
@@ -656,7 +821,7 @@ def _encode_level(level: tuple, inner: str | None, literal: str) -> tuple[str, d
     colon, comma = (":", ",") if compact else (": ", ", ")
     parts: list[str] = []
     expected: dict[str, object] = {}
-    for index, ((name, styles), value) in enumerate(secrets):
+    for _index, ((name, styles), value) in enumerate(secrets):
         token, decoded = _spelled_key(name, styles)
         if decoded in expected:
             continue
@@ -689,7 +854,9 @@ def _check(out: object, levels: list[dict[str, object]]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_LEVEL, min_size=1, max_size=4), _LITERAL)
-def test_secret_values_of_any_characters_at_any_depth_leave_no_trace(levels: list[tuple], literal: str) -> None:
+def test_secret_values_of_any_characters_at_any_depth_leave_no_trace(
+    levels: list[tuple], literal: str
+) -> None:
     """Secret-named keys (any case, letters \\u-escaped) holding any characters, and a configured
     value with quotes, backslashes and non-ASCII, in JSON text nested 0-3 levels deep in strings:
     the line parses, every decoded level holds the replacement where the secrets were and exactly the

@@ -123,8 +123,14 @@ def test_no_secret_reaches_any_file_fpdebug_writes(
     capsys.readouterr()
 
     written = {path.name for path in _files(out)}
-    assert {trace.name, failed.name, sidecar.name, "leaky.fptrace.jsonl.otlp.json",
-            "live.fptrace.jsonl.otlp.json", "leaky.fptrace.jsonl.report.md"} <= written
+    assert {
+        trace.name,
+        failed.name,
+        sidecar.name,
+        "leaky.fptrace.jsonl.otlp.json",
+        "live.fptrace.jsonl.otlp.json",
+        "leaky.fptrace.jsonl.report.md",
+    } <= written
     assert _leaks(tmp_path) == []
     # Redacted, not dropped: the places where the secrets were now say so.
     for path in (trace, failed, sidecar, Path(str(trace) + ".otlp.json"), Path(str(failed) + ".otlp.json")):
@@ -154,7 +160,9 @@ def test_sidecars_exports_and_reports_redact_on_their_own(
     capsys.readouterr()
     trace.unlink()  # the one file written unredacted on purpose
     assert {path.name for path in _files(raw)} == {
-        "leaky.fptrace.jsonl.backtrack.jsonl", "export.json", "report.json",
+        "leaky.fptrace.jsonl.backtrack.jsonl",
+        "export.json",
+        "report.json",
     }
     assert _leaks(raw) == []
     for name in ("leaky.fptrace.jsonl.backtrack.jsonl", "export.json"):

@@ -42,7 +42,7 @@ def kinds(trace: Path) -> list[tuple[str, str | None]]:
     return [(record["kind"], record.get("status")) for record in records]
 
 
-def wait_until(condition, what: str, *, timeout: float = WAIT) -> None:  # noqa: ANN001 - a predicate
+def wait_until(condition, what: str, *, timeout: float = WAIT) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -106,7 +106,7 @@ class Terminal:
 def drive_to_the_second_pass(tmp_path: Path) -> tuple[Terminal, Path]:
     terminal = Terminal("demo", "support", "--trace", "run.fptrace.jsonl", cwd=tmp_path)
     trace = tmp_path / "run.fptrace.jsonl"
-    passes = lambda: [kind for kind, _ in kinds(trace)].count("pass") if trace.exists() else 0  # noqa: E731
+    passes = lambda: [kind for kind, _ in kinds(trace)].count("pass") if trace.exists() else 0
     try:
         wait_until(lambda: passes() == 1, "the demo paused at its first pass")
         wait_until(lambda: "paused at T1·I1" in terminal.text(), "the screen shows the paused run")
@@ -279,7 +279,7 @@ def test_ending_signals_restores_the_previous_handlers_and_keeps_an_ignored_hang
         signal.signal(signal.SIGHUP, before[1])
 
 
-def drive_app(tmp_path: Path):  # noqa: ANN201 - (DriveApp, RunDriver); Textual imported only here
+def drive_app(tmp_path: Path):
     from fpdebug.demo.registry import load_scenario
     from fpdebug.tui.app import TraceSource
     from fpdebug.tui.drive import DriveApp, RunDriver
@@ -289,7 +289,7 @@ def drive_app(tmp_path: Path):  # noqa: ANN201 - (DriveApp, RunDriver); Textual 
     return DriveApp(TraceSource(path, "drive"), controller=driver), driver
 
 
-async def exited(app) -> None:  # noqa: ANN001 - a DriveApp
+async def exited(app) -> None:
     """Wait until ``app`` has been told to exit (``q``'s ``exit()``), as the signal asks."""
     import asyncio
 

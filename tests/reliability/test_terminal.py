@@ -160,8 +160,13 @@ def _view_under_pty(trace: Path, keys: list[bytes]) -> bytes:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env.update(TERM="xterm-256color", LANG="C.UTF-8")
     child = subprocess.Popen(
-        [sys.executable, "-m", "fpdebug", "view", str(trace)], cwd=ROOT, env=env,
-        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        [sys.executable, "-m", "fpdebug", "view", str(trace)],
+        cwd=ROOT,
+        env=env,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
     )
     os.close(slave)
     out = bytearray()
@@ -209,14 +214,29 @@ def test_the_debugger_sends_no_payload_sequence_to_the_terminal(hostile: Path) -
 
 @pytest.mark.tmux
 def test_the_debugger_shows_markup_and_escapes_literally_on_screen(
-    hostile: Path, tmux: Tmux, tmp_path: Path  # noqa: F811 - the fixture
+    hostile: Path,
+    tmux: Tmux,
+    tmp_path: Path,
 ) -> None:
     assert shutil.which("tmux"), "tmux is required (apt-get install -y tmux)"
     plain_name = tmp_path / "hostile.fptrace.jsonl"  # the hostile file name is the pty test's
     plain_name.symlink_to(hostile)
     command = f"cd {ROOT} && env -u COLUMNS -u LINES {sys.executable} -m fpdebug view {plain_name}; sleep 30"
-    tmux.run("new-session", "-d", "-s", tmux.session, "-x", "200", "-y", "50", "-e", "LANG=C.UTF-8",
-             "-e", "TERM=xterm-256color", command)
+    tmux.run(
+        "new-session",
+        "-d",
+        "-s",
+        tmux.session,
+        "-x",
+        "200",
+        "-y",
+        "50",
+        "-e",
+        "LANG=C.UTF-8",
+        "-e",
+        "TERM=xterm-256color",
+        command,
+    )
     screen = tmux.wait_for(lambda s: "lines ·" in s)
     assert "[bold red]RED[/]" in screen and "[link=https://evil.example]LINK[/link]" in screen
     assert "\\x1b[2J\\x1b]52;c;ZXZpbA==\\x07" in screen and "\\u202eevil" in screen

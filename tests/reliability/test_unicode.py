@@ -39,7 +39,13 @@ FFFD = "\ufffd"
 
 def _result(**fields: object) -> ToolResultEvent:
     base: dict[str, object] = {
-        "seq": 1, "ts": T0, "run_id": "r", "turn": 1, "iteration": 1, "tool_call_id": "c1", "tool_name": "t",
+        "seq": 1,
+        "ts": T0,
+        "run_id": "r",
+        "turn": 1,
+        "iteration": 1,
+        "tool_call_id": "c1",
+        "tool_name": "t",
         "result": "ok",
     }
     return ToolResultEvent(**{**base, **fields})
@@ -87,7 +93,8 @@ def test_well_formed_value_walks_keys_and_values_and_keeps_clean_objects() -> No
     clean = {"a": ["b", 1, None, {"c": 2.5}]}
     assert well_formed_value(clean) is clean
     assert well_formed_value({BAD_NAME: [HALF_EMOJI, 3], "ok": ("x",)}) == {
-        f"caf{FFFD}.txt": [f"Party time {FFFD}", 3], "ok": ("x",),
+        f"caf{FFFD}.txt": [f"Party time {FFFD}", 3],
+        "ok": ("x",),
     }
 
 
@@ -97,16 +104,21 @@ def test_well_formed_value_walks_keys_and_values_and_keeps_clean_objects() -> No
 
 def test_a_record_with_lone_surrogates_is_written_with_u_fffd_the_rest_intact() -> None:
     event = _result(
-        args={BAD_NAME: [BAD_NAME, 1.5, None]}, result=HALF_EMOJI, status="failure",
+        args={BAD_NAME: [BAD_NAME, 1.5, None]},
+        result=HALF_EMOJI,
+        status="failure",
         error=ErrorInfo(type="OSError", message=f"cannot open {BAD_NAME}"),
     )
     line = dump_record(event)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     repaired = ToolResultEvent.model_validate_json(line)
-    assert repaired == event.model_copy(update={
-        "args": {f"caf{FFFD}.txt": [f"caf{FFFD}.txt", 1.5, None]}, "result": f"Party time {FFFD}",
-        "error": ErrorInfo(type="OSError", message=f"cannot open caf{FFFD}.txt"),
-    })
+    assert repaired == event.model_copy(
+        update={
+            "args": {f"caf{FFFD}.txt": [f"caf{FFFD}.txt", 1.5, None]},
+            "result": f"Party time {FFFD}",
+            "error": ErrorInfo(type="OSError", message=f"cannot open caf{FFFD}.txt"),
+        }
+    )
     # The repaired line is the one a record holding the repaired text writes, byte for byte.
     assert line == dump_record(repaired)
 
@@ -146,9 +158,13 @@ def list_dir() -> dict[str, object]:
 
 def test_a_tool_returning_a_lone_surrogate_does_not_fail_the_run(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    provider = ScriptedProvider([
-        ScriptedReply.tool_call("fetch_title", {}), ScriptedReply.tool_call("list_dir", {}), "Done.",
-    ])
+    provider = ScriptedProvider(
+        [
+            ScriptedReply.tool_call("fetch_title", {}),
+            ScriptedReply.tool_call("list_dir", {}),
+            "Done.",
+        ]
+    )
     agent = Agent("surr").system_prompt("You fetch titles.").tools(fetch_title, list_dir)
     clock = FixedClock(T0)
     with TraceFileSink.create(path, clock=clock) as sink:
@@ -159,7 +175,8 @@ def test_a_tool_returning_a_lone_surrogate_does_not_fail_the_run(tmp_path: Path)
         records = [record for _, record in reader.iter_records(1)]
     results = [r for r in records if isinstance(r, ToolResultEvent)]
     assert [r.result for r in results] == [
-        f"Party time {FFFD}", json.dumps({"files": [f"caf{FFFD}.txt", "ok.txt"]}, ensure_ascii=False),
+        f"Party time {FFFD}",
+        json.dumps({"files": [f"caf{FFFD}.txt", "ok.txt"]}, ensure_ascii=False),
     ]
     # What the model read is what the trace holds: in the requests it received and in the
     # llm_call records of the trace.
@@ -289,9 +306,12 @@ def test_tool_call_arguments_with_a_lone_surrogate_reach_the_tool_as_recorded(tm
 
     path = tmp_path / "run.jsonl"
     args = {"q": "a\ud83c", "tags": [BAD_NAME]}
-    provider = ScriptedProvider([
-        ScriptedReply.tool_call("echo", args, content="Half \udc99 thought."), "Done.",
-    ])
+    provider = ScriptedProvider(
+        [
+            ScriptedReply.tool_call("echo", args, content="Half \udc99 thought."),
+            "Done.",
+        ]
+    )
     clock = FixedClock(T0)
     with TraceFileSink.create(path, clock=clock) as sink:
         result = Agent("surr").tools(echo).run("Go", provider=provider, sink=sink, clock=clock)

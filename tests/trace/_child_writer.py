@@ -26,8 +26,14 @@ T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 def event(seq: int, *, size: int) -> ToolResultEvent:
     """A tool result whose text is ``size`` characters, tagged with its seq."""
     return ToolResultEvent(
-        seq=seq, ts=T0 + timedelta(milliseconds=seq), run_id="child", turn=1, iteration=seq,
-        tool_call_id=f"call-{seq}", tool_name="fetch", result=f"#{seq}:" + "x" * size,
+        seq=seq,
+        ts=T0 + timedelta(milliseconds=seq),
+        run_id="child",
+        turn=1,
+        iteration=seq,
+        tool_call_id=f"call-{seq}",
+        tool_name="fetch",
+        result=f"#{seq}:" + "x" * size,
     )
 
 

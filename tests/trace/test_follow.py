@@ -22,7 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def start_writer(mode: str, path: Path, count: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.trace._child_writer", mode, str(path), str(count)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

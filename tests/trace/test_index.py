@@ -90,8 +90,13 @@ def test_progress_is_reported_and_cancellation_leaves_a_consistent_index(open_fd
     path.write_bytes(data)
     index = LineIndex()
     reports: list[tuple[int, int]] = []
-    added = index.update(fd, len(data), chunk_size=100, progress=lambda d, t: reports.append((d, t)),
-                         cancelled=lambda: len(reports) == 3)
+    added = index.update(
+        fd,
+        len(data),
+        chunk_size=100,
+        progress=lambda d, t: reports.append((d, t)),
+        cancelled=lambda: len(reports) == 3,
+    )
     assert reports == [(100, 900), (200, 900), (300, 900)]
     assert added == 33 and index.indexed_size == 297  # only whole lines
     assert index.update(fd, len(data), chunk_size=100) == 67

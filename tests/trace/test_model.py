@@ -44,16 +44,27 @@ def test_runs_turns_and_iterations(model: tuple[RunModel, dict[str, int]]) -> No
     m, at = model
     (run,) = m.runs
     assert (run.run_id, run.status, run.provider, run.model, run.max_iterations) == (
-        "r1", "completed", "scripted", "m-1", 6)
+        "r1",
+        "completed",
+        "scripted",
+        "m-1",
+        6,
+    )
     assert (run.start_line, run.end_line) == (at["run_start"], at["run_end"])
     (turn,) = run.turns
-    assert (turn.number, turn.start_line, turn.end_line, turn.iteration_count) == (1, at["turn_start"],
-                                                                                   at["turn_end"], 4)
+    assert (turn.number, turn.start_line, turn.end_line, turn.iteration_count) == (
+        1,
+        at["turn_start"],
+        at["turn_end"],
+        4,
+    )
     assert [it.number for it in turn.iterations] == [1, 2, 3, 4] == [it.number for it in run.iterations()]
     assert list(turn.lines) == [at["turn_start"], at["finding"], at["turn_end"]]  # turn-level records
     assert [it.pass_line for it in turn.iterations] == [at["pass1"], at["pass2"], at["pass3"], at["pass4"]]
     assert [(it.cursor_from, it.cursor_to, it.cursor_by) for it in turn.iterations] == [
-        (None, "triage", "entry"), ("triage", "triage", "stay"), ("triage", "billing", "route"),
+        (None, "triage", "entry"),
+        ("triage", "triage", "stay"),
+        ("triage", "billing", "route"),
         ("billing", "billing", "stay"),
     ]
     assert [it.route for it in turn.iterations] == ["tool-calls", "tool-calls", "tool-calls", "final"]
@@ -61,10 +72,11 @@ def test_runs_turns_and_iterations(model: tuple[RunModel, dict[str, int]]) -> No
     assert [len(it.tool_result_lines) for it in turn.iterations] == [1, 2, 1, 0]
     assert turn.iterations[3].llm_lines == [at["final_llm"]]
     assert (run.input_tokens, run.output_tokens) == (490, 49) == (turn.input_tokens, turn.output_tokens)
-    assert [(it.input_tokens, it.output_tokens) for it in turn.iterations][0] == (100, 10)
+    assert next((it.input_tokens, it.output_tokens) for it in turn.iterations) == (100, 10)
     # every record of the run sits in exactly one place
-    placed = sorted([*turn.lines, *(line for it in turn.iterations for line in it.lines),
-                     at["run_start"], at["run_end"]])
+    placed = sorted(
+        [*turn.lines, *(line for it in turn.iterations for line in it.lines), at["run_start"], at["run_end"]]
+    )
     assert placed == list(range(1, len(m.reader) if m.reader else 0))
 
 
@@ -84,18 +96,33 @@ def test_lease_lifetimes(model: tuple[RunModel, dict[str, int]]) -> None:
     m, at = model
     wire, style_triage, style_billing = m.runs[0].leases
     assert (wire.instruction_id, wire.delivery_lease, wire.tenant, wire.tool_name, wire.tool_call_id) == (
-        "wire-format", "next-call", "triage", "fetch", "c1")
+        "wire-format",
+        "next-call",
+        "triage",
+        "fetch",
+        "c1",
+    )
     assert (wire.grant_line, wire.granted_iteration) == (at["grant1"], 1)
     assert wire.served == [(1, 2)] and wire.served_lines == [at["pass2"]]
     assert (wire.state, wire.prune_line, wire.pruned_iteration, wire.prune_site) == (
-        "spent", at["prune_spent"], 2, "evaluate")
+        "spent",
+        at["prune_spent"],
+        2,
+        "evaluate",
+    )
 
     assert style_triage.served == [(1, 2)]  # not pass 3: its tenant (triage) had been left
     assert (style_triage.state, style_triage.prune_line, style_triage.prune_tenant) == (
-        "tenure-ended", at["prune_tenure"], "billing")
+        "tenure-ended",
+        at["prune_tenure"],
+        "billing",
+    )
 
     assert (style_billing.tenant, style_billing.grant_line, style_billing.served) == (
-        "billing", at["grant3"], [(1, 4)])
+        "billing",
+        at["grant3"],
+        [(1, 4)],
+    )
     assert style_billing.alive and style_billing.state == "alive"
     assert m.runs[0].leases_of("style") == [style_triage, style_billing]
 
@@ -109,11 +136,20 @@ def test_lease_lifetimes_do_not_depend_on_the_order_of_a_pass_and_its_sweep() ->
         s.add(LeaseGrantEvent, iteration=1, lease=L2)
         other = L2.model_copy(update={"skill_id": "billing", "tool_call_id": "c9"})
         s.add(LeaseGrantEvent, iteration=1, lease=other)
-        pass_ = (PassEvent, {"iteration": 2, "active_ids": ["style"], "evaluated_total": 1,
-                             "lease_active_ids": ["style"]})
-        prune = (LeasePruneEvent, {"iteration": 2, "site": "evaluate", "tenant": "billing",
-                                   "pruned": [PrunedLease(**L2.model_dump(), reason="tenure-ended")]})
-        for cls, fields in ([pass_, prune] if pass_first else [prune, pass_]):
+        pass_ = (
+            PassEvent,
+            {"iteration": 2, "active_ids": ["style"], "evaluated_total": 1, "lease_active_ids": ["style"]},
+        )
+        prune = (
+            LeasePruneEvent,
+            {
+                "iteration": 2,
+                "site": "evaluate",
+                "tenant": "billing",
+                "pruned": [PrunedLease(**L2.model_dump(), reason="tenure-ended")],
+            },
+        )
+        for cls, fields in [pass_, prune] if pass_first else [prune, pass_]:
             s.add(cls, **fields)
         return RunModel.build([header, *s.events])
 
@@ -126,11 +162,20 @@ def test_lease_lifetimes_do_not_depend_on_the_order_of_a_pass_and_its_sweep() ->
 def test_a_prune_of_a_lease_never_granted_in_the_trace_is_kept() -> None:
     s = Script()
     s.turn = 1
-    s.add(LeasePruneEvent, iteration=5, site="tool-calls", tenant=None,
-          pruned=[PrunedLease(**L1.model_dump(), reason="spent")])
+    s.add(
+        LeasePruneEvent,
+        iteration=5,
+        site="tool-calls",
+        tenant=None,
+        pruned=[PrunedLease(**L1.model_dump(), reason="spent")],
+    )
     (lease,) = RunModel.build([TraceHeader(producer="t", created=T0), *s.events]).runs[0].leases
     assert (lease.grant_line, lease.prune_line, lease.prune_site, lease.state) == (
-        None, 1, "tool-calls", "spent")
+        None,
+        1,
+        "tool-calls",
+        "spent",
+    )
 
 
 def test_engagement_timeline(model: tuple[RunModel, dict[str, int]]) -> None:
@@ -148,12 +193,14 @@ def test_engagement_timeline(model: tuple[RunModel, dict[str, int]]) -> None:
     assert [p.line for p in timeline.changes] == [first.engagement_line, at["park"], at["reengage"]]
     assert (timeline.parks, timeline.reengagements, timeline.standing) == (1, 1, "engaged")
     assert (run.parks, run.reengagements) == (1, 1)
-    assert [it.engagement_changes for it in run.iterations()][2:] == [(("skill-map", "parked"),),
-                                                                      (("skill-map", "reengaged"),)]
+    assert [it.engagement_changes for it in run.iterations()][2:] == [
+        (("skill-map", "parked"),),
+        (("skill-map", "reengaged"),),
+    ]
 
 
 def test_following_a_growing_trace_gives_the_same_model(tmp_path: Path) -> None:
-    script, at = support_run()
+    script, _at = support_run()
     path = tmp_path / "growing.jsonl"
     whole = RunModel.build(TraceReader(script.write(tmp_path / "whole.jsonl")))
     writer = TraceWriter.create(path, durability="none")
@@ -168,7 +215,9 @@ def test_following_a_growing_trace_gives_the_same_model(tmp_path: Path) -> None:
     def facts(m: RunModel) -> object:
         run = m.runs[0]
         return (
-            run.status, run.input_tokens, m.counts,
+            run.status,
+            run.input_tokens,
+            m.counts,
             [(it.number, list(it.lines), it.lease_served, it.route) for it in run.iterations()],
             [(lease.served, lease.state, lease.prune_line) for lease in run.leases],
             [(p.line, p.change) for p in run.maps["skill-map"].points],
@@ -233,16 +282,38 @@ def test_the_model_holds_far_less_than_the_file(tmp_path: Path) -> None:
     s.turn = 1
     prompt = "You are a careful assistant. " * 40  # about 1 KB, as real system prompts are
     for iteration in range(1, 1501):
-        s.add(PassEvent, iteration=iteration, active_ids=["tone", "triage"], evaluated_total=5,
-              lease_active_ids=["wire-format"])
-        s.add(CursorMoveEvent, iteration=iteration, from_skill="triage", to_skill="triage", by="stay",
-              strength="assumed")
-        s.add(LlmCallEvent, iteration=iteration, call_index=iteration, provider="scripted", model="m",
-              request=LlmRequest(system_prompt=[PromptSegment(source="base", text=prompt)]),
-              response=LlmResponse(content="ok", usage=Usage(input_tokens=300, output_tokens=20)),
-              route="tool-calls")
-        s.add(ToolResultEvent, iteration=iteration, tool_call_id=f"c{iteration}", tool_name="fetch",
-              result="r" * 200)
+        s.add(
+            PassEvent,
+            iteration=iteration,
+            active_ids=["tone", "triage"],
+            evaluated_total=5,
+            lease_active_ids=["wire-format"],
+        )
+        s.add(
+            CursorMoveEvent,
+            iteration=iteration,
+            from_skill="triage",
+            to_skill="triage",
+            by="stay",
+            strength="assumed",
+        )
+        s.add(
+            LlmCallEvent,
+            iteration=iteration,
+            call_index=iteration,
+            provider="scripted",
+            model="m",
+            request=LlmRequest(system_prompt=[PromptSegment(source="base", text=prompt)]),
+            response=LlmResponse(content="ok", usage=Usage(input_tokens=300, output_tokens=20)),
+            route="tool-calls",
+        )
+        s.add(
+            ToolResultEvent,
+            iteration=iteration,
+            tool_call_id=f"c{iteration}",
+            tool_name="fetch",
+            result="r" * 200,
+        )
     path = s.write(tmp_path / "big.jsonl")
     reader = TraceReader(path, cache_size=0)
     tracemalloc.start()
@@ -256,7 +327,7 @@ def test_the_model_holds_far_less_than_the_file(tmp_path: Path) -> None:
 
 
 def test_locating_the_iteration_of_a_line_and_the_leases_serving_a_pass(
-    model: tuple[RunModel, dict[str, int]]
+    model: tuple[RunModel, dict[str, int]],
 ) -> None:
     m, at = model
     run = m.runs[0]

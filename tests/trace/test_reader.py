@@ -220,8 +220,14 @@ def test_an_unfinished_header(path: Path) -> None:
 
 def test_a_newer_schema_version_names_both_versions(path: Path) -> None:
     newer = SCHEMA_VERSION + 1
-    header = {"kind": "trace_header", "format": "fpdebug.trace", "schema_version": newer,
-              "producer": "fpdebug 9", "created": "2030-01-01T00:00:00Z", "a_field_from_the_future": 1}
+    header = {
+        "kind": "trace_header",
+        "format": "fpdebug.trace",
+        "schema_version": newer,
+        "producer": "fpdebug 9",
+        "created": "2030-01-01T00:00:00Z",
+        "a_field_from_the_future": 1,
+    }
     path.write_bytes(orjson.dumps(header) + b"\n")
     with pytest.raises(TraceVersionError) as caught:
         TraceReader(path)
@@ -263,8 +269,9 @@ def test_corrupt_and_non_utf8_lines_in_the_middle(path: Path) -> None:
 
 def test_wrong_field_types_keep_the_claimed_kind_and_seq(path: Path) -> None:
     write_events(path, 1)
-    append_bytes(path, b'{"kind":"turn_start","seq":2,"ts":"2026-01-01T00:00:00Z","run_id":"r",'
-                       b'"user_message":5}\n')
+    append_bytes(
+        path, b'{"kind":"turn_start","seq":2,"ts":"2026-01-01T00:00:00Z","run_id":"r","user_message":5}\n'
+    )
     with TraceReader(path) as reader:
         record = reader[2]
         assert isinstance(record, InvalidRecord)

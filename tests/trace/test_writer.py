@@ -128,9 +128,8 @@ def test_seq_must_be_dense_and_nothing_is_written_otherwise(path: Path) -> None:
 
 
 def test_only_events_can_be_appended(path: Path) -> None:
-    with TraceWriter.create(path) as writer:
-        with pytest.raises(TraceFormatError, match="only trace events"):
-            writer.append(TraceHeader(producer="x", created=T0))  # type: ignore[arg-type]
+    with TraceWriter.create(path) as writer, pytest.raises(TraceFormatError, match="only trace events"):
+        writer.append(TraceHeader(producer="x", created=T0))  # type: ignore[arg-type]
 
 
 def test_append_many_is_all_or_nothing(path: Path) -> None:

@@ -11,7 +11,6 @@ from textual.widgets import Input
 
 from tests.tui.traces import write_hostile, write_support_run
 
-
 HANG = 600.0
 """Seconds after which a TUI test is taken to be stuck (the slowest takes about a minute on a loaded box)."""
 

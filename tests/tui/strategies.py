@@ -52,7 +52,7 @@ bad_lines = st.one_of(
         lambda kind, fields: json.dumps(
             {"kind": kind, "seq": 2, "run_id": "r", "turn": 1, "iteration": 1, **fields}, ensure_ascii=False
         ).encode(),
-        st.sampled_from(sorted(EVENT_KINDS) + ["unknown_kind"]),
+        st.sampled_from([*sorted(EVENT_KINDS), "unknown_kind"]),
         st.dictionaries(
             st.sampled_from(["active_ids", "request", "lease", "pruned", "records", "result"]),
             json_values,

@@ -322,7 +322,7 @@ async def palette_offers(pilot: Pilot[object], typed: str) -> list[str]:
 
 class TestPaletteFilters:
     async def test_a_filter_is_listed_once_and_says_what_it_keeps_in_the_view_on_show(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
+        async with opened(sample("support")) as (pilot, _screen):
             offered = await palette_offers(pilot, "filter: kind lease_prune")
             same = [text for text in offered if text.startswith("filter: kind lease_prune")]
             assert same == [
@@ -363,7 +363,7 @@ class TestPaletteFilters:
 
 class TestHelpAndKeymap:
     async def test_help_lists_every_binding(self) -> None:
-        async with opened(sample("leases")) as (pilot, screen):
+        async with opened(sample("leases")) as (pilot, _screen):
             app = pilot.app
             await pilot.press("question_mark")
             assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
@@ -474,7 +474,7 @@ class TestUntrusted:
         self, hostile_trace: tuple[Path, dict[str, int]]
     ) -> None:
         path, _ = hostile_trace
-        async with opened(path) as (pilot, screen):
+        async with opened(path) as (pilot, _screen):
             for keys in (("1",), ("3",), ("3", "e"), ("4",), ("4", "G"), ("2",), ("question_mark",)):
                 await pilot.press(*keys)
                 await pilot.pause()

@@ -89,7 +89,7 @@ class TestFullFlow:
             assert "← READ llm_call #2 (seq 7, turn 1, iteration 2) seq 7" in text
             assert "← LANDED system-prompt segment 4 (fact 'vip-override') seq 7" in text
             assert "← BORN fact 'vip-override' declared in run_start (fact, trigger always) seq 1" in text
-            assert "CORRELATIONAL: aligned with the answer, never \"because\"" in text
+            assert 'CORRELATIONAL: aligned with the answer, never "because"' in text
 
             await pilot.press("a")
             assert await wait_for(pilot, lambda: not pane.running, timeout=RERUNS)
@@ -197,8 +197,11 @@ class TestFullFlow:
             assert screen.view == "backtrack"
             assert await wait_for(pilot, lambda: pane.report is not None)
             await run_palette(pilot, "backtrack: bisect")
-            assert await wait_for(pilot, lambda: pane.report is not None and pane.report.bisect is not None
-                                  and not pane.running, timeout=RERUNS)
+            assert await wait_for(
+                pilot,
+                lambda: pane.report is not None and pane.report.bisect is not None and not pane.running,
+                timeout=RERUNS,
+            )
             bisect = pane.report.bisect  # type: ignore[union-attr]
             assert bisect is not None and bisect.verdict == "confirmed"
             assert bisect.culprits == [["injection 'vip-override'"]]
@@ -351,15 +354,17 @@ class TestAuditA59:
     ) -> None:
         trace = self._naming(tmp_path, "helper.py")
         (tmp_path / "helper.py").write_text(
-            'from pathlib import Path\nPath(__file__).with_name("PWNED").write_text("code ran at import")\n')
+            'from pathlib import Path\nPath(__file__).with_name("PWNED").write_text("code ran at import")\n'
+        )
         monkeypatch.chdir(tmp_path)
         app = FpdebugApp(trace)
         async with app.run_test(size=SIZE) as pilot:
             pane = await open_pane(pilot)
             for key in ("a", "b", "r"):
                 await pilot.press(key)
-                stopped = await wait_for(pilot, lambda: bool(pane.state.error) and not pane.running,
-                                         timeout=RERUNS)
+                stopped = await wait_for(
+                    pilot, lambda: bool(pane.state.error) and not pane.running, timeout=RERUNS
+                )
                 assert stopped
                 await pilot.pause()
                 text = pane_text(app)
@@ -390,11 +395,16 @@ class TestAuditA59:
         from fpdebug.demo import recorded_module_loader
 
         agent = tmp_path / "my_planted.py"
-        agent.write_text("from fpdebug.demo.planted_fact import USER_MESSAGES, build_agent, "
-                         "scripted_provider\n")
+        agent.write_text(
+            "from fpdebug.demo.planted_fact import USER_MESSAGES, build_agent, scripted_provider\n"
+        )
         trace = self._naming(tmp_path, "my_planted.py")
-        backtrack(trace, ablate=True, samples=backtrack_pane.SAMPLES,
-                  load_module=recorded_module_loader(trace, module=str(agent)))
+        backtrack(
+            trace,
+            ablate=True,
+            samples=backtrack_pane.SAMPLES,
+            load_module=recorded_module_loader(trace, module=str(agent)),
+        )
         saved = load_sidecar(sidecar_path_for(trace)).latest(call_seq=7)
         assert saved is not None and saved.status == "complete"
         when = saved.created.strftime("%Y-%m-%d %H:%M UTC")
@@ -409,7 +419,10 @@ class TestAuditA59:
             text = pane_text(app)
             assert "built from the module 'my_planted.py'" in text
             assert (pane.state.origin, pane.state.saved_at, pane.state.saved_status) == (
-                "saved", saved.created, "complete")
+                "saved",
+                saved.created,
+                "complete",
+            )
             assert f"SAVED beside the trace on {when} · complete · 18 reruns" in text
             assert "in this session" not in text
             assert "note nothing was rerun" in text
@@ -420,18 +433,24 @@ class TestAuditA59:
         from fpdebug.tui.app import TraceSource
 
         agent = tmp_path / "my_planted.py"
-        agent.write_text("from fpdebug.demo.planted_fact import USER_MESSAGES, build_agent, "
-                         "scripted_provider\n")
+        agent.write_text(
+            "from fpdebug.demo.planted_fact import USER_MESSAGES, build_agent, scripted_provider\n"
+        )
         trace = self._naming(tmp_path, "my_planted.py")
         app = FpdebugApp(TraceSource(trace, rerun_module=str(agent)))
         async with app.run_test(size=SIZE) as pilot:
             pane = await open_pane(pilot)
             await pilot.press("a")
-            assert await wait_for(pilot, lambda: pane.report is not None and pane.report.status == "complete"
-                                  and not pane.running, timeout=RERUNS)
+            assert await wait_for(
+                pilot,
+                lambda: pane.report is not None and pane.report.status == "complete" and not pane.running,
+                timeout=RERUNS,
+            )
             assert pane.state.error is None
-            assert any(v.verdict.kind == "confirmed" and v.source == "injection:vip-override"
-                       for v in pane.report.verdicts)
+            assert any(
+                v.verdict.kind == "confirmed" and v.source == "injection:vip-override"
+                for v in pane.report.verdicts
+            )
 
     async def test_integers_beyond_64_bits_do_not_stop_the_reruns(self, tmp_path: Path) -> None:
         trace = copy_sample("planted-fact", tmp_path)
@@ -445,8 +464,11 @@ class TestAuditA59:
         async with app.run_test(size=SIZE) as pilot:
             pane = await open_pane(pilot)
             await pilot.press("a")
-            assert await wait_for(pilot, lambda: not pane.running and pane.report is not None
-                                  and pane.report.status == "complete", timeout=RERUNS)
+            assert await wait_for(
+                pilot,
+                lambda: not pane.running and pane.report is not None and pane.report.status == "complete",
+                timeout=RERUNS,
+            )
             assert pane.state.error is None and "TypeError" not in pane_text(app)
         assert load_sidecar(sidecar_path_for(trace)).backtracks[-1].status == "complete"
 

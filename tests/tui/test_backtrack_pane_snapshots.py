@@ -27,8 +27,11 @@ class TestBacktrackPane:
             pane = pilot.app.screen.query_one(BacktrackPane)
             assert await wait_for(pilot, lambda: pane.report is not None)
             await pilot.press("a")
-            assert await wait_for(pilot, lambda: not pane.running and pane.report is not None
-                                  and pane.report.status == "complete", timeout=180)
+            assert await wait_for(
+                pilot,
+                lambda: not pane.running and pane.report is not None and pane.report.status == "complete",
+                timeout=180,
+            )
             await pilot.pause()
 
         assert snap_compare(FpdebugApp(trace), run_before=run_before, terminal_size=WIDE)

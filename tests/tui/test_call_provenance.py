@@ -45,31 +45,54 @@ def write_every_source(path: Path) -> Path:
     script.add(TurnStartEvent, user_message="refund ORD-1")
     script.add(PassEvent, iteration=1, active_ids=[], evaluated_total=0)
     calls = [
-        ToolCallRecord(id="call_7", name="refund", args={"order_id": "ORD-1", "amount": 250.0, "note": MARKUP,
-                                                         "account": "C-88", "sku": "SKU-77"}),
+        ToolCallRecord(
+            id="call_7",
+            name="refund",
+            args={"order_id": "ORD-1", "amount": 250.0, "note": MARKUP, "account": "C-88", "sku": "SKU-77"},
+        ),
         ToolCallRecord(id="call_8", name="set_pin", args={"pin": "4242"}),
     ]
     script.add(
-        LlmCallEvent, iteration=1, call_index=1, provider="scripted", model="m",
+        LlmCallEvent,
+        iteration=1,
+        call_index=1,
+        provider="scripted",
+        model="m",
         request=LlmRequest(messages=[Message(role="user", content="refund ORD-1")]),
-        response=LlmResponse(tool_calls=calls), route="tool-calls",
+        response=LlmResponse(tool_calls=calls),
+        route="tool-calls",
     )
 
     def row(call: str, tool: str, path_: str, value: object, source: str, **extra: object) -> ArgumentRow:
         return ArgumentRow(tool_call_id=call, tool_name=tool, path=path_, value=value, source=source, **extra)
 
-    script.add(FindingEvent, iteration=1, layer="inputs", rows=[
-        BasisRow(
-            tool_call_id="call_7", tool_name="refund", from_entries=["$.order_id <- user"], dropped_from=2
-        ),
-        row("call_7", "refund", "$.order_id", "ORD-1", "user", source_text="refund ORD-1"),
-        row("call_7", "refund", "$.amount", 250.0, "nowhere", rewritten=True, rewritten_to=100.0,
-            refused_reference="tool:call_3"),
-        row("call_7", "refund", "$.note", MARKUP, "nowhere"),
-        row("call_7", "refund", "$.account", "C-88", "external", label="signed-in account"),
-        row("call_7", "refund", "$.sku", "SKU-77", "declared", label="price list", source_path="$.SKU-77"),
-        row("call_8", "set_pin", "$.pin", None, "nowhere", hidden=True),
-    ])
+    script.add(
+        FindingEvent,
+        iteration=1,
+        layer="inputs",
+        rows=[
+            BasisRow(
+                tool_call_id="call_7", tool_name="refund", from_entries=["$.order_id <- user"], dropped_from=2
+            ),
+            row("call_7", "refund", "$.order_id", "ORD-1", "user", source_text="refund ORD-1"),
+            row(
+                "call_7",
+                "refund",
+                "$.amount",
+                250.0,
+                "nowhere",
+                rewritten=True,
+                rewritten_to=100.0,
+                refused_reference="tool:call_3",
+            ),
+            row("call_7", "refund", "$.note", MARKUP, "nowhere"),
+            row("call_7", "refund", "$.account", "C-88", "external", label="signed-in account"),
+            row(
+                "call_7", "refund", "$.sku", "SKU-77", "declared", label="price list", source_path="$.SKU-77"
+            ),
+            row("call_8", "set_pin", "$.pin", None, "nowhere", hidden=True),
+        ],
+    )
     script.add(TurnEndEvent, iteration=None, final_content="", iteration_count=1)
     script.turn = None
     script.add(RunEndEvent, status="completed", turns=1)
@@ -80,13 +103,22 @@ class TestSourceWords:
     @pytest.mark.parametrize(
         ("fields", "words"),
         [
-            ({"source": "tool-result", "source_tool_call_id": "call_1", "source_path": "$.orders[0].total",
-              "source_iteration": 1, "source_tool_name": "list_orders"},
-             "tool-result call_1 $.orders[0].total @I1 (list_orders)"),
+            (
+                {
+                    "source": "tool-result",
+                    "source_tool_call_id": "call_1",
+                    "source_path": "$.orders[0].total",
+                    "source_iteration": 1,
+                    "source_tool_name": "list_orders",
+                },
+                "tool-result call_1 $.orders[0].total @I1 (list_orders)",
+            ),
             ({"source": "user"}, "user"),
             ({"source": "external", "label": "signed-in account"}, "external: signed-in account"),
-            ({"source": "declared", "label": "price list", "source_path": "$.SKU-77"},
-             "declared: price list $.SKU-77"),
+            (
+                {"source": "declared", "label": "price list", "source_path": "$.SKU-77"},
+                "declared: price list $.SKU-77",
+            ),
             ({"source": "nowhere"}, "nowhere (model supplied)"),
         ],
     )

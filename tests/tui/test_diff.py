@@ -55,7 +55,11 @@ def _segment(id_: str, text: str | None = None) -> PromptSegment:
 def _pass(script: Script, iteration: int, ids: list[str], reasons: list[ActiveReason]) -> int:
     entries = [SlotEntry(id=id_, source="instructions", reason=f"{id_} rides") for id_ in ids]
     return script.add(
-        PassEvent, iteration=iteration, active_ids=ids, reasons=reasons, evaluated_total=4,
+        PassEvent,
+        iteration=iteration,
+        active_ids=ids,
+        reasons=reasons,
+        evaluated_total=4,
         by_slot=SlotRouting(system_prompt=entries),
     )
 
@@ -69,14 +73,20 @@ def _call(
 ) -> int:
     texts = texts or {}
     return script.add(
-        LlmCallEvent, iteration=iteration, call_index=iteration, provider="scripted", model="m",
+        LlmCallEvent,
+        iteration=iteration,
+        call_index=iteration,
+        provider="scripted",
+        model="m",
         request=LlmRequest(
             system_prompt=[
-                PromptSegment(source="base", text="sys"), *(_segment(i, texts.get(i)) for i in ids)
+                PromptSegment(source="base", text="sys"),
+                *(_segment(i, texts.get(i)) for i in ids),
             ],
             messages=messages,
         ),
-        response=LlmResponse(content="ok"), route="final",
+        response=LlmResponse(content="ok"),
+        route="final",
     )
 
 
@@ -84,8 +94,14 @@ def write_two_turns(path: Path) -> dict[str, int]:
     """Turn 1: billing (cursor) then a wire-format lease; turn 2: the cursor moves to refund."""
     script, at = Script("two-turns"), {}
     script.add(RunStartEvent, turn=None, provider="scripted", model="m", max_iterations=4)
-    lease = LeaseRecord(instruction_id="wire-format", delivery_lease="next-call", skill_id="billing",
-                        tool_name="fetch", tool_call_id="c1", iteration=1)
+    lease = LeaseRecord(
+        instruction_id="wire-format",
+        delivery_lease="next-call",
+        skill_id="billing",
+        tool_name="fetch",
+        tool_call_id="c1",
+        iteration=1,
+    )
     script.turn = 1
     at["turn1"] = script.add(TurnStartEvent, user_message="first")
     cursor = ActiveReason(id="billing", via="cursor")
@@ -94,24 +110,50 @@ def write_two_turns(path: Path) -> dict[str, int]:
     script.add(CursorMoveEvent, iteration=1, to_skill="billing", by="entry", strength="lexical")
     _call(script, 1, ["tone", "billing"], [Message(role="user", content="first")])
     at["grant"] = script.add(LeaseGrantEvent, iteration=1, lease=lease)
-    leased = ActiveReason(id="wire-format", via="lease", tool_name="fetch", tool_call_id="c1", at_iteration=1,
-                          delivery_lease="next-call", tenant="billing")
+    leased = ActiveReason(
+        id="wire-format",
+        via="lease",
+        tool_name="fetch",
+        tool_call_id="c1",
+        at_iteration=1,
+        delivery_lease="next-call",
+        tenant="billing",
+    )
     at["t1i2"] = _pass(script, 2, ["tone", "billing", "wire-format"], [always, cursor, leased])
-    at["prune"] = script.add(LeasePruneEvent, iteration=2, site="evaluate", tenant="billing",
-                             pruned=[PrunedLease(**lease.model_dump(), reason="spent")])
-    script.add(CursorMoveEvent, iteration=2, from_skill="billing", to_skill="billing", by="stay",
-               strength="assumed")
+    at["prune"] = script.add(
+        LeasePruneEvent,
+        iteration=2,
+        site="evaluate",
+        tenant="billing",
+        pruned=[PrunedLease(**lease.model_dump(), reason="spent")],
+    )
+    script.add(
+        CursorMoveEvent, iteration=2, from_skill="billing", to_skill="billing", by="stay", strength="assumed"
+    )
     _call(script, 2, ["tone", "billing", "wire-format"], [Message(role="user", content="first")])
     script.add(TurnEndEvent, iteration=None, final_content="ok", iteration_count=2)
     script.turn = 2
     at["turn2"] = script.add(TurnStartEvent, user_message="second")
     at["t2i1"] = _pass(script, 1, ["tone", "refund"], [always, ActiveReason(id="refund", via="cursor")])
-    script.add(CursorMoveEvent, iteration=1, from_skill="billing", to_skill="refund", by="route",
-               strength="structural")
-    _call(script, 1, ["tone", "refund"], [
-        Message(role="user", content="first"), Message(role="assistant", content="ok"),
-        Message(role="user", content="second"),
-    ], texts={"tone": "tone says hello\nand keep it brief"})
+    script.add(
+        CursorMoveEvent,
+        iteration=1,
+        from_skill="billing",
+        to_skill="refund",
+        by="route",
+        strength="structural",
+    )
+    _call(
+        script,
+        1,
+        ["tone", "refund"],
+        [
+            Message(role="user", content="first"),
+            Message(role="assistant", content="ok"),
+            Message(role="user", content="second"),
+        ],
+        texts={"tone": "tone says hello\nand keep it brief"},
+    )
     script.add(TurnEndEvent, iteration=None, final_content="ok", iteration_count=1)
     script.turn = None
     script.add(RunEndEvent, status="completed", turns=2)
@@ -218,7 +260,9 @@ class TestPassDiff:
         changed = [segment for segment in diff.segments if segment.change == "changed"]
         assert [(s.injection_id, s.diff[-1]) for s in changed] == [("tone", "+and keep it brief")]
         assert {(s.change, s.injection_id) for s in diff.segments} == {
-            ("changed", "tone"), ("added", "refund"), ("removed", "billing")
+            ("changed", "tone"),
+            ("added", "refund"),
+            ("removed", "billing"),
         }
         assert "+and keep it brief" in _words(session, diff)
 
@@ -235,7 +279,7 @@ class TestPassDiff:
         assert "across runs: run-a → run-b" in _words(session, diff)
 
     def test_passes_without_slot_routing_compare_their_active_sets(self, tmp_path: Path) -> None:
-        script, lines = support_run()
+        script, _lines = support_run()
         path = script.write(tmp_path / "support-run.fptrace.jsonl")
         session = load_session(path)
         diff = pass_diff(session, 0, 3)
@@ -245,7 +289,7 @@ class TestPassDiff:
         assert changes["triage"].change == "left"
         assert changes["wire-format"].change == "came-and-went"
         assert str(changes["wire-format"].why_left).startswith("its next-call lease")
-        assert [note.changes for note in diff.maps][0][0][1] == "parked"
+        assert next(note.changes for note in diff.maps)[0][1] == "parked"
         assert "no slot routing" in _words(session, diff)
 
     def test_a_long_walk_is_cut_and_says_so(self, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -54,20 +54,44 @@ def _honest_events(text: str, run_id: str) -> list[TraceEvent]:
         return {"seq": seq, "ts": T0, "run_id": run_id, "turn": 1, "iteration": 1}
 
     events += [
-        FindingEvent(**env(4), layer="inputs", rows=[
-            ArgumentRow(tool_call_id=text, tool_name=text, path=text, value=text, source="tool-result",
-                        source_tool_call_id=text, source_path=text, refused_reference=text),
-            ArgumentRow(
-                tool_call_id=text, tool_name=text, path=text, value=None, source="nowhere", hidden=True
-            ),
-        ]),
-        FindingEvent(**env(5), layer="answer", rows=[AnswerAssessmentRow(
-            reads=["history"],
-            values=[StatedValue(text=text, kind="quoted", supported=True,
-                                supported_by=[f"tool:{text}", "user", f"external:{text}", text]),
-                    StatedValue(text=text, kind="id", supported=False)],
-            standing_line=text,
-        )]),
+        FindingEvent(
+            **env(4),
+            layer="inputs",
+            rows=[
+                ArgumentRow(
+                    tool_call_id=text,
+                    tool_name=text,
+                    path=text,
+                    value=text,
+                    source="tool-result",
+                    source_tool_call_id=text,
+                    source_path=text,
+                    refused_reference=text,
+                ),
+                ArgumentRow(
+                    tool_call_id=text, tool_name=text, path=text, value=None, source="nowhere", hidden=True
+                ),
+            ],
+        ),
+        FindingEvent(
+            **env(5),
+            layer="answer",
+            rows=[
+                AnswerAssessmentRow(
+                    reads=["history"],
+                    values=[
+                        StatedValue(
+                            text=text,
+                            kind="quoted",
+                            supported=True,
+                            supported_by=[f"tool:{text}", "user", f"external:{text}", text],
+                        ),
+                        StatedValue(text=text, kind="id", supported=False),
+                    ],
+                    standing_line=text,
+                )
+            ],
+        ),
     ]
     return events
 

@@ -19,10 +19,18 @@ from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import LlmRequest, LlmResponse, RunEndEvent
 from fpdebug.tui.app import TraceSource, binding_ids
 from fpdebug.tui.commands import fixed_commands
-from fpdebug.tui.drive import Breakpoint, DriveApp, DriveScreen, GateStatus, PausePoint, RunDriver, RunStateChanged
+from fpdebug.tui.drive import (
+    Breakpoint,
+    DriveApp,
+    DriveScreen,
+    GateStatus,
+    PausePoint,
+    RunDriver,
+    RunStateChanged,
+)
 from fpdebug.tui.drive.screen import gate_header_text, gate_text
-from fpdebug.tui.text import Palette
 from fpdebug.tui.screens.help_screen import HelpScreen
+from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.skill_map import SkillMapView
@@ -160,7 +168,7 @@ class TestBreakpoints:
     async def test_a_breakpoint_hit_before_the_screen_is_up_is_shown_once_it_is(self, tmp_path: Path) -> None:
         # --start running --break lease_prune: the run pauses within milliseconds, before the
         # screen's first load is done; the screen must still end up on the paused iteration.
-        app, driver = make_app(
+        app, _driver = make_app(
             tmp_path, "support", start="running", breakpoints=[Breakpoint.on_kind("lease_prune")]
         )
         async with app.run_test(size=SIZE) as pilot:
@@ -322,13 +330,17 @@ class TestEnding:
             last = reader[len(reader) - 1]
         assert isinstance(last, RunEndEvent) and last.status == "interrupted"
         # every record before run_end is the very record an undisturbed run writes there
-        full = run_target(
-            "support",
-            trace_path=tmp_path / "full.fptrace.jsonl",
-            clock=FixedClock(SAMPLE_START),
-            run_id="sample-support",
-            durability="none",
-        ).trace_path.read_bytes().splitlines()
+        full = (
+            run_target(
+                "support",
+                trace_path=tmp_path / "full.fptrace.jsonl",
+                clock=FixedClock(SAMPLE_START),
+                run_id="sample-support",
+                durability="none",
+            )
+            .trace_path.read_bytes()
+            .splitlines()
+        )
         assert lines[:-1] == full[: len(lines) - 1]
         assert len(lines) - 1 == 9  # header, 8 events up to pass 2, then run_end
 
@@ -412,7 +424,7 @@ class TestEnding:
 
 class TestKeys:
     async def test_the_help_lists_the_drive_keys_with_their_ids(self, tmp_path: Path) -> None:
-        app, driver = make_app(tmp_path, "leases")
+        app, _driver = make_app(tmp_path, "leases")
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("question_mark")
             await pilot.pause()

@@ -478,6 +478,4 @@ class TestStopWhileRunning:
 
     def test_emit_without_a_sink_is_an_error(self) -> None:
         with pytest.raises(FpdebugError, match="attach"):
-            StepGate().emit(
-                RunEndEvent(seq=1, ts=SAMPLE_START, run_id="r", status="completed")
-            )
+            StepGate().emit(RunEndEvent(seq=1, ts=SAMPLE_START, run_id="r", status="completed"))

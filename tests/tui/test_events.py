@@ -25,8 +25,13 @@ _AT = {"seq": 3, "ts": T0, "run_id": "r", "turn": 1, "iteration": 2}
 
 
 def _lease(**fields: object) -> dict[str, object]:
-    return {"instruction_id": "wire-format", "delivery_lease": "next-call", "tool_name": "fetch", "iteration": 2,
-            **fields}
+    return {
+        "instruction_id": "wire-format",
+        "delivery_lease": "next-call",
+        "tool_name": "fetch",
+        "iteration": 2,
+        **fields,
+    }
 
 
 class TestNoTenant:

@@ -1,4 +1,4 @@
-"""The pass inspector shows the step pointer (DOMAIN §5.6) when a trace carries one, else nothing."""
+"""The pass inspector shows the step pointer (docs/context-model.md §5.6) when a trace carries one, else nothing."""
 
 from __future__ import annotations
 

@@ -28,7 +28,9 @@ def schema_break(tmp_path: Path) -> tuple[Path, int]:
 
 
 class TestSession:
-    def test_the_check_step_finds_a_line_the_facts_took_for_an_event(self, schema_break: tuple[Path, int]) -> None:
+    def test_the_check_step_finds_a_line_the_facts_took_for_an_event(
+        self, schema_break: tuple[Path, int]
+    ) -> None:
         path, line = schema_break
         session = load_session(path)
         assert session.model.counts["llm_call"] == 5  # the facts path counted it as a call
@@ -57,7 +59,9 @@ class TestSession:
             pass
         assert not session.is_invalid(target)
 
-    def test_reading_the_line_notes_it_before_the_check_reaches_it(self, schema_break: tuple[Path, int]) -> None:
+    def test_reading_the_line_notes_it_before_the_check_reaches_it(
+        self, schema_break: tuple[Path, int]
+    ) -> None:
         path, line = schema_break
         session = load_session(path)
         session.record(line)
@@ -86,7 +90,9 @@ class TestScreen:
             assert await wait_for(pilot, lambda: events.row_filter is not None and events.row_filter.done)
             assert list(events.row_filter.rows) == [line]
 
-    async def test_the_calls_view_says_the_call_is_an_invalid_record(self, schema_break: tuple[Path, int]) -> None:
+    async def test_the_calls_view_says_the_call_is_an_invalid_record(
+        self, schema_break: tuple[Path, int]
+    ) -> None:
         path, line = schema_break
         async with opened(path) as (pilot, screen):
             await pilot.press("j", "3")

@@ -90,7 +90,9 @@ class TestTimelineColumns:
             assert any(row.startswith("iter") and row.endswith("bdg") for row in timeline)
             rows = [row for row in timeline if "·I" in row]
             assert any(row.startswith(f"{longest} ") for row in rows)
-            assert len(rows) > 6 and all(row.endswith(" g") for row in rows), rows  # every pass granted a lease
+            assert len(rows) > 6 and all(row.endswith(" g") for row in rows), (
+                rows
+            )  # every pass granted a lease
 
     @pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 48)])
     async def test_labels_of_many_runs_are_never_cut(self, many_runs: Path, size: tuple[int, int]) -> None:
@@ -118,7 +120,7 @@ class TestFooter:
 
 class TestWrapping:
     async def test_the_skill_map_note_wraps_at_40_columns(self) -> None:
-        async with opened(sample("zone-trap"), size=(40, 24)) as (pilot, screen):
+        async with opened(sample("zone-trap"), size=(40, 24)) as (pilot, _screen):
             await pilot.press("5")
             await pilot.pause()
             words = " ".join(screen_text(pilot.app).replace("│", " ").split())
@@ -149,7 +151,9 @@ class TestWords:
             await pilot.press("2")
             await pilot.pause()
             gantt = screen.query_one(LeaseGantt)
-            row = next(i for i, lease in enumerate(screen.session.leases) if lease.instruction_id == "wire-format")
+            row = next(
+                i for i, lease in enumerate(screen.session.leases) if lease.instruction_id == "wire-format"
+            )
             lease = screen.session.leases[row]
             assert lease.delivery_lease == "next-call" and lease.prune_reason == "spent"
             drawn = gantt.render_row(row, 150).plain

@@ -163,13 +163,21 @@ def hand_built(path: Path, *, nodes: int = 0) -> Path:
         s.add(PassEvent, iteration=1, active_ids=[ring[0]], evaluated_total=nodes)
         for i in range(1, nodes):
             s.add(
-                CursorMoveEvent, iteration=i + 1, from_skill=ring[i - 1], to_skill=ring[i], by="route",
+                CursorMoveEvent,
+                iteration=i + 1,
+                from_skill=ring[i - 1],
+                to_skill=ring[i],
+                by="route",
                 strength="structural",
             )
             s.add(PassEvent, iteration=i + 1, active_ids=[ring[i]], evaluated_total=nodes)
     else:
         s.add(
-            CursorMoveEvent, iteration=1, to_skill="triage", by="entry", strength="lexical",
+            CursorMoveEvent,
+            iteration=1,
+            to_skill="triage",
+            by="entry",
+            strength="lexical",
             witness=Witness(text="help me", keyword="help"),
         )
         s.add(PassEvent, iteration=1, active_ids=["triage"], evaluated_total=4)
@@ -177,8 +185,13 @@ def hand_built(path: Path, *, nodes: int = 0) -> Path:
         loser = ConflictParty(tool_call_id="c2", tool_name="lookup", target="faq")
         s.add(RouteConflictEvent, iteration=1, from_skill_id="triage", winner=winner, losers=[loser])
         s.add(
-            CursorMoveEvent, iteration=2, from_skill="triage", to_skill="billing", by="route",
-            strength="structural", conflict={"winner": winner, "losers": [loser]},
+            CursorMoveEvent,
+            iteration=2,
+            from_skill="triage",
+            to_skill="billing",
+            by="route",
+            strength="structural",
+            conflict={"winner": winner, "losers": [loser]},
         )
         s.add(PassEvent, iteration=2, active_ids=["billing"], evaluated_total=4)
         rejected = {"requested_id": "faq", "current_skill_id": "billing", "allowed": ["triage"]}
@@ -319,7 +332,11 @@ def test_any_declared_map_and_any_path_render_at_any_width(  # type: ignore[no-u
     moves = data.draw(st.lists(st.tuples(end, end), max_size=8))
     s = Script(run_id="fuzz")
     s.add(
-        RunStartEvent, turn=None, provider="p", model="m", max_iterations=9,
+        RunStartEvent,
+        turn=None,
+        provider="p",
+        model="m",
+        max_iterations=9,
         skill_map=SkillMapDecl(nodes=nodes, entries=entries, edges=edges),
     )
     s.turn = 1

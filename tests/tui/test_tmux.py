@@ -17,7 +17,7 @@ from tests.tui.traces import sample
 pytestmark = pytest.mark.tmux
 
 
-def test_open_move_to_a_prune_open_leases_search_and_filter(tmux: Tmux) -> None:  # noqa: F811
+def test_open_move_to_a_prune_open_leases_search_and_filter(tmux: Tmux) -> None:
     tmux.fpdebug("view", str(sample("support")))
 
     # open: the header, the timeline and the first iteration's inspector, the whole trace read

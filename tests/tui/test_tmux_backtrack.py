@@ -23,7 +23,8 @@ RERUNS = 300.0
 
 
 def test_backtrack_pane_reruns_and_confirms_the_planted_fact(
-    tmux: Tmux, tmp_path: Path  # noqa: F811 - the fixture
+    tmux: Tmux,
+    tmp_path: Path,
 ) -> None:
     trace = tmp_path / "planted-fact.fptrace.jsonl"
     shutil.copyfile(sample("planted-fact"), trace)

@@ -21,7 +21,7 @@ from tests.tui.tmux import READY, Tmux, rows, tmux  # noqa: F401 - the fixture i
 pytestmark = pytest.mark.tmux
 
 
-def test_step_a_live_demo_break_on_a_prune_and_quit(tmux: Tmux, tmp_path: Path) -> None:  # noqa: F811
+def test_step_a_live_demo_break_on_a_prune_and_quit(tmux: Tmux, tmp_path: Path) -> None:
     tmux.fpdebug("demo", "support", cwd=tmp_path)
 
     # it opens paused on the first pass, with the run's first iteration selected
@@ -68,7 +68,8 @@ def test_step_a_live_demo_break_on_a_prune_and_quit(tmux: Tmux, tmp_path: Path) 
 
 
 def test_the_backtrack_pane_follows_a_live_demo_to_its_final_answer(
-    tmux: Tmux, tmp_path: Path  # noqa: F811 - the fixture
+    tmux: Tmux,
+    tmp_path: Path,
 ) -> None:
     tmux.fpdebug("demo", "planted-fact", cwd=tmp_path)
     tmux.wait_for(lambda s: "paused at T1·I1 pass" in s and READY in s)

@@ -185,18 +185,30 @@ def write_runs(path: Path, passes: list[tuple[str, int, int]]) -> None:
 
     def envelope(run_id: str, turn: int | None, iteration: int | None) -> dict[str, object]:
         seq = len(events) + 1
-        return {"seq": seq, "ts": T0 + timedelta(milliseconds=seq), "run_id": run_id, "turn": turn,
-                "iteration": iteration}
+        return {
+            "seq": seq,
+            "ts": T0 + timedelta(milliseconds=seq),
+            "run_id": run_id,
+            "turn": turn,
+            "iteration": iteration,
+        }
 
     for run_id, turn, iteration in passes:
         if run_id not in started:
             started.add(run_id)
-            events.append(RunStartEvent(
-                **envelope(run_id, None, None), provider="scripted", model=f"model-{run_id}", max_iterations=9
-            ))
+            events.append(
+                RunStartEvent(
+                    **envelope(run_id, None, None),
+                    provider="scripted",
+                    model=f"model-{run_id}",
+                    max_iterations=9,
+                )
+            )
         events.append(PassEvent(**envelope(run_id, turn, iteration), active_ids=["x"], evaluated_total=1))
         lease = LeaseRecord(
-            instruction_id=f"{run_id}-{turn}-{iteration}", delivery_lease="next-call", tool_name="fetch",
+            instruction_id=f"{run_id}-{turn}-{iteration}",
+            delivery_lease="next-call",
+            tool_name="fetch",
             iteration=iteration,
         )
         events.append(LeaseGrantEvent(**envelope(run_id, turn, iteration), lease=lease))

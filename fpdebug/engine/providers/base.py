@@ -46,8 +46,8 @@ __all__ = [
     "SdkErrors",
     "SdkProvider",
     "allow_live_calls",
-    "check_provider",
     "check_live_call",
+    "check_provider",
     "estimate_tokens",
     "live_calls_allowed",
     "parameters_schema",
@@ -171,7 +171,9 @@ def check_live_call(provider: str, model: str) -> None:
     """
     if live_calls_allowed():
         return
-    why = f"{BLOCK_ENV_VAR}=1 is set" if _env_blocks() else "live calls are blocked by allow_live_calls(False)"
+    why = (
+        f"{BLOCK_ENV_VAR}=1 is set" if _env_blocks() else "live calls are blocked by allow_live_calls(False)"
+    )
     raise LiveCallRefusedError(
         f"refused a live call to model {model!r}: {why}; use the scripted or replay provider, "
         "or allow live calls explicitly",

@@ -150,7 +150,9 @@ class OpenAIProvider(SdkProvider):
             raise self._error("the reply has no choices")
         choice = choices[0]
         message = choice.message
-        calls = [self._tool_call(call) for call in message.tool_calls or () if getattr(call, "function", None)]
+        calls = [
+            self._tool_call(call) for call in message.tool_calls or () if getattr(call, "function", None)
+        ]
         usage = getattr(reply, "usage", None)
         details = getattr(usage, "prompt_tokens_details", None)
         return LlmResponse(

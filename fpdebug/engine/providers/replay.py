@@ -8,7 +8,7 @@ request beyond the recording is a divergence too (the cassette is exhausted). A 
 is replayed as the same failure (a :class:`~fpdebug.errors.ProviderError` with the recorded status
 and message), so a failed run replays to the same ``run_end``.
 
-The provider never touches the network nor the live-call switch (DOMAIN §9.12: ordered, loud on
+The provider never touches the network nor the live-call switch (docs/backtracking.md §9.12: ordered, loud on
 exhaustion, a fresh instance per run).
 """
 

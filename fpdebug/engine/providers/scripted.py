@@ -1,4 +1,4 @@
-"""The scripted provider: a list of replies, or a function of the request, never the network (DOMAIN §9.12)."""
+"""The scripted provider: a list of replies, or a function of the request, never the network (docs/backtracking.md §9.12)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,9 @@ class ScriptedReply:
     """``None`` means a deterministic estimate (a token per four characters)."""
 
     @classmethod
-    def text(cls, content: str, *, stop_reason: str | None = None, usage: Usage | None = None) -> ScriptedReply:
+    def text(
+        cls, content: str, *, stop_reason: str | None = None, usage: Usage | None = None
+    ) -> ScriptedReply:
         """A final answer with no tool calls.
 
         Args:
@@ -70,7 +72,7 @@ class ScriptedReply:
         name: str,
         args: Mapping[str, JsonValue] | None = None,
         *,
-        id: str | None = None,  # noqa: A002 - the wire word
+        id: str | None = None,
         content: str = "",
         usage: Usage | None = None,
     ) -> ScriptedReply:
@@ -106,7 +108,7 @@ class ScriptedReply:
 ReplyLike: TypeAlias = str | ScriptedReply | LlmResponse | Mapping[str, object]
 """What a script entry or a ``respond`` function may give: a final text, a :class:`ScriptedReply`, a
 ready :class:`LlmResponse`, or a mapping ``{content, tool_calls: [{id?, name, args}], stop_reason,
-usage}`` (DOMAIN §9.12's reply shape)."""
+usage}`` (docs/backtracking.md §9.12's reply shape)."""
 
 Responder: TypeAlias = Callable[[LlmRequest], ReplyLike]
 """A function that answers a request (the backtracker's scripted model: same context, same answer)."""
@@ -117,7 +119,7 @@ _CALL_ID = re.compile(r"call_(\d+)")
 class ScriptedProvider:
     """A model that plays a script, or answers through a function of its request. Never live.
 
-    Precedence (DOMAIN §9.12): ``replies`` (consumed in order by a per-instance cursor; one request too
+    Precedence (docs/backtracking.md §9.12): ``replies`` (consumed in order by a per-instance cursor; one request too
     many raises :class:`~fpdebug.errors.ScriptExhaustedError`), then ``reply`` (the same text every
     time), then ``respond`` (a function of the request). With none of them, it echoes the last user
     message.
@@ -168,8 +170,10 @@ class ScriptedProvider:
         mode = (
             f"replies={len(self._script)}"
             if self._script is not None
-            else "reply=…" if self._fixed is not None
-            else "respond=…" if self._respond is not None
+            else "reply=…"
+            if self._fixed is not None
+            else "respond=…"
+            if self._respond is not None
             else "echo"
         )
         return f"ScriptedProvider({mode}, name={self.name!r}, model={self.model!r})"
@@ -234,7 +238,8 @@ class ScriptedProvider:
             # A scenario's respond function is user code: its failure is the run's failure, recorded,
             # not a traceback out of the loop.
             raise ProviderError(
-                f"respond function raised {type(exc).__name__} on request #{number}: {exc}", provider=self.name
+                f"respond function raised {type(exc).__name__} on request #{number}: {exc}",
+                provider=self.name,
             ) from exc
         try:
             return _coerce(produced, where=f"respond's reply to request #{number}")

@@ -286,7 +286,7 @@ class RunDriver:
                 durability=self._durability,
                 wrap_sink=self._wrap,
             )
-        except BaseException as error:  # noqa: BLE001 - reported in the status line, never a traceback
+        except BaseException as error:
             self.error = error
         finally:
             self.finished.set()

@@ -300,9 +300,7 @@ class BreakpointsScreen(ModalScreen[None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(
-            "escape,b", "close", "Close", id="breakpoints-close", tooltip="Close the breakpoints menu."
-        ),
+        Binding("escape,b", "close", "Close", id="breakpoints-close", tooltip="Close the breakpoints menu."),
     ]
 
     def __init__(self, driver: RunDriver, choices: list[tuple[Breakpoint, str]]) -> None:

@@ -50,7 +50,14 @@ from fpdebug.tui.widgets.skill_map import SkillMapView
 from fpdebug.tui.widgets.timeline import IterationTimeline, timeline_header
 
 __all__ = [
-    "FIRST_PAINT_WAIT", "FOLLOW_INTERVAL", "VIEWS", "Mode", "TraceScreen", "ViewSpec", "view_bindings", "while_showing",
+    "FIRST_PAINT_WAIT",
+    "FOLLOW_INTERVAL",
+    "VIEWS",
+    "Mode",
+    "TraceScreen",
+    "ViewSpec",
+    "view_bindings",
+    "while_showing",
 ]
 
 Mode = Literal["replay", "follow", "drive"]
@@ -122,9 +129,7 @@ VIEWS: tuple[ViewSpec, ...] = (
         "5",
         "the declared skill map with the cursor's path up to the selected iteration",
     ),
-    ViewSpec(
-        "diff", "Diff", "6", "two passes compared: what entered and left each slot and why (m marks A)"
-    ),
+    ViewSpec("diff", "Diff", "6", "two passes compared: what entered and left each slot and why (m marks A)"),
     ViewSpec(
         "backtrack",
         "Backtrack",
@@ -513,7 +518,10 @@ class TraceScreen(Screen[None]):
             # Rows that matched (or not) before these lines were known to be invalid may now not.
             for row_list in {id(lst): lst for lst in self.lists.values()}.values():
                 row_filter = row_list.row_filter
-                if row_filter is not None and "invalid" in (*row_filter.query.kinds, *row_filter.query.badges):
+                if row_filter is not None and "invalid" in (
+                    *row_filter.query.kinds,
+                    *row_filter.query.badges,
+                ):
                     self.apply_filter(row_list, row_filter.query.text)
             self.timeline.refresh()
             self.show_selection(refresh=True)

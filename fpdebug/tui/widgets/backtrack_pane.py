@@ -136,7 +136,11 @@ class BacktrackPane(Vertical):
         """The provenance of the chosen call is traced (or could not be)."""
 
         def __init__(
-            self, token: int, report: BacktrackReport | None, saved: SavedBacktrack | None, error: str | None,
+            self,
+            token: int,
+            report: BacktrackReport | None,
+            saved: SavedBacktrack | None,
+            error: str | None,
             note: str | None = None,
         ) -> None:
             self.token = token
@@ -322,7 +326,7 @@ class BacktrackPane(Vertical):
         except FpdebugError as error:
             self.post_message(self.Explained(token, None, None, str(error)))
             return
-        except Exception as error:  # noqa: BLE001 - a user boundary: say what broke, never crash
+        except Exception as error:
             self.post_message(self.Explained(token, None, None, f"{type(error).__name__}: {error}"))
             return
         saved = None
@@ -406,8 +410,9 @@ class BacktrackPane(Vertical):
             self._refresh()
 
     @work(thread=True, exclusive=True, group="backtrack", exit_on_error=False)
-    def _rerun(self, token: int, call_line: int, bisect: bool, restore: bool, module: str | None,
-               force: bool) -> None:
+    def _rerun(
+        self, token: int, call_line: int, bisect: bool, restore: bool, module: str | None, force: bool
+    ) -> None:
         """Run the backtrack; report progress and each saved verdict; never touch a widget."""
         from fpdebug.demo import recorded_module_loader  # the scenario registry: for reruns only
 
@@ -452,15 +457,16 @@ class BacktrackPane(Vertical):
                 restore=restore,
                 bisect=bisect,
                 samples=SAMPLES,
-                load_module=recorded_module_loader(self.trace, module=module, force=force,
-                                                   command="fpdebug view TRACE"),
+                load_module=recorded_module_loader(
+                    self.trace, module=module, force=force, command="fpdebug view TRACE"
+                ),
                 progress=progress,
                 cancelled=cancelled,
             )
         except FpdebugError as error:
             self.post_message(self.Failed(token, str(error), self._hint(str(error), call_line)))
             return
-        except Exception as error:  # noqa: BLE001 - a user boundary: say what broke, never crash
+        except Exception as error:
             self.post_message(self.Failed(token, f"{type(error).__name__}: {error}", None))
             return
         self.post_message(self.Finished(token, result.report))
@@ -529,8 +535,9 @@ class BacktrackPane(Vertical):
         elif self.state.done == 0:
             self.state.notes = ["nothing was rerun (the verdicts above are as they were)"]
         else:
-            self.state.notes = [f"{self.state.done} reruns made, no verdict completed (the verdicts above are "
-                                "as they were)"]
+            self.state.notes = [
+                f"{self.state.done} reruns made, no verdict completed (the verdicts above are as they were)"
+            ]
         self.set_class(False, "-running")
         self._refresh()
 
@@ -543,7 +550,7 @@ class BacktrackPane(Vertical):
         if self.report is not None:
             try:
                 assessment = find_assessment(self.session, self.report.call_line)
-            except Exception:  # noqa: BLE001 - a bad finding must not hide the report
+            except Exception:
                 assessment = None
         return backtrack_document(self.report, self.state, assessment, palette, trace_name=self.trace.name)
 

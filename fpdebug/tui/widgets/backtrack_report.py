@@ -1,10 +1,10 @@
 """The backtrack pane's document: a :class:`~fpdebug.backtrack.BacktrackReport` and the answer assessment.
 
-:func:`backtrack_document` renders, tier by tier and always labelled (DOMAIN §9.1, §9.9):
+:func:`backtrack_document` renders, tier by tier and always labelled (docs/backtracking.md §9.1, §9.9):
 
 - the call and its answer, the claim, the report's tier and where the verdicts come from (this
   session, or saved beside the trace with their date and status);
-- the **answer assessment** of the answer layer (DOMAIN §12.4), read from the trace's ``finding``
+- the **answer assessment** of the answer layer (docs §12.4), read from the trace's ``finding``
   rows by :func:`find_assessment`: each value the answer states, supported (each supporting row is a
   link: the tool result's iteration, the user's message, the ground declared in ``run_start``) or
   unsupported, the Assumed block and the standing line;
@@ -26,8 +26,8 @@ from datetime import datetime
 
 from rich.text import Text
 
-from fpdebug.backtrack.report import BacktrackReport, ProbeVerdict, SuspectCard
 from fpdebug.backtrack.provenance import Hop
+from fpdebug.backtrack.report import BacktrackReport, ProbeVerdict, SuspectCard
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
     AssumedValue,
@@ -41,8 +41,8 @@ from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.link_document import Jump, link_line
 
 __all__ = [
-    "Assessment",
     "AssessedValue",
+    "Assessment",
     "PaneState",
     "SupportRef",
     "backtrack_document",
@@ -137,8 +137,12 @@ def find_assessment(session: TraceSession, call_line: int) -> Assessment | None:
         for finding in record.rows:
             if isinstance(finding, AnswerAssessmentRow):
                 values = tuple(
-                    AssessedValue(value, tuple(_resolve(session, iteration.run_id, call_line, ref)
-                                               for ref in value.supported_by))
+                    AssessedValue(
+                        value,
+                        tuple(
+                            _resolve(session, iteration.run_id, call_line, ref) for ref in value.supported_by
+                        ),
+                    )
                     for value in finding.values
                 )
                 stopped = finding.stopped_early
@@ -309,36 +313,65 @@ def _assessment_section(doc: DocBuilder, report: BacktrackReport, assessment: As
         if report.unsupported:
             doc.heading("Unsupported values", ("  stated in the answer, held by no source", palette.dim))
             for card in report.unsupported:
-                doc.line(("✗ ", palette.bad), (card.text, palette.accent), f"  {card.value_kind}  ",
-                         (card.note, palette.dim), indent=2, hang=4)
+                doc.line(
+                    ("✗ ", palette.bad),
+                    (card.text, palette.accent),
+                    f"  {card.value_kind}  ",
+                    (card.note, palette.dim),
+                    indent=2,
+                    hang=4,
+                )
         return
     supported = sum(1 for item in assessment.values if item.value.supported)
     doc.heading(
         "Answer assessment",
-        (f"  answer layer (DOMAIN §12.4): {supported} of {len(assessment.values)} value(s) supported;"
-         " enter on a row jumps to it", palette.dim),
+        (
+            f"  answer layer (docs §12.4): {supported} of {len(assessment.values)} value(s) supported;"
+            " enter on a row jumps to it",
+            palette.dim,
+        ),
     )
-    link_line(doc, Jump(assessment.line, "passes"), ("→ the answer layer's finding row", palette.dim),
-              (f" (line {assessment.line})", palette.dim), indent=2)
+    link_line(
+        doc,
+        Jump(assessment.line, "passes"),
+        ("→ the answer layer's finding row", palette.dim),
+        (f" (line {assessment.line})", palette.dim),
+        indent=2,
+    )
     if not assessment.values:
         doc.line(("the answer states no number, amount, date, id or quoted string", palette.dim), indent=2)
     for item in assessment.values:
         value = item.value
         if value.supported:
-            doc.line(("✓ ", palette.good), (value.text, palette.accent), (f"  {value.kind}", palette.dim),
-                     ("  supported by", palette.dim), indent=2)
+            doc.line(
+                ("✓ ", palette.good),
+                (value.text, palette.accent),
+                (f"  {value.kind}", palette.dim),
+                ("  supported by", palette.dim),
+                indent=2,
+            )
             for ref in item.refs:
                 link_line(
                     doc, ref.jump, (f"{ref.ref:<16}", palette.key), " ", (ref.words, ""), indent=6, hang=17
                 )
         else:
-            doc.line(("✗ ", palette.bad), (value.text, palette.accent), (f"  {value.kind}", palette.dim),
-                     ("  UNSUPPORTED", palette.bad),
-                     (": no tool result, user message, ground or declared source holds it "
-                      "(the model supplied it)", palette.dim), indent=2, hang=4)
+            doc.line(
+                ("✗ ", palette.bad),
+                (value.text, palette.accent),
+                (f"  {value.kind}", palette.dim),
+                ("  UNSUPPORTED", palette.bad),
+                (
+                    ": no tool result, user message, ground or declared source holds it "
+                    "(the model supplied it)",
+                    palette.dim,
+                ),
+                indent=2,
+                hang=4,
+            )
     if assessment.assumed:
         doc.line(
-            ("Assumed", palette.key), ("  middleware rewrites that superseded an argument row", palette.dim),
+            ("Assumed", palette.key),
+            ("  middleware rewrites that superseded an argument row", palette.dim),
             indent=2,
         )
         for assumed in assessment.assumed:
@@ -350,7 +383,11 @@ def _assessment_section(doc: DocBuilder, report: BacktrackReport, assessment: As
                 ran = compact_json(assumed.rewritten_to)
                 what = [(compact_json(assumed.original), ""), " → ", (ran, palette.warn)]
             doc.line(
-                (assumed.tool_call_id, palette.accent), " ", (assumed.path, palette.key), "  asked ", *what,
+                (assumed.tool_call_id, palette.accent),
+                " ",
+                (assumed.path, palette.key),
+                "  asked ",
+                *what,
                 indent=4,
             )
     if assessment.stopped_early:
@@ -375,12 +412,19 @@ def _suspects_section(doc: DocBuilder, report: BacktrackReport) -> None:
     palette = doc.palette
     doc.heading(
         "Suspects",
-        ("  CORRELATIONAL: aligned with the answer, never \"because\"; chains say how each got on the wire",
-         palette.dim),
+        (
+            '  CORRELATIONAL: aligned with the answer, never "because"; chains say how each got on the wire',
+            palette.dim,
+        ),
     )
     if not report.cards:
-        doc.line(("no suspect rode this call (only baseline context: the base prompt, the user, replies)",
-                  palette.dim), indent=2)
+        doc.line(
+            (
+                "no suspect rode this call (only baseline context: the base prompt, the user, replies)",
+                palette.dim,
+            ),
+            indent=2,
+        )
     for card in report.cards:
         kind = f" ({card.flavor})" if card.flavor else ""
         bound = " (upper bound: no text scored)" if card.upper_bound else ""
@@ -427,8 +471,14 @@ def _missing_section(doc: DocBuilder, report: BacktrackReport) -> None:
             style = palette.good if card.verdict.kind == "confirmed" else palette.dim
             word = "CONFIRMED · CAUSAL" if card.verdict.kind == "confirmed" else "not confirmed"
             stamp = ["  ", (f"{word} {card.verdict.flips}/{card.verdict.samples}", style)]
-        doc.line((f"#{card.rank} ", palette.key), (card.label, palette.accent),
-                 (f"  score {card.score:.3f}", palette.dim), *stamp, indent=2, hang=4)
+        doc.line(
+            (f"#{card.rank} ", palette.key),
+            (card.label, palette.accent),
+            (f"  score {card.score:.3f}", palette.dim),
+            *stamp,
+            indent=2,
+            hang=4,
+        )
         doc.line((card.reason, palette.dim), indent=5, hang=2)
 
 
@@ -450,8 +500,10 @@ def _verdicts_section(doc: DocBuilder, report: BacktrackReport, state: PaneState
         doc.fact(
             "baseline",
             (report.baseline, ""),
-            ("  (stable)" if stable else "  (UNSTABLE: no rerun can prove anything)",
-             palette.good if stable else palette.bad),
+            (
+                "  (stable)" if stable else "  (UNSTABLE: no rerun can prove anything)",
+                palette.good if stable else palette.bad,
+            ),
         )
     for verdict in report.verdicts:
         ablation = verdict.verdict

@@ -17,7 +17,16 @@ from fpdebug.trace.model import Run
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, number, plain
 
-__all__ = ["NAME_MIN", "KeysFooter", "RunHeader", "SearchBar", "StatusBar", "TextBar", "fit_lines", "header_text"]
+__all__ = [
+    "NAME_MIN",
+    "KeysFooter",
+    "RunHeader",
+    "SearchBar",
+    "StatusBar",
+    "TextBar",
+    "fit_lines",
+    "header_text",
+]
 
 NAME_MIN = 16
 """Characters of the file name the header keeps however narrow the terminal."""

@@ -6,7 +6,7 @@ delivered is tagged too), the tool schemas offered (with the injection that cont
 reply with its tool calls, tokens, latency and error, and the tool results of the batch. Every
 content is untrusted: made inert and collapsed when long (``e`` expands).
 
-When the run armed the inputs layer (DOMAIN §12.2), each tool call of the reply lists its arguments
+When the run armed the inputs layer (docs/honesty.md §12.2), each tool call of the reply lists its arguments
 with where each value came from, from the ``finding`` argument rows of the same iteration: a
 previous tool result (``tool-result call_1 $.orders[0].total @I1``), the user's message, an external
 ground or a declared source (with its label), or nowhere (the model supplied it); a refused
@@ -75,19 +75,30 @@ def _provenance_rows(doc: DocBuilder, arguments: list[ArgumentRow], bases: list[
             value: list = [("(hidden: a tool in reach hides its arguments)", palette.dim)]
         elif row.rewritten:
             ran = "removed" if row.rewritten_to is None else compact_json(row.rewritten_to)
-            value = [("asked ", palette.dim), (compact_json(row.value), ""), (" → ran ", palette.warn),
-                     (ran, palette.warn)]
+            value = [
+                ("asked ", palette.dim),
+                (compact_json(row.value), ""),
+                (" → ran ", palette.warn),
+                (ran, palette.warn),
+            ]
         else:
             value = [(compact_json(row.value), "")]
         style = palette.bad if row.source == "nowhere" else palette.good
         parts: list = [
-            (f"{row.path:<{width}}", palette.key), "  ", *value, "  ← ", (source_words(row), style)
+            (f"{row.path:<{width}}", palette.key),
+            "  ",
+            *value,
+            "  ← ",
+            (source_words(row), style),
         ]
         if row.source_text and not row.hidden and row.source != "tool-result":
             parts += ["  ", ("“" + clip(row.source_text, 60) + "”", palette.dim)]
         if row.refused_reference:
-            parts += ["  · refused reference ", (row.refused_reference, palette.bad),
-                      (" (it does not hold the value)", palette.dim)]
+            parts += [
+                "  · refused reference ",
+                (row.refused_reference, palette.bad),
+                (" (it does not hold the value)", palette.dim),
+            ]
         doc.line(*parts, indent=6, hang=width + 2)
     for basis in bases:
         cited = "; ".join(basis.from_entries) or "nothing kept"
@@ -123,13 +134,13 @@ def call_document(session: TraceSession, iteration: Iteration, palette: Palette)
         return doc.blocks
     try:
         provenance = argument_provenance(session, iteration)
-    except Exception as error:  # noqa: BLE001 - a bad finding must not hide the call
+    except Exception as error:
         provenance = {}
         doc.error("the argument provenance", error)
     for line, call in calls:
         try:
             _one_call(doc, session, iteration, line, call, provenance)
-        except Exception as error:  # noqa: BLE001 - a bad record must not crash the view
+        except Exception as error:
             doc.error(f"call on line {line}", error)
     results = []
     for line in iteration.tool_result_lines:

@@ -95,10 +95,11 @@ def _slots_section(doc: DocBuilder, diff: PassDiff) -> None:
     palette = doc.palette
     if not (diff.a.has_pass and diff.b.has_pass):
         return
-    doc.heading("Slots", ("  what entered and left between A and B, and why (DOMAIN §3.5)", palette.dim))
+    doc.heading("Slots", ("  what entered and left between A and B, and why (docs §3.5)", palette.dim))
     if ACTIVE in diff.slots:
-        doc.line(("the passes record no slot routing: their active injections are compared", palette.dim),
-                 indent=2)
+        doc.line(
+            ("the passes record no slot routing: their active injections are compared", palette.dim), indent=2
+        )
     for slot in diff.slots:
         changes = diff.slots.get(slot, [])
         kept = diff.kept.get(slot, [])
@@ -138,13 +139,21 @@ def _change_rows(doc: DocBuilder, change: Change) -> None:
     if change.change == "came-and-went":
         link_line(doc, _jump(change.line), f"entered at {change.label}: ", (change.why, ""), indent=8, hang=2)
         link_line(
-            doc, _jump(change.left_line), f"left at {change.left_label}: ", (change.why_left or "", ""),
-            indent=8, hang=2,
+            doc,
+            _jump(change.left_line),
+            f"left at {change.left_label}: ",
+            (change.why_left or "", ""),
+            indent=8,
+            hang=2,
         )
         return
     link_line(
-        doc, _jump(change.left_line), f"left at {change.left_label}: ", (change.why_left or "", ""),
-        indent=8, hang=2,
+        doc,
+        _jump(change.left_line),
+        f"left at {change.left_label}: ",
+        (change.why_left or "", ""),
+        indent=8,
+        hang=2,
     )
     link_line(doc, _jump(change.line), (change.why, ""), indent=8, hang=2)
 
@@ -229,8 +238,11 @@ def _map_section(doc: DocBuilder, diff: PassDiff) -> None:
         )
         for label, change, line in note.changes:
             link_line(
-                doc, _jump(line), (f"{label:<8}", palette.key),
-                (change, palette.bad if change == "parked" else palette.good), indent=6,
+                doc,
+                _jump(line),
+                (f"{label:<8}", palette.key),
+                (change, palette.bad if change == "parked" else palette.good),
+                indent=6,
             )
 
 
@@ -255,8 +267,13 @@ def _request_section(doc: DocBuilder, diff: PassDiff) -> None:
         if message.text:
             preview = ["  ", (clip(message.text, 100), palette.dim)]
         link_line(
-            doc, Jump(message.line, "calls") if message.line is not None else None,
-            (sign, style), (message.what, ""), *preview, indent=4, hang=4,
+            doc,
+            Jump(message.line, "calls") if message.line is not None else None,
+            (sign, style),
+            (message.what, ""),
+            *preview,
+            indent=4,
+            hang=4,
         )
     if diff.tools:
         doc.line(("tools offered", palette.key), indent=2)

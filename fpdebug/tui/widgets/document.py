@@ -383,7 +383,7 @@ class DocumentView(LineView, can_focus=True):
         """Build the blocks again (the data or the theme changed)."""
         try:
             blocks = self.build()
-        except Exception as error:  # noqa: BLE001 - a bad record must not crash the view
+        except Exception as error:
             blocks = [error_block("this view", error, self.palette)]
         self.set_blocks(blocks, keep_scroll=keep_scroll)
 
@@ -430,7 +430,7 @@ class DocumentView(LineView, can_focus=True):
         for block in self.blocks:
             try:
                 total += block.height(console, width, self.expanded)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 total += 1
             offsets.append(total)
         self._offsets = offsets
@@ -503,7 +503,7 @@ class DocumentView(LineView, can_focus=True):
             console = self.app.console
             try:
                 text = block.row(console, width, self.expanded, position - self._offsets[index])
-            except Exception as error:  # noqa: BLE001
+            except Exception as error:
                 message = f"⚠ could not show this row: {type(error).__name__}: {error}"
                 text = plain(message, self.palette.bad)
             strip = self._cache[key] = self.text_strip(text, width).apply_style(self.base_style())

@@ -74,7 +74,7 @@ def summarize(record: Record) -> str:
     if isinstance(record, LeaseGrantEvent):
         lease = record.lease
         lease_text = f"{lease.instruction_id} {lease.delivery_lease}"
-        # DOMAIN §4: a lease granted while no skill held the tenure has no skill_id (not a skill named None)
+        # docs/context-model.md §4: a lease granted while no skill held the tenure has no skill_id (not a skill named None)
         tenant = f"tenant {lease.skill_id}" if lease.skill_id is not None else "no tenant"
         return f"{lease_text} granted by {lease.tool_name} ({tenant})"
     if isinstance(record, LeasePruneEvent):

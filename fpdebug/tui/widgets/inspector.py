@@ -1,4 +1,4 @@
-"""PassInspector: why the context of one iteration was what it was (DOMAIN §3–§6).
+"""PassInspector: why the context of one iteration was what it was (docs/context-model.md §3–§6).
 
 For the selected iteration it shows, from the full records of that iteration only:
 
@@ -49,7 +49,7 @@ from fpdebug.tui.widgets.iteration_document import IterationDocument
 __all__ = ["LADDER", "PassInspector", "inspect_iteration", "ladder_text", "reason_text", "tool_result_head"]
 
 LADDER: tuple[str, ...] = ("explicit", "structural", "semantic", "lexical", "assumed")
-"""The evidence strength ladder, strongest first (DOMAIN §6.1)."""
+"""The evidence strength ladder, strongest first (docs/context-model.md §6.1)."""
 
 _TENTATIVE = frozenset({"semantic", "lexical", "assumed"})
 _SLOT_NAMES = (("system_prompt", "system-prompt"), ("messages", "messages"), ("tools", "tools"))
@@ -160,10 +160,12 @@ def _strength(value: str | None, palette: Palette) -> Part:
 
 
 def _step_phrase(pointer: StepPointerRecord, palette: Palette) -> list[Part]:
-    """``refund  step 2 of 3 · skipped 1``, or ``done`` once ``step == total + 1`` (DOMAIN §5.6)."""
+    """``refund  step 2 of 3 · skipped 1``, or ``done`` once ``step == total + 1`` (docs/context-model.md §5.6)."""
     where = "done" if pointer.step > pointer.total else f"step {pointer.step} of {pointer.total}"
     parts: list[Part] = [
-        (pointer.skill_id, palette.accent), "  ", (where, palette.good if where == "done" else "")
+        (pointer.skill_id, palette.accent),
+        "  ",
+        (where, palette.good if where == "done" else ""),
     ]
     if pointer.skipped:
         parts += [" · skipped ", (", ".join(str(step) for step in pointer.skipped), palette.warn)]
@@ -208,7 +210,7 @@ def inspect_iteration(session: TraceSession, iteration: Iteration, palette: Pale
     for what, build in sections:
         try:
             build()
-        except Exception as error:  # noqa: BLE001 - one bad record must not hide the rest
+        except Exception as error:
             doc.error(what, error)
     if run is not None and run.max_iterations is not None and iteration.number >= run.max_iterations:
         doc.line(("this is the iteration limit of the turn (max_iterations)", palette.warn))
@@ -383,7 +385,7 @@ def _engagement_section(doc: DocBuilder, session: TraceSession, iteration: Itera
     record = _one(session, iteration.engagement_line, EngagementEvent)
     if record is None:
         return
-    doc.heading("Engagement", ("  the mount kernel's pass (DOMAIN §6)", palette.dim))
+    doc.heading("Engagement", ("  the mount kernel's pass (docs §6)", palette.dim))
     facts = record.pass_facts
     doc.fact(
         "cursor",

@@ -1,6 +1,6 @@
 """LeaseGantt and LeaseDetail: every instruction lease from grant to prune, over the iterations.
 
-One row per lease (DOMAIN §4.3): what it serves and how long (``next-call`` / ``until-skill-exit``),
+One row per lease (docs/context-model.md §4.3): what it serves and how long (``next-call`` / ``until-skill-exit``),
 who granted it (tool, call, iteration), then a bar over the timeline's iterations: ``◆`` the batch
 that granted it, ``█`` each pass it served, ``✕`` the pass whose sweep pruned it (``█✕`` when it
 served that pass too, as a spent ``next-call`` lease does), ``─`` alive in between; and how it ended (``spent``, ``tenure-ended``) or ``alive``. The bars show a window of the
@@ -167,7 +167,7 @@ class LeaseGantt(RowList):
                 char, style = "◆", palette.accent
             elif row in served and row == span.prune:
                 # Served, then pruned by the same pass's sweep (how a next-call lease is spent,
-                # DOMAIN §4.3): the cell shows both marks; a one-column cell shows the prune.
+                # docs/context-model.md §4.3): the cell shows both marks; a one-column cell shows the prune.
                 focus = column_style if row == self.focus_row else Style()
                 if cell > 1:
                     bar.append("█" * (cell - 1), palette.good + focus)

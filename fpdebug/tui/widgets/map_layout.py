@@ -287,12 +287,13 @@ def _order(columns: list[list[_Item]]) -> None:
                 if 0 <= other < len(columns):
                     positions.update({item.key: p for p, item in enumerate(columns[other])})
 
+            # centre() is called only within this iteration, so it sees this column's positions.
             def centre(item: _Item, at: int) -> float:
                 links = item.left if neighbours == "left" else item.right
                 ends = [
-                    positions[(link.left if neighbours == "left" else link.right).key]
+                    positions[(link.left if neighbours == "left" else link.right).key]  # noqa: B023
                     for link in links
-                    if (link.left if neighbours == "left" else link.right).key in positions
+                    if (link.left if neighbours == "left" else link.right).key in positions  # noqa: B023
                 ]
                 return sum(ends) / len(ends) if ends else float(at)
 

@@ -396,7 +396,7 @@ class RowList(LineView, can_focus=True):
     def _render_strip(self, row: int, width: int, *, selected: bool, query: Query | None) -> Strip:
         try:
             text = self.render_row(row, width)
-        except Exception as error:  # noqa: BLE001 - one bad row must never take the list down
+        except Exception as error:
             message = f"⚠ row {row} could not be shown: {type(error).__name__}: {error}"
             text = plain(message, self.palette.bad)
         if query is not None and query.words:

@@ -1,4 +1,4 @@
-"""SkillMapView: the declared skill map of a run with the cursor's path over it (DOMAIN §5).
+"""SkillMapView: the declared skill map of a run with the cursor's path over it (docs/context-model.md §5).
 
 From the run's ``run_start`` it draws the map: nodes (entries marked ``▶``), edges as arrows between
 boxes, each edge tagged with a letter that the edge list explains (on tool return, on tool status,
@@ -153,7 +153,7 @@ def _collect(
 
 
 def entry_condition(entry: EntryDecl, palette: Palette) -> list[Part]:
-    """How an entry is chosen, in words (DOMAIN §5.1–5.3)."""
+    """How an entry is chosen, in words (docs/context-model.md §5.1–5.3)."""
     parts: list[Part]
     if entry.kind == "unconditional":
         parts = ["unconditional ", ("(enters when no earlier entry matches)", palette.dim)]
@@ -232,7 +232,9 @@ class DiagramBlock(Block):
     def _note(self, console: Console, width: int) -> list[Text]:
         """What stands in for a drawing too wide for ``width``, wrapped to it."""
         need = self.diagram.width + self.indent
-        note = Text(f"(the drawing needs {need} columns; the lists below say it all)", style=self._palette.dim)
+        note = Text(
+            f"(the drawing needs {need} columns; the lists below say it all)", style=self._palette.dim
+        )
         lines = note.wrap(console, max(width - self.indent, 1))
         return [Text(" " * self.indent, end="") + line for line in lines]
 
@@ -426,7 +428,7 @@ def _header(
 def _standing_lines(
     doc: DocBuilder, session: TraceSession, start: RunStartEvent, iteration: Iteration | None
 ) -> None:
-    """Whether the mount kernel had the map engaged or parked on the selected pass (DOMAIN §6)."""
+    """Whether the mount kernel had the map engaged or parked on the selected pass (docs/context-model.md §6)."""
     if iteration is None or start.maps is None or iteration.engagement_line is None:
         return
     record = session.record(iteration.engagement_line)
