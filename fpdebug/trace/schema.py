@@ -93,6 +93,7 @@ __all__ = [
     "ToolResultStatus",
     "ToolSchema",
     "TraceEvent",
+    "ImportSource",
     "TraceHeader",
     "TriggerDecl",
     "TurnEndEvent",
@@ -902,6 +903,25 @@ FindingRow = Annotated[ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow,
 # The records
 
 
+class ImportSource(Frozen):
+    """Where an imported trace came from: another program's recording, turned into this contract.
+
+    A trace written by fpdebug's own engine has no source. An imported one says which format it was
+    read from and which record kinds that format cannot hold, so a view shows "not recorded by
+    <format>" instead of an empty pane (an OTLP run has no passes and no leases)."""
+
+    format: Literal["agentfootprint.recording.v1", "agentfootprint.recording", "otlp"]
+    """The source format, detected by content."""
+    path: str | None = None
+    """The file name it was imported from (a name, not a path to follow), or None when collected live."""
+    producer: str | None = None
+    """Who wrote the source, as far as it says (``agentfootprint 9.62``, an OTel instrumentation scope)."""
+    not_recorded: tuple[str, ...] = ()
+    """Record kinds the source format cannot hold (``pass``, ``lease_grant``, …): absent, not empty."""
+    gaps: tuple[str, ...] = ()
+    """What the source itself says it lost (``droppedEvents: 12``), in words."""
+
+
 class TraceHeader(Frozen):
     """Line 0 of every trace."""
 
@@ -914,6 +934,8 @@ class TraceHeader(Frozen):
     """The writing program and version (``fpdebug 0.1.0``)."""
     created: datetime
     """When the file was created (UTC, from the injected clock)."""
+    source: ImportSource | None = None
+    """Set only by an importer: the recording this trace was made from."""
 
 
 class _Event(Frozen):
