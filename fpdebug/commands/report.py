@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
 
     from fpdebug.commands import write_output
     from fpdebug.errors import ExportError
-    from fpdebug.export.report import render_markdown, report_trace
+    from fpdebug.export.report import report_trace
+    from fpdebug.export.report_markdown import render_markdown
     from fpdebug.trace.redact import default_redactor
 
     if args.backtrack is not None and not os.path.isfile(args.backtrack):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
+    from types import FrameType
 
     from fpdebug.demo.registry import Scenario, ScenarioRun
     from fpdebug.engine.providers.base import Provider
@@ -123,7 +124,8 @@ def ending_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous: dict[int, object] = {}
+    # What signal.signal returned: a callable, SIG_DFL/SIG_IGN, or None (set from C).
+    previous: dict[int, Callable[[int, FrameType | None], object] | int | signal.Handlers | None] = {}
     try:
         for name in ENDING_SIGNALS:
             signum = getattr(signal, name, None)
@@ -133,7 +135,7 @@ def ending_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type] - what getsignal/signal returned
+            signal.signal(signum, handler)
 
 
 def terminate_once() -> Callable[[int], None]:

@@ -1,8 +1,8 @@
 """A run report for a ticket: header, iteration timeline, lease lifetimes, parks, routing trouble, verdicts.
 
 :func:`build_report` reads a trace once (through :class:`~fpdebug.trace.model.RunModel`) and returns
-plain data (what ``fpdebug report --format json`` prints); :func:`render_markdown` turns it into
-Markdown to paste into an issue. Per run:
+plain data (what ``fpdebug report --format json`` prints); :func:`~fpdebug.export.report_markdown.render_markdown` turns it into
+Markdown to paste into an issue (:mod:`fpdebug.export.report_markdown`). Per run:
 
 - **header**: run id, agent, provider, model, status (and error), turns, iterations, calls, tokens;
 - **timeline**: one row per iteration: the cursor move, how many injections were active, which
@@ -44,8 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
-from fpdebug.backtrack.report import SIDECAR_SUFFIX, SavedBacktrack, Sidecar, load_sidecar, sidecar_path_for
-from fpdebug.trace.inert import inert_line
+from fpdebug.backtrack.report import SavedBacktrack, Sidecar, load_sidecar, sidecar_path_for
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
     FindingEvent,
@@ -76,16 +75,14 @@ __all__ = [
     "VerdictRow",
     "backtrack_section",
     "build_report",
-    "md_cell",
-    "render_markdown",
     "report_trace",
+    "where_of",
 ]
 
 REPORT_FORMATS = ("md", "json")
 """The formats ``fpdebug report --format`` accepts."""
 
 _FAILED_TOOL = frozenset({"failure", "denied", "invalid"})
-_MD_SPECIAL = "\\`*_[]<>|~"
 _PING_PONG_WINDOW = 4  # docs/trace-contract.md §8.5b routeRecorder defaults
 _REJECTED_CAP = 3
 
@@ -316,7 +313,7 @@ class TraceReport(TypedDict):
 # Building
 
 
-def _where(turn: int | None, iteration: int | None) -> str:
+def where_of(turn: int | None, iteration: int | None) -> str:
     if turn is None and iteration is None:
         return "–"
     return f"{turn if turn is not None else '?'}.{iteration if iteration is not None else '–'}"
@@ -443,7 +440,7 @@ def _leases(run: Run) -> list[LeaseRow]:
             "granted_by_call": lease.tool_call_id,
             "granted_turn": lease.turn,
             "granted_iteration": lease.granted_iteration,
-            "served": [_where(turn, iteration) for turn, iteration in lease.served],
+            "served": [where_of(turn, iteration) for turn, iteration in lease.served],
             "state": lease.state,
             "pruned_turn": lease.pruned_turn,
             "pruned_iteration": lease.pruned_iteration,
@@ -700,385 +697,3 @@ def report_trace(
         for line, record in reader.iter_records(0):
             model.feed(line, record)
         return build_report(model, reader, trace_name=Path(trace).name, sidecar=sidecar)
-
-
-# ----------------------------------------------------------------------------------------------
-# Markdown
-
-
-def md_cell(value: object) -> str:
-    """Untrusted text as one Markdown table cell: inert (controls and bidi made visible, newlines
-    folded) and with Markdown's active characters (``|``, backticks, emphasis, brackets, ``<>``) escaped."""
-    if value is None:
-        return "–"
-    text = inert_line(str(value))
-    return "".join(f"\\{ch}" if ch in _MD_SPECIAL else ch for ch in text) or "–"
-
-
-def _ids(values: list[str]) -> str:
-    return ", ".join(md_cell(value) for value in values) if values else "–"
-
-
-def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    return [
-        "| " + " | ".join(head) + " |",
-        "|" + "|".join("---" for _ in head) + "|",
-        *("| " + " | ".join(row) + " |" for row in rows),
-    ]
-
-
-def _cursor(row: TimelineRow) -> str:
-    start, end, by = row["cursor_from"], row["cursor_to"], row["cursor_by"]
-    if by is None and end is None:
-        return "–"
-    if start == end or start is None:
-        place = md_cell(end) if start == end else f"→ {md_cell(end)}"
-    else:
-        place = f"{md_cell(start)} → {md_cell(end)}"
-    return f"{place} ({md_cell(by)})" if by else place
-
-
-def _lease_end(row: LeaseRow) -> str:
-    if row["state"] == "alive":
-        return "alive at the end"
-    where = _where(row["pruned_turn"], row["pruned_iteration"])
-    tenant = f", tenant {md_cell(row['prune_tenant'])}" if row["prune_tenant"] else ""
-    return f"{md_cell(row['state'])} at {where} ({md_cell(row['prune_site'])}{tenant})"
-
-
-def _run_markdown(run: RunReport, *, several: bool) -> list[str]:
-    level = "###" if several else "##"
-    out: list[str] = []
-    if several:
-        out += [f"## Run {md_cell(run['run_id'])}", ""]
-    status = md_cell(run["status"])
-    out += _table(
-        [
-            "run",
-            "agent",
-            "provider",
-            "model",
-            "status",
-            "turns",
-            "iterations",
-            "LLM calls",
-            "tool calls",
-            "tokens in",
-            "tokens out",
-        ],
-        [
-            [
-                md_cell(run["run_id"]),
-                md_cell(run["agent"]),
-                md_cell(run["provider"]),
-                md_cell(run["model"]),
-                status,
-                str(run["turns"]),
-                str(run["iterations"]),
-                str(run["llm_calls"]),
-                str(run["tool_calls"]),
-                str(run["input_tokens"]),
-                str(run["output_tokens"]),
-            ]
-        ],
-    )
-    out.append("")
-    if run["started"]:
-        out.append(
-            f"Started {md_cell(run['started'])}"
-            + (f", ended {md_cell(run['ended'])}." if run["ended"] else ", not ended (no run\\_end record).")
-        )
-    if run["error"]:
-        out.append(f"Error: {md_cell(run['error'])}")
-    for stopped in run["stopped_early"]:
-        out.append(f"Stopped early: {md_cell(stopped)}")
-    out.append("")
-
-    out += [f"{level} Timeline", ""]
-    if run["timeline"]:
-        out += _table(
-            [
-                "turn.iter",
-                "cursor",
-                "active",
-                "leases served",
-                "tool calls",
-                "route",
-                "tokens in/out",
-                "badges",
-            ],
-            [
-                [
-                    _where(row["turn"], row["iteration"]),
-                    _cursor(row),
-                    "–" if row["active_count"] is None else str(row["active_count"]),
-                    _ids(row["leases_served"]),
-                    _ids(
-                        [name + (" ✗" if name in row["failed_tools"] else "") for name in row["tool_calls"]]
-                    ),
-                    md_cell(row["route"]),
-                    f"{row['input_tokens']}/{row['output_tokens']}",
-                    _ids(row["badges"]),
-                ]
-                for row in run["timeline"]
-            ],
-        )
-    else:
-        out.append("_No iterations._")
-    out.append("")
-
-    out += [f"{level} Lease lifetimes", ""]
-    if run["leases"]:
-        out += _table(
-            ["instruction", "lease", "tenant", "granted by", "at", "served", "ended"],
-            [
-                [
-                    md_cell(row["instruction_id"]),
-                    md_cell(row["delivery_lease"]),
-                    md_cell(row["tenant"]),
-                    md_cell(row["granted_by_tool"])
-                    + (f" ({md_cell(row['granted_by_call'])})" if row["granted_by_call"] else ""),
-                    _where(row["granted_turn"], row["granted_iteration"]),
-                    _ids(row["served"]),
-                    _lease_end(row),
-                ]
-                for row in run["leases"]
-            ],
-        )
-    else:
-        out.append("_No leases._")
-    out.append("")
-
-    out += [f"{level} Parks and re-engagements", ""]
-    if run["maps"]:
-        totals = "; ".join(
-            f"{md_cell(m['map_id'])}: {m['parks']} park{'s' if m['parks'] != 1 else ''}, "
-            f"{m['reengagements']} re-engagement{'s' if m['reengagements'] != 1 else ''}, "
-            f"{md_cell(m['standing'])} at the end"
-            for m in run["maps"]
-        )
-        out += [totals + ".", ""]
-        out += _table(
-            ["map", "turn.iter", "change", "standing", "by", "idle", "at"],
-            [
-                [
-                    md_cell(row["map_id"]),
-                    _where(row["turn"], row["iteration"]),
-                    md_cell(row["change"]),
-                    md_cell(row["standing"]),
-                    md_cell(row["by"]),
-                    str(row["idle"]),
-                    md_cell(row["at"]),
-                ]
-                for row in run["map_changes"]
-            ],
-        )
-    else:
-        out.append("_No mounted maps._")
-    out.append("")
-
-    out += [f"{level} Route conflicts", ""]
-    if run["route_conflicts"]:
-        out += _table(
-            ["turn.iter", "from", "winner", "losers", "source"],
-            [
-                [
-                    _where(row["turn"], row["iteration"]),
-                    md_cell(row["from_skill"]),
-                    md_cell(row["winner"]),
-                    _ids(row["losers"]),
-                    md_cell(row["source"]),
-                ]
-                for row in run["route_conflicts"]
-            ],
-        )
-    else:
-        out.append("_None._")
-    out.append("")
-
-    out += [f"{level} Rejected picks", ""]
-    if run["rejected_picks"]:
-        out += _table(
-            ["turn.iter", "requested", "cursor", "allowed", "call"],
-            [
-                [
-                    _where(row["turn"], row["iteration"]),
-                    md_cell(row["requested"]),
-                    md_cell(row["current"]),
-                    _ids(row["allowed"]),
-                    md_cell(row["tool_call_id"]),
-                ]
-                for row in run["rejected_picks"]
-            ],
-        )
-    else:
-        out.append("_None._")
-    out.append("")
-
-    out += [f"{level} Superseded reroutes", ""]
-    if run["superseded_reroutes"]:
-        out += _table(
-            ["turn.iter", "volunteered", "won", "from", "source"],
-            [
-                [
-                    _where(row["turn"], row["iteration"]),
-                    md_cell(row["volunteered"]),
-                    md_cell(row["won"]),
-                    md_cell(row["from_skill"]),
-                    md_cell(row["source"]),
-                ]
-                for row in run["superseded_reroutes"]
-            ],
-        )
-    else:
-        out.append("_None._")
-    out.append("")
-
-    out += [f"{level} Unsupported values", ""]
-    if run["unsupported_values"]:
-        out += _table(
-            ["turn.iter", "values stated", "unsupported", "unsupported values"],
-            [
-                [
-                    _where(row["turn"], row["iteration"]),
-                    str(row["stated"]),
-                    str(row["unsupported"]),
-                    _ids(row["values"]),
-                ]
-                for row in run["unsupported_values"]
-            ],
-        )
-    elif run["answer_layer"]:
-        out.append("_The answer layer is armed; no answer was assessed._")
-    else:
-        out.append("_Not assessed: the answer layer is not armed in this run._")
-    if run["answer_layer"] and run["status"] != "completed":
-        # A run stopped part-way (the debugger's gate, Ctrl-C, a failure) assessed only the answers
-        # it reached: say so rather than let a short table read as "nothing unsupported".
-        out += [
-            "",
-            f"_The run did not complete ({md_cell(run['status'])}): a turn it stopped in may have "
-            "no assessment._",
-        ]
-    out.append("")
-    return out
-
-
-def _backtrack_markdown(number: int, row: SavedBacktrackRow) -> list[str]:
-    where = _where(row["turn"], row["iteration"])
-    call = f"llm\\_call #{row['call_index']} (seq {row['call_seq']}, turn.iter {where})"
-    out = [f"### Backtrack {number}: {call}", ""]
-    # Before the claim, as `fpdebug backtrack` prints them: nothing reads as the answer's explanation first.
-    if row["target_note"]:
-        out += [f"⚠ target: {md_cell(row['target_note'])}", ""]
-    if row["trace_note"]:
-        out += [f"⚠ trace: {md_cell(row['trace_note'])}", ""]
-    for flag in row["flags"]:
-        out += [f"⚠ {md_cell(flag['flag'])}: {md_cell(flag['note'])}", ""]
-    out += [md_cell(row["claim"]), ""]
-    baseline = "–"
-    if row["baseline"] is not None:
-        baseline = f"{md_cell(row['baseline'])} ({'stable' if row['baseline_stable'] else 'UNSTABLE'})"
-    out += _table(
-        ["run", "mode", "status", "baseline", "reruns"],
-        [
-            [
-                md_cell(row["run_id"]),
-                md_cell(row["mode"]),
-                md_cell(row["status"]),
-                baseline,
-                str(row["runs_used"]),
-            ]
-        ],
-    )
-    out.append("")
-    if not row["in_trace"]:
-        out += [f"⚠ Run {md_cell(row['run_id'])} is not in this trace: the backtrack explains another.", ""]
-    if row["rerun_provider"] is not None:
-        out += [f"Reruns: {md_cell(row['rerun_provider'])}; flip test: {md_cell(row['flip_test'])}.", ""]
-    if row["verdicts"]:
-        out += _table(
-            ["suspect", "action", "verdict", "tier", "flips", "claim"],
-            [
-                [
-                    md_cell(v["label"]),
-                    md_cell(v["action"]),
-                    md_cell(v["verdict"]),
-                    md_cell(v["tier"]),
-                    f"{v['flips']}/{v['samples']}",
-                    md_cell(v["claim"]),
-                ]
-                for v in row["verdicts"]
-            ],
-        )
-    else:
-        out.append(
-            "_No verdicts: no probe of a suspect completed._"
-            if row["baseline"] is not None
-            else "_No verdicts: no reruns (chains and rankings only)._"
-        )
-    out.append("")
-    bisect = row["bisect"]
-    if bisect is not None:
-        # A set is removed together to flip the answer: {a, b} · {c}.
-        sets = (
-            " · ".join(
-                "{" + ", ".join(md_cell(label) for label in group) + "}" for group in bisect["culprits"]
-            )
-            or "none"
-        )
-        out += _table(
-            ["bisect", "tier", "culprit sets", "probes", "reruns", "reason"],
-            [
-                [
-                    md_cell(bisect["verdict"]),
-                    md_cell(bisect["tier"]),
-                    sets,
-                    str(bisect["probes"]),
-                    str(bisect["runs_used"]),
-                    md_cell(bisect["reason"]),
-                ]
-            ],
-        )
-        out.append("")
-    return out
-
-
-def render_markdown(report: TraceReport) -> str:
-    """The report as Markdown (every trace string inert and escaped; see :func:`md_cell`)."""
-    out = [f"# fpdebug report: {md_cell(report['trace'])}", ""]
-    notes = f"Schema version {report['schema_version']}, written by {md_cell(report['producer'])}."
-    bad = report["invalid_lines"] + report["opaque_lines"]
-    if bad:
-        notes += f" {bad} line(s) could not be read as known records (`fpdebug validate` lists them)."
-    torn = report["torn_tail"]
-    if torn is not None:
-        notes += (
-            f" The trace ends in a torn record at line {torn['line']} ({torn['bytes']} bytes after the "
-            "last newline: a writer stopped mid-record); it was not read."
-        )
-    out += [notes, ""]
-    runs = report["runs"]
-    if not runs:
-        out += ["_The trace holds no run._", ""]
-    for run in runs:
-        out += _run_markdown(run, several=len(runs) > 1)
-    backtrack = report["backtrack"]
-    out += ["## Backtrack verdicts", ""]
-    if backtrack is None:
-        beside = md_cell(report["trace"] + SIDECAR_SUFFIX)
-        out += [f"_No backtrack sidecar ({beside}) beside the trace._", ""]
-    else:
-        count = len(backtrack["backtracks"])
-        out += [f"From {md_cell(backtrack['path'])}: {count} saved backtrack{'s' if count != 1 else ''}.", ""]
-        if backtrack["unreadable_lines"]:
-            out += [
-                f"{backtrack['unreadable_lines']} line(s) of the sidecar are not backtrack records and "
-                "were skipped.",
-                "",
-            ]
-        if backtrack["torn_tail"]:
-            out += ["The sidecar ends in half a record (a writer stopped mid-line); it was skipped.", ""]
-        for number, row in enumerate(backtrack["backtracks"], start=1):
-            out += _backtrack_markdown(number, row)
-    return "\n".join(out)

@@ -48,26 +48,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias
 
+from fpdebug.export.span_facts import fact_attributes, put_position
 from fpdebug.trace.schema import (
-    AnswerAssessmentRow,
-    ArgumentRow,
-    CursorMoveEvent,
-    EngagementChange,
-    EngagementEvent,
     ErrorInfo,
-    FindingEvent,
-    LeaseGrantEvent,
-    LeasePruneEvent,
     LlmCallEvent,
-    MapEngagementRecord,
+    LlmRequest,
+    LlmResponse,
     Message,
     PassEvent,
-    RerouteSupersededEvent,
-    ResultRow,
-    RouteConflictEvent,
     RunEndEvent,
     RunStartEvent,
-    SkillRejectedEvent,
     ToolResultEvent,
     TraceEvent,
     TurnEndEvent,
@@ -509,22 +499,8 @@ class SpanBuilder:
                 state.tool_descriptions[schema.name] = schema.description
         response = event.response
         if response is not None:
-            if response.stop_reason:
-                attrs["gen_ai.response.finish_reasons"] = [response.stop_reason]
-                if event.turn is not None:
-                    state.stop_reasons[event.turn] = response.stop_reason
-            usage = response.usage
-            input_tokens = _input_tokens(event.provider, usage)
-            attrs["gen_ai.usage.input_tokens"] = input_tokens
-            if event.turn is not None and input_tokens != usage.input_tokens:
-                extra = input_tokens - usage.input_tokens
-                state.cached_input[event.turn] = state.cached_input.get(event.turn, 0) + extra
-            attrs["gen_ai.usage.output_tokens"] = usage.output_tokens
-            if usage.cache_read_tokens is not None:
-                attrs["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
-            if usage.cache_write_tokens is not None:
-                attrs["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
-        _put_position(attrs, event)
+            self._put_reply(state, attrs, event, response)
+        put_position(attrs, event)
         attrs["fpdebug.call_index"] = event.call_index
         if event.route is not None:
             attrs["fpdebug.route"] = event.route
@@ -538,26 +514,31 @@ class SpanBuilder:
         ]
         attrs["fpdebug.request.tool_names"] = [schema.name for schema in request.tools]
         if self.include_content:
-            attrs["gen_ai.system_instructions"] = [
-                {"type": "text", "content": segment.text} for segment in request.system_prompt
-            ]
-            attrs["gen_ai.input.messages"] = [
-                {"role": message.role, "parts": _message_parts(message)} for message in request.messages
-            ]
-            if response is not None:
-                assistant = Message(
-                    role="assistant", content=response.content, tool_calls=list(response.tool_calls) or None
-                )
-                attrs["gen_ai.output.messages"] = [
-                    {
-                        "role": "assistant",
-                        "parts": _message_parts(assistant),
-                        "finish_reason": response.stop_reason or "stop",
-                    }
-                ]
+            _put_chat_content(attrs, request, response)
         if event.error is not None:
             self._fail(span, event.error, now, fallback="the call failed")
         return span
+
+    @staticmethod
+    def _put_reply(
+        state: _RunState, attrs: dict[str, AttributeValue], event: LlmCallEvent, response: LlmResponse
+    ) -> None:
+        """The reply's finish reason and usage (input tokens include cache reads and writes)."""
+        if response.stop_reason:
+            attrs["gen_ai.response.finish_reasons"] = [response.stop_reason]
+            if event.turn is not None:
+                state.stop_reasons[event.turn] = response.stop_reason
+        usage = response.usage
+        input_tokens = _input_tokens(event.provider, usage)
+        attrs["gen_ai.usage.input_tokens"] = input_tokens
+        if event.turn is not None and input_tokens != usage.input_tokens:
+            extra = input_tokens - usage.input_tokens
+            state.cached_input[event.turn] = state.cached_input.get(event.turn, 0) + extra
+        attrs["gen_ai.usage.output_tokens"] = usage.output_tokens
+        if usage.cache_read_tokens is not None:
+            attrs["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+        if usage.cache_write_tokens is not None:
+            attrs["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
 
     def _tool(self, state: _RunState, event: ToolResultEvent, now: int) -> SpanRecord:
         parent = self._host(state, event, now)
@@ -579,7 +560,7 @@ class SpanBuilder:
         description = state.tool_descriptions.get(event.tool_name)
         if description:
             attrs["gen_ai.tool.description"] = description
-        _put_position(attrs, event)
+        put_position(attrs, event)
         if event.status is not None:
             attrs["fpdebug.tool.status"] = event.status
         if event.effects:
@@ -616,171 +597,31 @@ class SpanBuilder:
             exception["fpdebug.error.status"] = error.status
         span.events.append(SpanEventRecord("exception", now, exception))
 
-    # -- facts -----------------------------------------------------------------------------------
-
     def _fact(self, event: TraceEvent) -> dict[str, AttributeValue]:
-        attrs: dict[str, AttributeValue] = {"fpdebug.seq": event.seq}
-        _put_position(attrs, event)
-        if isinstance(event, PassEvent):
-            self._pass(attrs, event)
-        elif isinstance(event, CursorMoveEvent):
-            self._cursor(attrs, event)
-        elif isinstance(event, LeaseGrantEvent):
-            lease = event.lease
-            attrs["fpdebug.lease.instruction_id"] = lease.instruction_id
-            attrs["fpdebug.lease.delivery_lease"] = lease.delivery_lease
-            if lease.skill_id is not None:
-                attrs["fpdebug.lease.tenant"] = lease.skill_id
-            attrs["fpdebug.lease.tool_name"] = lease.tool_name
-            if lease.tool_call_id is not None:
-                attrs["fpdebug.lease.tool_call_id"] = lease.tool_call_id
-            attrs["fpdebug.lease.granted_iteration"] = lease.iteration
-        elif isinstance(event, LeasePruneEvent):
-            attrs["fpdebug.lease_prune.site"] = event.site
-            if event.tenant is not None:
-                attrs["fpdebug.lease_prune.tenant"] = event.tenant
-            attrs["fpdebug.lease_prune.instruction_ids"] = [lease.instruction_id for lease in event.pruned]
-            attrs["fpdebug.lease_prune.reasons"] = [lease.reason for lease in event.pruned]
-            attrs["fpdebug.lease_prune.delivery_leases"] = [lease.delivery_lease for lease in event.pruned]
-            attrs["fpdebug.lease_prune.granted_iterations"] = [lease.iteration for lease in event.pruned]
-            attrs["fpdebug.lease_prune.survivor_ids"] = [lease.instruction_id for lease in event.survivors]
-        elif isinstance(event, EngagementEvent):
-            self._engagement(attrs, event)
-        elif isinstance(event, SkillRejectedEvent):
-            attrs["fpdebug.skill.requested_id"] = event.requested_id
-            if event.current_skill_id is not None:
-                attrs["fpdebug.skill.current_id"] = event.current_skill_id
-            attrs["fpdebug.skill.allowed"] = list(event.allowed)
-            if event.tool_call_id is not None:
-                attrs["fpdebug.skill.tool_call_id"] = event.tool_call_id
-            if event.posture is not None:
-                attrs["fpdebug.skill.posture"] = event.posture
-        elif isinstance(event, RouteConflictEvent):
-            if event.from_skill_id is not None:
-                attrs["fpdebug.route_conflict.from"] = event.from_skill_id
-            attrs["fpdebug.route_conflict.winner_target"] = event.winner.target
-            attrs["fpdebug.route_conflict.winner_tool"] = event.winner.tool_name
-            if event.winner.tool_call_id is not None:
-                attrs["fpdebug.route_conflict.winner_tool_call_id"] = event.winner.tool_call_id
-            attrs["fpdebug.route_conflict.loser_targets"] = [loser.target for loser in event.losers]
-            attrs["fpdebug.route_conflict.loser_tools"] = [loser.tool_name for loser in event.losers]
-            if event.source is not None:
-                attrs["fpdebug.route_conflict.source"] = event.source
-        elif isinstance(event, RerouteSupersededEvent):
-            attrs["fpdebug.reroute.volunteered_id"] = event.volunteered_id
-            if event.won_id is not None:
-                attrs["fpdebug.reroute.won_id"] = event.won_id
-            if event.from_skill_id is not None:
-                attrs["fpdebug.reroute.from"] = event.from_skill_id
-            if event.source is not None:
-                attrs["fpdebug.reroute.source"] = event.source
-        elif isinstance(event, FindingEvent):
-            self._finding(attrs, event)
-        return attrs
-
-    @staticmethod
-    def _pass(attrs: dict[str, AttributeValue], event: PassEvent) -> None:
-        attrs["fpdebug.pass.active_ids"] = list(event.active_ids)
-        attrs["fpdebug.pass.active_count"] = len(event.active_ids)
-        attrs["fpdebug.pass.evaluated_total"] = event.evaluated_total
-        if event.reasons:
-            attrs["fpdebug.pass.reason_ids"] = [reason.id for reason in event.reasons]
-            attrs["fpdebug.pass.reason_vias"] = [reason.via for reason in event.reasons]
-        if event.skipped:
-            attrs["fpdebug.pass.skipped_ids"] = [skipped.id for skipped in event.skipped]
-            attrs["fpdebug.pass.skipped_reasons"] = [skipped.reason for skipped in event.skipped]
-        for kind, count in sorted(event.trigger_kind_counts.items()):
-            attrs[f"fpdebug.pass.trigger_kind_counts.{kind.replace('-', '_')}"] = count
-        for name in ("lease_active_ids", "parked_ids", "served_ids", "superseded_ids"):
-            ids = getattr(event, name)
-            if ids is not None:
-                attrs[f"fpdebug.pass.{name}"] = list(ids)
-        for slot in ("system_prompt", "messages", "tools"):
-            delta = getattr(event.delta, slot)
-            if delta.added:
-                attrs[f"fpdebug.pass.delta.{slot}.added"] = list(delta.added)
-            if delta.removed:
-                attrs[f"fpdebug.pass.delta.{slot}.removed"] = list(delta.removed)
-
-    def _cursor(self, attrs: dict[str, AttributeValue], event: CursorMoveEvent) -> None:
-        if event.from_skill is not None:
-            attrs["fpdebug.cursor.from"] = event.from_skill
-        if event.to_skill is not None:
-            attrs["fpdebug.cursor.to"] = event.to_skill
-        attrs["fpdebug.cursor.by"] = event.by
-        attrs["fpdebug.cursor.strength"] = event.strength
-        attrs["fpdebug.cursor.reachable"] = list(event.reachable)
-        attrs["fpdebug.cursor.conflict"] = event.conflict is not None
-        if event.witness is not None:
-            if event.witness.keyword is not None:
-                attrs["fpdebug.cursor.witness.keyword"] = event.witness.keyword
-            if self.include_content:
-                attrs["fpdebug.cursor.witness.text"] = event.witness.text
-        if event.guard is not None:
-            attrs["fpdebug.cursor.guard"] = event.guard
-        if event.guards_closed:
-            attrs["fpdebug.cursor.guards_closed"] = list(event.guards_closed)
-
-    def _engagement(self, attrs: dict[str, AttributeValue], event: EngagementEvent) -> None:
-        records = event.records
-        attrs["fpdebug.engagement.map_ids"] = [record.map_id for record in records]
-        attrs["fpdebug.engagement.standings"] = [record.standing for record in records]
-        attrs["fpdebug.engagement.by"] = [record.by for record in records]
-        attrs["fpdebug.engagement.idle"] = [record.idle for record in records]
-        attrs["fpdebug.engagement.at"] = [record.at or "" for record in records]
-        if event.changes:
-            attrs["fpdebug.engagement.changed_map_ids"] = [change.map_id for change in event.changes]
-            attrs["fpdebug.engagement.changes"] = [_change_name(change, records) for change in event.changes]
-        if event.parked_injection_ids:
-            attrs["fpdebug.engagement.parked_injection_ids"] = list(event.parked_injection_ids)
-        if event.parked_tool_names:
-            attrs["fpdebug.engagement.parked_tool_names"] = list(event.parked_tool_names)
-        attrs["fpdebug.engagement.park_card_shown"] = event.park_card is not None
-        if self.include_content and event.park_card is not None:
-            attrs["fpdebug.engagement.park_card"] = event.park_card
-
-    def _finding(self, attrs: dict[str, AttributeValue], event: FindingEvent) -> None:
-        attrs["fpdebug.finding.layer"] = event.layer
-        attrs["fpdebug.finding.rows"] = len(event.rows)
-        arguments = [row for row in event.rows if isinstance(row, ArgumentRow)]
-        if arguments:
-            attrs["fpdebug.finding.argument_sources"] = [row.source for row in arguments]
-        results = [row for row in event.rows if isinstance(row, ResultRow)]
-        if results:
-            attrs["fpdebug.finding.result_tool_call_ids"] = [row.tool_call_id for row in results]
-        for row in event.rows:
-            if isinstance(row, AnswerAssessmentRow):
-                unsupported = [value for value in row.values if not value.supported]
-                attrs["fpdebug.finding.values_stated"] = len(row.values)
-                attrs["fpdebug.finding.values_unsupported"] = len(unsupported)
-                if self.include_content and unsupported:
-                    attrs["fpdebug.finding.unsupported_values"] = [value.text for value in unsupported]
-                if row.stopped_early is not None:
-                    attrs["fpdebug.finding.stopped_early"] = row.stopped_early.reason
+        return fact_attributes(event, include_content=self.include_content)
 
 
-def _put_position(attrs: dict[str, AttributeValue], event: TraceEvent) -> None:
-    """``fpdebug.turn`` and ``fpdebug.iteration``, for a record that has them (OTel has no null)."""
-    if event.turn is not None:
-        attrs["fpdebug.turn"] = event.turn
-    if event.iteration is not None:
-        attrs["fpdebug.iteration"] = event.iteration
-
-
-def _change_name(change: EngagementChange, records: Iterable[MapEngagementRecord]) -> str:
-    """The change in the RunModel's words: founded, engaged, reengaged, upgraded, tenant-changed or parked."""
-    if change.kind == "parked":
-        return "parked"
-    if change.reengaged:
-        return "reengaged"
-    if change.upgraded:
-        return "upgraded"
-    if change.tenant_changed:
-        return "tenant-changed"
-    founded = any(
-        record.map_id == change.map_id and record.founded_at == change.iteration for record in records
-    )
-    return "founded" if founded else "engaged"
+def _put_chat_content(
+    attrs: dict[str, AttributeValue], request: LlmRequest, response: LlmResponse | None
+) -> None:
+    """The call's messages, under ``include_content``: instructions, input and output messages."""
+    attrs["gen_ai.system_instructions"] = [
+        {"type": "text", "content": segment.text} for segment in request.system_prompt
+    ]
+    attrs["gen_ai.input.messages"] = [
+        {"role": message.role, "parts": _message_parts(message)} for message in request.messages
+    ]
+    if response is not None:
+        assistant = Message(
+            role="assistant", content=response.content, tool_calls=list(response.tool_calls) or None
+        )
+        attrs["gen_ai.output.messages"] = [
+            {
+                "role": "assistant",
+                "parts": _message_parts(assistant),
+                "finish_reason": response.stop_reason or "stop",
+            }
+        ]
 
 
 def build_spans(events: Iterable[TraceEvent], *, include_content: bool = False) -> list[SpanRecord]:

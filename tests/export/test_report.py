@@ -23,7 +23,8 @@ from fpdebug.backtrack.provenance import HonestyFlag, ReadProblems
 from fpdebug.backtrack.report import SidecarWriter, sidecar_path_for
 from fpdebug.backtrack.session import backtrack, explain
 from fpdebug.cli import main
-from fpdebug.export.report import md_cell, render_markdown, report_trace
+from fpdebug.export.report import report_trace
+from fpdebug.export.report_markdown import md_cell, render_markdown
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
     CursorMoveEvent,
