@@ -43,7 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         "Each browser tab runs its own `fpdebug view TRACE` process. The server listens on loopback "
         "unless --allow-remote is given: a debugger shows prompts and tool results, so it must not "
-        "be exposed by accident. Stop it with Ctrl-C."
+        "be exposed by accident. Only the URL it prints opens the debugger: it holds a token made "
+        "for this server, and requests from other origins or for other hosts are refused. "
+        "Stop it with Ctrl-C."
     )
 
 
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         with TraceReader(trace, index=False):  # a clear error now, not a broken page later
             pass
     try:
-        from textual_serve.server import Server
+        from fpdebug.commands.serve_guard import GuardedServer, new_token
     except ImportError as error:
         raise ExportError(
             f"textual-serve is not installed ({error.name}); install the extra: pip install 'fpdebug[serve]'"
@@ -96,7 +98,9 @@ def run(args: argparse.Namespace) -> int:
     url_host = f"[{host}]" if ":" in host else host
     public_url = args.public_url or f"http://{url_host}:{args.port}"
     title = f"fpdebug {os.path.basename(trace)}" if trace else "fpdebug demo"
-    server = Server(view_command(trace), host=host, port=args.port, title=title, public_url=public_url)
+    server = GuardedServer(
+        view_command(trace), token=new_token(), host=host, port=args.port, title=title, public_url=public_url
+    )
     try:
         server.serve()
     except OSError as error:  # the port is taken, the address is not ours…

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import stat
@@ -11,6 +12,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -245,35 +248,86 @@ def get(url: str) -> tuple[int, str]:
         return response.status, response.read().decode("utf-8")
 
 
-def test_serve_answers_on_loopback_with_the_textual_serve_page(support: Path, tmp_path: Path) -> None:
+@contextmanager
+def serving(trace: Path, tmp_path: Path) -> Iterator[tuple[int, str]]:
+    """``fpdebug serve TRACE`` on a free loopback port: its port and the URL it printed."""
     port = free_port()
-    log = (tmp_path / "serve.log").open("wb")
+    log_path = tmp_path / "serve.log"
+    log = log_path.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "fpdebug", "serve", str(support), "--port", str(port)],
+        [sys.executable, "-m", "fpdebug", "serve", str(trace), "--port", str(port)],
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=tmp_path,
     )
     try:
-        deadline = time.monotonic() + 20
-        page = None
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                status, page = get(f"http://127.0.0.1:{port}/")
-                break
-            except OSError:
-                time.sleep(0.1)
-        assert page is not None, (tmp_path / "serve.log").read_text(errors="replace")
-        assert status == 200
-        assert page.lstrip().startswith("<!DOCTYPE html>")
-        assert f"http://127.0.0.1:{port}/static/js/textual.js" in page  # textual-serve's client
-        assert f"ws://127.0.0.1:{port}/ws" in page
-        assert "fpdebug support.fptrace.jsonl" in page  # our title
+        deadline = time.monotonic() + 30
+        url = None
+        while time.monotonic() < deadline and process.poll() is None and url is None:
+            found = re.search(r"open (http://\S+/)", log_path.read_text(errors="replace"))
+            url = found.group(1) if found else None
+            time.sleep(0.1)
+        assert url is not None, log_path.read_text(errors="replace")
+        yield port, url
     finally:
         process.terminate()
         code = process.wait(timeout=15)
         log.close()
-    assert code == 0, (tmp_path / "serve.log").read_text(errors="replace")
+    assert code == 0, log_path.read_text(errors="replace")
+
+
+def raw_request(port: int, path: str, headers: dict[str, str]) -> str:
+    """Send one GET as an attacker would (any headers, no browser), and return the status line."""
+    lines = [f"GET {path} HTTP/1.1", *(f"{name}: {value}" for name, value in headers.items()), "", ""]
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall("\r\n".join(lines).encode())
+        return sock.recv(4096).decode("latin-1").split("\r\n", 1)[0]
+
+
+def upgrade(port: int, path: str, origin: str | None, host: str | None = None) -> str:
+    headers = {
+        "Host": host or f"127.0.0.1:{port}",
+        "Upgrade": "websocket",
+        "Connection": "Upgrade",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version": "13",
+    }
+    if origin is not None:
+        headers["Origin"] = origin
+    return raw_request(port, path, headers)
+
+
+def test_serve_answers_on_loopback_with_the_textual_serve_page(support: Path, tmp_path: Path) -> None:
+    with serving(support, tmp_path) as (port, url):
+        token = url.rstrip("/").rsplit("/", 1)[1]
+        assert len(token) >= 32 and url == f"http://127.0.0.1:{port}/{token}/"
+        status, page = get(url)
+        assert status == 200
+        assert page.lstrip().startswith("<!DOCTYPE html>")
+        assert f"http://127.0.0.1:{port}/static/js/textual.js" in page  # textual-serve's client
+        assert f"ws://127.0.0.1:{port}/{token}/ws" in page  # the socket is behind the token too
+        assert "fpdebug support.fptrace.jsonl" in page  # our title
+
+
+def test_serve_refuses_what_a_hostile_page_or_user_would_send(support: Path, tmp_path: Path) -> None:
+    with serving(support, tmp_path) as (port, url):
+        token = url.rstrip("/").rsplit("/", 1)[1]
+        own = f"http://127.0.0.1:{port}"
+        # The user's own browser, on the printed URL, gets the socket.
+        assert " 101 " in upgrade(port, f"/{token}/ws?width=80&height=24", own)
+        # Another web page the user has open: refused, even with the token.
+        assert " 403 " in upgrade(port, f"/{token}/ws?width=80&height=24", "http://evil.example")
+        assert " 403 " in upgrade(port, f"/{token}/ws", f"http://127.0.0.1:{port + 1}")
+        # Any client without the token, or with a wrong one: nothing.
+        assert " 404 " in upgrade(port, "/ws?width=80&height=24", own)
+        assert " 404 " in upgrade(port, "/ws?width=80&height=24", None)
+        assert " 404 " in upgrade(port, f"/{token[:-1]}x/ws", own)
+        assert " 404 " in raw_request(port, "/", {"Host": f"127.0.0.1:{port}"})
+        # DNS rebinding: a name that resolves here is still not the server's own Host.
+        assert " 403 " in upgrade(port, f"/{token}/ws", None, host=f"evil.example:{port}")
+        assert " 403 " in raw_request(port, f"/{token}/", {"Host": "evil.example"})
+        # The static client files carry nothing of the trace and stay public.
+        assert " 200 " in raw_request(port, "/static/js/textual.js", {"Host": f"localhost:{port}"})
 
 
 def test_each_browser_tab_runs_fpdebug_view_on_the_trace_with_this_python() -> None:
