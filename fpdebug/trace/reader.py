@@ -481,8 +481,10 @@ class ProblemScanner:
 
 
 def _open_for_reading(path: Path) -> int:
+    # O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
+    # the regular-file check below could refuse it. It changes nothing for a regular file.
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
     except PermissionError:
@@ -497,6 +499,10 @@ def _open_for_reading(path: Path) -> int:
     if stat.S_ISDIR(mode):
         os.close(fd)
         raise TraceError(f"{path}: is a directory, not a trace file")
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise TraceError(f"{path}: not a regular file (a pipe or a device); a trace must be a file")
+    os.set_blocking(fd, True)
     return fd
 
 

@@ -519,14 +519,18 @@ def _check_policy(durability: str, batch_size: int) -> None:
 
 
 def _open(path: Path, flags: int) -> int:
+    # O_NONBLOCK: opening a FIFO would otherwise block until a reader appears (or, for writing with
+    # no reader, fail with ENXIO), before the regular-file check below could refuse it.
     try:
-        fd = os.open(path, flags | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
     except IsADirectoryError:
         raise TraceError(f"{path}: is a directory, not a trace file") from None
     except FileNotFoundError:
         missing = "the file does not exist" if flags & os.O_CREAT == 0 else "its directory does not exist"
         raise TraceError(f"{path}: {missing}") from None
     except OSError as error:
+        if error.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise TraceError(f"{path}: not a regular file (a pipe); a trace must be a file") from None
         raise TraceError(f"{path}: cannot open for writing: {error.strerror}") from None
     try:
         mode = os.fstat(fd).st_mode
@@ -536,6 +540,7 @@ def _open(path: Path, flags: int) -> int:
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise TraceError(f"{path}: not a regular file; a trace must be a file")
+    os.set_blocking(fd, True)
     return fd
 
 
