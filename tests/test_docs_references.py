@@ -19,7 +19,7 @@ RANGE_TAIL = re.compile(r"§(\d+(?:\.\d+)?b?)–§?(\d+(?:\.\d+)?b?)")
 
 
 def _cited_files() -> list[Path]:
-    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
     for folder in ("fpdebug", "tests", "bench"):
         files += sorted((ROOT / folder).rglob("*.py"))
     return [path for path in files if path.is_file()]

@@ -8,7 +8,7 @@ the ``FPDEBUG_KEYMAP`` environment variable, or at ``$XDG_CONFIG_HOME/fpdebug/ke
     cursor-down = "j,down,ctrl+n"   # binding id = comma-separated keys
     next-iteration = "right"
 
-Every binding id is listed by the ``?`` help screen and in the README. An unknown id or a value
+Every binding id is listed by the ``?`` help screen and in docs/guide/debugger.md. An unknown id or a value
 that is not a string is an error that names the file and the ids that exist.
 """
 

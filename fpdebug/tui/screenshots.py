@@ -2,7 +2,7 @@
 
 Runs the debugger headless on the committed sample traces, presses the keys a person would, and
 saves what the app renders (``App.export_screenshot``) to ``docs/screenshots/`` (160×48). The
-README shows these files; re-run this after a visible change.
+README and the guide (``docs/guide/``) show these files; re-run this after a visible change.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ SHOTS: tuple[Shot, ...] = (
     Shot("assessment", "unsupported-amount", ("7",), copy=True, title="Backtrack: the answer assessment"),
     Shot("provenance", "traced-argument", ("j", "3", "G"), title="Calls: where each argument came from"),
 )
-"""The README's screenshots."""
+"""The screenshots the README and the guide show."""
 
 
 SETTLE_TIMEOUT = 300.0

@@ -3,7 +3,7 @@
 The short fuzz runs of ``bench/fuzz.py``'s three targets (a few seconds each), then the inputs too
 big or too specific for a random run, each as one example: a 50 MB garbage line between good
 records, nesting beyond the parsers' limits, integers beyond 64 bits. The long run is
-``python -m bench.fuzz --minutes N`` (figures in the README's Reliability section). Already covered
+``python -m bench.fuzz --minutes N`` (figures in docs/guide/reliability.md). Already covered
 in ``tests/trace``: one bad line of each kind (``test_reader.py``), a valid 50 MB record, any
 sequence of valid events reading back equal (``test_properties.py``).
 """

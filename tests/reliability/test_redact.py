@@ -575,7 +575,7 @@ def _with_secret_fields(children: st.SearchStrategy[object]) -> st.SearchStrateg
         st.lists(children, max_size=4)
         | st.dictionaries(plain_keys, children, max_size=4)
         # A secret-named key holds a scalar or a container; free text (spaces, quotes) under such a
-        # key is the prose the rules do not promise to find (the README says so).
+        # key is the prose the rules do not promise to find (docs/guide/reliability.md says so).
         | st.tuples(
             _SECRET_KEYS,
             _SECRET_SCALARS | children.filter(lambda v: not isinstance(v, str)),
