@@ -172,13 +172,18 @@ def _run_end_summary(record: RunEndEvent) -> str:
 
 
 def _where(record: Record) -> str:
-    turn = getattr(record, "turn", None)
-    iteration = getattr(record, "iteration", None)
+    """``T1·I3``: the turn and iteration a record carries (an opaque one's only when they are ints)."""
+    turn: object
+    iteration: object
     if isinstance(record, OpaqueRecord):
         turn = record.data.get("turn")
         iteration = record.data.get("iteration")
         turn = turn if type(turn) is int else None
         iteration = iteration if type(iteration) is int else None
+    elif isinstance(record, (TraceHeader, InvalidRecord)):
+        turn = iteration = None  # the header and a broken line carry no place in the run
+    else:
+        turn, iteration = record.turn, record.iteration
     if turn is None:
         return ""
     return f"T{turn}" + (f"·I{iteration}" if iteration is not None else "")
@@ -203,14 +208,14 @@ class EventList(RowList):
         record = self.session.record(row)
         text = Text(no_wrap=True, end="")
         text.append(f"{row:>7} ", palette.dim)
-        seq = getattr(record, "seq", None)
+        seq = None if isinstance(record, TraceHeader) else record.seq
         text.append(f"{seq if seq is not None else '':>6} ", palette.dim)
         if isinstance(record, InvalidRecord):
             text.append(f"{'INVALID':<18} ", palette.bad)
             text.append(f"{'':<8} ")
             text.append_text(plain(summarize(record), palette.bad))
             return text
-        kind = getattr(record, "kind", "?")
+        kind = record.kind
         style = palette.warn if isinstance(record, OpaqueRecord) else palette.accent
         text.append_text(plain(f"{clip(kind, 18):<18} ", style))
         text.append(f"{_where(record):<8} ")
@@ -258,7 +263,7 @@ def event_document(session: TraceSession, line: int, palette: Palette) -> list[B
         doc.line(("a kind this fpdebug does not know: kept as written by a newer producer", palette.dim))
         data: object = record.data
     else:
-        kind = getattr(record, "kind", "?")
+        kind = record.kind
         doc.line(
             Text(f"Line {line}", style=palette.heading),
             " · ",

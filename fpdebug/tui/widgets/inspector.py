@@ -43,7 +43,6 @@ from fpdebug.trace.schema import (
     RouteConflictEvent,
     RunStartEvent,
     SkillRejectedEvent,
-    SlotDelta,
     SlotRouting,
     StepPointerRecord,
     ToolResultEvent,
@@ -59,7 +58,6 @@ LADDER: tuple[str, ...] = ("explicit", "structural", "semantic", "lexical", "ass
 """The evidence strength ladder, strongest first (docs/context-model.md §6.1)."""
 
 _TENTATIVE = frozenset({"semantic", "lexical", "assumed"})
-_SLOT_NAMES = (("system_prompt", "system-prompt"), ("messages", "messages"), ("tools", "tools"))
 
 
 _Record = TypeVar("_Record")
@@ -190,9 +188,15 @@ def _step_phrase(pointer: StepPointerRecord, palette: Palette) -> list[Part]:
 
 
 def _slots_of(routing: SlotRouting) -> dict[str, list[str]]:
+    """The slot names each injection landed in, by injection id."""
     slots: dict[str, list[str]] = {}
-    for field, name in _SLOT_NAMES:
-        for entry in getattr(routing, field):
+    by_slot = (
+        ("system-prompt", routing.system_prompt),
+        ("messages", routing.messages),
+        ("tools", routing.tools),
+    )
+    for name, entries in by_slot:
+        for entry in entries:
             slots.setdefault(entry.id, []).append(name)
     return slots
 
@@ -369,11 +373,9 @@ def _pass_facts(doc: DocBuilder, record: PassEvent) -> None:
 def _slot_delta(doc: DocBuilder, record: PassEvent) -> None:
     """Per slot, the ids added and removed against the previous pass."""
     palette = doc.palette
-    delta_rows: list[tuple[str, SlotDelta]] = []
-    for field, name in _SLOT_NAMES:
-        delta: SlotDelta = getattr(record.delta, field)
-        if delta.added or delta.removed:
-            delta_rows.append((name, delta))
+    slots = record.delta
+    by_slot = (("system-prompt", slots.system_prompt), ("messages", slots.messages), ("tools", slots.tools))
+    delta_rows = [(name, delta) for name, delta in by_slot if delta.added or delta.removed]
     if not delta_rows:
         return
     doc.heading("Slot delta", ("  against the previous pass", palette.dim))
