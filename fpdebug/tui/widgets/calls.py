@@ -20,14 +20,26 @@ from rich.text import Text
 
 from fpdebug.trace.model import Iteration
 from fpdebug.trace.records import InvalidRecord
-from fpdebug.trace.schema import ArgumentRow, BasisRow, FindingEvent, LlmCallEvent, ToolResultEvent
+from fpdebug.trace.schema import (
+    ArgumentRow,
+    BasisRow,
+    FindingEvent,
+    LlmCallEvent,
+    LlmRequest,
+    LlmResponse,
+    ToolResultEvent,
+)
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json, number, pretty_json
-from fpdebug.tui.widgets.document import Block, DocBuilder
+from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.inspector import tool_result_head
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 
 __all__ = ["CallView", "argument_provenance", "call_document", "source_words"]
+
+
+_Provenance = dict[str, tuple[list[ArgumentRow], list[BasisRow]]]
+"""The inputs layer's rows by tool call id: ``(argument rows, basis rows)``."""
 
 
 def source_words(row: ArgumentRow) -> str:
@@ -50,19 +62,18 @@ def source_words(row: ArgumentRow) -> str:
     return "nowhere (model supplied)"
 
 
-def argument_provenance(
-    session: TraceSession, iteration: Iteration
-) -> dict[str, tuple[list[ArgumentRow], list[BasisRow]]]:
+def argument_provenance(session: TraceSession, iteration: Iteration) -> _Provenance:
     """The inputs layer's rows of one iteration, by tool call id: ``(argument rows, basis rows)``."""
-    found: dict[str, tuple[list[ArgumentRow], list[BasisRow]]] = {}
+    found: _Provenance = {}
     for line in iteration.finding_lines:
         record = session.record(line)
         if not isinstance(record, FindingEvent) or record.layer != "inputs":
             continue
         for row in record.rows:
-            if isinstance(row, (ArgumentRow, BasisRow)):
-                arguments, bases = found.setdefault(row.tool_call_id, ([], []))
-                (arguments if isinstance(row, ArgumentRow) else bases).append(row)
+            if isinstance(row, ArgumentRow):
+                found.setdefault(row.tool_call_id, ([], []))[0].append(row)
+            elif isinstance(row, BasisRow):
+                found.setdefault(row.tool_call_id, ([], []))[1].append(row)
     return found
 
 
@@ -72,7 +83,7 @@ def _provenance_rows(doc: DocBuilder, arguments: list[ArgumentRow], bases: list[
     width = min(max((len(row.path) for row in arguments), default=4), 24)
     for row in arguments:
         if row.hidden:
-            value: list = [("(hidden: a tool in reach hides its arguments)", palette.dim)]
+            value: list[Part] = [("(hidden: a tool in reach hides its arguments)", palette.dim)]
         elif row.rewritten:
             ran = "removed" if row.rewritten_to is None else compact_json(row.rewritten_to)
             value = [
@@ -84,7 +95,7 @@ def _provenance_rows(doc: DocBuilder, arguments: list[ArgumentRow], bases: list[
         else:
             value = [(compact_json(row.value), "")]
         style = palette.bad if row.source == "nowhere" else palette.good
-        parts: list = [
+        parts: list[Part] = [
             (f"{row.path:<{width}}", palette.key),
             "  ",
             *value,
@@ -115,7 +126,7 @@ def call_document(session: TraceSession, iteration: Iteration, palette: Palette)
         palette: Styles.
     """
     doc = DocBuilder(palette)
-    calls = []
+    calls: list[tuple[int, LlmCallEvent]] = []
     for line in iteration.llm_lines:
         record = session.record(line)
         if isinstance(record, LlmCallEvent):
@@ -167,8 +178,20 @@ def _one_call(
     iteration: Iteration,
     line: int,
     call: LlmCallEvent,
-    provenance: dict[str, tuple[list[ArgumentRow], list[BasisRow]]] | None = None,
+    provenance: _Provenance | None = None,
 ) -> None:
+    """One call: its facts, then the request slot by slot, then the reply."""
+    _call_facts(doc, session, iteration, line, call)
+    _system_prompt(doc, call.request)
+    _messages(doc, call.request)
+    _tools_offered(doc, call.request)
+    _reply(doc, call.response, provenance or {})
+
+
+def _call_facts(
+    doc: DocBuilder, session: TraceSession, iteration: Iteration, line: int, call: LlmCallEvent
+) -> None:
+    """The call's title, tokens, latency, stop reason, route, sampling settings and error."""
     palette = doc.palette
     request, response = call.request, call.response
     doc.line(
@@ -213,19 +236,27 @@ def _one_call(
         status = f" (HTTP {call.error.status})" if call.error.status is not None else ""
         doc.fact("error", (f"{call.error.type}{status}: {call.error.message}", palette.bad))
 
+
+def _system_prompt(doc: DocBuilder, request: LlmRequest) -> None:
+    """The system prompt segment by segment, each tagged with where it came from."""
+    palette = doc.palette
     total = sum(len(segment.text) for segment in request.system_prompt)
     summary = f"  {len(request.system_prompt)} segment(s), {number(total)} characters, joined by a blank line"
     doc.heading("SYSTEM PROMPT", (summary, palette.dim))
     for index, segment in enumerate(request.system_prompt, 1):
-        source = [(segment.source, palette.key)]
+        source: list[Part] = [(segment.source, palette.key)]
         if segment.injection_id is not None:
             source += [" · ", (segment.injection_id, palette.accent)]
         doc.line(f"[{index}] ", *source, indent=2)
         doc.content(segment.text)
 
+
+def _messages(doc: DocBuilder, request: LlmRequest) -> None:
+    """The messages sent, each tagged with its role, tool and the injection that delivered it."""
+    palette = doc.palette
     doc.heading("MESSAGES", (f"  {len(request.messages)}", palette.dim))
     for index, message in enumerate(request.messages, 1):
-        tags: list = [(message.role, palette.key)]
+        tags: list[Part] = [(message.role, palette.key)]
         if message.tool_name is not None:
             tags += [" ", (message.tool_name, palette.accent)]
         if message.tool_call_id is not None:
@@ -246,13 +277,23 @@ def _one_call(
                 indent=4,
             )
 
+
+def _tools_offered(doc: DocBuilder, request: LlmRequest) -> None:
+    """The tool schemas offered, each with the injection that contributed it."""
+    palette = doc.palette
     doc.heading("TOOLS", (f"  {len(request.tools)} offered", palette.dim))
     for schema in request.tools:
-        origin = [" · from ", (schema.injection_id, palette.accent)] if schema.injection_id else []
+        origin: list[Part] = (
+            [" · from ", (schema.injection_id, palette.accent)] if schema.injection_id else []
+        )
         doc.line((schema.name, palette.key), *origin, "  ", (schema.description, palette.dim), indent=2)
         if schema.parameters:
             doc.content(pretty_json(schema.parameters), rows=3, style=palette.dim)
 
+
+def _reply(doc: DocBuilder, response: LlmResponse | None, provenance: _Provenance) -> None:
+    """The reply's content and tool calls, each call with where its arguments came from."""
+    palette = doc.palette
     doc.heading("REPLY")
     if response is None:
         doc.line(("no reply (the call failed)", palette.bad), indent=2)
@@ -268,7 +309,7 @@ def _one_call(
             indent=2,
         )
         doc.content(pretty_json(tool_call.args), rows=4)
-        rows = (provenance or {}).get(tool_call.id)
+        rows = provenance.get(tool_call.id)
         if rows is not None:
             _provenance_rows(doc, *rows)
         if tool_call.raw_args is not None:

@@ -228,7 +228,7 @@ def error_block(what: str, error: BaseException, palette: Palette) -> TextBlock:
     return TextBlock(plain(f"⚠ {what} could not be shown: {type(error).__name__}: {error}", palette.bad))
 
 
-Part = Text | str | tuple[object, Style]
+Part = Text | str | tuple[object, Style | str]
 """A piece of a line: our own text (``str``), a built Text, or ``(untrusted value, style)``."""
 
 

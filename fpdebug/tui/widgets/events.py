@@ -9,6 +9,7 @@ view.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from functools import singledispatch
 
 from rich.text import Text
 
@@ -33,7 +34,7 @@ from fpdebug.trace.schema import (
 )
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json, counted, number, plain
-from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView
+from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView, Part
 from fpdebug.tui.widgets.row_list import RowList
 
 __all__ = ["EventDetail", "EventList", "event_document", "summarize"]
@@ -45,81 +46,144 @@ _INLINE = 100
 
 def summarize(record: Record) -> str:
     """One line saying what a record is about (untrusted parts included: display through ``plain``)."""
-    if isinstance(record, InvalidRecord):
-        return f"invalid record: {record.error}"
-    if isinstance(record, OpaqueRecord):
-        return f"opaque record of a kind this fpdebug does not know ({record.kind!r})"
-    if isinstance(record, TraceHeader):
-        return f"{record.producer} · schema {record.schema_version} · created {record.created.isoformat()}"
-    if isinstance(record, RunStartEvent):
-        return (
-            f"{record.agent_name} · {record.provider}/{record.model} · {counted(len(record.injections), 'injection')}"
-            f" · max {counted(record.max_iterations, 'iteration')}"
-        )
-    if isinstance(record, TurnStartEvent):
-        return f"user: {clip(record.user_message, 300)}"
-    if isinstance(record, TurnEndEvent):
-        early = f" · stopped early ({record.stopped_early.reason})" if record.stopped_early else ""
-        return f"answer: {clip(record.final_content, 300)}{early}"
-    if isinstance(record, PassEvent):
-        leases = f" · leases {', '.join(record.lease_active_ids)}" if record.lease_active_ids else ""
-        parked = f" · parked {len(record.parked_ids)}" if record.parked_ids else ""
-        return (
-            f"{len(record.active_ids)} active of {record.evaluated_total} · skipped {len(record.skipped)}"
-            f"{leases}{parked}"
-        )
-    if isinstance(record, CursorMoveEvent):
-        moved = f"{record.from_skill or '(none)'} → {record.to_skill or '(none)'}"
-        return f"{moved} by {record.by} ({record.strength})"
-    if isinstance(record, LeaseGrantEvent):
-        lease = record.lease
-        lease_text = f"{lease.instruction_id} {lease.delivery_lease}"
-        # docs/context-model.md §4: a lease granted while no skill held the tenure has no skill_id (not a skill named None)
-        tenant = f"tenant {lease.skill_id}" if lease.skill_id is not None else "no tenant"
-        return f"{lease_text} granted by {lease.tool_name} ({tenant})"
-    if isinstance(record, LeasePruneEvent):
-        pruned = ", ".join(f"{item.instruction_id} {item.reason}" for item in record.pruned)
-        tenant = f"tenant {record.tenant}" if record.tenant is not None else "no tenant"
-        return f"{record.site} sweep, {tenant}: {pruned}"
-    if isinstance(record, EngagementEvent):
-        changes = ", ".join(f"{c.map_id} {c.kind}" for c in record.changes) or "no change"
-        standing = ", ".join(f"{r.map_id} {r.standing} ({r.by}, idle {r.idle})" for r in record.records)
-        return f"{changes} · {standing}"
-    if isinstance(record, LlmCallEvent):
-        if record.error is not None:
-            return f"call {record.call_index} failed: {record.error.type}: {record.error.message}"
-        usage = record.response.usage if record.response is not None else None
-        tokens = (
-            f"{number(usage.input_tokens)} in / {number(usage.output_tokens)} out" if usage else "no reply"
-        )
-        latency = f"{number(record.latency_ms)} ms"
-        return f"call {record.call_index} · {record.model} · {tokens} · {latency} · {record.route}"
-    if isinstance(record, ToolResultEvent):
-        status = record.status or ("failure" if record.error else "returned")
-        return f"{record.tool_name} ({record.tool_call_id}) → {status}: {clip(record.result, 200)}"
-    if isinstance(record, FindingEvent):
-        return f"{record.layer} layer · {len(record.rows)} row(s)"
-    if isinstance(record, SkillRejectedEvent):
-        cursor = f"cursor {record.current_skill_id}" if record.current_skill_id is not None else "no cursor"
-        return f"read_skill {record.requested_id} rejected ({cursor})"
-    if isinstance(record, RouteConflictEvent):
-        return f"winner {record.winner.tool_name}→{record.winner.target}, {len(record.losers)} loser(s)"
-    if isinstance(record, RerouteSupersededEvent):
-        return f"{record.volunteered_id} volunteered, cursor went to {record.won_id or '(none)'}"
-    if isinstance(record, RunEndEvent):
-        error = f": {record.error.type}: {record.error.message}" if record.error else ""
-        return f"{record.status}{error} · {record.turns} turn(s)"
+    return _summary(record)
+
+
+@singledispatch
+def _summary(record: object) -> str:
+    """A record no summary below is registered for: its kind (each kind registers its own)."""
     return getattr(record, "kind", type(record).__name__)
 
 
+@_summary.register
+def _invalid_summary(record: InvalidRecord) -> str:
+    return f"invalid record: {record.error}"
+
+
+@_summary.register
+def _opaque_summary(record: OpaqueRecord) -> str:
+    return f"opaque record of a kind this fpdebug does not know ({record.kind!r})"
+
+
+@_summary.register
+def _header_summary(record: TraceHeader) -> str:
+    return f"{record.producer} · schema {record.schema_version} · created {record.created.isoformat()}"
+
+
+@_summary.register
+def _run_start_summary(record: RunStartEvent) -> str:
+    return (
+        f"{record.agent_name} · {record.provider}/{record.model} · {counted(len(record.injections), 'injection')}"
+        f" · max {counted(record.max_iterations, 'iteration')}"
+    )
+
+
+@_summary.register
+def _turn_start_summary(record: TurnStartEvent) -> str:
+    return f"user: {clip(record.user_message, 300)}"
+
+
+@_summary.register
+def _turn_end_summary(record: TurnEndEvent) -> str:
+    early = f" · stopped early ({record.stopped_early.reason})" if record.stopped_early else ""
+    return f"answer: {clip(record.final_content, 300)}{early}"
+
+
+@_summary.register
+def _pass_summary(record: PassEvent) -> str:
+    leases = f" · leases {', '.join(record.lease_active_ids)}" if record.lease_active_ids else ""
+    parked = f" · parked {len(record.parked_ids)}" if record.parked_ids else ""
+    return (
+        f"{len(record.active_ids)} active of {record.evaluated_total} · skipped {len(record.skipped)}"
+        f"{leases}{parked}"
+    )
+
+
+@_summary.register
+def _cursor_move_summary(record: CursorMoveEvent) -> str:
+    moved = f"{record.from_skill or '(none)'} → {record.to_skill or '(none)'}"
+    return f"{moved} by {record.by} ({record.strength})"
+
+
+@_summary.register
+def _lease_grant_summary(record: LeaseGrantEvent) -> str:
+    lease = record.lease
+    lease_text = f"{lease.instruction_id} {lease.delivery_lease}"
+    # docs/context-model.md §4: a lease granted while no skill held the tenure has no skill_id (not a skill named None)
+    tenant = f"tenant {lease.skill_id}" if lease.skill_id is not None else "no tenant"
+    return f"{lease_text} granted by {lease.tool_name} ({tenant})"
+
+
+@_summary.register
+def _lease_prune_summary(record: LeasePruneEvent) -> str:
+    pruned = ", ".join(f"{item.instruction_id} {item.reason}" for item in record.pruned)
+    tenant = f"tenant {record.tenant}" if record.tenant is not None else "no tenant"
+    return f"{record.site} sweep, {tenant}: {pruned}"
+
+
+@_summary.register
+def _engagement_summary(record: EngagementEvent) -> str:
+    changes = ", ".join(f"{c.map_id} {c.kind}" for c in record.changes) or "no change"
+    standing = ", ".join(f"{r.map_id} {r.standing} ({r.by}, idle {r.idle})" for r in record.records)
+    return f"{changes} · {standing}"
+
+
+@_summary.register
+def _llm_call_summary(record: LlmCallEvent) -> str:
+    if record.error is not None:
+        return f"call {record.call_index} failed: {record.error.type}: {record.error.message}"
+    usage = record.response.usage if record.response is not None else None
+    tokens = f"{number(usage.input_tokens)} in / {number(usage.output_tokens)} out" if usage else "no reply"
+    latency = f"{number(record.latency_ms)} ms"
+    return f"call {record.call_index} · {record.model} · {tokens} · {latency} · {record.route}"
+
+
+@_summary.register
+def _tool_result_summary(record: ToolResultEvent) -> str:
+    status = record.status or ("failure" if record.error else "returned")
+    return f"{record.tool_name} ({record.tool_call_id}) → {status}: {clip(record.result, 200)}"
+
+
+@_summary.register
+def _finding_summary(record: FindingEvent) -> str:
+    return f"{record.layer} layer · {len(record.rows)} row(s)"
+
+
+@_summary.register
+def _skill_rejected_summary(record: SkillRejectedEvent) -> str:
+    cursor = f"cursor {record.current_skill_id}" if record.current_skill_id is not None else "no cursor"
+    return f"read_skill {record.requested_id} rejected ({cursor})"
+
+
+@_summary.register
+def _route_conflict_summary(record: RouteConflictEvent) -> str:
+    return f"winner {record.winner.tool_name}→{record.winner.target}, {len(record.losers)} loser(s)"
+
+
+@_summary.register
+def _reroute_superseded_summary(record: RerouteSupersededEvent) -> str:
+    return f"{record.volunteered_id} volunteered, cursor went to {record.won_id or '(none)'}"
+
+
+@_summary.register
+def _run_end_summary(record: RunEndEvent) -> str:
+    error = f": {record.error.type}: {record.error.message}" if record.error else ""
+    return f"{record.status}{error} · {record.turns} turn(s)"
+
+
 def _where(record: Record) -> str:
-    turn = getattr(record, "turn", None)
-    iteration = getattr(record, "iteration", None)
+    """``T1·I3``: the turn and iteration a record carries (an opaque one's only when they are ints)."""
+    turn: object
+    iteration: object
     if isinstance(record, OpaqueRecord):
         turn = record.data.get("turn")
         iteration = record.data.get("iteration")
         turn = turn if type(turn) is int else None
         iteration = iteration if type(iteration) is int else None
+    elif isinstance(record, (TraceHeader, InvalidRecord)):
+        turn = iteration = None  # the header and a broken line carry no place in the run
+    else:
+        turn, iteration = record.turn, record.iteration
     if turn is None:
         return ""
     return f"T{turn}" + (f"·I{iteration}" if iteration is not None else "")
@@ -144,14 +208,14 @@ class EventList(RowList):
         record = self.session.record(row)
         text = Text(no_wrap=True, end="")
         text.append(f"{row:>7} ", palette.dim)
-        seq = getattr(record, "seq", None)
+        seq = None if isinstance(record, TraceHeader) else record.seq
         text.append(f"{seq if seq is not None else '':>6} ", palette.dim)
         if isinstance(record, InvalidRecord):
             text.append(f"{'INVALID':<18} ", palette.bad)
             text.append(f"{'':<8} ")
             text.append_text(plain(summarize(record), palette.bad))
             return text
-        kind = getattr(record, "kind", "?")
+        kind = record.kind
         style = palette.warn if isinstance(record, OpaqueRecord) else palette.accent
         text.append_text(plain(f"{clip(kind, 18):<18} ", style))
         text.append(f"{_where(record):<8} ")
@@ -199,7 +263,7 @@ def event_document(session: TraceSession, line: int, palette: Palette) -> list[B
         doc.line(("a kind this fpdebug does not know: kept as written by a newer producer", palette.dim))
         data: object = record.data
     else:
-        kind = getattr(record, "kind", "?")
+        kind = record.kind
         doc.line(
             Text(f"Line {line}", style=palette.heading),
             " · ",
@@ -213,54 +277,72 @@ def event_document(session: TraceSession, line: int, palette: Palette) -> list[B
 
 
 def _tree(doc: DocBuilder, value: object, indent: int, depth: int, key: str | None = None) -> None:
+    """``value`` as an indented tree of ``key: value`` rows, bounded in depth and items."""
     palette = doc.palette
-    label = [(f"{key}: ", palette.key)] if key is not None else []
+    label: list[Part] = [(f"{key}: ", palette.key)] if key is not None else []
     if depth > _MAX_DEPTH:
         doc.line(*label, (clip(compact_json(value), 2000), palette.dim), indent=indent)
+    elif isinstance(value, dict):
+        _dict_tree(doc, value, label, indent, depth, key)
+    elif isinstance(value, list):
+        _list_tree(doc, value, label, indent, depth)
+    elif isinstance(value, str):
+        _string_tree(doc, value, label, indent)
+    else:
+        doc.line(*label, (compact_json(value), palette.accent), indent=indent)
+
+
+def _dict_tree(
+    doc: DocBuilder, value: dict[object, object], label: list[Part], indent: int, depth: int, key: str | None
+) -> None:
+    """An object: its key on a row of its own (unless it is the root), then each member below."""
+    palette = doc.palette
+    if not value:
+        doc.line(*label, ("{}", palette.dim), indent=indent)
         return
-    if isinstance(value, dict):
-        if not value:
-            doc.line(*label, ("{}", palette.dim), indent=indent)
-            return
-        if key is not None:
-            doc.line(*label, indent=indent)
-            indent += 2
-        for index, (name, item) in enumerate(value.items()):
-            if index >= _MAX_ITEMS:
-                doc.line((f"… {len(value) - _MAX_ITEMS} more keys", palette.dim), indent=indent)
-                break
-            _tree(doc, item, indent, depth + 1, str(name))
+    if key is not None:
+        doc.line(*label, indent=indent)
+        indent += 2
+    for index, (name, item) in enumerate(value.items()):
+        if index >= _MAX_ITEMS:
+            doc.line((f"… {len(value) - _MAX_ITEMS} more keys", palette.dim), indent=indent)
+            break
+        _tree(doc, item, indent, depth + 1, str(name))
+
+
+def _inline(value: list[object]) -> bool:
+    """Whether a list is short scalars only, so that it reads best on one row."""
+    scalars = all(
+        isinstance(item, (int, float, bool)) or item is None or (isinstance(item, str) and len(item) < 40)
+        for item in value
+    )
+    return scalars and len(compact_json(value)) <= _INLINE
+
+
+def _list_tree(doc: DocBuilder, value: list[object], label: list[Part], indent: int, depth: int) -> None:
+    """A list: on one row when short scalars, else its length, then each item below."""
+    palette = doc.palette
+    if not value:
+        doc.line(*label, ("[]", palette.dim), indent=indent)
         return
-    if isinstance(value, list):
-        if not value:
-            doc.line(*label, ("[]", palette.dim), indent=indent)
-            return
-        if (
-            all(
-                isinstance(item, (int, float, bool))
-                or item is None
-                or (isinstance(item, str) and len(item) < 40)
-                for item in value
-            )
-            and len(compact_json(value)) <= _INLINE
-        ):
-            doc.line(*label, (compact_json(value), ""), indent=indent)
-            return
-        doc.line(*label, (f"({len(value)})", palette.dim), indent=indent)
-        for index, item in enumerate(value):
-            if index >= _MAX_ITEMS:
-                doc.line((f"… {len(value) - _MAX_ITEMS} more items", palette.dim), indent=indent + 2)
-                break
-            _tree(doc, item, indent + 2, depth + 1, f"[{index}]")
+    if _inline(value):
+        doc.line(*label, (compact_json(value), ""), indent=indent)
         return
-    if isinstance(value, str):
-        if len(value) > _INLINE or "\n" in value:
-            doc.line(*label, (f"({counted(len(value), 'character')})", palette.dim), indent=indent)
-            doc.content(value, indent=indent + 2, rows=6)
-        else:
-            doc.line(*label, (value, ""), indent=indent)
-        return
-    doc.line(*label, (compact_json(value), palette.accent), indent=indent)
+    doc.line(*label, (f"({len(value)})", palette.dim), indent=indent)
+    for index, item in enumerate(value):
+        if index >= _MAX_ITEMS:
+            doc.line((f"… {len(value) - _MAX_ITEMS} more items", palette.dim), indent=indent + 2)
+            break
+        _tree(doc, item, indent + 2, depth + 1, f"[{index}]")
+
+
+def _string_tree(doc: DocBuilder, value: str, label: list[Part], indent: int) -> None:
+    """A string: inline when short, else its length and the content (collapsed when long)."""
+    if len(value) > _INLINE or "\n" in value:
+        doc.line(*label, (f"({counted(len(value), 'character')})", doc.palette.dim), indent=indent)
+        doc.content(value, indent=indent + 2, rows=6)
+    else:
+        doc.line(*label, (value, ""), indent=indent)
 
 
 class EventDetail(DocumentView):

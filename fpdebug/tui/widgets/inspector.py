@@ -17,6 +17,7 @@ For the selected iteration it shows, from the full records of that iteration onl
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
 
 from rich.style import Style
 from rich.text import Text
@@ -26,12 +27,17 @@ from fpdebug.trace.records import InvalidRecord, OpaqueRecord
 from fpdebug.trace.schema import (
     ActiveReason,
     CursorMoveEvent,
+    EngagementChange,
     EngagementEvent,
+    EngagementPassFacts,
+    EvidenceItem,
     FindingEvent,
     LeaseGrantEvent,
     LeasePruneEvent,
     LeaseRecord,
     LlmCallEvent,
+    MapEngagementRecord,
+    MapEvidence,
     PassEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
@@ -52,11 +58,14 @@ LADDER: tuple[str, ...] = ("explicit", "structural", "semantic", "lexical", "ass
 """The evidence strength ladder, strongest first (docs/context-model.md §6.1)."""
 
 _TENTATIVE = frozenset({"semantic", "lexical", "assumed"})
-_SLOT_NAMES = (("system_prompt", "system-prompt"), ("messages", "messages"), ("tools", "tools"))
 
 
-def _records(session: TraceSession, lines: Iterable[int], cls: type) -> list:
-    found = []
+_Record = TypeVar("_Record")
+
+
+def _records(session: TraceSession, lines: Iterable[int], cls: type[_Record]) -> list[_Record]:
+    """The records of ``cls`` at ``lines`` (a line that reads as something else is left out)."""
+    found: list[_Record] = []
     for line in lines:
         record = session.record(line)
         if isinstance(record, cls):
@@ -64,11 +73,17 @@ def _records(session: TraceSession, lines: Iterable[int], cls: type) -> list:
     return found
 
 
-def _one(session: TraceSession, line: int | None, cls: type):
+def _one(session: TraceSession, line: int | None, cls: type[_Record]) -> _Record | None:
+    """The record of ``cls`` at ``line``, or None when there is no line or it reads otherwise."""
     if line is None:
         return None
     record = session.record(line)
     return record if isinstance(record, cls) else None
+
+
+def _quoted(label: str, value: str | None, style: Style | str = "") -> list[Part]:
+    """`` · witness “…”`` when ``value`` is set, else nothing."""
+    return [f" · {label} “", (value, style), "”"] if value else []
 
 
 def _lease_phrase(lease: LeaseRecord, palette: Palette) -> list[Part]:
@@ -106,7 +121,7 @@ def reason_text(reason: ActiveReason | None, trigger: str | None, palette: Palet
     if reason is None:
         return DocBuilder.compose(("trigger " + (trigger or "?"), palette.dim))
     via = reason.via
-    call = []
+    call: list[Part] = []
     if reason.tool_call_id is not None or reason.at_iteration is not None:
         call = [" (call ", (reason.tool_call_id or "?", ""), f", iteration {reason.at_iteration or '?'})"]
     if via == "lease":
@@ -173,9 +188,15 @@ def _step_phrase(pointer: StepPointerRecord, palette: Palette) -> list[Part]:
 
 
 def _slots_of(routing: SlotRouting) -> dict[str, list[str]]:
+    """The slot names each injection landed in, by injection id."""
     slots: dict[str, list[str]] = {}
-    for field, name in _SLOT_NAMES:
-        for entry in getattr(routing, field):
+    by_slot = (
+        ("system-prompt", routing.system_prompt),
+        ("messages", routing.messages),
+        ("tools", routing.tools),
+    )
+    for name, entries in by_slot:
+        for entry in entries:
             slots.setdefault(entry.id, []).append(name)
     return slots
 
@@ -235,7 +256,9 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
         _strength(move.strength, palette),
     )
     if move.witness is not None:
-        keyword = [" (keyword ", (move.witness.keyword, palette.key), ")"] if move.witness.keyword else []
+        keyword: list[Part] = (
+            [" (keyword ", (move.witness.keyword, palette.key), ")"] if move.witness.keyword else []
+        )
         doc.fact("witness", "“", (move.witness.text, ""), "”", *keyword)
     doc.fact("reachable", (", ".join(move.reachable) or "(nothing)", ""))
     if move.conflict is not None:
@@ -259,12 +282,30 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
 def _pass_section(
     doc: DocBuilder, session: TraceSession, iteration: Iteration, start: RunStartEvent | None
 ) -> None:
-    palette = doc.palette
     record = _one(session, iteration.pass_line, PassEvent)
     if record is None:
         doc.heading("Active injections")
-        doc.line(("no pass record in this iteration", palette.dim), indent=2)
+        doc.line(("no pass record in this iteration", doc.palette.dim), indent=2)
         return
+    _active_injections(doc, record, start)
+    _skipped_injections(doc, record)
+    _pass_facts(doc, record)
+    _slot_delta(doc, record)
+
+
+def _active_rows(record: PassEvent) -> list[str]:
+    """The active ids in declaration order, then the park card row(s) the reasons add."""
+    rows = list(record.active_ids)
+    if any(reason.via == "park-card" for reason in record.reasons):
+        rows += [
+            reason.id for reason in record.reasons if reason.via == "park-card" and reason.id not in rows
+        ]
+    return rows
+
+
+def _active_injections(doc: DocBuilder, record: PassEvent, start: RunStartEvent | None) -> None:
+    """One row per active injection: flavor, the slot(s) it landed in, why it rode."""
+    palette = doc.palette
     catalog = {decl.id: decl for decl in (start.injections if start is not None else [])}
     reasons = {reason.id: reason for reason in record.reasons}
     slots = _slots_of(record.by_slot)
@@ -273,11 +314,7 @@ def _pass_section(
         " flavor · slot(s) it landed in · why it rode"
     )
     doc.heading("Active injections", (summary, palette.dim))
-    rows = list(record.active_ids)
-    if any(reason.via == "park-card" for reason in record.reasons):
-        rows += [
-            reason.id for reason in record.reasons if reason.via == "park-card" and reason.id not in rows
-        ]
+    rows = _active_rows(record)
     width = min(max((len(id_) for id_ in rows), default=4), 26)
     if not rows:
         doc.line(("nothing was active", palette.dim), indent=2)
@@ -298,45 +335,59 @@ def _pass_section(
             indent=1,
             hang=width + slot_width + 19,
         )
-    if record.skipped:
-        doc.heading("Skipped", (f"  {len(record.skipped)}", palette.dim))
-        for skipped in record.skipped:
-            error = ["  ", (skipped.error, palette.dim)] if skipped.error else []
-            doc.line(
-                (skipped.id, palette.accent), "  ", (skipped.reason, palette.bad), *error, indent=2, hang=4
-            )
+
+
+def _skipped_injections(doc: DocBuilder, record: PassEvent) -> None:
+    """The injections the pass left out, each with its reason."""
+    palette = doc.palette
+    if not record.skipped:
+        return
+    doc.heading("Skipped", (f"  {len(record.skipped)}", palette.dim))
+    for skipped in record.skipped:
+        error: list[Part] = ["  ", (skipped.error, palette.dim)] if skipped.error else []
+        doc.line((skipped.id, palette.accent), "  ", (skipped.reason, palette.bad), *error, indent=2, hang=4)
+
+
+def _pass_facts(doc: DocBuilder, record: PassEvent) -> None:
+    """Parked, superseded and served ids, the step pointer and the trigger counts."""
+    palette = doc.palette
     facts: list[tuple[str, list[str] | None]] = [
         ("parked", record.parked_ids),
         ("superseded", record.superseded_ids),
         ("served", record.served_ids),
     ]
     shown = [(key, ids) for key, ids in facts if ids]
-    if shown or record.trigger_kind_counts or record.step_pointer is not None:
-        doc.heading("Pass facts")
-        for key, ids in shown:
-            doc.fact(key, (", ".join(ids or []), palette.bad if key == "parked" else ""))
-        if record.step_pointer is not None:  # only when some skill declares steps
-            steps = [_step_phrase(pointer, palette) for pointer in record.step_pointer]
-            doc.fact("steps", *(steps[0] if steps else [("no procedure holds the tenure", palette.dim)]))
-        if record.trigger_kind_counts:
-            counts = ", ".join(f"{kind} {count}" for kind, count in record.trigger_kind_counts.items())
-            doc.fact("triggers", (counts, palette.dim))
-    delta_rows = []
-    for field, name in _SLOT_NAMES:
-        delta = getattr(record.delta, field)
-        if delta.added or delta.removed:
-            delta_rows.append((name, delta))
-    if delta_rows:
-        doc.heading("Slot delta", ("  against the previous pass", palette.dim))
-        for name, delta in delta_rows:
-            parts: list[Part] = []
-            for id_ in delta.added:
-                parts += [(f"+{id_}", palette.good), " "]
-            for id_ in delta.removed:
-                parts += [(f"−{id_}", palette.bad), " "]
-            if delta.kept:
-                parts += [(f"kept {len(delta.kept)}", palette.dim)]
-            doc.fact(name, *parts, width=14)
+    if not (shown or record.trigger_kind_counts or record.step_pointer is not None):
+        return
+    doc.heading("Pass facts")
+    for key, ids in shown:
+        doc.fact(key, (", ".join(ids or []), palette.bad if key == "parked" else ""))
+    if record.step_pointer is not None:  # only when some skill declares steps
+        steps = [_step_phrase(pointer, palette) for pointer in record.step_pointer]
+        doc.fact("steps", *(steps[0] if steps else [("no procedure holds the tenure", palette.dim)]))
+    if record.trigger_kind_counts:
+        counts = ", ".join(f"{kind} {count}" for kind, count in record.trigger_kind_counts.items())
+        doc.fact("triggers", (counts, palette.dim))
+
+
+def _slot_delta(doc: DocBuilder, record: PassEvent) -> None:
+    """Per slot, the ids added and removed against the previous pass."""
+    palette = doc.palette
+    slots = record.delta
+    by_slot = (("system-prompt", slots.system_prompt), ("messages", slots.messages), ("tools", slots.tools))
+    delta_rows = [(name, delta) for name, delta in by_slot if delta.added or delta.removed]
+    if not delta_rows:
+        return
+    doc.heading("Slot delta", ("  against the previous pass", palette.dim))
+    for name, delta in delta_rows:
+        parts: list[Part] = []
+        for id_ in delta.added:
+            parts += [(f"+{id_}", palette.good), " "]
+        for id_ in delta.removed:
+            parts += [(f"−{id_}", palette.bad), " "]
+        if delta.kept:
+            parts += [(f"kept {len(delta.kept)}", palette.dim)]
+        doc.fact(name, *parts, width=14)
 
 
 def _lease_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
@@ -386,13 +437,31 @@ def _engagement_section(doc: DocBuilder, session: TraceSession, iteration: Itera
     if record is None:
         return
     doc.heading("Engagement", ("  the mount kernel's pass (docs §6)", palette.dim))
-    facts = record.pass_facts
+    _engagement_pass_facts(doc, record.pass_facts)
+    evidence = {item.map_id: item for item in record.evidence}
+    changes = {change.map_id: change for change in record.changes}
+    map_ids = list(dict.fromkeys([*evidence, *(r.map_id for r in record.records), *changes]))
+    for map_id in map_ids:
+        doc.line(("map ", palette.key), (map_id, palette.accent), indent=2)
+        _map_evidence(doc, evidence.get(map_id))
+        change = changes.get(map_id)
+        if change is not None:
+            _map_change(doc, change)
+        standing = next((r for r in record.records if r.map_id == map_id), None)
+        if standing is not None:
+            _map_standing(doc, standing)
+    _engagement_suppressed(doc, record)
+
+
+def _engagement_pass_facts(doc: DocBuilder, facts: EngagementPassFacts) -> None:
+    """What the renewal feed read: the cursor, the batch, the picks, what the last pass served."""
+    palette = doc.palette
     doc.fact(
         "cursor",
         (facts.current_node or "(none)", palette.accent),
         " · moved by ",
         (facts.move_by or "(nothing)", palette.key),
-        *([" · witness “", (facts.witness, ""), "”"] if facts.witness else []),
+        *_quoted("witness", facts.witness),
     )
     if facts.tool_names:
         doc.fact("batch", (", ".join(facts.tool_names), ""))
@@ -405,81 +474,91 @@ def _engagement_section(doc: DocBuilder, session: TraceSession, iteration: Itera
         )
     if facts.served_last_pass:
         doc.fact("served last", (", ".join(facts.served_last_pass), palette.dim))
-    evidence = {item.map_id: item for item in record.evidence}
-    changes = {change.map_id: change for change in record.changes}
-    map_ids = list(dict.fromkeys([*evidence, *(r.map_id for r in record.records), *changes]))
-    for map_id in map_ids:
-        doc.line(("map ", palette.key), (map_id, palette.accent), indent=2)
-        found = evidence.get(map_id)
-        items = found.items if found is not None else []
-        strongest = found.strongest if found is not None else None
-        doc.fact("evidence", ladder_text([item.strength for item in items], strongest, palette), indent=4)
-        if not items:
-            doc.line(("no renewal evidence on this pass", palette.dim), indent=17)
-        for item in items:
-            what = item.tool_name or item.by or item.skill_id or ""
-            doc.line(
-                (item.kind, ""),
-                " ",
-                (what, palette.accent),
-                "  → ",
-                _strength(item.strength, palette),
-                indent=17,
-            )
-        change = changes.get(map_id)
-        if change is not None:
-            flags = [
-                name
-                for name, on in (
-                    ("re-engaged", change.reengaged),
-                    ("upgraded", change.upgraded),
-                    ("tenant changed", change.tenant_changed),
-                )
-                if on
-            ]
-            parts: list[Part] = [
-                (change.kind.upper(), palette.bad if change.kind == "parked" else palette.good),
-                " by ",
-                _strength(change.by, palette),
-            ]
-            if flags:
-                parts += [" · ", (", ".join(flags), palette.key)]
-            if change.idle_calls is not None:
-                parts += [f" · after {change.idle_calls} idle passes"]
-            if change.at is not None:
-                parts += [" · at ", (change.at, "")]
-            if change.witness:
-                parts += [" · witness “", (change.witness, ""), "”"]
-            doc.fact("change", *parts, indent=4)
-        standing = next((r for r in record.records if r.map_id == map_id), None)
-        if standing is not None:
-            doc.fact(
-                "standing",
-                (standing.standing.upper(), palette.bad if standing.standing == "parked" else palette.good),
-                f" since I{standing.since} · by ",
-                _strength(standing.by, palette),
-                f" · idle {standing.idle}",
-                indent=4,
-            )
-            doc.fact(
-                "founded",
-                "by ",
-                _strength(standing.founded_by, palette),
-                f" at I{standing.founded_at}",
-                *([" on ", (standing.founded_on, palette.accent)] if standing.founded_on else []),
-                *([" · witness “", (standing.witness, ""), "”"] if standing.witness else []),
-                indent=4,
-            )
-            if standing.at is not None:
-                doc.fact(
-                    "position",
-                    "at ",
-                    (standing.at, palette.accent),
-                    " · by ",
-                    _strength(standing.at_by, palette),
-                    f" · since I{standing.at_since}" if standing.at_since is not None else "",
-                    indent=4,
-                )
+
+
+def _map_evidence(doc: DocBuilder, found: MapEvidence | None) -> None:
+    """A map's renewal evidence on the ladder, then one row per item."""
+    palette = doc.palette
+    items: list[EvidenceItem] = found.items if found is not None else []
+    strongest = found.strongest if found is not None else None
+    doc.fact("evidence", ladder_text([item.strength for item in items], strongest, palette), indent=4)
+    if not items:
+        doc.line(("no renewal evidence on this pass", palette.dim), indent=17)
+    for item in items:
+        what = item.tool_name or item.by or item.skill_id or ""
+        doc.line(
+            (item.kind, ""),
+            " ",
+            (what, palette.accent),
+            "  → ",
+            _strength(item.strength, palette),
+            indent=17,
+        )
+
+
+def _map_change(doc: DocBuilder, change: EngagementChange) -> None:
+    """``ENGAGED by explicit · re-engaged · after 3 idle passes · at refund · witness “…”``."""
+    palette = doc.palette
+    flags = [
+        name
+        for name, on in (
+            ("re-engaged", change.reengaged),
+            ("upgraded", change.upgraded),
+            ("tenant changed", change.tenant_changed),
+        )
+        if on
+    ]
+    parts: list[Part] = [
+        (change.kind.upper(), palette.bad if change.kind == "parked" else palette.good),
+        " by ",
+        _strength(change.by, palette),
+    ]
+    if flags:
+        parts += [" · ", (", ".join(flags), palette.key)]
+    if change.idle_calls is not None:
+        parts += [f" · after {change.idle_calls} idle passes"]
+    if change.at is not None:
+        parts += [" · at ", (change.at, "")]
+    parts += _quoted("witness", change.witness)
+    doc.fact("change", *parts, indent=4)
+
+
+def _map_standing(doc: DocBuilder, standing: MapEngagementRecord) -> None:
+    """A map's record after the pass: standing, founding and position, kept apart."""
+    palette = doc.palette
+    doc.fact(
+        "standing",
+        (standing.standing.upper(), palette.bad if standing.standing == "parked" else palette.good),
+        f" since I{standing.since} · by ",
+        _strength(standing.by, palette),
+        f" · idle {standing.idle}",
+        indent=4,
+    )
+    founded_on: list[Part] = [" on ", (standing.founded_on, palette.accent)] if standing.founded_on else []
+    doc.fact(
+        "founded",
+        "by ",
+        _strength(standing.founded_by, palette),
+        f" at I{standing.founded_at}",
+        *founded_on,
+        *_quoted("witness", standing.witness),
+        indent=4,
+    )
+    if standing.at is not None:
+        doc.fact(
+            "position",
+            "at ",
+            (standing.at, palette.accent),
+            " · by ",
+            _strength(standing.at_by, palette),
+            f" · since I{standing.at_since}" if standing.at_since is not None else "",
+            indent=4,
+        )
+
+
+def _engagement_suppressed(doc: DocBuilder, record: EngagementEvent) -> None:
+    """What parked maps took off the wire, and the park card the model read."""
+    palette = doc.palette
     if record.parked_injection_ids or record.parked_tool_names:
         doc.fact(
             "suppressed",
@@ -590,38 +669,38 @@ def _routing_section(doc: DocBuilder, session: TraceSession, iteration: Iteratio
     if not (rejected or conflicts or superseded or findings):
         return
     doc.heading("Routing and findings")
-    for event in rejected:
+    for rejection in rejected:
         doc.line(
             ("rejected pick ", palette.warn),
-            (event.requested_id, palette.accent),
+            (rejection.requested_id, palette.accent),
             " from ",
-            (event.current_skill_id or "(no cursor)", ""),
+            (rejection.current_skill_id or "(no cursor)", ""),
             " · allowed ",
-            (", ".join(event.allowed) or "(nothing)", ""),
+            (", ".join(rejection.allowed) or "(nothing)", ""),
             indent=2,
         )
-    for event in conflicts:
-        losers = ", ".join(f"{p.tool_name}→{p.target}" for p in event.losers)
-        source = " (tool proposals)" if event.source else ""
+    for conflict in conflicts:
+        losers = ", ".join(f"{p.tool_name}→{p.target}" for p in conflict.losers)
+        source = " (tool proposals)" if conflict.source else ""
         doc.line(
             ("route conflict ", palette.warn),
-            f"from {event.from_skill_id or '(none)'}{source}: winner ",
-            (f"{event.winner.tool_name}→{event.winner.target}", palette.accent),
+            f"from {conflict.from_skill_id or '(none)'}{source}: winner ",
+            (f"{conflict.winner.tool_name}→{conflict.winner.target}", palette.accent),
             " · losers ",
             (losers, ""),
             indent=2,
         )
-    for event in superseded:
-        source = " (tool proposal)" if event.source else ""
+    for reroute in superseded:
+        source = " (tool proposal)" if reroute.source else ""
         doc.line(
             ("superseded ", palette.warn),
-            (event.volunteered_id, palette.accent),
+            (reroute.volunteered_id, palette.accent),
             f"{source} — the cursor went to ",
-            (event.won_id or "(none)", ""),
+            (reroute.won_id or "(none)", ""),
             indent=2,
         )
-    for event in findings:
-        doc.line(("finding ", palette.key), f"{event.layer} layer: {len(event.rows)} row(s)", indent=2)
+    for finding in findings:
+        doc.line(("finding ", palette.key), f"{finding.layer} layer: {len(finding.rows)} row(s)", indent=2)
 
 
 def _call_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:

@@ -172,35 +172,64 @@ def layout_map(
         for e in routed
     ]
     layer = _layers(ids, [(u, v) for u, v, _ in pairs])
-    items: dict[str, _Item] = {}
     columns: list[list[_Item]] = [[] for _ in range(max(layer.values()) + 1)]
+    items = _boxes(ids, layer, columns, entry_set, loops, label_limit)
+    links: list[_Link] = []
+    for edge, (u, v, is_back) in zip(routed, pairs, strict=True):
+        links += _chain(edge, items[u], items[v], is_back, columns)
+    _order(columns)
+    _sort_ports(columns)
+    _place(columns)
+    return _draw(columns, links, entry_set)
+
+
+def _boxes(
+    ids: list[str],
+    layer: dict[str, int],
+    columns: list[list[_Item]],
+    entries: set[str],
+    loops: set[str],
+    label_limit: int,
+) -> dict[str, _Item]:
+    """One box per node, put in its column; its label marks an entry (``▶``) and a self-loop (``↺``)."""
+    items: dict[str, _Item] = {}
     for node in ids:
         label = _clip(inert_line(node), label_limit)
-        label = ("▶ " if node in entry_set else "") + label + (" ↺" if node in loops else "")
+        label = ("▶ " if node in entries else "") + label + (" ↺" if node in loops else "")
         item = items[node] = _Item(key=node, layer=layer[node], node=node, label=_cells(label))
         item.width = len(item.label) + 4
         columns[item.layer].append(item)
+    return items
+
+
+def _chain(
+    edge: MapEdge, source: _Item, target: _Item, is_back: bool, columns: list[list[_Item]]
+) -> list[_Link]:
+    """The links of one edge, column to column, through a pass-through point in every column it skips."""
+    chain = [source]
+    for between in range(source.layer + 1, target.layer):
+        point = _Item(key=f"{edge.tag}~{between}", layer=between)
+        columns[between].append(point)
+        chain.append(point)
+    chain.append(target)
     links: list[_Link] = []
-    for edge, (u, v, is_back) in zip(routed, pairs, strict=True):
-        chain = [items[u]]
-        for between in range(layer[u] + 1, layer[v]):
-            point = _Item(key=f"{edge.tag}~{between}", layer=between)
-            columns[between].append(point)
-            chain.append(point)
-        chain.append(items[v])
-        for position in range(len(chain) - 1):
-            link = _Link(
-                edge,
-                chain[position],
-                chain[position + 1],
-                is_back,
-                first=position == 0,
-                last=position == len(chain) - 2,
-            )
-            chain[position].right.append(link)
-            chain[position + 1].left.append(link)
-            links.append(link)
-    _order(columns)
+    for position in range(len(chain) - 1):
+        link = _Link(
+            edge,
+            chain[position],
+            chain[position + 1],
+            is_back,
+            first=position == 0,
+            last=position == len(chain) - 2,
+        )
+        chain[position].right.append(link)
+        chain[position + 1].left.append(link)
+        links.append(link)
+    return links
+
+
+def _sort_ports(columns: list[list[_Item]]) -> None:
+    """Order each item's ports by where the other end sits, and size each box to its ports."""
     rank = {item.key: index for column in columns for index, item in enumerate(column)}
     for column in columns:
         for item in column:
@@ -208,8 +237,6 @@ def layout_map(
             item.left.sort(key=lambda link: (rank[link.left.key], link.edge.tag))
             if item.node is not None:
                 item.height = 2 + max(1, len(item.left), len(item.right))
-    _place(columns)
-    return _draw(columns, links, entry_set)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -319,7 +346,94 @@ def _place(columns: list[list[_Item]]) -> None:
             bottom = top + item.height + 1
 
 
-def _draw(columns: list[list[_Item]], links: list[_Link], entries: set[str]) -> Diagram:
+class _Canvas:
+    """The grid being drawn: characters, roles, and the directions each edge cell connects to."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.bits = [[0] * width for _ in range(height)]
+        self.chars = [[" "] * width for _ in range(height)]
+        self.roles: list[list[Role]] = [[None] * width for _ in range(height)]
+        self.edge_role: dict[tuple[int, int], str] = {}
+        """The edge each cell of a line belongs to (the first edge drawn through it keeps it)."""
+
+    def line(self, x0: int, y0: int, x1: int, y1: int, tag: str) -> None:
+        """A horizontal or vertical run of edge ``tag``."""
+        # Each cell records the directions it connects to, so corners, joins and crossings get
+        # the right box-drawing character.
+        if y0 == y1:
+            low, high = min(x0, x1), max(x0, x1)
+            for cx in range(low, high + 1):
+                self.bits[y0][cx] |= (_W if cx > low else 0) | (_E if cx < high else 0)
+                self.edge_role.setdefault((cx, y0), tag)
+        else:
+            low, high = min(y0, y1), max(y0, y1)
+            for cy in range(low, high + 1):
+                self.bits[cy][x0] |= (_N if cy > low else 0) | (_S if cy < high else 0)
+                self.edge_role.setdefault((x0, cy), tag)
+
+    def paint_lines(self) -> None:
+        """Turn the connection bits into box-drawing characters."""
+        for (cx, cy), tag in self.edge_role.items():
+            if self.bits[cy][cx]:
+                self.chars[cy][cx] = _LINES.get(self.bits[cy][cx], "┼")
+                self.roles[cy][cx] = ("edge", tag)
+
+
+@dataclass
+class _Ends:
+    """What marks the ends of the edges, drawn over the lines."""
+
+    heads: list[tuple[int, int, str, str]] = field(default_factory=list)
+    """Arrowheads: ``(x, y, char, tag)``."""
+    tags: list[tuple[int, int, str]] = field(default_factory=list)
+    """Where an edge's tag goes, beside its arrowhead."""
+    joints: list[tuple[int, int, str]] = field(default_factory=list)
+    """Border cells where an edge leaves without an arrowhead."""
+
+    def add(self, link: _Link, start: tuple[int, int], end: tuple[int, int]) -> None:
+        """The marks of one link from ``start`` (its left end) to ``end`` (its right end)."""
+        tag = link.edge.tag
+        (xs, ys), (xt, yt) = start, end
+        if link.reversed:
+            if link.first:
+                self.heads.append((xs, ys, "◀", tag))
+                self.tags.append((xs + 1, ys, tag))
+            if link.last:
+                self.joints.append((xt + 1, yt, "┤"))
+        else:
+            if link.first:
+                self.joints.append((xs - 1, ys, "├"))
+            if link.last:
+                self.heads.append((xt, yt, "▶", tag))
+                self.tags.append((xt - 1, yt, tag))
+
+    def paint(self, canvas: _Canvas) -> None:
+        """The arrowheads and the one-letter tags (a tag only replaces a plain horizontal run)."""
+        for cx, cy, char, tag in self.heads:
+            canvas.chars[cy][cx] = char
+            canvas.roles[cy][cx] = ("edge", tag)
+        for cx, cy, tag in self.tags:
+            if len(tag) == 1 and canvas.chars[cy][cx] in "─":
+                canvas.chars[cy][cx] = tag
+                canvas.roles[cy][cx] = ("tag", tag)
+
+    def paint_joints(self, canvas: _Canvas) -> None:
+        """The joints on the box borders (after the boxes, which would cover them)."""
+        for cx, cy, char in self.joints:
+            canvas.chars[cy][cx] = char
+
+
+@dataclass
+class _Grid:
+    """Where the columns sit: each column's x and width, and the lanes of the channel after it."""
+
+    x_of: list[int]
+    widths: list[int]
+    lanes: list[list[_Link]]
+
+
+def _grid(columns: list[list[_Item]], links: list[_Link]) -> _Grid:
+    """Column widths, the lanes of each channel, and the x of each column (a channel fits its lanes)."""
     widths = [max([item.width for item in column if item.node is not None] + [5]) for column in columns]
     lanes: list[list[_Link]] = [[] for _ in columns]
     for link in links:
@@ -332,82 +446,52 @@ def _draw(columns: list[list[_Item]], links: list[_Link], entries: set[str]) -> 
     for index, width in enumerate(widths):
         x_of.append(x)
         x += width + max(6, 2 * len(lanes[index]) + 5)
-    total_width = x_of[-1] + widths[-1]
+    return _Grid(x_of, widths, lanes)
+
+
+def _route(canvas: _Canvas, grid: _Grid, link: _Link) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Draw one link: straight when its ports are level, else through its lane; returns its ends."""
+    tag = link.edge.tag
+    left, right = link.left, link.right
+    ys = left.port_row(link, right=True)
+    yt = right.port_row(link, right=False)
+    xs = grid.x_of[left.layer] + (left.width if left.node is not None else grid.widths[left.layer])
+    xt = grid.x_of[right.layer] - 1
+    if ys == yt:
+        canvas.line(xs, ys, xt, yt, tag)
+    else:
+        lane = grid.x_of[left.layer] + grid.widths[left.layer] + 2 + 2 * grid.lanes[left.layer].index(link)
+        canvas.line(xs, ys, lane, ys, tag)
+        canvas.line(lane, ys, lane, yt, tag)
+        canvas.line(lane, yt, xt, yt, tag)
+    # Horizontal runs end at the box borders: make both ends connect outwards.
+    canvas.bits[ys][xs] |= _W
+    canvas.bits[yt][xt] |= _E
+    return (xs, ys), (xt, yt)
+
+
+def _draw(columns: list[list[_Item]], links: list[_Link], entries: set[str]) -> Diagram:
+    """Draw the placed columns: the edges' lines, their ends, then the boxes over them."""
+    grid = _grid(columns, links)
+    total_width = grid.x_of[-1] + grid.widths[-1]
     total_height = max((item.y + item.height for column in columns for item in column), default=1)
-    bits = [[0] * total_width for _ in range(total_height)]
-    chars = [[" "] * total_width for _ in range(total_height)]
-    roles: list[list[Role]] = [[None] * total_width for _ in range(total_height)]
-    edge_role: dict[tuple[int, int], str] = {}
-
-    def line(x0: int, y0: int, x1: int, y1: int, tag: str) -> None:
-        # A horizontal or vertical run; each cell records the directions it connects to, so
-        # corners, joins and crossings get the right box-drawing character.
-        if y0 == y1:
-            low, high = min(x0, x1), max(x0, x1)
-            for cx in range(low, high + 1):
-                bits[y0][cx] |= (_W if cx > low else 0) | (_E if cx < high else 0)
-                edge_role.setdefault((cx, y0), tag)
-        else:
-            low, high = min(y0, y1), max(y0, y1)
-            for cy in range(low, high + 1):
-                bits[cy][x0] |= (_N if cy > low else 0) | (_S if cy < high else 0)
-                edge_role.setdefault((x0, cy), tag)
-
-    heads: list[tuple[int, int, str, str]] = []  # (x, y, char, tag)
-    tags: list[tuple[int, int, str]] = []
-    joints: list[tuple[int, int, str]] = []  # border cells where an edge leaves without an arrowhead
+    canvas = _Canvas(total_width, total_height)
+    ends = _Ends()
     for link in links:
-        tag = link.edge.tag
-        left, right = link.left, link.right
-        ys = left.port_row(link, right=True)
-        yt = right.port_row(link, right=False)
-        xs = x_of[left.layer] + (left.width if left.node is not None else widths[left.layer])
-        xt = x_of[right.layer] - 1
-        if ys == yt:
-            line(xs, ys, xt, yt, tag)
-        else:
-            lane = x_of[left.layer] + widths[left.layer] + 2 + 2 * lanes[left.layer].index(link)
-            line(xs, ys, lane, ys, tag)
-            line(lane, ys, lane, yt, tag)
-            line(lane, yt, xt, yt, tag)
-        # Horizontal runs end at the box borders: make both ends connect outwards.
-        bits[ys][xs] |= _W
-        bits[yt][xt] |= _E
-        if link.reversed:
-            if link.first:
-                heads.append((xs, ys, "◀", tag))
-                tags.append((xs + 1, ys, tag))
-            if link.last:
-                joints.append((xt + 1, yt, "┤"))
-        else:
-            if link.first:
-                joints.append((xs - 1, ys, "├"))
-            if link.last:
-                heads.append((xt, yt, "▶", tag))
-                tags.append((xt - 1, yt, tag))
+        ends.add(link, *_route(canvas, grid, link))
     for column in columns:
         for item in column:
-            if item.node is None:
-                x0 = x_of[item.layer]
-                line(x0 - 1, item.y, x0 + widths[item.layer], item.y, item.left[0].edge.tag)
-    for (cx, cy), tag in edge_role.items():
-        if bits[cy][cx]:
-            chars[cy][cx] = _LINES.get(bits[cy][cx], "┼")
-            roles[cy][cx] = ("edge", tag)
-    for cx, cy, char, tag in heads:
-        chars[cy][cx] = char
-        roles[cy][cx] = ("edge", tag)
-    for cx, cy, tag in tags:
-        if len(tag) == 1 and chars[cy][cx] in "─":
-            chars[cy][cx] = tag
-            roles[cy][cx] = ("tag", tag)
+            if item.node is None:  # a pass-through point: the line crosses the whole column
+                x0 = grid.x_of[item.layer]
+                canvas.line(x0 - 1, item.y, x0 + grid.widths[item.layer], item.y, item.left[0].edge.tag)
+    canvas.paint_lines()
+    ends.paint(canvas)
     for column in columns:
         for item in column:
             if item.node is not None:
-                _box(chars, roles, x_of[item.layer], item)
-    for cx, cy, char in joints:
-        chars[cy][cx] = char
-    return Diagram(chars, roles, drawn_tags={link.edge.tag for link in links})
+                _box(canvas.chars, canvas.roles, grid.x_of[item.layer], item)
+    ends.paint_joints(canvas)
+    return Diagram(canvas.chars, canvas.roles, drawn_tags={link.edge.tag for link in links})
 
 
 def _lane_order(channel: list[_Link]) -> list[_Link]:
@@ -433,11 +517,11 @@ def _lane_order(channel: list[_Link]) -> list[_Link]:
     ordered: list[_Link] = []
     placed: set[int] = set()
     for start in [*(link for link in channel if id(link) not in before), *channel]:
-        link: _Link | None = start
-        while link is not None and id(link) not in placed:
-            placed.add(id(link))
-            ordered.append(link)
-            link = after.get(id(link))
+        chained: _Link | None = start
+        while chained is not None and id(chained) not in placed:
+            placed.add(id(chained))
+            ordered.append(chained)
+            chained = after.get(id(chained))
     return ordered
 
 

@@ -303,11 +303,11 @@ def skill_map_document(
         diagrams: A cache of drawings by run id (a run's map never changes).
     """
     doc = DocBuilder(palette)
+    iteration: Iteration | None = None
     if row is not None and 0 <= row < len(session.iterations):
-        iteration: Iteration | None = session.iterations[row]
+        iteration = session.iterations[row]
         run_id = iteration.run_id
     elif session.model.runs:
-        iteration = None
         run_id = session.model.runs[-1].run_id
     else:
         doc.line(("No run yet.", palette.dim))
@@ -647,27 +647,27 @@ def _refusals(doc: DocBuilder, path: CursorPath, iteration: Iteration | None, se
     upto = f"  up to {session.label(iteration)}" if iteration is not None else ""
     doc.heading("Refused picks and conflicts", (upto, palette.dim))
     rows: list[tuple[str, list[Part]]] = []
-    for label, event in path.rejected:
-        parts: list[Part] = [("✕ ", palette.bad), "read_skill(", (event.requested_id, palette.warn)]
+    for label, rejection in path.rejected:
+        parts: list[Part] = [("✕ ", palette.bad), "read_skill(", (rejection.requested_id, palette.warn)]
         parts.append(") refused")
-        if event.current_skill_id is not None:
-            parts += [" on ", (event.current_skill_id, "")]
-        parts += [" · allowed: ", (", ".join(event.allowed) or "(nothing)", "")]
-        if event.posture is not None:
-            parts += [" · posture ", (event.posture, palette.key)]
+        if rejection.current_skill_id is not None:
+            parts += [" on ", (rejection.current_skill_id, "")]
+        parts += [" · allowed: ", (", ".join(rejection.allowed) or "(nothing)", "")]
+        if rejection.posture is not None:
+            parts += [" · posture ", (rejection.posture, palette.key)]
         rows.append((label, parts))
-    for label, event in path.conflicts:
-        losers = ", ".join(f"{p.tool_name} → {p.target}" for p in event.losers)
-        source = " (tool proposals)" if event.source == "tool-proposal" else ""
+    for label, conflict in path.conflicts:
+        losers = ", ".join(f"{p.tool_name} → {p.target}" for p in conflict.losers)
+        source = " (tool proposals)" if conflict.source == "tool-proposal" else ""
         parts = [("⚡ ", palette.warn), f"conflict{source} from "]
-        parts.append((event.from_skill_id or "(no cursor)", ""))
-        parts += [": won ", (f"{event.winner.tool_name} → {event.winner.target}", palette.accent)]
+        parts.append((conflict.from_skill_id or "(no cursor)", ""))
+        parts += [": won ", (f"{conflict.winner.tool_name} → {conflict.winner.target}", palette.accent)]
         parts += [" · lost ", (losers or "(none)", palette.warn)]
         rows.append((label, parts))
-    for label, event in path.superseded:
-        parts = [("↷ ", palette.warn), "pick ", (event.volunteered_id, palette.warn), " not honoured"]
-        if event.won_id is not None:
-            parts += [": the cursor went to ", (event.won_id, "")]
+    for label, reroute in path.superseded:
+        parts = [("↷ ", palette.warn), "pick ", (reroute.volunteered_id, palette.warn), " not honoured"]
+        if reroute.won_id is not None:
+            parts += [": the cursor went to ", (reroute.won_id, "")]
         rows.append((label, parts))
     if not rows:
         doc.line(("(none)", palette.dim), indent=2)

@@ -151,33 +151,54 @@ class IterationTimeline(RowList):
         c, wide = _columns(width, session.label_width)
         words = width - c.fixed >= _WORDS_MIN
         text.append(f"{label:<{c.label}} ")
-        if skill is None:
-            text.append(f"{'—':<{c.skill}} ", palette.dim)
-        else:
-            shown = clip(("→" if moved else " ") + skill, c.skill)
-            text.append_text(plain(f"{shown:<{c.skill}} ", palette.accent if moved else ""))
+        _skill_cell(text, skill, moved, c.skill, palette)
         active = "—" if facts.active is None else str(facts.active)
         if facts.evaluated is not None and facts.active is not None and wide and words:
             active = f"{facts.active}/{facts.evaluated}"
         text.append(f"{clip(active, c.active):>{c.active}} ")
-        if c.leases:
-            text.append(f"{served or '·':>{c.leases}} ", palette.good if served else palette.dim)
-        if c.parked:
-            parked = facts.parked_maps
-            text.append(
-                f"{(len(parked) or '·') if parked is not None else '·':>{c.parked}} ",
-                palette.bad if parked else palette.dim,
-            )
-        text.append(f"{tools or '·':>{c.tools}} ", "" if tools else palette.dim)
-        if route == "tool-calls":
-            text.append(f"{_route_word('tools', c.route):<{c.route}} ")
-        elif route == "final":
-            text.append(f"{_route_word('final', c.route):<{c.route}} ", palette.good)
-        else:
-            text.append(f"{'—':<{c.route}} ", palette.dim)
-        for name in badges:
-            shown = name if words else BADGE_LETTERS[name]
-            text.append(shown, _badge_style(name, palette))
-            if words:
-                text.append(" ")
+        _count_cells(text, c, served, facts.parked_maps, tools, palette)
+        _route_cell(text, route, c.route, palette)
+        _badge_cells(text, badges, words, palette)
         return text
+
+
+def _skill_cell(text: Text, skill: str | None, moved: bool, width: int, palette: Palette) -> None:
+    """The cursor's skill after the pass, with ``→`` when the pass moved it."""
+    if skill is None:
+        text.append(f"{'—':<{width}} ", palette.dim)
+    else:
+        shown = clip(("→" if moved else " ") + skill, width)
+        text.append_text(plain(f"{shown:<{width}} ", palette.accent if moved else ""))
+
+
+def _count_cells(
+    text: Text, c: _Columns, served: int, parked: tuple[str, ...] | None, tools: int, palette: Palette
+) -> None:
+    """Leases served, maps parked and tool calls (``·`` for none; a column of width 0 is left out)."""
+    if c.leases:
+        text.append(f"{served or '·':>{c.leases}} ", palette.good if served else palette.dim)
+    if c.parked:
+        text.append(
+            f"{(len(parked) or '·') if parked is not None else '·':>{c.parked}} ",
+            palette.bad if parked else palette.dim,
+        )
+    text.append(f"{tools or '·':>{c.tools}} ", "" if tools else palette.dim)
+
+
+def _route_cell(text: Text, route: str | None, width: int, palette: Palette) -> None:
+    """How the iteration ended: ``tools``, ``final`` or ``—``."""
+    if route == "tool-calls":
+        text.append(f"{_route_word('tools', width):<{width}} ")
+    elif route == "final":
+        text.append(f"{_route_word('final', width):<{width}} ", palette.good)
+    else:
+        text.append(f"{'—':<{width}} ", palette.dim)
+
+
+def _badge_cells(text: Text, badges: list[str], words: bool, palette: Palette) -> None:
+    """The badges, as words when there is room, else as letters."""
+    for name in badges:
+        shown = name if words else BADGE_LETTERS[name]
+        text.append(shown, _badge_style(name, palette))
+        if words:
+            text.append(" ")
