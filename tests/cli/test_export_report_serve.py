@@ -244,7 +244,7 @@ def free_port() -> int:
 
 
 def get(url: str) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=2) as response:
+    with urllib.request.urlopen(url, timeout=30) as response:
         return response.status, response.read().decode("utf-8")
 
 
@@ -261,10 +261,10 @@ def serving(trace: Path, tmp_path: Path) -> Iterator[tuple[int, str]]:
         cwd=tmp_path,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a loaded CI machine takes long to import aiohttp and Textual
         url = None
         while time.monotonic() < deadline and process.poll() is None and url is None:
-            found = re.search(r"open (http://\S+/)", log_path.read_text(errors="replace"))
+            found = re.search(r"open (http://\S+/)\n", log_path.read_text(errors="replace"))
             url = found.group(1) if found else None
             time.sleep(0.1)
         assert url is not None, log_path.read_text(errors="replace")
@@ -279,7 +279,7 @@ def serving(trace: Path, tmp_path: Path) -> Iterator[tuple[int, str]]:
 def raw_request(port: int, path: str, headers: dict[str, str]) -> str:
     """Send one GET as an attacker would (any headers, no browser), and return the status line."""
     lines = [f"GET {path} HTTP/1.1", *(f"{name}: {value}" for name, value in headers.items()), "", ""]
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall("\r\n".join(lines).encode())
         return sock.recv(4096).decode("latin-1").split("\r\n", 1)[0]
 
