@@ -24,3 +24,47 @@ def _no_live_model_calls() -> Iterator[None]:
     """Block live model calls in every test; fake-server fixtures re-allow them for loopback."""
     with allow_live_calls(False):
         yield
+
+
+# The inner loop (`pytest -m "not slow and not tmux"`, CONTRIBUTING.md) leaves out the modules whose
+# tests each drive the whole Textual app through Pilot, start fpdebug in a child process or a pty,
+# or run long property and fuzz searches: together they are most of the suite's time. CI runs them
+# all. The list is by module so a new test in a slow module is slow without a decorator to forget.
+SLOW_MODULES = frozenset(
+    {
+        "tests/tui/test_app.py",
+        "tests/tui/test_backtrack_pane.py",
+        "tests/tui/test_backtrack_pane_snapshots.py",
+        "tests/tui/test_diff.py",
+        "tests/tui/test_diff_snapshots.py",
+        "tests/tui/test_drive.py",
+        "tests/tui/test_invalid_lines.py",
+        "tests/tui/test_layout.py",
+        "tests/tui/test_liveness.py",
+        "tests/tui/test_skill_map.py",
+        "tests/tui/test_skill_map_snapshots.py",
+        "tests/tui/test_snapshots.py",
+        "tests/tui/test_call_provenance.py",
+        "tests/reliability/test_fuzz.py",
+        "tests/reliability/test_redact.py",
+        "tests/reliability/test_signals.py",
+        "tests/reliability/test_terminal.py",
+        "tests/reliability/test_provider_faults.py",
+        "tests/reliability/test_faults.py",
+        "tests/reliability/test_special_files.py",
+        "tests/backtrack/test_ablation.py",
+        "tests/engine/test_invariants.py",
+        "tests/engine/test_honesty_properties.py",
+        "tests/bench/test_gen_trace.py",
+        "tests/demo/test_honesty_interrupted_consumers.py",
+        "tests/cli/test_export_report_serve.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test of a :data:`SLOW_MODULES` module ``slow``."""
+    root = config.rootpath
+    for item in items:
+        if item.path.relative_to(root).as_posix() in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
