@@ -8,7 +8,7 @@ run (the findings ledger, the tool results read so far, the declared coverage) l
 
 Every decision is made by the pure core (:mod:`fpdebug.engine.honesty`) from the arms this module
 records in ``run_start.honesty`` and from facts the trace records, so
-:func:`~fpdebug.engine.honesty_replay.recompute_findings` over the saved trace files the same rows
+:func:`~fpdebug.engine.honesty.replay.recompute_findings` over the saved trace files the same rows
 (the equality law, docs/honesty.md §12.4). The filing points:
 
 =========  ===========================================================================================
@@ -23,7 +23,7 @@ Each visit writes at most ONE ``finding`` event; a visit with no rows writes not
 record ``tool_middleware=True``. The chain runs after the inputs layer has judged the reply and
 before its rows are written; :meth:`HonestyLayers.after_llm_record` compares each call Route
 dispatches (``_from`` stripped) with the call as it will run (``loop.calls_to_run``) through
-:func:`~fpdebug.engine.honesty.rewrites_of`, exactly as the replay compares the ``llm_call`` with
+:func:`~fpdebug.engine.honesty.inputs.rewrites_of`, exactly as the replay compares the ``llm_call`` with
 the ``tool_result.args`` it recorded, and re-judges the reply with those rewrites. The turn's
 rewrites are the answer layer's ``middlewareDecisions``.
 """
@@ -37,27 +37,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fpdebug.engine.honesty import (
-    AnswerFoldKey,
+from fpdebug.engine.honesty.answer import AnswerFoldKey, StandingLineWhen, answer_fold_reads, assess_answer
+from fpdebug.engine.honesty.inputs import (
     ArgumentRewrite,
-    Finding,
     Grounds,
-    HonestyRow,
     InputsConfig,
-    Layer,
     PriorResult,
-    RanCall,
     SourcesInReach,
-    StandingLineWhen,
-    answer_fold_reads,
-    assess_answer,
-    batch_to_judge,
-    file_finding,
     judge_inputs,
-    results_at_loop_head,
     rewrites_of,
 )
-from fpdebug.engine.honesty_replay import tool_surface
+from fpdebug.engine.honesty.ledger import Finding, HonestyRow, Layer, file_finding
+from fpdebug.engine.honesty.replay import tool_surface
+from fpdebug.engine.honesty.results import RanCall, batch_to_judge, results_at_loop_head
 from fpdebug.engine.types import Tool
 from fpdebug.errors import DefinitionError
 from fpdebug.trace.schema import (

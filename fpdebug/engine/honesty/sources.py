@@ -32,7 +32,7 @@ from decimal import Decimal
 from functools import cached_property, lru_cache
 from typing import Literal, TypeAlias
 
-from fpdebug.engine.honesty_values import (
+from fpdebug.engine.honesty.values import (
     FoundValue,
     extract_values,
     held_keys,
@@ -358,7 +358,7 @@ class Source:
 
     @cached_property
     def holds(self) -> frozenset[str]:
-        """Every value key the source vouches for (see :mod:`fpdebug.engine.honesty_values`)."""
+        """Every value key the source vouches for (see :mod:`fpdebug.engine.honesty.values`)."""
         keys: set[str] = set()
         for leaf in self.leaves:
             number = _decimal(leaf.value)

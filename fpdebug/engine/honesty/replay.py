@@ -6,7 +6,7 @@ the loop calls at the three mount points, handing them only what the trace recor
 - **results** — a loop head visit is the first event of a ``(turn, iteration)`` pair (every event of
   an iteration follows its loop head). The stamp is the iteration of the latest batch of
   ``tool_result`` events in this turn, and starts empty at each ``turn_start``;
-  :func:`~fpdebug.engine.honesty.results_at_loop_head` decides whether to file rows.
+  :func:`~fpdebug.engine.honesty.results.results_at_loop_head` decides whether to file rows.
 - **inputs** — after each ``llm_call`` whose reply asked for tools: the calls as the model wrote them,
   the tool results and user messages recorded before it, the tools offered on that call, and — with
   a tool middleware armed — the rewrites between the requested arguments and the ``args`` each
@@ -30,24 +30,19 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from fpdebug.engine.honesty import (
+from fpdebug.engine.honesty.answer import answer_fold_reads, assess_answer
+from fpdebug.engine.honesty.inputs import (
     BASIS_KEY,
     ArgumentRewrite,
-    Finding,
     Grounds,
-    HonestyRow,
     InputsConfig,
-    Layer,
     PriorResult,
-    RanCall,
     SourcesInReach,
-    answer_fold_reads,
-    assess_answer,
-    file_finding,
     judge_inputs,
-    results_at_loop_head,
     rewrites_of,
 )
+from fpdebug.engine.honesty.ledger import Finding, HonestyRow, Layer, file_finding
+from fpdebug.engine.honesty.results import RanCall, results_at_loop_head
 from fpdebug.errors import TraceFormatError
 from fpdebug.trace.schema import (
     FindingEvent,

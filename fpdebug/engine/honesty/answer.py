@@ -1,0 +1,386 @@
+"""The answer layer: one fold over the committed state, assessing the final answer (docs/honesty.md §12.4).
+
+One fold over exactly the committed keys :func:`answer_fold_reads` lists for the agent's arms
+(:func:`assess_answer`): each value the answer states, with the sources that hold it or marked
+unsupported; the Assumed block; ``stopped_early``; an optional standing line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias, cast
+
+from fpdebug.engine.honesty.inputs import ArgumentRewrite, Grounds
+from fpdebug.engine.honesty.ledger import Finding
+from fpdebug.engine.honesty.sources import Source, parse_json, source_of_result, source_of_user
+from fpdebug.engine.honesty.values import FoundValue, extract_values
+from fpdebug.trace.schema import (
+    AnswerAssessmentRow,
+    ArgumentRow,
+    AssumedValue,
+    Message,
+    ResultRow,
+    StatedValue,
+    StoppedEarly,
+)
+
+__all__ = [
+    "ALWAYS_READ",
+    "ANSWER_FOLD_KEYS",
+    "AnswerFoldKey",
+    "AnswerValidation",
+    "StandingLineWhen",
+    "answer_fold_reads",
+    "assess_answer",
+    "compose_standing_line",
+]
+
+AnswerFoldKey: TypeAlias = Literal[
+    "history",
+    "turnNumber",
+    "pausedToolCallId",
+    "findingsLedger",
+    "stoppedEarly",
+    "coverageDeclared",
+    "unsupportedValues",
+    "answerValidation",
+    "argumentAsk",
+    "middlewareDecisions",
+]
+"""A committed key the answer layer's fold can read (the reference's names, docs/honesty.md §12.4)."""
+
+ALWAYS_READ: tuple[AnswerFoldKey, ...] = (
+    "history",
+    "turnNumber",
+    "pausedToolCallId",
+    "findingsLedger",
+    "stoppedEarly",
+)
+"""The keys every agent's fold reads: the seed and the Route decider write them on every agent."""
+
+ANSWER_FOLD_KEYS: tuple[AnswerFoldKey, ...] = (
+    *ALWAYS_READ,
+    "coverageDeclared",
+    "unsupportedValues",
+    "answerValidation",
+    "argumentAsk",
+    "middlewareDecisions",
+)
+"""Every key the fold can read, in the order :func:`answer_fold_reads` appends them."""
+
+StandingLineWhen: TypeAlias = Literal["always", "unsupported"]
+"""Which prose answers get a standing line: every one, or those that state an unsupported value."""
+
+
+def answer_fold_reads(
+    *, tools: bool, evidence_gate: bool, answer_validation: bool, inputs: bool, tool_middleware: bool
+) -> list[AnswerFoldKey]:
+    """Which committed keys the answer layer's fold reads, from the agent's arms (docs/honesty.md §12.4).
+
+    A key no arm of this agent can write is never read (a tracked read of a key a run never writes
+    is a phantom context source). The list over-approximates on purpose: a key an arm CAN write is
+    read whether or not this run wrote it, so the in-run fold never misses a row the fold over the
+    saved trace sees.
+
+    Args:
+        tools: The agent has a tool surface (``coverageDeclared``: only a tool that ran declares it).
+        evidence_gate: The evidence gate is armed (``unsupportedValues``).
+        answer_validation: Answer validation is armed (``answerValidation``).
+        inputs: The inputs layer is armed (``argumentAsk``).
+        tool_middleware: A before-tool middleware can rewrite a filled value
+            (``middlewareDecisions``, read only with the inputs layer).
+
+    Returns:
+        ``history``, ``turnNumber``, ``pausedToolCallId``, ``findingsLedger``, ``stoppedEarly``, then
+        each armed key in that order.
+    """
+    keys: list[AnswerFoldKey] = list(ALWAYS_READ)
+    if tools:
+        keys.append("coverageDeclared")
+    if evidence_gate:
+        keys.append("unsupportedValues")
+    if answer_validation:
+        keys.append("answerValidation")
+    if inputs:
+        keys.append("argumentAsk")
+    if inputs and tool_middleware:
+        keys.append("middlewareDecisions")
+    return keys
+
+
+@dataclass(frozen=True)
+class AnswerValidation:
+    """The answer validation report, as the fold reads it (``answerValidation``).
+
+    Attributes:
+        withheld: The report withholds the answer: it is never assessed.
+        reason: Why, when the report says.
+    """
+
+    withheld: bool
+    reason: str | None = None
+
+
+_CATEGORY_OF = {
+    "tool": "tool results",
+    "user": "the user's message",
+    "external": "values the app vouches for",
+    "declared": "declared sources",
+}
+_UNSUPPORTED_SHOWN = 3
+
+
+def _category(ref: str) -> str:
+    return ref.split(":", 1)[0]
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return one if count == 1 else many
+
+
+def compose_standing_line(
+    values: Sequence[StatedValue],
+    *,
+    names_of: Mapping[str, str] | None = None,
+    stopped_early: StoppedEarly | None = None,
+    coverage: Sequence[tuple[str, str]] = (),
+    asked: bool = False,
+) -> str:
+    """One line that says how much of a prose answer its sources back.
+
+    For example: ``2 of 3 values in this answer are backed by tool results (Order lookup); 1
+    ($1,250.00) appears in no source.`` A value counts under its first supporting source, in the
+    order tool results, the user's message, values the app vouches for, declared sources.
+
+    Args:
+        values: The assessed values.
+        names_of: For each ``supported_by`` reference, the words to show it by (a tool's display
+            name, a ground's label); references without one are shown by their label or omitted.
+        stopped_early: A limit cut the turn short.
+        coverage: ``(tool words, declared coverage)`` for each supporting call that declared one.
+        asked: The inputs layer asked the user for an argument instead of calling a tool.
+
+    Returns:
+        The line.
+    """
+    names_of = names_of or {}
+    total = len(values)
+    supported = [v for v in values if v.supported]
+    unsupported = [v for v in values if not v.supported]
+    shown = ", ".join(v.text for v in unsupported[:_UNSUPPORTED_SHOWN])
+    if len(unsupported) > _UNSUPPORTED_SHOWN:
+        shown += f" and {len(unsupported) - _UNSUPPORTED_SHOWN} more"
+
+    counts: dict[str, int] = {}
+    words: dict[str, list[str]] = {}
+    for value in supported:
+        category = _category(value.supported_by[0])
+        counts[category] = counts.get(category, 0) + 1
+        for ref in value.supported_by:
+            name = names_of.get(ref)
+            if name and _category(ref) == category and name not in words.setdefault(category, []):
+                words[category].append(name)
+
+    def described(category: str) -> str:
+        named = words.get(category)
+        return _CATEGORY_OF[category] + (f" ({', '.join(named)})" if named else "")
+
+    if len(counts) == 1:
+        backing = described(next(iter(counts)))
+    else:
+        backing = "sources: " + ", ".join(f"{n} by {described(c)}" for c, n in counts.items())
+
+    if total == 0:
+        line = "This answer states no values to check."
+    elif not unsupported:
+        line = (
+            f"All {total} values in this answer are backed by {backing}."
+            if total > 1
+            else f"The 1 value in this answer is backed by {backing}."
+        )
+    elif not supported:
+        line = (
+            f"None of the {total} values in this answer appears in any source: {shown}."
+            if total > 1
+            else f"The 1 value in this answer ({shown}) appears in no source."
+        )
+    else:
+        line = (
+            f"{len(supported)} of {total} values in this answer {_plural(len(supported), 'is', 'are')} "
+            f"backed by {backing}; {len(unsupported)} ({shown}) "
+            f"{_plural(len(unsupported), 'appears', 'appear')} in no source."
+        )
+    for name, declared in coverage:
+        line += f" {name} declared its coverage: {declared}."
+    if stopped_early is not None:
+        pending = stopped_early.pending_tool_calls
+        line += (
+            f" The turn was cut short ({stopped_early.reason} at iteration {stopped_early.iteration}; "
+            f"{pending} tool {_plural(pending, 'call', 'calls')} not run)."
+        )
+    if asked:
+        line += " The model asked the user for an argument it could not ground."
+    return line
+
+
+def _is_prose(answer: str) -> bool:
+    return bool(answer.strip()) and parse_json(answer) is None
+
+
+def assess_answer(
+    answer: str,
+    committed: Mapping[str, object],
+    *,
+    reads: Sequence[AnswerFoldKey],
+    grounds: Grounds | None = None,
+    standing_line: StandingLineWhen | bool | None = None,
+    display_names: Mapping[str, str] | None = None,
+) -> AnswerAssessmentRow | None:
+    """The answer layer's ONE fold: assess the final answer against what the run committed.
+
+    The fold reads ``committed`` exactly once per key in ``reads`` and never any other key; a key
+    that was never written reads as absent. What each key holds:
+
+    - ``history`` (sequence of :class:`~fpdebug.trace.schema.Message`): user messages and tool
+      messages (``tool:<call id>``) are sources;
+    - ``turnNumber`` (int): scopes the Assumed block to this turn's argument rows;
+    - ``pausedToolCallId`` (str | None): a paused call's tool message is not a source;
+    - ``findingsLedger`` (sequence of :class:`Finding`): result rows are sources (they outlive a
+      window that folds history away); this turn's argument rows are what a rewrite supersedes;
+    - ``stoppedEarly`` (:class:`~fpdebug.trace.schema.StoppedEarly` | None): copied;
+    - ``coverageDeclared`` (mapping call id → coverage): named in the standing line;
+    - ``unsupportedValues`` (sequence of value texts): the evidence gate's verdicts win — such a
+      value is unsupported whatever holds it;
+    - ``answerValidation`` (:class:`AnswerValidation` | None): a withheld answer is never assessed;
+    - ``argumentAsk`` (str | None): the inputs layer asked the user instead of calling; noted;
+    - ``middlewareDecisions`` (sequence of :class:`ArgumentRewrite`): a rewrite that supersedes one
+      of this turn's argument rows enters the Assumed block.
+
+    ``grounds`` and ``display_names`` are build-time facts of the agent, not committed state.
+
+    Args:
+        answer: The model's final content.
+        committed: The committed state.
+        reads: The keys to read: :func:`answer_fold_reads` for the agent's arms.
+        grounds: The app's external grounds and declared sources (``external:<label>``,
+            ``declared:<name>``).
+        standing_line: Compose a standing line for a prose answer: ``"always"`` (or ``True``), or
+            ``"unsupported"`` (only when a value is unsupported). A JSON answer never gets one.
+        display_names: Tool name → the app's words for it.
+
+    Returns:
+        The assessment row, or ``None`` when answer validation withheld the answer.
+
+    Raises:
+        ValueError: ``reads`` names a key the fold does not know.
+    """
+    unknown = [key for key in reads if key not in ANSWER_FOLD_KEYS]
+    if unknown:
+        raise ValueError(f"answer fold cannot read unknown committed keys: {unknown}")
+    # The one and only read of committed state: everything below looks at `view`.
+    view: dict[str, object] = {key: committed.get(key) for key in reads}
+
+    validation = view.get("answerValidation")
+    if isinstance(validation, AnswerValidation) and validation.withheld:
+        return None
+    history = cast("Sequence[Message]", view.get("history") or ())
+    paused = view.get("pausedToolCallId")
+    ledger = cast("Sequence[Finding]", view.get("findingsLedger") or ())
+    turn = view.get("turnNumber")
+    coverage = cast("Mapping[str, str]", view.get("coverageDeclared") or {})
+    gate_flagged = set(cast("Iterable[str]", view.get("unsupportedValues") or ()))
+    decisions = cast("Sequence[ArgumentRewrite]", view.get("middlewareDecisions") or ())
+    stopped = cast("StoppedEarly | None", view.get("stoppedEarly"))
+    display_names = display_names or {}
+
+    # The sources, in the order their references are listed.
+    tools: list[Source] = []
+    users: list[Source] = []
+    tool_name_of: dict[str, str] = {}
+    for message in history:
+        if message.role == "tool" and message.tool_call_id and message.tool_call_id != paused:
+            tools.append(
+                source_of_result(message.tool_call_id, message.tool_name or "", None, message.content)
+            )
+            tool_name_of.setdefault(message.tool_call_id, message.tool_name or "")
+        elif message.role == "user":
+            users.append(source_of_user(message.content))
+    for finding in ledger:
+        for row in finding.rows:
+            if isinstance(row, ResultRow) and row.tool_call_id != paused:
+                tools.append(
+                    Source(
+                        "tool-result",
+                        f"tool:{row.tool_call_id}",
+                        "",
+                        list(row.values),
+                        tool_call_id=row.tool_call_id,
+                        tool_name=row.tool_name,
+                    )
+                )
+                tool_name_of.setdefault(row.tool_call_id, row.tool_name)
+    sources = [*tools, *users, *(grounds or Grounds()).sources()]
+
+    stated: list[StatedValue] = []
+    seen: set[str] = set()
+    for found in extract_values(answer):
+        if found.text in seen:
+            continue
+        seen.add(found.text)
+        stated.append(_stated(found, sources, flagged=found.text in gate_flagged))
+
+    arg_rows = {
+        (row.tool_call_id, row.path): row
+        for finding in ledger
+        if finding.layer == "inputs" and finding.turn == turn
+        for row in finding.rows
+        if isinstance(row, ArgumentRow)
+    }
+    assumed = []
+    for decision in decisions:
+        row = arg_rows.get((decision.tool_call_id, decision.path))
+        if row is None:
+            continue
+        assumed.append(
+            AssumedValue(
+                tool_call_id=decision.tool_call_id,
+                path=decision.path,
+                original=None if row.hidden else decision.original,
+                rewritten_to=None if row.hidden or decision.removed else decision.rewritten_to,
+                removed=True if decision.removed else None,
+                hidden=True if row.hidden else None,
+            )
+        )
+
+    line = None
+    mode = "always" if standing_line is True else (standing_line or None)
+    if mode and _is_prose(answer) and (mode == "always" or any(not v.supported for v in stated)):
+        words = {f"tool:{cid}": display_names.get(name, name) for cid, name in tool_name_of.items() if name}
+        words.update({s.ref: s.label for s in sources if s.label})
+        cited_calls = dict.fromkeys(
+            ref.partition(":")[2]
+            for v in stated
+            if v.supported
+            for ref in v.supported_by
+            if ref.startswith("tool:")
+        )
+        notes = [(words.get(f"tool:{cid}") or cid, coverage[cid]) for cid in cited_calls if cid in coverage]
+        line = compose_standing_line(
+            stated, names_of=words, stopped_early=stopped, coverage=notes, asked=bool(view.get("argumentAsk"))
+        )
+    return AnswerAssessmentRow(
+        reads=list(reads), values=stated, assumed=assumed, stopped_early=stopped, standing_line=line
+    )
+
+
+def _stated(found: FoundValue, sources: Sequence[Source], *, flagged: bool) -> StatedValue:
+    refs = [] if flagged else list(dict.fromkeys(s.ref for s in sources if s.states(found)))
+    return StatedValue(
+        text=found.text,
+        kind=found.kind,
+        supported=bool(refs),
+        supported_by=refs,
+        start=found.start,
+        end=found.end,
+    )
