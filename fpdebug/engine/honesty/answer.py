@@ -8,8 +8,8 @@ unsupported; the Assumed block; ``stopped_early``; an optional standing line.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Literal, TypeAlias, cast
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias, TypeVar
 
 from fpdebug.engine.honesty.inputs import ArgumentRewrite, Grounds
 from fpdebug.engine.honesty.ledger import Finding
@@ -29,6 +29,7 @@ __all__ = [
     "ALWAYS_READ",
     "ANSWER_FOLD_KEYS",
     "AnswerFoldKey",
+    "AnswerFoldState",
     "AnswerValidation",
     "StandingLineWhen",
     "answer_fold_reads",
@@ -71,6 +72,8 @@ ANSWER_FOLD_KEYS: tuple[AnswerFoldKey, ...] = (
 
 StandingLineWhen: TypeAlias = Literal["always", "unsupported"]
 """Which prose answers get a standing line: every one, or those that state an unsupported value."""
+
+_T = TypeVar("_T")
 
 
 def answer_fold_reads(
@@ -120,6 +123,106 @@ class AnswerValidation:
 
     withheld: bool
     reason: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerFoldState:
+    """The committed state the answer fold reads, one typed field per key (docs/honesty.md §12.4).
+
+    :meth:`read` is the fold's one read of committed state; every field of a key the fold does not
+    read (or that was never written) holds its "absent" default.
+
+    Attributes:
+        history: ``history``: user messages and tool messages (``tool:<call id>``) are sources.
+        turn_number: ``turnNumber``: scopes the Assumed block to this turn's argument rows.
+        paused_tool_call_id: ``pausedToolCallId``: a paused call's tool message is not a source.
+        findings_ledger: ``findingsLedger``: result rows are sources; this turn's argument rows are
+            what a rewrite supersedes.
+        stopped_early: ``stoppedEarly``: copied onto the row.
+        coverage_declared: ``coverageDeclared``: call id → coverage, named in the standing line.
+        unsupported_values: ``unsupportedValues``: the evidence gate's verdicts.
+        answer_validation: ``answerValidation``: a withheld answer is never assessed.
+        argument_ask: ``argumentAsk``: the inputs layer asked the user instead of calling.
+        middleware_decisions: ``middlewareDecisions``: rewrites that may enter the Assumed block.
+    """
+
+    history: tuple[Message, ...] = ()
+    turn_number: int | None = None
+    paused_tool_call_id: str | None = None
+    findings_ledger: tuple[Finding, ...] = ()
+    stopped_early: StoppedEarly | None = None
+    coverage_declared: Mapping[str, str] = field(default_factory=dict)
+    unsupported_values: frozenset[str] = frozenset()
+    answer_validation: AnswerValidation | None = None
+    argument_ask: str | None = None
+    middleware_decisions: tuple[ArgumentRewrite, ...] = ()
+
+    @classmethod
+    def read(cls, committed: Mapping[str, object], reads: Sequence[AnswerFoldKey]) -> AnswerFoldState:
+        """Read each key of ``reads`` from ``committed`` exactly once, in order, and nothing else.
+
+        A key that was never written reads as absent (``committed.get``), like a falsy value.
+
+        Args:
+            committed: The committed state, by the reference's camelCase keys.
+            reads: The keys to read (:func:`answer_fold_reads`).
+
+        Returns:
+            The typed state.
+
+        Raises:
+            ValueError: ``reads`` names a key the fold does not know.
+            TypeError: A key holds a value of another shape than the one documented.
+        """
+        unknown = [key for key in reads if key not in ANSWER_FOLD_KEYS]
+        if unknown:
+            raise ValueError(f"answer fold cannot read unknown committed keys: {unknown}")
+        view: dict[str, object] = {key: committed.get(key) for key in reads}
+        return cls(
+            history=_items(view, "history", Message),
+            turn_number=_optional(view, "turnNumber", int),
+            paused_tool_call_id=_optional(view, "pausedToolCallId", str),
+            findings_ledger=_items(view, "findingsLedger", Finding),
+            stopped_early=_optional(view, "stoppedEarly", StoppedEarly),
+            coverage_declared=dict(_pairs(view, "coverageDeclared")),
+            unsupported_values=frozenset(_items(view, "unsupportedValues", str)),
+            answer_validation=_optional(view, "answerValidation", AnswerValidation),
+            argument_ask=_optional(view, "argumentAsk", str),
+            middleware_decisions=_items(view, "middlewareDecisions", ArgumentRewrite),
+        )
+
+
+def _optional(view: Mapping[str, object], key: str, kind: type[_T]) -> _T | None:
+    """The value of ``key`` when it has the documented type; absent (falsy) reads as ``None``."""
+    value = view.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind):
+        raise TypeError(f"committed {key!r} holds {type(value).__name__}, not {kind.__name__}")
+    return value
+
+
+def _items(view: Mapping[str, object], key: str, kind: type[_T]) -> tuple[_T, ...]:
+    """The items of a sequence-valued ``key``, each of the documented type; absent reads as ``()``."""
+    value = view.get(key) or ()
+    if not isinstance(value, Iterable):
+        raise TypeError(f"committed {key!r} holds {type(value).__name__}, not a sequence")
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, kind):
+            raise TypeError(f"committed {key!r} holds a {type(item).__name__}, not a {kind.__name__}")
+    return items
+
+
+def _pairs(view: Mapping[str, object], key: str) -> Iterable[tuple[str, str]]:
+    """The ``str → str`` entries of a mapping-valued ``key``; absent reads as none."""
+    value = view.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"committed {key!r} holds {type(value).__name__}, not a mapping")
+    for name, text in value.items():
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise TypeError(f"committed {key!r} maps {name!r} to {text!r}, not str to str")
+        yield name, text
 
 
 _CATEGORY_OF = {
@@ -274,31 +377,34 @@ def assess_answer(
 
     Raises:
         ValueError: ``reads`` names a key the fold does not know.
+        TypeError: A key read holds a value of another shape than the one listed above.
     """
-    unknown = [key for key in reads if key not in ANSWER_FOLD_KEYS]
-    if unknown:
-        raise ValueError(f"answer fold cannot read unknown committed keys: {unknown}")
-    # The one and only read of committed state: everything below looks at `view`.
-    view: dict[str, object] = {key: committed.get(key) for key in reads}
-
-    validation = view.get("answerValidation")
-    if isinstance(validation, AnswerValidation) and validation.withheld:
+    # The one and only read of committed state: everything below looks at `state`.
+    state = AnswerFoldState.read(committed, reads)
+    if state.answer_validation is not None and state.answer_validation.withheld:
         return None
-    history = cast("Sequence[Message]", view.get("history") or ())
-    paused = view.get("pausedToolCallId")
-    ledger = cast("Sequence[Finding]", view.get("findingsLedger") or ())
-    turn = view.get("turnNumber")
-    coverage = cast("Mapping[str, str]", view.get("coverageDeclared") or {})
-    gate_flagged = set(cast("Iterable[str]", view.get("unsupportedValues") or ()))
-    decisions = cast("Sequence[ArgumentRewrite]", view.get("middlewareDecisions") or ())
-    stopped = cast("StoppedEarly | None", view.get("stoppedEarly"))
-    display_names = display_names or {}
+    sources, tool_name_of = _sources(state, grounds or Grounds())
+    stated = _stated_values(answer, sources, state.unsupported_values)
+    line = None
+    mode = "always" if standing_line is True else (standing_line or None)
+    if mode and _is_prose(answer) and (mode == "always" or any(not v.supported for v in stated)):
+        line = _standing_line(state, stated, sources, tool_name_of, display_names or {})
+    return AnswerAssessmentRow(
+        reads=list(reads),
+        values=stated,
+        assumed=_assumed(state),
+        stopped_early=state.stopped_early,
+        standing_line=line,
+    )
 
-    # The sources, in the order their references are listed.
+
+def _sources(state: AnswerFoldState, grounds: Grounds) -> tuple[list[Source], dict[str, str]]:
+    """The sources, in the order their references are listed, and each call's tool name."""
+    paused = state.paused_tool_call_id
     tools: list[Source] = []
     users: list[Source] = []
     tool_name_of: dict[str, str] = {}
-    for message in history:
+    for message in state.history:
         if message.role == "tool" and message.tool_call_id and message.tool_call_id != paused:
             tools.append(
                 source_of_result(message.tool_call_id, message.tool_name or "", None, message.content)
@@ -306,7 +412,7 @@ def assess_answer(
             tool_name_of.setdefault(message.tool_call_id, message.tool_name or "")
         elif message.role == "user":
             users.append(source_of_user(message.content))
-    for finding in ledger:
+    for finding in state.findings_ledger:
         for row in finding.rows:
             if isinstance(row, ResultRow) and row.tool_call_id != paused:
                 tools.append(
@@ -320,8 +426,11 @@ def assess_answer(
                     )
                 )
                 tool_name_of.setdefault(row.tool_call_id, row.tool_name)
-    sources = [*tools, *users, *(grounds or Grounds()).sources()]
+    return [*tools, *users, *grounds.sources()], tool_name_of
 
+
+def _stated_values(answer: str, sources: Sequence[Source], gate_flagged: frozenset[str]) -> list[StatedValue]:
+    """Each distinct value the answer states, in order, with the sources that hold it."""
     stated: list[StatedValue] = []
     seen: set[str] = set()
     for found in extract_values(answer):
@@ -329,16 +438,20 @@ def assess_answer(
             continue
         seen.add(found.text)
         stated.append(_stated(found, sources, flagged=found.text in gate_flagged))
+    return stated
 
+
+def _assumed(state: AnswerFoldState) -> list[AssumedValue]:
+    """The Assumed block: each middleware rewrite that supersedes one of this turn's argument rows."""
     arg_rows = {
         (row.tool_call_id, row.path): row
-        for finding in ledger
-        if finding.layer == "inputs" and finding.turn == turn
+        for finding in state.findings_ledger
+        if finding.layer == "inputs" and finding.turn == state.turn_number
         for row in finding.rows
         if isinstance(row, ArgumentRow)
     }
     assumed = []
-    for decision in decisions:
+    for decision in state.middleware_decisions:
         row = arg_rows.get((decision.tool_call_id, decision.path))
         if row is None:
             continue
@@ -352,25 +465,34 @@ def assess_answer(
                 hidden=True if row.hidden else None,
             )
         )
+    return assumed
 
-    line = None
-    mode = "always" if standing_line is True else (standing_line or None)
-    if mode and _is_prose(answer) and (mode == "always" or any(not v.supported for v in stated)):
-        words = {f"tool:{cid}": display_names.get(name, name) for cid, name in tool_name_of.items() if name}
-        words.update({s.ref: s.label for s in sources if s.label})
-        cited_calls = dict.fromkeys(
-            ref.partition(":")[2]
-            for v in stated
-            if v.supported
-            for ref in v.supported_by
-            if ref.startswith("tool:")
-        )
-        notes = [(words.get(f"tool:{cid}") or cid, coverage[cid]) for cid in cited_calls if cid in coverage]
-        line = compose_standing_line(
-            stated, names_of=words, stopped_early=stopped, coverage=notes, asked=bool(view.get("argumentAsk"))
-        )
-    return AnswerAssessmentRow(
-        reads=list(reads), values=stated, assumed=assumed, stopped_early=stopped, standing_line=line
+
+def _standing_line(
+    state: AnswerFoldState,
+    stated: Sequence[StatedValue],
+    sources: Sequence[Source],
+    tool_name_of: Mapping[str, str],
+    display_names: Mapping[str, str],
+) -> str:
+    """The standing line, with each source in the app's words and the coverage its calls declared."""
+    words = {f"tool:{cid}": display_names.get(name, name) for cid, name in tool_name_of.items() if name}
+    words.update({s.ref: s.label for s in sources if s.label})
+    cited_calls = dict.fromkeys(
+        ref.partition(":")[2]
+        for v in stated
+        if v.supported
+        for ref in v.supported_by
+        if ref.startswith("tool:")
+    )
+    coverage = state.coverage_declared
+    notes = [(words.get(f"tool:{cid}") or cid, coverage[cid]) for cid in cited_calls if cid in coverage]
+    return compose_standing_line(
+        stated,
+        names_of=words,
+        stopped_early=state.stopped_early,
+        coverage=notes,
+        asked=bool(state.argument_ask),
     )
 
 
