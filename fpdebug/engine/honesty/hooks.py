@@ -305,37 +305,27 @@ class HonestyLayers:
         Raises:
             DefinitionError: A bad option.
         """
-        changes: dict[str, object] = {
-            "inputs": self.inputs or bool(inputs),
-            "results": self.results or bool(results),
-            "answer": self.answer or bool(answer),
-        }
-        if external_grounds is not None:
-            changes["external_grounds"] = external_grounds_of(external_grounds)
-        if declared_sources is not None:
-            changes["declared_sources"] = declared_sources_of(declared_sources)
+        grounds = None if external_grounds is None else external_grounds_of(external_grounds)
+        declared = None if declared_sources is None else declared_sources_of(declared_sources)
         if argument_sources is not None and not isinstance(argument_sources, bool):
             raise DefinitionError(f"argument_sources must be a bool, got {argument_sources!r}")
-        gives_sources = bool(changes.get("external_grounds") or changes.get("declared_sources"))
+        gives_sources = bool(grounds or declared)
         if gives_sources and argument_sources is False:
             raise DefinitionError(
                 "external_grounds and declared_sources are searched only with argument_sources=True"
             )
+        armed_sources = self.argument_sources
         if argument_sources is not None or gives_sources:
-            changes["argument_sources"] = bool(argument_sources) or gives_sources
-        if standing_line is not None:
-            changes["standing_line"] = _standing_line(standing_line)
-        fields = {
-            "inputs": self.inputs,
-            "results": self.results,
-            "answer": self.answer,
-            "argument_sources": self.argument_sources,
-            "external_grounds": self.external_grounds,
-            "declared_sources": self.declared_sources,
-            "standing_line": self.standing_line,
-        }
-        fields.update(changes)
-        return HonestyLayers(**fields)  # type: ignore[arg-type]
+            armed_sources = bool(argument_sources) or gives_sources
+        return HonestyLayers(
+            inputs=self.inputs or bool(inputs),
+            results=self.results or bool(results),
+            answer=self.answer or bool(answer),
+            argument_sources=armed_sources,
+            external_grounds=self.external_grounds if grounds is None else grounds,
+            declared_sources=self.declared_sources if declared is None else declared,
+            standing_line=self.standing_line if standing_line is None else _standing_line(standing_line),
+        )
 
     def arms(self, tools: Iterable[Tool], *, tool_middleware: bool = False) -> HonestyArms | None:
         """What ``run_start.honesty`` records for an agent whose tools are ``tools``.

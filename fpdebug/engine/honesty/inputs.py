@@ -49,7 +49,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 from fpdebug.engine.honesty.sources import (
     Hit,
@@ -300,18 +299,21 @@ def _parse_basis(raw: object, leaf_paths: Sequence[str]) -> tuple[list[_Entry], 
             continue
         arg, source = item.get("arg", "$"), item.get("source")
         path, quote = item.get("path"), item.get("quote")
-        ok = (
+        if not (
             isinstance(arg, str)
             and parse_json_path(arg) is not None
+            and isinstance(source, str)
             and _well_formed_source(source)
             and (path is None or (isinstance(path, str) and parse_json_path(path) is not None))
             and (quote is None or isinstance(quote, str))
-        )
-        covers = tuple(p for p in leaf_paths if ok and _covers(arg, p))
-        if not ok or not covers:
+        ):
             dropped += 1
             continue
-        entries.append(_Entry(cast(str, arg), cast(str, source), path, quote, covers))
+        covers = tuple(p for p in leaf_paths if _covers(arg, p))
+        if not covers:
+            dropped += 1
+            continue
+        entries.append(_Entry(arg, source, path, quote, covers))
     return entries, dropped
 
 
