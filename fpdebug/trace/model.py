@@ -52,26 +52,50 @@ import threading
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, TypeAlias, assert_never, runtime_checkable
 
 from pydantic import ValidationError
 
 from fpdebug.trace.facts import (
     FACTS_ADAPTER,
+    CursorMoveFacts,
     EngagementFacts,
     Facts,
+    FindingFacts,
+    LeaseGrantFacts,
     LeasePruneFacts,
+    LlmCallFacts,
     PassFacts,
+    RerouteSupersededFacts,
+    RouteConflictFacts,
+    RunEndFacts,
+    RunStartFacts,
+    SkillRejectedFacts,
+    ToolResultFacts,
+    TurnEndFacts,
+    TurnStartFacts,
 )
 from fpdebug.trace.records import InvalidRecord, OpaqueRecord, Record, classify_line
 from fpdebug.trace.schema import (
     EVENT_KINDS,
+    CursorMoveEvent,
     EngagementEvent,
+    FindingEvent,
+    LeaseGrantEvent,
     LeasePruneEvent,
     LeaseRecord,
+    LlmCallEvent,
     PassEvent,
+    RerouteSupersededEvent,
+    RouteConflictEvent,
+    RunEndEvent,
+    RunStartEvent,
+    SkillRejectedEvent,
+    ToolResultEvent,
     TraceEvent,
     TraceHeader,
+    TurnEndEvent,
+    TurnStartEvent,
 )
 
 __all__ = [
@@ -107,6 +131,36 @@ MapChange: TypeAlias = Literal["founded", "engaged", "reengaged", "upgraded", "t
 """How a map's standing changed on a pass (``engaged`` is a change carrying no flag)."""
 
 _TURN_LEVEL = frozenset({"turn_start", "turn_end"})
+
+_InTurnEvent: TypeAlias = (
+    TurnStartEvent
+    | TurnStartFacts
+    | TurnEndEvent
+    | TurnEndFacts
+    | PassEvent
+    | PassFacts
+    | CursorMoveEvent
+    | CursorMoveFacts
+    | LeaseGrantEvent
+    | LeaseGrantFacts
+    | LeasePruneEvent
+    | LeasePruneFacts
+    | EngagementEvent
+    | EngagementFacts
+    | LlmCallEvent
+    | LlmCallFacts
+    | ToolResultEvent
+    | ToolResultFacts
+    | FindingEvent
+    | FindingFacts
+    | SkillRejectedEvent
+    | SkillRejectedFacts
+    | RouteConflictEvent
+    | RouteConflictFacts
+    | RerouteSupersededEvent
+    | RerouteSupersededFacts
+)
+"""Every event but ``run_start`` and ``run_end``: what belongs to a turn (full events and facts)."""
 
 
 def _i(text: str | None) -> str | None:
@@ -707,89 +761,116 @@ class RunModel:
                 self._feed_event(line, record)
 
     def _feed_event(self, line: int, record: TraceEvent | Facts) -> None:
-        # A full event and its facts have the same field names: read both by kind, not by class.
-        event: Any = record
-        kind = event.kind
+        # A full event and its facts have the same field names (tests/trace/test_facts.py), so each
+        # case takes both classes of its kind and reads them the same way.
+        kind = record.kind
         counts = self.counts
         counts[kind] = counts.get(kind, 0) + 1
-        run = self._runs.get(event.run_id)
+        run = self._runs.get(record.run_id)
         if run is None:
-            run = self._run_for(event.run_id, line)
+            run = self._run_for(record.run_id, line)
         run.counts[kind] = run.counts.get(kind, 0) + 1
         run.last_line = line
+        match record:
+            case RunStartEvent() | RunStartFacts():
+                run.start_line = line
+                run.agent_name, run.provider = _i(record.agent_name), _i(record.provider)
+                run.model, run.max_iterations = _i(record.model), record.max_iterations
+            case RunEndEvent() | RunEndFacts():
+                run.end_line = line
+                run.status = record.status
+                error = record.error
+                if error is not None:
+                    run.error = f"{error.type}: {error.message}"
+            case _:
+                self._feed_in_turn(run, line, record)
 
-        if kind == "run_start":
-            run.start_line = line
-            run.agent_name, run.provider = _i(event.agent_name), _i(event.provider)
-            run.model, run.max_iterations = _i(event.model), event.max_iterations
-            return
-        if kind == "run_end":
-            run.end_line = line
-            run.status = event.status
-            error = event.error
-            if error is not None:
-                run.error = f"{error.type}: {error.message}"
-            return
-
+    def _feed_in_turn(self, run: Run, line: int, event: _InTurnEvent) -> None:
+        """An event of a turn: listed in its iteration (or its turn), then read by kind."""
         turn = self._turn_for(run, event.turn)
         iteration: Iteration | None = None
         number = event.iteration
-        if number is None or kind in _TURN_LEVEL:
+        if number is None or event.kind in _TURN_LEVEL:
             turn.lines.append(line)
         else:
             iteration = self._iteration_for(run, turn, number)
-            iteration.entries.append(line << 8 | KIND_CODES[kind])
+            iteration.entries.append(line << 8 | KIND_CODES[event.kind])
 
-        if kind == "pass":
-            if iteration is not None:
-                self._feed_pass(run, turn, iteration, line, event)
-        elif kind == "cursor_move":
-            if iteration is not None:
-                iteration.cursor_from = _i(event.from_skill)
-                iteration.cursor_to = _i(event.to_skill)
-                iteration.cursor_by = _i(event.by)
-        elif kind == "engagement":
-            self._feed_engagement(run, turn, iteration, number, line, event)
-        elif kind == "llm_call":
-            route = event.route
-            if iteration is not None and route is not None:
-                iteration.route = route
-            response = event.response
-            if response is not None:
-                usage = response.usage
+        # The most frequent kinds first: a large trace is mostly passes, calls and results.
+        match event:
+            case PassEvent() | PassFacts():
                 if iteration is not None:
-                    iteration.input_tokens += usage.input_tokens
-                    iteration.output_tokens += usage.output_tokens
-                turn.input_tokens += usage.input_tokens
-                turn.output_tokens += usage.output_tokens
-                run.input_tokens += usage.input_tokens
-                run.output_tokens += usage.output_tokens
-        elif kind == "turn_start":
-            turn.start_line = line
-        elif kind == "turn_end":
-            turn.end_line = line
-            turn.iteration_count = event.iteration_count
-            stopped = event.stopped_early
-            if stopped is not None:
-                turn.stopped_early = stopped.reason
-        elif kind == "lease_grant":
-            lease = event.lease
-            self._add_lease(
-                run,
-                LeaseLifetime(
-                    run_id=run.run_id,
-                    instruction_id=_i(lease.instruction_id) or "",
-                    delivery_lease=lease.delivery_lease,
-                    tenant=_i(lease.skill_id),
-                    tool_name=_i(lease.tool_name) or "",
-                    tool_call_id=lease.tool_call_id,
-                    granted_iteration=lease.iteration,
-                    grant_line=line,
-                    turn=turn.number,
-                ),
-            )
-        elif kind == "lease_prune":
-            self._feed_prune(run, turn, number, line, event)
+                    self._feed_pass(run, turn, iteration, line, event)
+            case LlmCallEvent() | LlmCallFacts():
+                self._feed_llm_call(run, turn, iteration, event)
+            case (
+                ToolResultEvent()
+                | ToolResultFacts()
+                | FindingEvent()
+                | FindingFacts()
+                | SkillRejectedEvent()
+                | SkillRejectedFacts()
+                | RouteConflictEvent()
+                | RouteConflictFacts()
+                | RerouteSupersededEvent()
+                | RerouteSupersededFacts()
+            ):
+                pass  # listed in their iteration above; the model keeps no other fact of them
+            case CursorMoveEvent() | CursorMoveFacts():
+                if iteration is not None:
+                    iteration.cursor_from = _i(event.from_skill)
+                    iteration.cursor_to = _i(event.to_skill)
+                    iteration.cursor_by = _i(event.by)
+            case EngagementEvent() | EngagementFacts():
+                self._feed_engagement(run, turn, iteration, number, line, event)
+            case LeaseGrantEvent() | LeaseGrantFacts():
+                self._feed_grant(run, turn, line, event.lease)
+            case LeasePruneEvent() | LeasePruneFacts():
+                self._feed_prune(run, turn, number, line, event)
+            case TurnStartEvent() | TurnStartFacts():
+                turn.start_line = line
+            case TurnEndEvent() | TurnEndFacts():
+                turn.end_line = line
+                turn.iteration_count = event.iteration_count
+                stopped = event.stopped_early
+                if stopped is not None:
+                    turn.stopped_early = stopped.reason
+            case _:
+                assert_never(event)
+
+    @staticmethod
+    def _feed_llm_call(
+        run: Run, turn: Turn, iteration: Iteration | None, event: LlmCallEvent | LlmCallFacts
+    ) -> None:
+        route = event.route
+        if iteration is not None and route is not None:
+            iteration.route = route
+        response = event.response
+        if response is not None:
+            usage = response.usage
+            if iteration is not None:
+                iteration.input_tokens += usage.input_tokens
+                iteration.output_tokens += usage.output_tokens
+            turn.input_tokens += usage.input_tokens
+            turn.output_tokens += usage.output_tokens
+            run.input_tokens += usage.input_tokens
+            run.output_tokens += usage.output_tokens
+
+    def _feed_grant(self, run: Run, turn: Turn, line: int, lease: LeaseRecord) -> None:
+        self._add_lease(
+            run,
+            LeaseLifetime(
+                run_id=run.run_id,
+                instruction_id=_i(lease.instruction_id) or "",
+                delivery_lease=lease.delivery_lease,
+                tenant=_i(lease.skill_id),
+                tool_name=_i(lease.tool_name) or "",
+                tool_call_id=lease.tool_call_id,
+                granted_iteration=lease.iteration,
+                grant_line=line,
+                turn=turn.number,
+            ),
+        )
 
     def _feed_pass(
         self, run: Run, turn: Turn, iteration: Iteration, line: int, event: PassEvent | PassFacts
