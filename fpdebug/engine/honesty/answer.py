@@ -242,6 +242,55 @@ def _plural(count: int, one: str, many: str) -> str:
     return one if count == 1 else many
 
 
+def _backing(supported: Sequence[StatedValue], names_of: Mapping[str, str]) -> str:
+    """What backs the supported values: one category, or each category with its count."""
+    counts: dict[str, int] = {}
+    words: dict[str, list[str]] = {}
+    for value in supported:
+        category = _category(value.supported_by[0])
+        counts[category] = counts.get(category, 0) + 1
+        for ref in value.supported_by:
+            name = names_of.get(ref)
+            if name and _category(ref) == category and name not in words.setdefault(category, []):
+                words[category].append(name)
+
+    def described(category: str) -> str:
+        named = words.get(category)
+        return _CATEGORY_OF[category] + (f" ({', '.join(named)})" if named else "")
+
+    if len(counts) == 1:
+        return described(next(iter(counts)))
+    return "sources: " + ", ".join(f"{n} by {described(c)}" for c, n in counts.items())
+
+
+def _verdict(
+    total: int, supported: Sequence[StatedValue], unsupported: Sequence[StatedValue], backing: str
+) -> str:
+    """The standing line's first sentence: how many values are backed, and by what."""
+    shown = ", ".join(v.text for v in unsupported[:_UNSUPPORTED_SHOWN])
+    if len(unsupported) > _UNSUPPORTED_SHOWN:
+        shown += f" and {len(unsupported) - _UNSUPPORTED_SHOWN} more"
+    if total == 0:
+        return "This answer states no values to check."
+    if not unsupported:
+        return (
+            f"All {total} values in this answer are backed by {backing}."
+            if total > 1
+            else f"The 1 value in this answer is backed by {backing}."
+        )
+    if not supported:
+        return (
+            f"None of the {total} values in this answer appears in any source: {shown}."
+            if total > 1
+            else f"The 1 value in this answer ({shown}) appears in no source."
+        )
+    return (
+        f"{len(supported)} of {total} values in this answer {_plural(len(supported), 'is', 'are')} "
+        f"backed by {backing}; {len(unsupported)} ({shown}) "
+        f"{_plural(len(unsupported), 'appears', 'appear')} in no source."
+    )
+
+
 def compose_standing_line(
     values: Sequence[StatedValue],
     *,
@@ -268,52 +317,9 @@ def compose_standing_line(
         The line.
     """
     names_of = names_of or {}
-    total = len(values)
     supported = [v for v in values if v.supported]
     unsupported = [v for v in values if not v.supported]
-    shown = ", ".join(v.text for v in unsupported[:_UNSUPPORTED_SHOWN])
-    if len(unsupported) > _UNSUPPORTED_SHOWN:
-        shown += f" and {len(unsupported) - _UNSUPPORTED_SHOWN} more"
-
-    counts: dict[str, int] = {}
-    words: dict[str, list[str]] = {}
-    for value in supported:
-        category = _category(value.supported_by[0])
-        counts[category] = counts.get(category, 0) + 1
-        for ref in value.supported_by:
-            name = names_of.get(ref)
-            if name and _category(ref) == category and name not in words.setdefault(category, []):
-                words[category].append(name)
-
-    def described(category: str) -> str:
-        named = words.get(category)
-        return _CATEGORY_OF[category] + (f" ({', '.join(named)})" if named else "")
-
-    if len(counts) == 1:
-        backing = described(next(iter(counts)))
-    else:
-        backing = "sources: " + ", ".join(f"{n} by {described(c)}" for c, n in counts.items())
-
-    if total == 0:
-        line = "This answer states no values to check."
-    elif not unsupported:
-        line = (
-            f"All {total} values in this answer are backed by {backing}."
-            if total > 1
-            else f"The 1 value in this answer is backed by {backing}."
-        )
-    elif not supported:
-        line = (
-            f"None of the {total} values in this answer appears in any source: {shown}."
-            if total > 1
-            else f"The 1 value in this answer ({shown}) appears in no source."
-        )
-    else:
-        line = (
-            f"{len(supported)} of {total} values in this answer {_plural(len(supported), 'is', 'are')} "
-            f"backed by {backing}; {len(unsupported)} ({shown}) "
-            f"{_plural(len(unsupported), 'appears', 'appear')} in no source."
-        )
+    line = _verdict(len(values), supported, unsupported, _backing(supported, names_of))
     for name, declared in coverage:
         line += f" {name} declared its coverage: {declared}."
     if stopped_early is not None:

@@ -340,6 +340,39 @@ def _verify(
     return None
 
 
+@dataclass(frozen=True)
+class _Basis:
+    """What Verify made of a call's ``_from`` entries."""
+
+    kept: list[_Entry]
+    grounded: dict[str, tuple[Source, Hit]]
+    """For each argument path a kept entry covers, the first source and hit that hold it."""
+    refused: dict[str, list[str]]
+    """For each argument path, the references of the refused entries that covered it."""
+    refused_count: int
+
+
+def _verify_basis(
+    entries: Sequence[_Entry], values: Mapping[str, object], corpus: Sequence[Source]
+) -> _Basis:
+    """Verify: a kept entry grounds its values; a refused one is named on each value it failed."""
+    grounded: dict[str, tuple[Source, Hit]] = {}
+    refused: dict[str, list[str]] = {}
+    kept: list[_Entry] = []
+    refused_count = 0
+    for entry in entries:
+        hits = _verify(entry, values, corpus)
+        if hits is None:
+            refused_count += 1
+            for leaf_path in entry.covers:
+                refused.setdefault(leaf_path, []).append(entry.reference())
+            continue
+        kept.append(entry)
+        for leaf_path, found in hits.items():
+            grounded.setdefault(leaf_path, found)
+    return _Basis(kept, grounded, refused, refused_count)
+
+
 def _search(value: object, corpus: Sequence[Source]) -> tuple[Source, Hit] | None:
     for source in corpus:
         hit = source.find(value)
@@ -452,20 +485,9 @@ def judge_inputs(
         resolved.append(call.model_copy(update={"args": body}) if declares else call)
         values = _leaf_map(body)
         entries, dropped = _parse_basis(call.args.get(BASIS_KEY), list(values)) if declares else ([], 0)
-        # Verify: a kept entry grounds its values; a refused one is named on each value it failed.
-        grounded: dict[str, tuple[Source, Hit]] = {}
-        refused: dict[str, list[str]] = {}
-        kept: list[_Entry] = []
-        for entry in entries:
-            hits = _verify(entry, values, corpus)
-            if hits is None:
-                dropped += 1
-                for leaf_path in entry.covers:
-                    refused.setdefault(leaf_path, []).append(entry.reference())
-                continue
-            kept.append(entry)
-            for leaf_path, found in hits.items():
-                grounded.setdefault(leaf_path, found)
+        basis = _verify_basis(entries, values, corpus)
+        dropped += basis.refused_count
+        grounded, refused, kept = basis.grounded, basis.refused, basis.kept
         # Record.
         call_rows = [
             _argument_row(
