@@ -1,8 +1,9 @@
 """The honesty layers (inputs, results, answer) and the findings ledger they file into (docs/honesty.md §12).
 
-Three optional layers make a run say where its values came from. This package is their pure core:
-functions with explicit inputs and outputs that the agent loop calls at the three mount points, and
-that :mod:`fpdebug.engine.honesty.replay` calls again over a saved trace. They read only what a
+Three optional layers make a run say where its values came from. Their pure core is functions with
+explicit inputs and outputs that the agent loop calls at the three mount points (through
+:mod:`fpdebug.engine.honesty.hooks`), and that :mod:`fpdebug.engine.honesty.replay` calls again over
+a saved trace. They read only what a
 trace records, so assessing during the run and assessing the saved trace give the same result.
 
 =================  ==========================================  ======================================
