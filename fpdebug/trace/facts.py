@@ -37,7 +37,26 @@ from fpdebug.trace.schema import (
     Usage,
 )
 
-__all__ = ["FACTS_ADAPTER", "FACTS_MODELS", "Facts"]
+__all__ = [
+    "FACTS_ADAPTER",
+    "FACTS_MODELS",
+    "CursorMoveFacts",
+    "EngagementFacts",
+    "Facts",
+    "FindingFacts",
+    "LeaseGrantFacts",
+    "LeasePruneFacts",
+    "LlmCallFacts",
+    "PassFacts",
+    "RerouteSupersededFacts",
+    "RouteConflictFacts",
+    "RunEndFacts",
+    "RunStartFacts",
+    "SkillRejectedFacts",
+    "ToolResultFacts",
+    "TurnEndFacts",
+    "TurnStartFacts",
+]
 
 
 class _Facts(BaseModel):

@@ -361,7 +361,7 @@ _V = TypeVar("_V")
 
 def _typed(value: object, cls: type[_T]) -> _T | None:
     # ``type() is`` rather than isinstance: a JSON ``true`` is not an integer seq.
-    return value if type(value) is cls else None  # type: ignore[return-value]
+    return value if type(value) is cls else None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -408,17 +408,18 @@ def well_formed_value(value: _V) -> _V:
 
 def _well_formed(value: _V) -> _V:
     if isinstance(value, str):
+        # A str in gives a str out, but mypy cannot tie ``str`` back to the type variable ``_V``.
         return well_formed_text(value)  # type: ignore[return-value]
     if isinstance(value, dict):
         items = [(_well_formed(k), _well_formed(v)) for k, v in value.items()]
         if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
             return value
-        return type(value)(items)  # type: ignore[return-value, call-arg]
+        return type(value)(items)
     if isinstance(value, list | tuple):
         out = [_well_formed(item) for item in value]
         if all(a is b for a, b in zip(out, value, strict=True)):
             return value
-        return type(value)(out)  # type: ignore[return-value]
+        return type(value)(out)
     return value
 
 

@@ -58,16 +58,39 @@ from __future__ import annotations
 import json
 import os
 import re
-from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Literal, TypeVar
-
-import orjson
-from pydantic_core import SchemaValidator, core_schema
+from typing import TypeVar
 
 from fpdebug.errors import ConfigError
+from fpdebug.trace.redact_rules import (
+    _ANCHORS,
+    _ANY_CASE_KEY,
+    _ANY_CASE_KEY_PATTERN,
+    _COMPILED,
+    _ESCAPED_NAME_CHAR,
+    _ESCAPED_NAME_CHARS,
+    _JSON_STRING,
+    _RULE_MATCHERS,
+    _UTF8,
+    BUILTIN_RULES,
+    MAX_DEPTH,
+    Rule,
+    _literal_matcher,
+)
+from fpdebug.trace.redact_scan import (
+    _bare_replacements,
+    _compile_user,
+    _is_secret_name,
+    _json_state,
+    _looks_like_json,
+    _match_rule,
+    _names,
+    _parses,
+    _QuoteCache,
+    _replace,
+    _spellings,
+)
 
 __all__ = [
     "BUILTIN_RULES",
@@ -97,176 +120,7 @@ DEFAULT_SECRET_ENV_VARS: tuple[str, ...] = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY
 MIN_LITERAL = 8
 """Shorter configured values are not redacted (they would match ordinary text everywhere)."""
 
-# ----------------------------------------------------------------------------------------------
-# The built-in rules
-#
-# The text they run over is usually a serialised JSON line, where a newline inside a string is the
-# two characters ``\n`` and a quote inside a string is ``\"``. Separators accept both forms, so a
-# header inside a JSON string inside a JSON line (``{\"authorization\": \"Bearer …\"}``) is found as
-# well as one in plain text. No secret group may contain a quote or a backslash, and none may start
-# right after a backslash: that is what makes in-place replacement safe for JSON.
-
-_SPACE = r"(?:[ \t\r\n]|\\[nrt])"
-_QUOTE = r"(?:\\*[\"'])?"  # a quote, possibly escaped at any depth; never a lone backslash
-_ASSIGN = rf"(?P<k>{_QUOTE}){_SPACE}*(?P<a>[:=]){_SPACE}*"
-# The quote that opens a quoted value (``"``, ``\"`` at any depth, or ``'``): the value then runs to
-# its closing quote (:func:`_closing_quote`); ``v`` marks where its content starts.
-_OPEN = r"(?P<q>\\*[\"'])"
-_VALUE = r"[^\s\"'\\,;&<>(){}\[\]]{4,}"
-_SUFFIXES = ("\\", '"', "'", " ", "\t", "\r", "\n", ":", "=")  # what may follow a name before its value
-
-
-def _casings(*words: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(v for w in words for v in (w, w.title(), w.upper())))
-
-
-Boundary = Literal["token", "word", "name"]
-"""How a rule checks what precedes its anchor: not ``[A-Za-z0-9_-]`` (``token``), not ``[A-Za-z0-9]``
-(``word``), or the anchor ends a name whose start is found by scanning back (``name``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One built-in kind of secret: where to look (anchors) and what to replace (the ``s`` group)."""
-
-    name: str
-    """What it finds (for documentation and tests)."""
-    anchors: tuple[str, ...]
-    """Exact substrings the secret or its context starts with (or, for ``name``, ends its name with)."""
-    pattern: str
-    """Matched at the anchor (or at the name's start); group ``s`` is the secret."""
-    boundary: Boundary
-    """How the text before the anchor is checked."""
-    triggers: tuple[str, ...] = ()
-    """Literals of the fast pre-check; the anchors themselves when empty."""
-    ignore_case: bool = False
-    """Anchors are found in any letter case (``pAssword``); the pre-check's literals stay exact."""
-
-    def trigger_anchors(self) -> tuple[str, ...]:
-        """The anchors searched exactly: each in lower, Title and UPPER case when ``ignore_case``."""
-        return _casings(*self.anchors) if self.ignore_case else self.anchors
-
-    def trigger_literals(self) -> tuple[str, ...]:
-        """The literals that must occur in a text for this rule to match anything in it."""
-        return self.triggers or self.anchors
-
-
-_NAME_WORDS = ("key", "token", "secret", "password", "passwd")
-_NAMES = _casings(*_NAME_WORDS)
-
-BUILTIN_RULES: tuple[Rule, ...] = (
-    Rule(
-        "provider key (sk-…)",
-        ("sk-",),
-        r"(?P<s>sk-(?:(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{16,}|(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{20,}))",
-        "token",
-    ),
-    Rule("AWS access key id", ("AKIA", "ASIA"), r"(?P<s>(?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])", "word"),
-    Rule(
-        "GitHub token",
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        r"(?P<s>gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",
-        "word",
-    ),
-    Rule("Google API key", ("AIza",), r"(?P<s>AIza[0-9A-Za-z_-]{35})", "word"),
-    Rule("Slack token", tuple(f"xox{c}-" for c in "abposr"), r"(?P<s>xox[abposr]-[A-Za-z0-9-]{10,})", "word"),
-    Rule(
-        "Authorization header value",
-        _casings("authorization"),
-        # The scheme is possessive: "Bearer [redacted]" must not make "Bearer" the value.
-        rf"(?i:authorization){_ASSIGN}(?:{_OPEN}{_SPACE}*)?"
-        rf"(?:(?i:bearer|basic|token|bot|apikey|key){_SPACE}+)?+(?P<v>)(?P<s>{_VALUE})?",
-        "word",
-        tuple(a + s for a in _casings("authorization") for s in _SUFFIXES),
-    ),
-    Rule(
-        "Bearer token",
-        _casings("bearer"),
-        rf"(?i:bearer){_SPACE}+(?P<s>(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{{8,}})",
-        "word",
-        tuple(a + s for a in _casings("bearer") for s in ("\\", " ", "\t", "\r", "\n")),
-    ),
-    Rule(
-        'value of a secret-named field (api_key=…, "password": …)',
-        _NAME_WORDS,
-        rf"{_ASSIGN}(?:{_OPEN}(?P<v>)|(?P<s>{_VALUE}))",
-        "name",
-        tuple(a + s for a in _NAMES for s in _SUFFIXES),
-        ignore_case=True,
-    ),
-)
-"""The built-in rules, in the order they are tried."""
-
-# A name qualifies when it ends like a secret's name: api keys and tokens, secret/access/private
-# keys, access/auth/refresh/session/id tokens, anything ending in secret or password, or plain
-# ``token``. A bare ``key`` (a lookup key) or ``tokens`` (a count) does not.
-_SECRET_NAME = re.compile(
-    r"(?i).*(?:api[-_]?(?:key|token|secret)|secret[-_]?(?:access[-_]?)?key|access[-_]?key(?:[-_]?secret)?"
-    r"|private[-_]?key|(?:access|auth|refresh|session|bearer|oauth|id)[-_]?token|secret|password|passwd)"
-    r"|token"
-)
-_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_HEX = frozenset("0123456789abcdefABCDEF")
-_MAX_NAME = 64
 _V = TypeVar("_V")
-
-
-def _rust_escape(text: str) -> str:
-    # Every character that is not a letter, digit or underscore as \x{…}: valid in Rust's regex
-    # syntax whatever it is, and never special.
-    return "".join(c if (c.isalnum() and c.isascii()) or c == "_" else f"\\x{{{ord(c):x}}}" for c in text)
-
-
-def _literal_matcher(literals: Iterable[str], *patterns: str) -> Callable[[str | bytes], bool]:
-    """A fast "does the text contain any of these literals (or match a pattern)" test (Rust, via
-    pydantic-core)."""
-    unique = sorted(set(literals), key=len, reverse=True)
-    if not unique and not patterns:
-        return lambda text: False
-    pattern = "|".join([*(_rust_escape(literal) for literal in unique), *patterns])
-    validator = SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
-    return validator.isinstance_python
-
-
-def _rust_matcher(pattern: str) -> Callable[[str | bytes], bool]:
-    return SchemaValidator(
-        core_schema.str_schema(pattern=pattern, regex_engine="rust-regex")
-    ).isinstance_python
-
-
-_UTF8 = SchemaValidator(core_schema.str_schema(regex_engine="rust-regex")).isinstance_python
-_COMPILED = tuple(re.compile(rule.pattern) for rule in BUILTIN_RULES)
-_RULE_MATCHERS = tuple(_literal_matcher(rule.trigger_literals()) for rule in BUILTIN_RULES)
-_ANCHORS = tuple(
-    # A lookahead, so that overlapping anchors are all found (as the exact search finds them).
-    re.compile(f"(?=({'|'.join(map(re.escape, rule.anchors))}))", re.IGNORECASE | re.ASCII)
-    if rule.ignore_case
-    else None
-    for rule in BUILTIN_RULES
-)
-# A secret's name in any letter case as a JSON key (``"pAssword":``, ``\"Api_KEY\": ``): the exact
-# literals of the pre-check cover lower, Title and UPPER case only (a case-insensitive literal set
-# is many times slower); this pattern, in the same matcher, is searched from its ``":`` inward.
-_ANY_CASE_KEY_PATTERN = r'(?i:key|token|secret|passw(?:or)?d)\\*"[ \t\r\n]*:'
-_ANY_CASE_KEY = _rust_matcher(_ANY_CASE_KEY_PATTERN)
-# An ASCII letter, ``_`` or ``-`` spelled as a \u escape (``"\u0070assword"``): such a string is
-# decoded and re-spelled plainly before the rules look at it, so a name cannot hide behind escapes.
-_ESCAPED_NAME_CHARS = ("\\u004", "\\u005", "\\u006", "\\u007", "\\u002d", "\\u002D")
-_ESCAPED_NAME_CHAR = re.compile(r"\\u00(?:[4-7][0-9a-fA-F]|2[dD])")
-_VALUE_RE = re.compile(_VALUE)
-# A quoted value under a secret's name is redacted up to its closing quote; a single-quoted one
-# (a Python repr, a shell line) only when no double quote, backslash or line break comes first.
-_SINGLE_RUN = re.compile(r"[^'\"\\\n]*")
-_JSON_START = re.compile(r"[ \t\r\n]*[\[{]")
-
-MAX_DEPTH = 6
-"""How deep JSON text held in strings (JSON in a string in a string…) is decoded and redacted."""
-
-# A JSON string token: a quote, then characters other than quote and backslash, or escapes.
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-# A bare JSON value a secret-named key may hold: it is redacted as a whole token.
-_BARE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
 
 
 class Redactor:
@@ -512,17 +366,18 @@ class Redactor:
             A value of the same shape (the same object when nothing changed).
         """
         if isinstance(value, str):
+            # A str in gives a str out, but mypy cannot tie ``str`` back to the type variable.
             return self._redact_text(value, 0)  # type: ignore[return-value]
         if isinstance(value, dict):
             items = [(self.redact_value(k), self._field(k, v)) for k, v in value.items()]
             if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
                 return value
-            return type(value)(items)  # type: ignore[return-value, call-arg]
+            return type(value)(items)
         if isinstance(value, list | tuple):
             out = [self.redact_value(item) for item in value]
             if all(a is b for a, b in zip(out, value, strict=True)):
                 return value
-            return type(value)(out)  # type: ignore[return-value]
+            return type(value)(out)
         return value
 
     def _field(self, key: object, value: object) -> object:
@@ -618,266 +473,7 @@ def default_redactor() -> Redactor:
     return Redactor.from_env()
 
 
-# ----------------------------------------------------------------------------------------------
-# Helpers
-
-
 @lru_cache(maxsize=16)
 def _cached(patterns: tuple[str, ...], values: tuple[str, ...]) -> Redactor:
     # Writers are opened often (tests, reruns): build the matchers once per configuration.
     return Redactor(patterns=patterns, secrets=values)
-
-
-def _match_rule(
-    rule: Rule,
-    compiled: re.Pattern[str],
-    text: str,
-    at: int,
-    length: int,
-    quotes: _QuoteCache | None = None,
-) -> tuple[int, int] | None:
-    if rule.boundary == "name":
-        start = _name_start(text, at)
-        name = text[start : at + length]
-        if (at + length < len(text) and text[at + length] in _NAME_CHARS) or not _SECRET_NAME.fullmatch(name):
-            return None
-        match = compiled.match(text, at + length)
-    else:
-        if not _boundary_ok(text, at, _NAME_CHARS if rule.boundary == "token" else _WORD_CHARS):
-            return None
-        match = compiled.match(text, at)
-    if match is None:
-        return None
-    if "q" in compiled.groupindex and match.group("q") is not None:
-        return (quotes or _QuoteCache(text, in_json=False)).value(match)
-    return None if match.group("s") is None else match.span("s")
-
-
-class _QuoteCache:
-    """Finds where quoted values end, remembering each search (many names may share one value)."""
-
-    __slots__ = ("_found", "deferred", "in_json", "text")
-
-    def __init__(self, text: str, *, in_json: bool) -> None:
-        self.text = text
-        self.in_json = in_json
-        self.deferred = False
-        """A quoted value was left to the per-string path (JSON text only)."""
-        self._found: dict[str, tuple[int, int, int | None]] = {}
-
-    def value(self, match: re.Match[str]) -> tuple[int, int] | None:
-        """The span of the quoted value a rule matched the opening quote of (group ``q``)."""
-        quote, start = match.group("q"), match.start("v")
-        if self.in_json and not (match.group("a") == ":" and match.group("k") == quote):
-            # Not a JSON key's value ("name": "…" with the same quote spelling at both ends): the
-            # quote after ``password=`` may close the very string the name is in. The string is
-            # decoded and judged as text instead.
-            self.deferred = True
-            return None
-        end = self._closing(quote, start)
-        if end is None:  # no closing quote where one must be: the unquoted rule, safe characters only
-            found = _VALUE_RE.match(self.text, start)
-            return None if found is None else found.span()
-        return (start, end) if end > start else None
-
-    def _closing(self, quote: str, start: int) -> int | None:
-        known = self._found.get(quote)
-        if known is not None and known[0] <= start <= known[1]:
-            return known[2]
-        end, stop = _closing_quote(self.text, start, quote)
-        self._found[quote] = (start, stop, end)
-        return end
-
-
-def _closing_quote(text: str, start: int, quote: str) -> tuple[int | None, int]:
-    """Where the value opened by ``quote`` just before ``start`` ends, and up to where that holds.
-
-    A double quote escaped ``k`` times (``k = 2**d - 1``: the quote of JSON text held ``d`` strings
-    deep) is closed by the first double quote preceded by ``k + m * 2**d`` backslashes with ``m``
-    even (``m`` odd: a quote inside the value). A quote with fewer than ``k`` backslashes ends the
-    string the value was in: no closing quote. A single quote is closed by the next single quote
-    unless a double quote, a backslash or a line break comes first. Returns (the index of the
-    closing quote's first character or ``None``, the last start for which the same answer holds).
-    """
-    if quote == "'":
-        stop = _SINGLE_RUN.match(text, start).end()  # type: ignore[union-attr]
-        return (stop if stop < len(text) and text[stop] == "'" else None), stop
-    k = len(quote) - 1
-    if k & (k + 1):
-        return None, start  # not a quote of any JSON depth
-    width = k + 1
-    at = start
-    while True:
-        x = text.find('"', at)
-        if x == -1:
-            return None, len(text)
-        run = 0
-        while x - run > 0 and text[x - run - 1] == "\\":
-            run += 1
-        if run < k:
-            return None, x - run
-        pairs, rest = divmod(run - k, width)
-        if rest == 0 and pairs % 2 == 0:
-            return x - k, x - run
-        at = x + 1
-
-
-def _is_secret_name(key: str) -> bool:
-    """Whether a (decoded) key names a secret, as the name rule judges ``"key": …`` in JSON text."""
-    start = len(key)
-    while start > 0 and key[start - 1] in _NAME_CHARS:
-        start -= 1
-    return _SECRET_NAME.fullmatch(key, start) is not None
-
-
-def _looks_like_json(text: str) -> bool:
-    return _JSON_START.match(text) is not None
-
-
-def _spellings(value: str) -> set[str]:
-    """``value`` as a JSON string's content, escaped once per level down to MAX_DEPTH, each level
-    with or without \\u escapes for non-ASCII (as ``json.dumps``, orjson and pydantic write it)."""
-    out: set[str] = set()
-    level = {value}
-    for _ in range(MAX_DEPTH):
-        level = {_json_body(text, ascii=ascii) for text in level for ascii in (False, True)}
-        out |= level
-    return out
-
-
-def _after_escape(text: str, at: int) -> bool:
-    # Whether ``at`` directly follows a JSON escape (``\n``, ``\t``… or ``\u001b``): the letters of
-    # an escape are not part of the word that follows it.
-    if at >= 2 and text[at - 2] == "\\" and text[at - 1] in "nrtbf":
-        return True
-    return (
-        at >= 6 and text[at - 6] == "\\" and text[at - 5] == "u" and all(c in _HEX for c in text[at - 4 : at])
-    )
-
-
-def _boundary_ok(text: str, at: int, inside: frozenset[str]) -> bool:
-    return at == 0 or text[at - 1] not in inside or _after_escape(text, at)
-
-
-def _name_start(text: str, end: int) -> int:
-    start = end
-    limit = max(0, end - _MAX_NAME)
-    while start > limit and text[start - 1] in _NAME_CHARS and not _after_escape(text, start):
-        start -= 1
-    return start
-
-
-def _names(text: str) -> list[str]:
-    return [name for name in re.split(r"[\s,]+", text) if name]
-
-
-def _compile_user(pattern: str | re.Pattern[str]) -> re.Pattern[str]:
-    if isinstance(pattern, re.Pattern):
-        compiled = pattern
-    else:
-        try:
-            compiled = re.compile(pattern)
-        except re.error as error:
-            raise ConfigError(
-                f"redaction pattern {pattern!r} is not a valid regular expression: {error}"
-            ) from None
-    if not isinstance(compiled.pattern, str):
-        raise ConfigError(f"redaction pattern {compiled.pattern!r} must be a text (str) pattern")
-    if compiled.fullmatch("") is not None:
-        raise ConfigError(f"redaction pattern {compiled.pattern!r} matches the empty string")
-    return compiled
-
-
-def _json_body(value: str, *, ascii: bool) -> str:
-    return json.dumps(value, ensure_ascii=ascii)[1:-1]
-
-
-def _replace(
-    text: str,
-    spans: list[tuple[int, int]],
-    replacement: str,
-    special: Mapping[tuple[int, int], str] | None = None,
-) -> str:
-    spans.sort()
-    out: list[str] = []
-    position = 0
-    for start, end in spans:
-        if end <= position:
-            continue  # inside a span already replaced
-        out.append(text[position : max(start, position)])
-        out.append(special.get((start, end), replacement) if special else replacement)
-        position = end
-    out.append(text[position:])
-    return "".join(out)
-
-
-def _bare_replacements(
-    text: str, spans: list[tuple[int, int]], replacement: str
-) -> dict[tuple[int, int], str]:
-    """The spans that are a whole bare JSON value (a number, true, false, null), each with its quoted
-    replacement: ``"[redacted]"`` outside strings; inside a string (a JSON text held in a string),
-    quoted with the escaped quote that closed its key, so that text stays JSON too."""
-    special: dict[tuple[int, int], str] = {}
-    regions: tuple[list[int], list[int]] | None = None
-    for start, end in spans:
-        if (start and text[start - 1] in "\"'") or _BARE.fullmatch(text, start, end) is None:
-            continue  # a quoted value, or text that is no JSON value: replaced in place
-        if regions is None:
-            found = [m.span() for m in _JSON_STRING.finditer(text)]
-            regions = ([a for a, _ in found], [b for _, b in found])
-        at = bisect_right(regions[0], start) - 1
-        if at < 0 or regions[1][at] <= start:
-            special[(start, end)] = f'"{replacement}"'  # a bare token of the document itself
-            continue
-        quote = _key_quote(text, start)
-        if quote:
-            special[(start, end)] = f"{quote}{replacement}{quote}"
-    return special
-
-
-def _key_quote(text: str, at: int) -> str:
-    """The quote that closed the key before ``: value`` at ``at`` (inside a string: ``\\"`` escaped
-    once, ``\\\\\\"`` twice, or ``'``), or ``""`` when the value does not follow a quoted key."""
-    at = _skip_space_back(text, at)
-    if at == 0 or text[at - 1] != ":":
-        return ""
-    at = _skip_space_back(text, at - 1)
-    if at == 0 or text[at - 1] not in "\"'":
-        return ""
-    slashes = 0
-    while at - 1 - slashes > 0 and text[at - 2 - slashes] == "\\":
-        slashes += 1
-    if text[at - 1] == "'":
-        return "'" if slashes == 0 else ""
-    return text[at - 1 - slashes : at] if slashes % 2 == 1 else ""
-
-
-def _skip_space_back(text: str, at: int) -> int:
-    while at > 0:
-        if text[at - 1] in " \t\r\n":
-            at -= 1
-        elif at >= 2 and text[at - 2] == "\\" and text[at - 1] in "nrt":
-            at -= 2
-        else:
-            break
-    return at
-
-
-def _parses(text: str) -> bool | None:
-    """Whether ``text`` is JSON; ``None`` when too deep to tell."""
-    try:
-        orjson.loads(text)
-    except orjson.JSONDecodeError:
-        state = _json_state(text)  # orjson refuses some valid JSON (lone surrogate escapes, depth)
-        return None if state == "deep" else state == "ok"
-    return True
-
-
-def _json_state(text: str) -> Literal["ok", "deep", "invalid"]:
-    try:
-        json.loads(text)
-    except RecursionError:
-        return "deep"
-    except ValueError:
-        return "invalid"
-    return "ok"

@@ -19,7 +19,7 @@ Bump :data:`SCHEMA_VERSION` when a change would make an older reader misread a n
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -102,7 +102,7 @@ __all__ = [
     "Witness",
 ]
 
-FORMAT = "fpdebug.trace"
+FORMAT: Final = "fpdebug.trace"
 """The ``format`` every trace header carries."""
 
 SCHEMA_VERSION = 1

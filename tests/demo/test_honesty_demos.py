@@ -21,7 +21,7 @@ from fpdebug.demo import (
     traced_argument,
     unsupported_amount,
 )
-from fpdebug.engine.honesty_replay import recompute_findings, recorded_findings
+from fpdebug.engine.honesty.replay import recompute_findings, recorded_findings
 from fpdebug.engine.sink import TraceFileSink
 from fpdebug.trace.clock import FixedClock
 from fpdebug.trace.schema import AnswerAssessmentRow, ArgumentRow, BasisRow, FindingEvent, TraceEvent

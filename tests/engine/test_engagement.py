@@ -427,3 +427,132 @@ class TestLaws:
         )
         # The reducer's records are the trace's: they survive the writer's JSON unchanged.
         assert EngagementEvent.model_validate_json(event.model_dump_json(exclude_none=True)) == event
+
+
+class TestTenantChangeWithStrongerEvidence:
+    """docs/context-model.md §6.4 TENANT CHANGE: ``by = strongerOf(pos.atBy, s)`` when ``s`` is the stronger."""
+
+    @pytest.mark.parametrize(
+        ("extra", "strongest"),
+        [
+            ({"tools": ("get_zone_info",)}, "structural"),  # an owned tool called: structural
+            ({"accepted_skill_picks": ("billing",)}, "explicit"),  # a pick of the new tenant: explicit
+        ],
+    )
+    def test_the_evidence_wins_over_the_move_and_the_change_is_one_tenant_change(
+        self, extra: dict[str, object], strongest: str
+    ) -> None:
+        # The cursor moves by a keyword (lexical) onto another member while stronger evidence for
+        # the map arrives on the same pass: the tenant change takes the stronger as its `by`, the
+        # position keeps the move's own strength, and no separate upgrade is reported.
+        advs = run(
+            [p(1, by="entry", tools=(), served=(), witness="zone"), p(2, node="billing", by="entry", **extra)]
+        )
+        (change,) = advs[1].changes
+        assert (
+            change.kind,
+            change.tenant_changed,
+            change.upgraded,
+            change.by,
+            change.at,
+            change.founded_by,
+        ) == (
+            "engaged",
+            True,
+            None,
+            strongest,
+            "billing",
+            "lexical",
+        )
+        rec = advs[1].next[0]
+        assert (rec.by, rec.at, rec.at_by, rec.at_since, rec.since, rec.idle) == (
+            strongest,
+            "billing",
+            "lexical",
+            2,
+            1,
+            0,
+        )
+        assert (rec.founded_by, rec.founded_at, rec.founded_on, rec.witness) == (
+            "lexical",
+            1,
+            "zone-audit",
+            "zone",
+        )
+
+    def test_a_weaker_move_with_stronger_evidence_still_raises_a_tentative_standing_out_of_parking(
+        self,
+    ) -> None:
+        # The stronger `by` is what the idle law reads afterwards: structural never parks.
+        advs = run(
+            [
+                p(1, by="entry", tools=(), served=()),
+                p(2, node="billing", by="entry", tools=("get_zone_info",)),
+                *[p(i, node="billing") for i in range(3, 8)],
+            ]
+        )
+        assert advs[-1].next[0].idle == 5
+        assert all(a.next[0].standing == "engaged" for a in advs)
+
+
+class TestSeveralMapsAndAPendingPick:
+    """docs/context-model.md §6.4: each map of the plan advances on its own evidence, in plan order."""
+
+    ZONES = MountedMap("zone-map", ("zone-audit", "billing"), ("get_zone_info",))
+    REFUNDS = MountedMap("refund-map", ("refunds",), ("issue_refund",))
+    PLAN = EngagementPlan((ZONES, REFUNDS), renewal_grace=2)
+
+    def passes(self) -> list[EngagementPass]:
+        # Both maps founded by a keyword (lexical, tentative), then served with a foreign tool.
+        both = ("zone-audit", "refunds")
+        return [
+            p(1, node="zone-audit", by="entry", tools=(), served=()),
+            p(2, node="refunds", by="entry", tools=(), served=both),
+            p(3, node="refunds", served=both),
+        ]
+
+    def test_a_pending_pick_re_engages_only_the_parked_map_it_names(self) -> None:
+        base = [*self.passes(), p(4, node="refunds", served=("zone-audit", "refunds"))]
+        pick = p(5, node="refunds", served=("agentfootprint:map-status",), pending_skill_pick="billing")
+        advs = run([*base, pick], self.PLAN)
+        fourth, fifth = advs[3], advs[4]
+        assert [(r.map_id, r.standing) for r in fourth.next] == [
+            ("zone-map", "parked"),
+            ("refund-map", "parked"),
+        ]
+        assert fourth.parked_injection_ids == ("zone-audit", "billing", "refunds")
+        assert fourth.parked_tool_names == ("get_zone_info", "issue_refund")
+
+        (change,) = fifth.changes
+        assert (change.map_id, change.kind, change.reengaged, change.by) == (
+            "zone-map",
+            "engaged",
+            True,
+            "explicit",
+        )
+        zones, refunds = fifth.next
+        assert (zones.standing, zones.by, zones.since, zones.at) == ("engaged", "explicit", 5, "zone-audit")
+        assert refunds == fourth.next[1]  # no evidence for it: the park is untouched
+        assert (fifth.parked_injection_ids, fifth.parked_tool_names) == (("refunds",), ("issue_refund",))
+        assert [(e.map_id, e.strongest) for e in map_evidence(self.PLAN, pick)] == [
+            ("zone-map", "explicit"),
+            ("refund-map", None),
+        ]
+        card = park_card(self.PLAN, fifth.next) or ""
+        assert "refund-map" in card and "zone-map" not in card
+
+    def test_a_pending_pick_renews_its_own_map_while_the_other_counts_idle(self) -> None:
+        pick = p(4, node="refunds", served=("zone-audit", "refunds"), pending_skill_pick="refunds")
+        advs = run([*self.passes(), pick], self.PLAN)
+        (parked, upgraded) = advs[-1].changes
+        assert (parked.map_id, parked.kind, parked.idle_calls) == ("zone-map", "parked", 2)
+        assert (upgraded.map_id, upgraded.upgraded, upgraded.by, upgraded.founded_by) == (
+            "refund-map",
+            True,
+            "explicit",
+            "lexical",
+        )
+        zones, refunds = advs[-1].next
+        assert (zones.standing, zones.idle) == ("parked", 2)
+        assert (refunds.standing, refunds.by, refunds.idle, refunds.since) == ("engaged", "explicit", 0, 2)
+        assert advs[-1].parked_injection_ids == ("zone-audit", "billing")

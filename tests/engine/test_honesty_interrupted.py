@@ -1,5 +1,5 @@
 """The equality law on interrupted runs: a run stopped at ANY event wrote exactly the findings that
-:func:`~fpdebug.engine.honesty_replay.recompute_findings` recomputes from its saved trace.
+:func:`~fpdebug.engine.honesty.replay.recompute_findings` recomputes from its saved trace.
 
 The stop is the debugger's: a sink that raises :class:`~fpdebug.errors.RunInterrupted` from one
 ``emit`` (as :class:`~fpdebug.tui.drive.gate.StepGate` does after ``--break finding`` and quit), after
@@ -16,7 +16,7 @@ import pytest
 from fpdebug.demo import SCENARIOS, load_scenario
 from fpdebug.engine.agent import Agent, RunResult
 from fpdebug.engine.honesty import Finding
-from fpdebug.engine.honesty_replay import recompute_findings, recorded_findings
+from fpdebug.engine.honesty.replay import recompute_findings, recorded_findings
 from fpdebug.engine.sink import TraceFileSink
 from fpdebug.errors import RunInterrupted
 from fpdebug.trace.clock import FixedClock

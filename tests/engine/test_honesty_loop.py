@@ -19,8 +19,8 @@ import pytest
 from fpdebug.engine.agent import Agent, RunResult
 from fpdebug.engine.effects import envelope
 from fpdebug.engine.honesty import Finding
-from fpdebug.engine.honesty_hooks import HonestyLayers
-from fpdebug.engine.honesty_replay import recompute_findings, recorded_findings
+from fpdebug.engine.honesty.hooks import HonestyLayers
+from fpdebug.engine.honesty.replay import recompute_findings, recorded_findings
 from fpdebug.engine.injections import define_skill
 from fpdebug.engine.providers.base import Provider
 from fpdebug.engine.providers.scripted import ScriptedCall, ScriptedProvider, ScriptedReply

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from fpdebug.engine.agent import Agent
 from fpdebug.engine.honesty import InputsConfig, SourcesInReach, judge_inputs
-from fpdebug.engine.honesty_hooks import HonestyLayers, declared_sources_of, external_grounds_of
-from fpdebug.engine.honesty_replay import recompute_findings, recorded_findings, tool_surface
+from fpdebug.engine.honesty.hooks import HonestyLayers, declared_sources_of, external_grounds_of
+from fpdebug.engine.honesty.replay import recompute_findings, recorded_findings, tool_surface
 from fpdebug.engine.providers.scripted import ScriptedCall, ScriptedProvider, ScriptedReply
 from fpdebug.engine.sink import TraceFileSink
 from fpdebug.engine.tools import tool

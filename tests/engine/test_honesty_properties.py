@@ -16,7 +16,7 @@ from fpdebug.engine.honesty import (
     assess_answer,
     judge_inputs,
 )
-from fpdebug.engine.honesty_sources import parse_json, parse_json_path
+from fpdebug.engine.honesty.sources import parse_json, parse_json_path
 from fpdebug.trace.schema import ArgumentRow, Message, ToolCallRecord
 
 # The holder's strings use letters a–h; every other source uses q–z, so only the holder can hold them.

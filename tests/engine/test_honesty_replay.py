@@ -1,4 +1,4 @@
-"""Recomputing a run's findings from its saved events (fpdebug.engine.honesty_replay)."""
+"""Recomputing a run's findings from its saved events (fpdebug.engine.honesty.replay)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fpdebug.engine.honesty import Finding
-from fpdebug.engine.honesty_replay import has_tool_surface, recompute_findings, recorded_findings
+from fpdebug.engine.honesty.replay import has_tool_surface, recompute_findings, recorded_findings
 from fpdebug.errors import TraceFormatError
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,

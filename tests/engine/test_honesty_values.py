@@ -1,4 +1,4 @@
-"""Value extraction and normalisation for the honesty layers (fpdebug.engine.honesty_values)."""
+"""Value extraction and normalisation for the honesty layers (fpdebug.engine.honesty.values)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fpdebug.engine.honesty_values import extract_values, held_keys, text_contains
+from fpdebug.engine.honesty.values import extract_values, held_keys, text_contains
 
 
 def found(text: str) -> list[tuple[str, str]]:

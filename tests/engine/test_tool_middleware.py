@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fpdebug.engine.agent import Agent
-from fpdebug.engine.honesty_hooks import HonestyLayers
-from fpdebug.engine.honesty_replay import recompute_findings, recorded_findings
+from fpdebug.engine.honesty.hooks import HonestyLayers
+from fpdebug.engine.honesty.replay import recompute_findings, recorded_findings
 from fpdebug.engine.injections import define_skill
 from fpdebug.engine.providers.scripted import ScriptedCall, ScriptedProvider, ScriptedReply
 from fpdebug.engine.sink import TraceFileSink

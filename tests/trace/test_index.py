@@ -110,3 +110,36 @@ def test_extend_refuses_offsets_that_go_backwards() -> None:
         index.extend(array("q", [7]))
     with pytest.raises(IndexError):
         index.span(2)
+
+
+def test_offsets_of_an_empty_range_is_the_one_boundary_offset() -> None:
+    # offsets(a, b) lists the starts of lines a..b inclusive, so offsets(a, a) is one item: where
+    # line a starts (where line a - 1 ends). a == len(index) is allowed: it gives the indexed size.
+    index = LineIndex()
+    assert list(index.offsets(0, 0)) == [0]  # an empty index still has the boundary at 0
+    index.extend(array("q", [4, 9, 15]))
+    assert [list(index.offsets(a, a)) for a in range(4)] == [[0], [4], [9], [15]]
+    assert list(index.offsets(1, 3)) == [4, 9, 15]
+    for first, last in [(4, 4), (2, 1), (-1, -1), (0, 4)]:
+        with pytest.raises(IndexError):
+            index.offsets(first, last)
+
+
+def test_a_duplicate_extend_does_not_count_its_lines_twice(open_fd: tuple[Path, int]) -> None:
+    path, fd = open_fd
+    data = b"one\ntwo\nthree\n"
+    path.write_bytes(data)
+    ends = scan_line_ends(fd, 0, len(data))
+    index = LineIndex()
+    index.extend(ends)
+    assert len(index) == 3
+    with pytest.raises(ValueError, match="not past the indexed size"):
+        index.extend(ends)  # the same range again is refused as a whole: nothing is appended
+    with pytest.raises(ValueError):
+        index.extend(array("q", [14, 20]))  # overlapping the indexed end by its first item
+    index.extend(array("q"))  # an empty scan adds nothing
+    assert (len(index), index.indexed_size, list(index.offsets(0, 3))) == (3, 14, [0, 4, 8, 14])
+    # A scan over the same bytes after an extend resumes at the indexed end: no line twice.
+    assert index.update(fd, len(data)) == 0
+    assert index.update(fd, len(data)) == 0
+    assert (len(index), [index.span(i) for i in range(3)]) == (3, [(0, 4), (4, 8), (8, 14)])

@@ -6,7 +6,7 @@ the loop calls at the three mount points, handing them only what the trace recor
 - **results** — a loop head visit is the first event of a ``(turn, iteration)`` pair (every event of
   an iteration follows its loop head). The stamp is the iteration of the latest batch of
   ``tool_result`` events in this turn, and starts empty at each ``turn_start``;
-  :func:`~fpdebug.engine.honesty.results_at_loop_head` decides whether to file rows.
+  :func:`~fpdebug.engine.honesty.results.results_at_loop_head` decides whether to file rows.
 - **inputs** — after each ``llm_call`` whose reply asked for tools: the calls as the model wrote them,
   the tool results and user messages recorded before it, the tools offered on that call, and — with
   a tool middleware armed — the rewrites between the requested arguments and the ``args`` each
@@ -30,27 +30,23 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from fpdebug.engine.honesty import (
+from fpdebug.engine.honesty.answer import answer_fold_reads, assess_answer
+from fpdebug.engine.honesty.inputs import (
     BASIS_KEY,
     ArgumentRewrite,
-    Finding,
     Grounds,
-    HonestyRow,
     InputsConfig,
-    Layer,
     PriorResult,
-    RanCall,
     SourcesInReach,
-    answer_fold_reads,
-    assess_answer,
-    file_finding,
     judge_inputs,
-    results_at_loop_head,
     rewrites_of,
 )
+from fpdebug.engine.honesty.ledger import Finding, HonestyRow, Layer, file_finding
+from fpdebug.engine.honesty.results import RanCall, results_at_loop_head
 from fpdebug.errors import TraceFormatError
 from fpdebug.trace.schema import (
     FindingEvent,
+    HonestyArms,
     InjectionDecl,
     LlmCallEvent,
     LlmResponse,
@@ -180,113 +176,145 @@ def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
     arms = run_start.honesty
     if arms is None or not (arms.inputs or arms.results or arms.answer):
         return []
-    config = InputsConfig.from_arms(arms)
-    reads = answer_fold_reads(
-        tools=has_tool_surface(run_start),
-        evidence_gate=bool(arms.evidence_gate),
-        answer_validation=bool(arms.answer_validation),
-        inputs=arms.inputs,
-        tool_middleware=arms.tool_middleware,
-    )
-    ran = {(e.turn, e.iteration, e.tool_call_id): e for e in events if isinstance(e, ToolResultEvent)}
+    replay = _Replay(run_start, arms, events)
+    for event in events:
+        replay.feed(event)
+    return replay.findings
 
-    findings: list[Finding] = []
-    due: deque[Finding] = deque()  # filed by a visit, written only if the run got further
-    prior: list[PriorResult] = []
-    users: list[str] = []
-    history: list[Message] = []
-    coverage: dict[str, str] = {}
-    batches: dict[tuple[int | None, int | None], list[RanCall]] = {}
-    visited: set[tuple[int, int]] = set()
-    stamp: int | None = None
-    turn_rewrites: list[ArgumentRewrite] = []
+
+class _Replay:
+    """The fold of :func:`recompute_findings`: what the loop held at each event, and what it filed."""
+
+    def __init__(self, run_start: RunStartEvent, arms: HonestyArms, events: Sequence[TraceEvent]) -> None:
+        self.arms = arms
+        self.config = InputsConfig.from_arms(arms)
+        self.reads = answer_fold_reads(
+            tools=has_tool_surface(run_start),
+            evidence_gate=bool(arms.evidence_gate),
+            answer_validation=bool(arms.answer_validation),
+            inputs=arms.inputs,
+            tool_middleware=arms.tool_middleware,
+        )
+        self.ran = {
+            (e.turn, e.iteration, e.tool_call_id): e for e in events if isinstance(e, ToolResultEvent)
+        }
+        self.findings: list[Finding] = []
+        self.due: deque[Finding] = deque()  # filed by a visit, written only if the run got further
+        self.prior: list[PriorResult] = []
+        self.users: list[str] = []
+        self.history: list[Message] = []
+        self.coverage: dict[str, str] = {}
+        self.batches: dict[tuple[int | None, int | None], list[RanCall]] = {}
+        self.visited: set[tuple[int, int]] = set()
+        self.stamp: int | None = None
+        self.turn_rewrites: list[ArgumentRewrite] = []
 
     def file(
-        layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None, *, now: bool
+        self, layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None, *, now: bool
     ) -> None:
+        """File a visit's rows: at once, or as due (written only if the trace goes on)."""
         finding = file_finding(layer, rows, turn=turn, iteration=iteration)
         if finding is not None:
-            (findings.append if now else due.append)(finding)
+            (self.findings.append if now else self.due.append)(finding)
 
-    for event in events:
+    def feed(self, event: TraceEvent) -> None:
+        """Advance the fold over one event, in trace order."""
         if isinstance(event, RunEndEvent):
-            continue  # written even when the run finished nothing: proves no due finding
-        if due:
-            findings.append(due.popleft())  # this event was written after it: so was the finding
+            return  # written even when the run finished nothing: proves no due finding
+        if self.due:
+            self.findings.append(self.due.popleft())  # this event was written after it: so was the finding
         if isinstance(event, TurnStartEvent):
             # A stamp never crosses a turn: a turn's first loop head has no batch to judge.
-            stamp, turn_rewrites = None, []
-        if event.turn is not None and event.iteration is not None and not isinstance(event, RunStartEvent):
-            head = (event.turn, event.iteration)
-            if head not in visited:
-                visited.add(head)
-                if arms.results:
-                    batch = batches.get((event.turn, stamp), [])
-                    file("results", results_at_loop_head(event.iteration, stamp, batch), *head, now=True)
+            self.stamp, self.turn_rewrites = None, []
+        self._loop_head(event)
         if isinstance(event, TurnStartEvent):
-            users.append(event.user_message)
-            history.append(Message(role="user", content=event.user_message))
+            self.users.append(event.user_message)
+            self.history.append(Message(role="user", content=event.user_message))
         elif isinstance(event, LlmCallEvent) and event.response is not None:
-            reply = event.response
-            calls = reply.tool_calls
-            history.append(Message(role="assistant", content=reply.content, tool_calls=calls or None))
-            if calls and arms.inputs:
-                rewrites: list[ArgumentRewrite] = []
-                if arms.tool_middleware:
-                    for call in calls:
-                        result = ran.get((event.turn, event.iteration, call.id))
-                        if result is not None:
-                            rewrites.extend(rewrites_of(call.id, _requested(call, config), result.args))
-                verdict = judge_inputs(
-                    calls,
-                    SourcesInReach(tuple(prior), tuple(users)),
-                    config=config,
-                    tools_in_reach=[t.name for t in event.request.tools],
-                    rewrites=rewrites,
-                )
-                turn_rewrites.extend(rewrites)
-                file("inputs", verdict.rows, event.turn, event.iteration, now=False)
-            if event.route == "final" and arms.answer:
-                committed = {
-                    "history": tuple(history),
-                    "turnNumber": event.turn,
-                    "pausedToolCallId": None,
-                    # The ledger as the run held it: every finding before this one, inputs included.
-                    "findingsLedger": (*findings, *due),
-                    "stoppedEarly": _stopped_early(event, reply),
-                    "coverageDeclared": dict(coverage),
-                    "middlewareDecisions": tuple(turn_rewrites),
-                }
-                row = assess_answer(
-                    reply.content,
-                    committed,
-                    reads=reads,
-                    grounds=Grounds.from_arms(arms),
-                    standing_line=arms.standing_line,
-                    display_names=arms.display_names,
-                )
-                if row is not None:
-                    file("answer", [row], event.turn, event.iteration, now=False)
+            self._llm_call(event, event.response)
         elif isinstance(event, ToolResultEvent):
-            prior.append(PriorResult(event.tool_call_id, event.tool_name, event.result, event.iteration))
-            history.append(
-                Message(
-                    role="tool",
-                    content=event.result,
-                    tool_call_id=event.tool_call_id,
-                    tool_name=event.tool_name,
-                )
+            self._tool_result(event)
+
+    def _loop_head(self, event: TraceEvent) -> None:
+        """Results layer: the first event of a ``(turn, iteration)`` pair is its loop head visit."""
+        if event.turn is None or event.iteration is None or isinstance(event, RunStartEvent):
+            return
+        head = (event.turn, event.iteration)
+        if head in self.visited:
+            return
+        self.visited.add(head)
+        if self.arms.results:
+            batch = self.batches.get((event.turn, self.stamp), [])
+            self.file("results", results_at_loop_head(event.iteration, self.stamp, batch), *head, now=True)
+
+    def _llm_call(self, event: LlmCallEvent, reply: LlmResponse) -> None:
+        calls = reply.tool_calls
+        self.history.append(Message(role="assistant", content=reply.content, tool_calls=calls or None))
+        if calls and self.arms.inputs:
+            self._inputs(event, calls)
+        if event.route == "final" and self.arms.answer:
+            self._answer(event, reply)
+
+    def _inputs(self, event: LlmCallEvent, calls: Sequence[ToolCallRecord]) -> None:
+        """Inputs layer: the reply's calls, with the rewrites each ``tool_result`` ran with."""
+        rewrites: list[ArgumentRewrite] = []
+        if self.arms.tool_middleware:
+            for call in calls:
+                result = self.ran.get((event.turn, event.iteration, call.id))
+                if result is not None:
+                    rewrites.extend(rewrites_of(call.id, _requested(call, self.config), result.args))
+        verdict = judge_inputs(
+            calls,
+            SourcesInReach(tuple(self.prior), tuple(self.users)),
+            config=self.config,
+            tools_in_reach=[t.name for t in event.request.tools],
+            rewrites=rewrites,
+        )
+        self.turn_rewrites.extend(rewrites)
+        self.file("inputs", verdict.rows, event.turn, event.iteration, now=False)
+
+    def _answer(self, event: LlmCallEvent, reply: LlmResponse) -> None:
+        """Answer layer: the committed state rebuilt from the events before the final reply."""
+        committed = {
+            "history": tuple(self.history),
+            "turnNumber": event.turn,
+            "pausedToolCallId": None,
+            # The ledger as the run held it: every finding before this one, inputs included.
+            "findingsLedger": (*self.findings, *self.due),
+            "stoppedEarly": _stopped_early(event, reply),
+            "coverageDeclared": dict(self.coverage),
+            "middlewareDecisions": tuple(self.turn_rewrites),
+        }
+        row = assess_answer(
+            reply.content,
+            committed,
+            reads=self.reads,
+            grounds=Grounds.from_arms(self.arms),
+            standing_line=self.arms.standing_line,
+            display_names=self.arms.display_names,
+        )
+        if row is not None:
+            self.file("answer", [row], event.turn, event.iteration, now=False)
+
+    def _tool_result(self, event: ToolResultEvent) -> None:
+        self.prior.append(PriorResult(event.tool_call_id, event.tool_name, event.result, event.iteration))
+        self.history.append(
+            Message(
+                role="tool",
+                content=event.result,
+                tool_call_id=event.tool_call_id,
+                tool_name=event.tool_name,
             )
-            batches.setdefault((event.turn, event.iteration), []).append(
-                RanCall(
-                    event.tool_call_id,
-                    event.tool_name,
-                    event.result,
-                    status=event.status,
-                    coverage=event.coverage,
-                )
+        )
+        self.batches.setdefault((event.turn, event.iteration), []).append(
+            RanCall(
+                event.tool_call_id,
+                event.tool_name,
+                event.result,
+                status=event.status,
+                coverage=event.coverage,
             )
-            stamp = event.iteration
-            if event.coverage is not None:
-                coverage[event.tool_call_id] = event.coverage
-    return findings
+        )
+        self.stamp = event.iteration
+        if event.coverage is not None:
+            self.coverage[event.tool_call_id] = event.coverage

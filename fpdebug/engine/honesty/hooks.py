@@ -8,7 +8,7 @@ run (the findings ledger, the tool results read so far, the declared coverage) l
 
 Every decision is made by the pure core (:mod:`fpdebug.engine.honesty`) from the arms this module
 records in ``run_start.honesty`` and from facts the trace records, so
-:func:`~fpdebug.engine.honesty_replay.recompute_findings` over the saved trace files the same rows
+:func:`~fpdebug.engine.honesty.replay.recompute_findings` over the saved trace files the same rows
 (the equality law, docs/honesty.md §12.4). The filing points:
 
 =========  ===========================================================================================
@@ -23,7 +23,7 @@ Each visit writes at most ONE ``finding`` event; a visit with no rows writes not
 record ``tool_middleware=True``. The chain runs after the inputs layer has judged the reply and
 before its rows are written; :meth:`HonestyLayers.after_llm_record` compares each call Route
 dispatches (``_from`` stripped) with the call as it will run (``loop.calls_to_run``) through
-:func:`~fpdebug.engine.honesty.rewrites_of`, exactly as the replay compares the ``llm_call`` with
+:func:`~fpdebug.engine.honesty.inputs.rewrites_of`, exactly as the replay compares the ``llm_call`` with
 the ``tool_result.args`` it recorded, and re-judges the reply with those rewrites. The turn's
 rewrites are the answer layer's ``middlewareDecisions``.
 """
@@ -37,27 +37,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fpdebug.engine.honesty import (
-    AnswerFoldKey,
+from fpdebug.engine.honesty.answer import AnswerFoldKey, StandingLineWhen, answer_fold_reads, assess_answer
+from fpdebug.engine.honesty.inputs import (
     ArgumentRewrite,
-    Finding,
     Grounds,
-    HonestyRow,
     InputsConfig,
-    Layer,
     PriorResult,
-    RanCall,
     SourcesInReach,
-    StandingLineWhen,
-    answer_fold_reads,
-    assess_answer,
-    batch_to_judge,
-    file_finding,
     judge_inputs,
-    results_at_loop_head,
     rewrites_of,
 )
-from fpdebug.engine.honesty_replay import tool_surface
+from fpdebug.engine.honesty.ledger import Finding, HonestyRow, Layer, file_finding
+from fpdebug.engine.honesty.replay import tool_surface
+from fpdebug.engine.honesty.results import RanCall, batch_to_judge, results_at_loop_head
 from fpdebug.engine.types import Tool
 from fpdebug.errors import DefinitionError
 from fpdebug.trace.schema import (
@@ -313,37 +305,27 @@ class HonestyLayers:
         Raises:
             DefinitionError: A bad option.
         """
-        changes: dict[str, object] = {
-            "inputs": self.inputs or bool(inputs),
-            "results": self.results or bool(results),
-            "answer": self.answer or bool(answer),
-        }
-        if external_grounds is not None:
-            changes["external_grounds"] = external_grounds_of(external_grounds)
-        if declared_sources is not None:
-            changes["declared_sources"] = declared_sources_of(declared_sources)
+        grounds = None if external_grounds is None else external_grounds_of(external_grounds)
+        declared = None if declared_sources is None else declared_sources_of(declared_sources)
         if argument_sources is not None and not isinstance(argument_sources, bool):
             raise DefinitionError(f"argument_sources must be a bool, got {argument_sources!r}")
-        gives_sources = bool(changes.get("external_grounds") or changes.get("declared_sources"))
+        gives_sources = bool(grounds or declared)
         if gives_sources and argument_sources is False:
             raise DefinitionError(
                 "external_grounds and declared_sources are searched only with argument_sources=True"
             )
+        armed_sources = self.argument_sources
         if argument_sources is not None or gives_sources:
-            changes["argument_sources"] = bool(argument_sources) or gives_sources
-        if standing_line is not None:
-            changes["standing_line"] = _standing_line(standing_line)
-        fields = {
-            "inputs": self.inputs,
-            "results": self.results,
-            "answer": self.answer,
-            "argument_sources": self.argument_sources,
-            "external_grounds": self.external_grounds,
-            "declared_sources": self.declared_sources,
-            "standing_line": self.standing_line,
-        }
-        fields.update(changes)
-        return HonestyLayers(**fields)  # type: ignore[arg-type]
+            armed_sources = bool(argument_sources) or gives_sources
+        return HonestyLayers(
+            inputs=self.inputs or bool(inputs),
+            results=self.results or bool(results),
+            answer=self.answer or bool(answer),
+            argument_sources=armed_sources,
+            external_grounds=self.external_grounds if grounds is None else grounds,
+            declared_sources=self.declared_sources if declared is None else declared,
+            standing_line=self.standing_line if standing_line is None else _standing_line(standing_line),
+        )
 
     def arms(self, tools: Iterable[Tool], *, tool_middleware: bool = False) -> HonestyArms | None:
         """What ``run_start.honesty`` records for an agent whose tools are ``tools``.

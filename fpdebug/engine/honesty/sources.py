@@ -32,7 +32,7 @@ from decimal import Decimal
 from functools import cached_property, lru_cache
 from typing import Literal, TypeAlias
 
-from fpdebug.engine.honesty_values import (
+from fpdebug.engine.honesty.values import (
     FoundValue,
     extract_values,
     held_keys,
@@ -168,9 +168,10 @@ def parse_json(text: str) -> object | None:
     if not stripped or stripped[0] not in "{[":
         return None
     try:
-        return json.loads(stripped, parse_float=Decimal, parse_constant=_reject_constant)
+        parsed: object = json.loads(stripped, parse_float=Decimal, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
         return None
+    return parsed
 
 
 def _plain(value: object) -> object:
@@ -213,13 +214,17 @@ def scalar_leaves(data: object, path: str = "$", *, keys: bool = False) -> Itera
 
 def _resolve(data: object, parts: Sequence[JsonPathPart]) -> tuple[bool, object]:
     for part in parts:
-        if (isinstance(part, int) and isinstance(data, list) and part < len(data)) or (
-            isinstance(part, str) and isinstance(data, dict) and part in data
-        ):
-            data = data[part]
-        else:
+        found, data = _child(data, part)
+        if not found:
             return False, None
     return True, data
+
+
+def _child(data: object, part: JsonPathPart) -> tuple[bool, object]:
+    """``data[part]`` when ``data`` has it: a list by index, an object by key."""
+    if isinstance(part, int):
+        return (True, data[part]) if isinstance(data, list) and part < len(data) else (False, None)
+    return (True, data[part]) if isinstance(data, dict) and part in data else (False, None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -358,7 +363,7 @@ class Source:
 
     @cached_property
     def holds(self) -> frozenset[str]:
-        """Every value key the source vouches for (see :mod:`fpdebug.engine.honesty_values`)."""
+        """Every value key the source vouches for (see :mod:`fpdebug.engine.honesty.values`)."""
         keys: set[str] = set()
         for leaf in self.leaves:
             number = _decimal(leaf.value)

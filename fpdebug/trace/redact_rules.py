@@ -1,0 +1,186 @@
+r"""The built-in redaction rules: what a secret looks like, and the fast matchers that find one.
+
+Internal to :mod:`fpdebug.trace.redact`, which documents what is matched and re-exports
+:class:`Rule` and :data:`BUILTIN_RULES`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic_core import SchemaValidator, core_schema
+
+__all__ = ["BUILTIN_RULES", "MAX_DEPTH", "Boundary", "Rule"]
+
+# ----------------------------------------------------------------------------------------------
+# The built-in rules
+#
+# The text they run over is usually a serialised JSON line, where a newline inside a string is the
+# two characters ``\n`` and a quote inside a string is ``\"``. Separators accept both forms, so a
+# header inside a JSON string inside a JSON line (``{\"authorization\": \"Bearer …\"}``) is found as
+# well as one in plain text. No secret group may contain a quote or a backslash, and none may start
+# right after a backslash: that is what makes in-place replacement safe for JSON.
+
+_SPACE = r"(?:[ \t\r\n]|\\[nrt])"
+_QUOTE = r"(?:\\*[\"'])?"  # a quote, possibly escaped at any depth; never a lone backslash
+_ASSIGN = rf"(?P<k>{_QUOTE}){_SPACE}*(?P<a>[:=]){_SPACE}*"
+# The quote that opens a quoted value (``"``, ``\"`` at any depth, or ``'``): the value then runs to
+# its closing quote (:func:`_closing_quote`); ``v`` marks where its content starts.
+_OPEN = r"(?P<q>\\*[\"'])"
+_VALUE = r"[^\s\"'\\,;&<>(){}\[\]]{4,}"
+_SUFFIXES = ("\\", '"', "'", " ", "\t", "\r", "\n", ":", "=")  # what may follow a name before its value
+
+
+def _casings(*words: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for w in words for v in (w, w.title(), w.upper())))
+
+
+Boundary = Literal["token", "word", "name"]
+"""How a rule checks what precedes its anchor: not ``[A-Za-z0-9_-]`` (``token``), not ``[A-Za-z0-9]``
+(``word``), or the anchor ends a name whose start is found by scanning back (``name``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One built-in kind of secret: where to look (anchors) and what to replace (the ``s`` group)."""
+
+    name: str
+    """What it finds (for documentation and tests)."""
+    anchors: tuple[str, ...]
+    """Exact substrings the secret or its context starts with (or, for ``name``, ends its name with)."""
+    pattern: str
+    """Matched at the anchor (or at the name's start); group ``s`` is the secret."""
+    boundary: Boundary
+    """How the text before the anchor is checked."""
+    triggers: tuple[str, ...] = ()
+    """Literals of the fast pre-check; the anchors themselves when empty."""
+    ignore_case: bool = False
+    """Anchors are found in any letter case (``pAssword``); the pre-check's literals stay exact."""
+
+    def trigger_anchors(self) -> tuple[str, ...]:
+        """The anchors searched exactly: each in lower, Title and UPPER case when ``ignore_case``."""
+        return _casings(*self.anchors) if self.ignore_case else self.anchors
+
+    def trigger_literals(self) -> tuple[str, ...]:
+        """The literals that must occur in a text for this rule to match anything in it."""
+        return self.triggers or self.anchors
+
+
+_NAME_WORDS = ("key", "token", "secret", "password", "passwd")
+_NAMES = _casings(*_NAME_WORDS)
+
+BUILTIN_RULES: tuple[Rule, ...] = (
+    Rule(
+        "provider key (sk-…)",
+        ("sk-",),
+        r"(?P<s>sk-(?:(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{16,}|(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{20,}))",
+        "token",
+    ),
+    Rule("AWS access key id", ("AKIA", "ASIA"), r"(?P<s>(?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])", "word"),
+    Rule(
+        "GitHub token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        r"(?P<s>gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",
+        "word",
+    ),
+    Rule("Google API key", ("AIza",), r"(?P<s>AIza[0-9A-Za-z_-]{35})", "word"),
+    Rule("Slack token", tuple(f"xox{c}-" for c in "abposr"), r"(?P<s>xox[abposr]-[A-Za-z0-9-]{10,})", "word"),
+    Rule(
+        "Authorization header value",
+        _casings("authorization"),
+        # The scheme is possessive: "Bearer [redacted]" must not make "Bearer" the value.
+        rf"(?i:authorization){_ASSIGN}(?:{_OPEN}{_SPACE}*)?"
+        rf"(?:(?i:bearer|basic|token|bot|apikey|key){_SPACE}+)?+(?P<v>)(?P<s>{_VALUE})?",
+        "word",
+        tuple(a + s for a in _casings("authorization") for s in _SUFFIXES),
+    ),
+    Rule(
+        "Bearer token",
+        _casings("bearer"),
+        rf"(?i:bearer){_SPACE}+(?P<s>(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{{8,}})",
+        "word",
+        tuple(a + s for a in _casings("bearer") for s in ("\\", " ", "\t", "\r", "\n")),
+    ),
+    Rule(
+        'value of a secret-named field (api_key=…, "password": …)',
+        _NAME_WORDS,
+        rf"{_ASSIGN}(?:{_OPEN}(?P<v>)|(?P<s>{_VALUE}))",
+        "name",
+        tuple(a + s for a in _NAMES for s in _SUFFIXES),
+        ignore_case=True,
+    ),
+)
+"""The built-in rules, in the order they are tried."""
+
+# A name qualifies when it ends like a secret's name: api keys and tokens, secret/access/private
+# keys, access/auth/refresh/session/id tokens, anything ending in secret or password, or plain
+# ``token``. A bare ``key`` (a lookup key) or ``tokens`` (a count) does not.
+_SECRET_NAME = re.compile(
+    r"(?i).*(?:api[-_]?(?:key|token|secret)|secret[-_]?(?:access[-_]?)?key|access[-_]?key(?:[-_]?secret)?"
+    r"|private[-_]?key|(?:access|auth|refresh|session|bearer|oauth|id)[-_]?token|secret|password|passwd)"
+    r"|token"
+)
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_MAX_NAME = 64
+
+
+def _rust_escape(text: str) -> str:
+    # Every character that is not a letter, digit or underscore as \x{…}: valid in Rust's regex
+    # syntax whatever it is, and never special.
+    return "".join(c if (c.isalnum() and c.isascii()) or c == "_" else f"\\x{{{ord(c):x}}}" for c in text)
+
+
+def _literal_matcher(literals: Iterable[str], *patterns: str) -> Callable[[str | bytes], bool]:
+    """A fast "does the text contain any of these literals (or match a pattern)" test (Rust, via
+    pydantic-core)."""
+    unique = sorted(set(literals), key=len, reverse=True)
+    if not unique and not patterns:
+        return lambda text: False
+    pattern = "|".join([*(_rust_escape(literal) for literal in unique), *patterns])
+    validator = SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
+    return validator.isinstance_python
+
+
+def _rust_matcher(pattern: str) -> Callable[[str | bytes], bool]:
+    return SchemaValidator(
+        core_schema.str_schema(pattern=pattern, regex_engine="rust-regex")
+    ).isinstance_python
+
+
+_UTF8 = SchemaValidator(core_schema.str_schema(regex_engine="rust-regex")).isinstance_python
+_COMPILED = tuple(re.compile(rule.pattern) for rule in BUILTIN_RULES)
+_RULE_MATCHERS = tuple(_literal_matcher(rule.trigger_literals()) for rule in BUILTIN_RULES)
+_ANCHORS = tuple(
+    # A lookahead, so that overlapping anchors are all found (as the exact search finds them).
+    re.compile(f"(?=({'|'.join(map(re.escape, rule.anchors))}))", re.IGNORECASE | re.ASCII)
+    if rule.ignore_case
+    else None
+    for rule in BUILTIN_RULES
+)
+# A secret's name in any letter case as a JSON key (``"pAssword":``, ``\"Api_KEY\": ``): the exact
+# literals of the pre-check cover lower, Title and UPPER case only (a case-insensitive literal set
+# is many times slower); this pattern, in the same matcher, is searched from its ``":`` inward.
+_ANY_CASE_KEY_PATTERN = r'(?i:key|token|secret|passw(?:or)?d)\\*"[ \t\r\n]*:'
+_ANY_CASE_KEY = _rust_matcher(_ANY_CASE_KEY_PATTERN)
+# An ASCII letter, ``_`` or ``-`` spelled as a \u escape (``"\u0070assword"``): such a string is
+# decoded and re-spelled plainly before the rules look at it, so a name cannot hide behind escapes.
+_ESCAPED_NAME_CHARS = ("\\u004", "\\u005", "\\u006", "\\u007", "\\u002d", "\\u002D")
+_ESCAPED_NAME_CHAR = re.compile(r"\\u00(?:[4-7][0-9a-fA-F]|2[dD])")
+_VALUE_RE = re.compile(_VALUE)
+# A quoted value under a secret's name is redacted up to its closing quote; a single-quoted one
+# (a Python repr, a shell line) only when no double quote, backslash or line break comes first.
+_SINGLE_RUN = re.compile(r"[^'\"\\\n]*")
+_JSON_START = re.compile(r"[ \t\r\n]*[\[{]")
+
+MAX_DEPTH = 6
+"""How deep JSON text held in strings (JSON in a string in a string…) is decoded and redacted."""
+
+# A JSON string token: a quote, then characters other than quote and backslash, or escapes.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A bare JSON value a secret-named key may hold: it is redacted as a whole token.
+_BARE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
