@@ -10,9 +10,12 @@ What is matched by default (:data:`BUILTIN_RULES`):
 - keys by their shape: Anthropic ``sk-ant-…``, OpenAI ``sk-proj-…`` / ``sk-svcacct-…`` /
   ``sk-admin-…`` and other ``sk-…`` keys of 20 or more characters with a digit, AWS access key ids
   (``AKIA…``, ``ASIA…``), GitHub tokens (``ghp_…``, ``github_pat_…``), Google API keys
-  (``AIza…``), Slack tokens (``xoxb-…``);
+  (``AIza…``), Slack tokens (``xoxb-…``), Stripe secret, restricted and webhook keys
+  (``sk_live_…``, ``rk_test_…``, ``whsec_…``), JSON Web Tokens (``eyJ….eyJ….…``), the body of a PEM
+  private key block (``-----BEGIN … PRIVATE KEY-----``);
 - values by their context: the token after ``Bearer``; the value of an ``Authorization`` header
-  (after its scheme); the value after a name such as ``api_key``, ``apiKey``, ``x-api-key``,
+  (after its scheme); the whole value of a ``Cookie`` or ``Set-Cookie`` header; the password of a URL
+  (``postgres://user:[redacted]@host``); the value after a name such as ``api_key``, ``apiKey``, ``x-api-key``,
   ``OPENAI_API_KEY``, ``secret_access_key``, ``access_token``, ``client_secret``, ``password`` or
   ``token`` followed by ``:`` or ``=`` (as text, as a JSON key, as a header). As a JSON key (in the
   document or in JSON text held in its strings, any depth) the name is recognised in any letter case
@@ -45,7 +48,9 @@ re-encoded), so a redacted line always parses, stays one line, and no record is 
 **Cost.** A line with nothing that looks like a secret costs one pass of a Rust literal matcher
 (pydantic-core's regex engine): about 0.3 µs per KB. Only lines that contain a trigger (``sk-``,
 ``Bearer``, ``key:``, a name in any case before ``":``, a ``\u`` escape of a letter…) are examined
-in detail. User patterns run with Python's ``re`` on every line.
+in detail. A ``\u`` escape of any printable ASCII character sends a line through a re-spelling pass
+first, so a key cannot hide behind escaped letters or digits. User patterns run with Python's ``re``
+on every line.
 
 **Not a guarantee.** Redaction is pattern-based: a secret with no recognisable shape, no telling
 context and no configured value (a password in free prose, a key split across two strings) is
@@ -75,6 +80,8 @@ from fpdebug.trace.redact_rules import (
     _UTF8,
     BUILTIN_RULES,
     MAX_DEPTH,
+    PEM_PRIVATE_KEY,
+    PEM_TRIGGER,
     Rule,
     _literal_matcher,
 )
@@ -177,7 +184,11 @@ class Redactor:
             re.compile("|".join(re.escape(v) for v in spellings)) if spellings else None
         )
         self._has_form = _literal_matcher(forms)
-        triggers = [lit for rule in BUILTIN_RULES for lit in rule.trigger_literals()] if builtin else []
+        triggers = (
+            [*(lit for rule in BUILTIN_RULES for lit in rule.trigger_literals()), PEM_TRIGGER]
+            if builtin
+            else []
+        )
         escapes = _ESCAPED_NAME_CHARS if builtin else ()
         any_case = (_ANY_CASE_KEY_PATTERN,) if builtin else ()
         self._might_match = _literal_matcher([*triggers, *escapes, *spellings], *any_case)
@@ -274,7 +285,8 @@ class Redactor:
         spans, per_string = self._builtin_spans(text, in_json=True)
         if spans:
             text = _replace(text, spans, self.replacement, _bare_replacements(text, spans, self.replacement))
-        if self._literals is None and not self._patterns and not per_string:
+        pem = self._builtin and PEM_TRIGGER in text
+        if self._literals is None and not self._patterns and not per_string and not pem:
             return text
         others = self._other_spans(text)
         if not per_string and not self._has_form(text):
@@ -457,6 +469,8 @@ class Redactor:
 
     def _other_spans(self, text: str) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
+        if self._builtin and PEM_TRIGGER in text:
+            spans.extend(match.span("secret") for match in PEM_PRIVATE_KEY.finditer(text))
         if self._literals is not None:
             spans.extend(match.span() for match in self._literals.finditer(text))
         for pattern in self._patterns:

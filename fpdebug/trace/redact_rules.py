@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic_core import SchemaValidator, core_schema
 
-__all__ = ["BUILTIN_RULES", "MAX_DEPTH", "Boundary", "Rule"]
+__all__ = ["BUILTIN_RULES", "MAX_DEPTH", "PEM_PRIVATE_KEY", "PEM_TRIGGER", "Boundary", "Rule"]
 
 # ----------------------------------------------------------------------------------------------
 # The built-in rules
@@ -38,9 +38,10 @@ def _casings(*words: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for w in words for v in (w, w.title(), w.upper())))
 
 
-Boundary = Literal["token", "word", "name"]
+Boundary = Literal["token", "word", "name", "any"]
 """How a rule checks what precedes its anchor: not ``[A-Za-z0-9_-]`` (``token``), not ``[A-Za-z0-9]``
-(``word``), or the anchor ends a name whose start is found by scanning back (``name``)."""
+(``word``), the anchor ends a name whose start is found by scanning back (``name``), or no check
+(``any``: the anchor itself is unambiguous, as ``://`` after a URL's scheme)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +113,43 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         tuple(a + s for a in _NAMES for s in _SUFFIXES),
         ignore_case=True,
     ),
+    Rule(
+        "Cookie / Set-Cookie header value",
+        _casings("cookie"),
+        # The whole header value (every name=value pair): to its closing quote, or to the line's end.
+        rf"(?i:cookie){_ASSIGN}(?:{_OPEN}(?P<v>)|(?P<s>[^\"'\\\r\n]{{4,}}))",
+        "word",
+        tuple(a + s for a in _casings("cookie") for s in _SUFFIXES),
+    ),
+    Rule(
+        "password in a URL (scheme://user:password@host)",
+        ("://",),
+        r"://[A-Za-z0-9._~%+-]*:(?P<s>[^\s/?#@\"'\\]+)@",
+        "any",
+    ),
+    Rule(
+        "JSON Web Token",
+        ("eyJ",),
+        r"(?P<s>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
+        "token",
+    ),
+    Rule(
+        "Stripe secret, restricted or webhook key",
+        ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"),
+        r"(?P<s>(?:[sr]k_(?:live|test)|whsec)_[A-Za-z0-9]{16,})",
+        "word",
+    ),
 )
 """The built-in rules, in the order they are tried."""
+
+PEM_TRIGGER = "PRIVATE KEY-----"
+"""The literal every PEM private key block holds (``-----BEGIN RSA PRIVATE KEY-----``)."""
+
+PEM_PRIVATE_KEY = re.compile(
+    r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----(?P<secret>.+?)-----END \1PRIVATE KEY-----", re.DOTALL
+)
+"""A PEM private key block; its body (``secret``) spans lines, so in JSON text (where a line break is
+the escape ``\\n``) it is matched in each decoded string, as a user pattern is."""
 
 # A name qualifies when it ends like a secret's name: api keys and tokens, secret/access/private
 # keys, access/auth/refresh/session/id tokens, anything ending in secret or password, or plain
@@ -167,10 +203,11 @@ _ANCHORS = tuple(
 # is many times slower); this pattern, in the same matcher, is searched from its ``":`` inward.
 _ANY_CASE_KEY_PATTERN = r'(?i:key|token|secret|passw(?:or)?d)\\*"[ \t\r\n]*:'
 _ANY_CASE_KEY = _rust_matcher(_ANY_CASE_KEY_PATTERN)
-# An ASCII letter, ``_`` or ``-`` spelled as a \u escape (``"\u0070assword"``): such a string is
-# decoded and re-spelled plainly before the rules look at it, so a name cannot hide behind escapes.
-_ESCAPED_NAME_CHARS = ("\\u004", "\\u005", "\\u006", "\\u007", "\\u002d", "\\u002D")
-_ESCAPED_NAME_CHAR = re.compile(r"\\u00(?:[4-7][0-9a-fA-F]|2[dD])")
+# A printable ASCII character (a letter, a digit, ``_``, ``-``, ``:``, ``@``…) spelled as a \u escape
+# (``"\u0070assword"``, ``"sk-ant-api\u00303-…"``): such a string is decoded and re-spelled plainly
+# before the rules look at it, so neither a name nor a key can hide behind escapes.
+_ESCAPED_NAME_CHARS = ("\\u002", "\\u003", "\\u004", "\\u005", "\\u006", "\\u007")
+_ESCAPED_NAME_CHAR = re.compile(r"\\u00[2-7][0-9a-fA-F]")
 _VALUE_RE = re.compile(_VALUE)
 # A quoted value under a secret's name is redacted up to its closing quote; a single-quoted one
 # (a Python repr, a shell line) only when no double quote, backslash or line break comes first.

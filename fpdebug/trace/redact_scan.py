@@ -46,7 +46,9 @@ def _match_rule(
             return None
         match = compiled.match(text, at + length)
     else:
-        if not _boundary_ok(text, at, _NAME_CHARS if rule.boundary == "token" else _WORD_CHARS):
+        if rule.boundary != "any" and not _boundary_ok(
+            text, at, _NAME_CHARS if rule.boundary == "token" else _WORD_CHARS
+        ):
             return None
         match = compiled.match(text, at)
     if match is None:

@@ -877,3 +877,82 @@ def test_secret_values_of_any_characters_at_any_depth_leave_no_trace(
     # The structural walk (exports, reports) agrees on every level.
     walked = redactor.redact_value(json.loads(text))
     _check(walked, expectations)
+
+
+# ----------------------------------------------------------------------------------------------
+# Credential shapes of the second round: URL passwords, cookies, JWTs, PEM keys, Stripe keys, and
+# keys spelled with escaped digits.
+
+_JWT = (
+    "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+)
+_PEM_BODY = "MIIEowIBAAKCAQEAx7Qh0\nq2Zx9WlTbYc3dF8e0RkVm\nZ1p0Y2hpbmdzZWNyZXQ="
+_PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{_PEM_BODY}\n-----END RSA PRIVATE KEY-----"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("postgres://app:s3cr3t-pw@db:5432/prod", "s3cr3t-pw", "postgres://app:"),
+        ("--base-url http://user:password123@host/v1", "password123", "@host/v1"),
+        ("Cookie: session=abcdef123456; theme=dark", "session=abcdef123456", "Cookie: "),
+        ("set-cookie: sid=9f8e7d6c5b4a; Path=/; HttpOnly", "sid=9f8e7d6c5b4a", "set-cookie: "),
+        (f"token was {_JWT} then", _JWT, "token was "),
+        ("charge with sk_live_51HabcdefGHIJKLmnop1234", "sk_live_51HabcdefGHIJKLmnop1234", "charge with "),
+        ("hook whsec_abcdefghijklmnop12345678", "whsec_abcdefghijklmnop12345678", "hook "),
+        (_PEM, "MIIEowIBAAKCAQEAx7Qh0", "-----BEGIN RSA PRIVATE KEY-----"),
+    ],
+    ids=["postgres-url", "base-url", "cookie", "set-cookie", "jwt", "stripe", "webhook", "pem"],
+)
+def test_common_credential_shapes_are_redacted_in_text_and_json(text: str, secret: str, kept: str) -> None:
+    redactor = Redactor()
+    plain = redactor.redact(text)
+    assert secret not in plain and REPLACEMENT in plain and kept in plain
+    line = json.dumps({"tool": "x", "result": text, "nested": json.dumps({"echo": text})})
+    redacted = redactor.redact_json(line)
+    value = json.loads(redacted)  # still the same valid JSON
+    assert secret not in redacted and secret not in json.loads(value["nested"])["echo"]
+    assert kept in value["result"]
+    for piece in _PEM_BODY.split("\n") if secret.startswith("MII") else ():
+        assert piece not in redacted  # every line of a key's body, not only the first
+
+
+def test_a_url_without_a_password_and_a_plain_cookie_word_stay() -> None:
+    redactor = Redactor()
+    for text in ("see https://example.com/a:b@c", "http://x.org:8080/path", "cookies are tasty", "eyJ alone"):
+        assert redactor.redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "\\u0073k-ant-api03-" + "A" * 40,  # an escaped letter
+        "sk-ant-api\\u00303-" + "B" * 40,  # an escaped digit
+        "AKIA\\u0031234567890ABCDEF",
+        "ghp_" + "a" * 10 + "\\u0031" + "b" * 25,
+    ],
+)
+def test_a_key_spelled_with_escaped_characters_is_found(spelled: str) -> None:
+    line = '{"result": "' + spelled + '"}'
+    redacted = Redactor().redact_line(line.encode())
+    assert json.loads(redacted) == {"result": REPLACEMENT}
+
+
+def test_the_terminal_stream_sees_a_secret_split_across_writes_whole() -> None:
+    import io
+
+    from fpdebug.commands import RedactingStream
+
+    inner = io.StringIO()
+    stream = RedactingStream(inner)
+    stream.write("answer: the key is sk-ant-api03-")
+    assert inner.getvalue() == ""  # held until its line is complete
+    stream.write("Q" * 40 + " done\nnext line, no newline yet")
+    stream.write(' {"token": 1234}')
+    stream.flush()
+    shown = inner.getvalue()
+    assert "Q" * 20 not in shown and shown.startswith("answer: the key is [redacted] done\n")
+    assert shown.endswith('next line, no newline yet {"token": [redacted]}')
+    document = RedactingStream(inner := io.StringIO())
+    document.write(json.dumps({"password": 4821, "ok": True}, indent=2) + "\n")
+    assert json.loads(inner.getvalue()) == {"password": REPLACEMENT, "ok": True}
