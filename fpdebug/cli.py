@@ -72,6 +72,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    from fpdebug.commands import RedactingStream
+
+    # Everything a command prints passes the redactor, as everything it writes to a file does.
+    outer = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)
+    try:
+        return _run(args)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass  # the reader went away or the terminal hung up: nothing left to show
+        sys.stdout, sys.stderr = outer
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args) or 0)
     except FpdebugError as error:

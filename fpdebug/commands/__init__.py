@@ -2,22 +2,91 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import stat
 import sys
+from typing import TextIO
 
-__all__ = ["terminal_text", "write_output"]
+__all__ = ["RedactingStream", "terminal_text", "write_output"]
 
 
 def terminal_text(text: str) -> str:
-    """``text`` made safe to print: control sequences and bidi overrides shown, never obeyed.
+    """``text`` made safe to print: secrets redacted, control sequences and bidi overrides shown,
+    never obeyed.
 
     For messages that quote paths, servers or trace content (``cli.main`` prints every error
     through it). Imports the trace layer only when called.
     """
     from fpdebug.trace.inert import inert
+    from fpdebug.trace.redact import default_redactor
 
-    return inert(text)
+    return inert(default_redactor().redact(text))
+
+
+class RedactingStream(io.TextIOBase):
+    """A text stream that redacts what it passes on, a whole line at a time.
+
+    ``cli.main`` puts one over stdout and stderr for every command, so a final answer, a rerun's
+    answer or an error that quotes a key reaches the terminal as ``[redacted]``, as it reaches the
+    trace. Text is held until its line is complete, so a secret split across two ``write`` calls is
+    still seen whole. A chunk of complete lines that parses as JSON is redacted as JSON (it stays
+    the same valid JSON); anything else as plain text. The redactor is built on the first line, so
+    a command that prints nothing (the debugger draws through its own driver) pays nothing.
+    """
+
+    def __init__(self, inner: TextIO) -> None:
+        super().__init__()
+        self.inner = inner
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        """Pass on every complete line of ``text`` (and what was held before it), redacted."""
+        self._pending += text
+        if "\n" in text:
+            done, _, self._pending = self._pending.rpartition("\n")
+            self.inner.write(_redacted(done + "\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        """Pass on the held partial line too (a prompt, a progress line), redacted, and flush."""
+        if self._pending:
+            pending, self._pending = self._pending, ""
+            self.inner.write(_redacted(pending))
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase declares it a plain attribute
+        return self.inner.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self.inner.errors
+
+
+def _redacted(text: str) -> str:
+    from fpdebug.trace.redact import default_redactor
+
+    redactor = default_redactor()
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        try:
+            json.loads(text)
+        except ValueError:
+            pass
+        else:
+            return redactor.redact_json(text)
+    return redactor.redact(text)
 
 
 def write_output(text: str, output: str | None, *, trace: str, encoding: str = "utf-8") -> None:

@@ -258,3 +258,52 @@ def _key_values(node: object) -> list[dict[str, object]]:
         own = [node] if set(node) == {"key", "value"} else []
         return own + [kv for value in node.values() for kv in _key_values(value)]
     return []
+
+
+def test_no_secret_reaches_the_terminal(
+    planted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The model's final answer repeats the key, and every rerun's answer does too: `run` and
+    # `backtrack` print them. The files were clean before; the terminal was not.
+    trace = tmp_path / "leaky.fptrace.jsonl"
+    assert main(["run", str(planted), "--trace", str(trace)]) == 0
+    assert main(["backtrack", str(trace), "--ablate", "--samples", "2", "--module", str(planted)]) == 0
+    assert main(["summary", str(trace)]) == 0
+    printed = capsys.readouterr()
+    shown = printed.out + printed.err
+    assert [name for name, secret in SECRETS.items() if secret in shown] == []
+    assert REPLACEMENT in shown  # redacted where the key was, not dropped
+    # JSON on stdout stays the same valid JSON.
+    assert main(["summary", str(trace), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary and KEY not in json.dumps(summary)
+
+
+def test_an_error_message_is_redacted_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / f"{KEY}.fptrace.jsonl"
+    assert main(["validate", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert KEY not in err and REPLACEMENT in err and "no such file" in err
+
+
+def test_a_redacted_trace_still_replays_to_the_same_answer(
+    planted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The tool returns the key, the trace holds "[redacted]" where it was: the replay's live request
+    # holds the key again, and matches the recording once redacted the same way.
+    trace, again = tmp_path / "leaky.fptrace.jsonl", tmp_path / "again.fptrace.jsonl"
+    assert main(["run", str(planted), "--trace", str(trace)]) == 0
+    assert (
+        main(
+            ["run", str(planted), "--provider", "replay", "--replay-from", str(trace), "--trace", str(again)]
+        )
+        == 0
+    ), capsys.readouterr().err
+    capsys.readouterr()
+    answers = [
+        json.loads(line)["final_content"]
+        for path in (trace, again)
+        for line in path.read_text().splitlines()
+        if '"turn_end"' in line
+    ]
+    assert len(answers) == 2 and answers[0] == answers[1] and REPLACEMENT in answers[0]
