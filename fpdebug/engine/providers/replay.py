@@ -24,6 +24,7 @@ from fpdebug import errors
 from fpdebug.engine.providers.base import LlmRequest, LlmResponse, system_text
 from fpdebug.errors import ProviderError, ReplayDivergenceError
 from fpdebug.trace.reader import TraceReader
+from fpdebug.trace.redact import REPLACEMENT, default_redactor
 from fpdebug.trace.schema import LlmCallEvent, Message, RunStartEvent, TraceEvent, TurnStartEvent
 
 __all__ = ["Difference", "ReplayProvider", "request_difference"]
@@ -120,6 +121,24 @@ def request_difference(recorded: LlmRequest, received: LlmRequest) -> Difference
         if getattr(recorded, name) != getattr(received, name):
             return Difference(name, _short(getattr(recorded, name)), _short(getattr(received, name)))
     return None
+
+
+def _redacted_request(request: LlmRequest) -> LlmRequest:
+    """``request`` as the trace writer would have recorded it (secrets replaced)."""
+    text = request.model_dump_json()
+    redacted = default_redactor().redact_json(text)
+    return request if redacted == text else LlmRequest.model_validate_json(redacted)
+
+
+def _unreproducible(difference: Difference) -> Difference:
+    """Say that the recorded side holds a redacted value, which no replay can reproduce."""
+    return Difference(
+        f"{difference.field} (the recording holds a redacted value here: the trace writer replaced a "
+        "secret it could not keep, so a replay reaching this point cannot match it)",
+        difference.recorded,
+        difference.received,
+        message_index=difference.message_index,
+    )
 
 
 def _replayed_error(call: LlmCallEvent, provider: str) -> ProviderError:
@@ -273,6 +292,13 @@ class ReplayProvider:
             self._cursor += 1
         recorded = self._calls[number - 1]
         difference = request_difference(recorded.request, request)
+        if difference is not None:
+            # The trace was written through the redactor, the live request was not: a request that
+            # matches once redacted the same way is the same request (a tool that returned a key).
+            redacted = _redacted_request(request)
+            difference = request_difference(recorded.request, redacted)
+            if difference is not None and REPLACEMENT in difference.recorded:
+                difference = _unreproducible(difference)
         if difference is not None:
             error = ReplayDivergenceError(
                 f"request #{number} (recorded at turn {recorded.turn}, iteration {recorded.iteration}) "
