@@ -1,0 +1,746 @@
+"""The agent: an immutable builder for the declared configuration, and the ReAct loop that records it all.
+
+Declare an agent with the fluent, copy-on-write :class:`Agent` (every method returns a new agent;
+an agent is a value and may be shared between threads and reruns)::
+
+    agent = (
+        Agent("support")
+        .system_prompt("You are a support agent.")
+        .injections(tone, refund_policy, wire_format)
+        .tools(lookup_customer)                     # plain callables, or tool(fn, timeout=…)
+        .skill_map(skill_map)                       # nodes, entries, routes, open skills
+        .maps(renewal_grace=3)                      # the engagement kernel (docs/context-model.md §6)
+        .tool_middleware(cap_refunds)               # may rewrite a call's arguments before it runs
+        .max_iterations(8)
+    )
+    result = agent.run("Refund order A-17", provider=model, sink=sink, clock=clock, run_id="r1")
+
+The loop (:class:`TurnLoop`) follows docs/context-model.md §7: per iteration one Evaluate pass, slot composition,
+one LLM call, the route decision, and (on the ``tool-calls`` branch) the batch with the read_skill
+gate and effect judging; every fact goes to the :class:`~fpdebug.engine.sink.EventSink` as a trace
+event. Several user messages in one run form a :class:`Conversation`.
+
+Hook points for the honesty layers (docs/honesty.md §12) are marked ``HONESTY HOOK``: the results layer at
+the loop head, the inputs layer after the LLM call and before Route (its rows written right after
+the ``llm_call`` record), the answer layer on the final branch. They are plain method calls that do
+nothing unless the agent carries :class:`HonestyHooks` (the arming methods :meth:`Agent.findings`,
+:meth:`Agent.inputs_layer`, :meth:`Agent.results_layer` and :meth:`Agent.answer_layer` install
+them), so an unarmed agent's trace is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel
+
+from fpdebug.engine.agent.failures import RunFailed, error_info
+from fpdebug.engine.agent.replies import well_formed_reply
+from fpdebug.engine.agent.results import RunStatus, TurnResult
+from fpdebug.engine.agent.spec import READ_SKILL
+from fpdebug.engine.effects import (
+    EffectScope,
+    EffectState,
+    Envelope,
+    judge_effects,
+    parse_envelope,
+    proposal_conflict,
+    text_of,
+    warn_near_miss,
+)
+from fpdebug.engine.engagement import MapEngagementRecord, parked_member_ids
+from fpdebug.engine.evaluate import PassInputs, PassResult, evaluate_pass
+from fpdebug.engine.injections import StepPointer
+from fpdebug.engine.leases import InstructionLease, PendingToolTransition
+from fpdebug.engine.skillmap import PickCarriers, SkillMap, SkillPick, apply_skill_pick, gate_skill_pick
+from fpdebug.engine.steps import (
+    SKIP_STEP,
+    current_step,
+    held_out_step_tools,
+    read_skill_step_intro,
+    skip_step_result,
+    skip_step_schema,
+    step_banner_prefix,
+    step_on_return,
+)
+from fpdebug.engine.tool_middleware import ToolCallContext, apply_tool_middleware
+from fpdebug.engine.tools import InvalidToolArguments, ToolFunction, ToolTimeout, call_tool
+from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult
+from fpdebug.errors import ProviderError, RunInterrupted, ToolMiddlewareError
+from fpdebug.trace.records import well_formed_text, well_formed_value
+from fpdebug.trace.schema import (
+    CursorMoveEvent,
+    EngagementEvent,
+    ErrorInfo,
+    LeaseGrantEvent,
+    LeasePruneEvent,
+    LlmCallEvent,
+    LlmRequest,
+    LlmResponse,
+    Message,
+    PassEvent,
+    PromptSegment,
+    RerouteSupersededEvent,
+    RouteConflictEvent,
+    SkillRejectedEvent,
+    StoppedEarly,
+    ToolCallRecord,
+    ToolResultEvent,
+    ToolResultStatus,
+    ToolSchema,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+
+if TYPE_CHECKING:
+    from fpdebug.engine.agent.conversation import Conversation
+
+
+def _unreadable_result(tool_name: str, exc: Exception) -> ErrorInfo:
+    """A tool's return value that cannot become the text the model reads, as the tool's failure.
+
+    A value that refers to itself, or is nested deeper than JSON encoding allows, would otherwise
+    raise out of the loop; it is recorded like a tool that raised.
+    """
+    return ErrorInfo(
+        type="UnreadableToolResult",
+        message=f"{tool_name} returned a value that cannot be written as JSON: {type(exc).__name__}: {exc}",
+    )
+
+
+def _ms(start: datetime, end: datetime) -> float:
+    return round((end - start).total_seconds() * 1000.0, 3)
+
+
+def _coverage_of(declared: Tool | None, args: Mapping[str, object], result: object) -> str | None:
+    """What a successful call's result covers, as its tool declares it (``None``: it declares none)."""
+    coverage = declared.coverage if declared is not None else None
+    if coverage is None or isinstance(coverage, str):
+        return coverage
+    try:
+        text = coverage(dict(args), result)
+    except Exception as exc:
+        return f"unknown (the coverage declaration raised {type(exc).__name__}: {exc})"
+    if text is None:
+        return None
+    return text if isinstance(text, str) else str(text)
+
+
+# ----------------------------------------------------------------------------------------------
+# The run
+
+
+class TurnLoop:
+    """One turn of the ReAct loop (docs/context-model.md §7), with every carrier of docs/context-model.md §3.1 / §7.3 as an attribute.
+
+    The honesty hooks receive this object; its public attributes are the loop's state: ``turn``,
+    ``iteration``, ``user_message``, ``history`` (the conversation so far), ``tool_results`` and
+    ``batch_iteration`` (the batch in place and the iteration that dispatched it), ``batch_texts``
+    and ``batch_coverage`` (that batch as the model read it, and what each call declared it
+    covers), ``calls_to_run`` (the calls of the reply as they will run, after the tool middleware),
+    ``stopped_early`` (set on the final branch), ``activated``, ``cursor``, ``recorder`` (to emit
+    ``finding`` events), ``conversation``.
+    """
+
+    def __init__(self, conversation: Conversation, turn: int, user_message: str) -> None:
+        self.conversation = conversation
+        """The run this turn belongs to."""
+        self.turn = turn
+        """The 1-based turn."""
+        self.user_message = user_message
+        """What the user said."""
+        self.recorder = conversation.recorder
+        """Stamps and emits the events."""
+        self.spec = conversation.agent.spec
+        self.compiled = conversation.compiled
+        self.history = conversation.history
+        """The conversation so far (shared with the run; this turn appends to it)."""
+        self.iteration = 1
+        """The current iteration (seed 1; every loop branch increments, final does not)."""
+        # Carriers (docs/context-model.md §3.1): None means "feature unused", different from empty.
+        self.cursor: str | None = conversation.cursor if self.spec.continuity == "conversation" else None
+        """The skill-map cursor after the last pass."""
+        self.activated: tuple[str, ...] = ()
+        """Turn-cumulative ``read_skill`` activations and accepted proposal targets."""
+        self.provenance: dict[str, Activation] = {}
+        """Who activated each id."""
+        self.pending_pick: str | None = None
+        self.pending_transition: PendingToolTransition | None = None
+        self.leases: tuple[InstructionLease, ...] | None = None
+        self.accepted: tuple[str, ...] | None = None
+        self.served: tuple[str, ...] | None = None
+        self.engagement: tuple[MapEngagementRecord, ...] | None = None
+        self.prior_by_slot = None
+        self.step_pointer: tuple[StepPointer, ...] | None = None
+        self.tool_results: tuple[ToolResult, ...] | None = None
+        """The batch in place (the previous tool-calls branch's results)."""
+        self.batch_iteration: int | None = None
+        """The iteration that dispatched :attr:`tool_results`."""
+        self.batch_texts: tuple[str, ...] | None = None
+        """Each result of the batch in place as the model read it (aligned with :attr:`tool_results`)."""
+        self.batch_coverage: tuple[str | None, ...] | None = None
+        """The coverage each call of the batch in place declared (aligned with :attr:`tool_results`)."""
+        self.calls_to_run: tuple[ToolCallRecord, ...] = ()
+        """The calls Route dispatches in this iteration, each with the arguments it runs with (after
+        the tool middleware); empty on the final branch."""
+        self.stopped_early: StoppedEarly | None = None
+        """Set on the final branch when a limit cut the turn short (before the answer layer reads it)."""
+        self.input_tokens = 0
+        """Prompt tokens of this turn's calls."""
+        self.output_tokens = 0
+        """Completion tokens of this turn's calls."""
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(self) -> TurnResult:
+        """Run the turn to its final answer."""
+        emit, turn = self.recorder.emit, self.turn
+        emit(TurnStartEvent, turn=turn, user_message=self.user_message)
+        self.history.append(Message(role="user", content=self.user_message))
+        max_iterations = self.spec.max_iterations
+        while True:
+            self._honesty_loop_head()
+            result = self._evaluate()
+            request = self._compose(result)
+            reply, latency_ms = self._call(request)
+            response = self._honesty_inputs(request, reply)  # what Route may dispatch
+            calls = response.tool_calls
+            route: Literal["tool-calls", "final"] = (
+                "tool-calls" if calls and self.iteration < max_iterations else "final"
+            )
+            self._record_llm_call(request, latency_ms=latency_ms, response=reply, route=route)
+            refused: dict[int, ErrorInfo] = {}
+            self.calls_to_run = ()
+            if route == "tool-calls":
+                self.calls_to_run, refused = self._tool_middleware(calls)
+            self._honesty_inputs_record()
+            if route == "final":
+                return self._final(response)
+            # The model's own request stays in the history; the tool messages say what ran.
+            self.history.append(Message(role="assistant", content=response.content, tool_calls=list(calls)))
+            self._dispatch(self.calls_to_run, refused)
+            self.iteration += 1
+
+    def result(self, status: RunStatus, *, error: ErrorInfo | None = None) -> TurnResult:
+        """This turn's result as it stands (for a turn the run ended during)."""
+        return TurnResult(
+            turn=self.turn,
+            user_message=self.user_message,
+            content="",
+            iterations=self.iteration,
+            status=status,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            error=error,
+        )
+
+    def _emit(self, event_type: type[BaseModel], /, **fields: object) -> None:
+        self.recorder.emit(event_type, turn=self.turn, iteration=self.iteration, **fields)
+
+    # -- one Evaluate pass ------------------------------------------------------------------------
+
+    def _evaluate(self) -> PassResult:
+        batch = self.tool_results
+        result = evaluate_pass(
+            self.compiled.setup,
+            PassInputs(
+                iteration=self.iteration,
+                max_iterations=self.spec.max_iterations,
+                user_message=self.user_message,
+                history=tuple(self.history),
+                last_tool_result=batch[-1] if batch else None,
+                tool_results=batch,
+                batch_iteration=self.batch_iteration,
+                activated_injection_ids=self.activated,
+                activation_provenance=dict(self.provenance),
+                prior_by_slot=self.prior_by_slot,
+                current_skill_id=self.cursor,
+                pending_skill_pick=self.pending_pick,
+                step_pointer=self.step_pointer,
+                pending_tool_transition=self.pending_transition,
+                instruction_leases=self.leases,
+                accepted_skill_picks=self.accepted,
+                served_injection_ids=self.served,
+                map_engagement=self.engagement,
+            ),
+        )
+        # Outputs REPLACE the carriers (docs/context-model.md §3.2), never concatenate.
+        if result.routes:
+            self.cursor = result.next_skill_cursor
+        if result.next_step_pointer is not None:
+            self.step_pointer = result.next_step_pointer
+        if result.next_instruction_leases is not None:
+            self.leases = result.next_instruction_leases
+        if result.engagement is not None:
+            self.engagement = result.engagement.advance.next
+            self.served = result.next_served_injection_ids
+        self.prior_by_slot = result.by_slot
+        self._record_pass(result)
+        return result
+
+    def _record_pass(self, result: PassResult) -> None:
+        # In the order of docs/context-model.md §3.4: the advance, the sweep, a conflict, engagement, the told-the-truth
+        # checks, then the pass itself (its context.evaluated comes last).
+        move = result.cursor_move_fields()
+        if move is not None:
+            self._emit(CursorMoveEvent, **move)
+        prune = result.lease_prune_fields()
+        if prune is not None:
+            self._emit(LeasePruneEvent, **prune)
+        conflict = result.route_conflict_fields()
+        if conflict is not None:
+            self._emit(RouteConflictEvent, **conflict)
+        engagement = result.engagement_fields()
+        if engagement is not None:
+            self._emit(EngagementEvent, **engagement)
+        for reroute in result.reroute_fields():
+            self._emit(RerouteSupersededEvent, **reroute)
+        self._emit(PassEvent, **result.pass_fields())
+
+    # -- slots and the call -----------------------------------------------------------------------
+
+    def _compose(self, result: PassResult) -> LlmRequest:
+        segments: list[PromptSegment] = []
+        if self.spec.system_prompt:
+            segments.append(PromptSegment(source="base", text=self.spec.system_prompt))
+        injected: list[Message] = []
+        ignored = set(self.spec.ignored_tools)
+        parked = set(result.parked_tool_names or ())
+        tools: dict[str, ToolSchema] = {s.name: s for s in self.compiled.agent_tools}
+        for row in result.active_injections:
+            if row.lands_in_system_prompt and row.system_prompt:
+                segments.append(PromptSegment(source=row.flavor, injection_id=row.id, text=row.system_prompt))
+            injected.extend(m.model_copy(update={"injection_id": row.id}) for m in row.messages)
+            for schema in row.tools:
+                if schema.name not in ignored:
+                    tools.setdefault(schema.name, schema)
+        procedure = current_step(self.step_pointer, self.compiled.step_plans)
+        if procedure is not None:
+            # A step in progress narrows the offer to it (docs/context-model.md §5.6; reference buildToolsSlot.ts):
+            # the stepped skill's other step tools are held out unless another source offers them
+            # too, the current step's tool leads with the banner, and skip_step is offered.
+            pointer, _plan, step = procedure
+            others = {s.name for s in self.compiled.agent_tools}
+            for row in result.active_injections:
+                if row.id != pointer.skill_id:
+                    others.update(schema.name for schema in row.tools)
+            for name in held_out_step_tools(self.step_pointer, self.compiled.step_plans, others):
+                tools.pop(name, None)
+            offered = tools.get(step.tool)
+            if offered is not None:
+                banner = step_banner_prefix(pointer, step)
+                tools[step.tool] = offered.model_copy(update={"description": banner + offered.description})
+        if self.compiled.read_skill is not None:
+            tools.setdefault(READ_SKILL, self.compiled.read_skill)
+        if procedure is not None:
+            tools.setdefault(SKIP_STEP, skip_step_schema(procedure[0], procedure[1]))
+        return LlmRequest(
+            system_prompt=segments,
+            messages=[*self.history, *injected],
+            tools=[schema for name, schema in tools.items() if name not in parked],
+            temperature=self.spec.temperature,
+            max_tokens=self.spec.max_tokens,
+        )
+
+    def _call(self, request: LlmRequest) -> tuple[LlmResponse, float]:
+        """Ask the provider; return its reply and the latency in ms (a failure is recorded here)."""
+        conversation = self.conversation
+        conversation.calls += 1
+        start = self.recorder.now()
+        try:
+            response = conversation.provider.complete(request)
+            if not isinstance(response, LlmResponse):
+                raise ProviderError(
+                    f"{conversation.provider.name}.complete() returned {type(response).__name__} "
+                    f"{response!r:.80}, not an LlmResponse"
+                )
+            # Repaired before anything reads it: the tool receives, the conversation echoes and the
+            # trace records the same arguments and text.
+            response = well_formed_reply(response)
+        except RunInterrupted:
+            raise
+        except Exception as exc:  # every provider failure is the run's failure, recorded, not a traceback
+            latency_ms = _ms(start, self.recorder.now())
+            error = error_info(exc)
+            self._record_llm_call(request, latency_ms=latency_ms, error=error)
+            raise RunFailed(error, exc) from exc
+        latency_ms = _ms(start, self.recorder.now())
+        self.input_tokens += response.usage.input_tokens
+        self.output_tokens += response.usage.output_tokens
+        return response, latency_ms
+
+    def _record_llm_call(
+        self,
+        request: LlmRequest,
+        *,
+        latency_ms: float,
+        response: LlmResponse | None = None,
+        route: str | None = None,
+        error: ErrorInfo | None = None,
+    ) -> None:
+        """Record one ``llm_call``: the request, and the reply with its route or the failure."""
+        conversation = self.conversation
+        self._emit(
+            LlmCallEvent,
+            call_index=conversation.calls,
+            provider=conversation.provider.name,
+            model=conversation.provider.model,
+            request=request,
+            response=response,
+            error=error,
+            latency_ms=latency_ms,
+            route=route,
+        )
+
+    def _record_tool_result(
+        self,
+        call: ToolCallRecord,
+        text: str,
+        start: datetime,
+        *,
+        status: ToolResultStatus | None = None,
+        **fields: object,
+    ) -> None:
+        """Record one call's ``tool_result``: the text the model reads, how long the call took since
+        ``start``, and the kind's other ``fields`` (status, error, effects, coverage, step…)."""
+        self._emit(
+            ToolResultEvent,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            args=dict(call.args),
+            result=text,
+            status=status,
+            duration_ms=_ms(start, self.recorder.now()),
+            **fields,
+        )
+
+    def _step_on_return(self, tool_name: str) -> tuple[str, dict[str, object]]:
+        """Advance the step pointer for a call that ran clean: the suffix the model reads after the
+        result and the ``tool_result.step`` field (both empty when nothing moved, docs/context-model.md §5.6)."""
+        moved = step_on_return(self.step_pointer, self.compiled.step_plans, tool_name)
+        if moved is None:
+            return "", {}  # no procedure in progress, or not the current step's tool: no key written
+        boundary, suffix = moved
+        self.step_pointer = boundary.next
+        return suffix, {"step": boundary.record()}
+
+    def _skip_step(self, call: ToolCallRecord) -> str:
+        """The framework's ``skip_step``: skip (or hold) the current step; record it; return the text."""
+        start = self.recorder.now()
+        if call.raw_args is not None:
+            message = f'skip_step needs {{"reason": "<why>"}}, got {call.raw_args!r}'
+            error = ErrorInfo(type="InvalidToolArguments", message=message)
+            self._record_tool_result(call, message, start, status="invalid", error=error)
+            return message
+        reason = call.args.get("reason")
+        text, boundary = skip_step_result(self.step_pointer, self.compiled.step_plans, reason)
+        fields: dict[str, object] = {}
+        if boundary is not None:
+            self.step_pointer = boundary.next
+            fields["step"] = boundary.record()
+        self._record_tool_result(call, text, start, **fields)
+        return text
+
+    def _final(self, response: LlmResponse) -> TurnResult:
+        content = response.content
+        pending = len(response.tool_calls)
+        stopped = (
+            StoppedEarly(
+                reason="max-iterations",
+                iteration=self.iteration,
+                pending_tool_calls=pending,
+                answer_was_empty=not content.strip(),
+            )
+            if pending
+            else None
+        )
+        self.stopped_early = stopped
+        self._honesty_answer(content)
+        self.history.append(Message(role="assistant", content=content))
+        self.recorder.emit(
+            TurnEndEvent,
+            turn=self.turn,
+            final_content=content,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            iteration_count=self.iteration,
+            stopped_early=stopped,
+        )
+        return TurnResult(
+            turn=self.turn,
+            user_message=self.user_message,
+            content=content,
+            iterations=self.iteration,
+            status="completed",
+            stopped_early=stopped,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+        )
+
+    # -- the tool-calls stage ---------------------------------------------------------------------
+
+    def _tool_middleware(
+        self, calls: Sequence[ToolCallRecord]
+    ) -> tuple[tuple[ToolCallRecord, ...], dict[int, ErrorInfo]]:
+        """Each call as it will run, and the positions of the calls a middleware refused."""
+        chain = self.spec.tool_middleware
+        if not chain:
+            return tuple(calls), {}
+        ran: list[ToolCallRecord] = []
+        refused: dict[int, ErrorInfo] = {}
+        for position, call in enumerate(calls):
+            ignored = call.name in self.spec.ignored_tools
+            found = None if ignored else self.compiled.tools_by_name.get(call.name)
+            if found is None or call.raw_args is not None:
+                ran.append(call)  # read_skill, an unknown tool or unparsed arguments: nothing to rewrite
+                continue
+            context = ToolCallContext(
+                self.conversation.run_id, self.turn, self.iteration, found, MappingProxyType(dict(call.args))
+            )
+            try:
+                rewritten = apply_tool_middleware(chain, ToolCall(call.id, call.name, call.args), context)
+            except ToolMiddlewareError as exc:
+                # Refused calls run with nothing rewritten, so their tool_result.args are the request.
+                refused[position] = ErrorInfo(type=type(exc).__name__, message=str(exc))
+                ran.append(call)
+                continue
+            ran.append(call.model_copy(update={"args": well_formed_value(dict(rewritten.args))}))
+        return tuple(ran), refused
+
+    def _dispatch(self, calls: Sequence[ToolCallRecord], refused: Mapping[int, ErrorInfo]) -> None:
+        compiled = self.compiled
+        skill_map = compiled.setup.skill_map
+        plan = compiled.plan
+        # The top of the tool-calls stage (docs/context-model.md §5.5): per-batch carriers reset, toolResults too.
+        carriers = PickCarriers.start_of_batch(
+            self.activated,
+            pending_skill_pick=self.pending_pick,
+            graph=skill_map is not None,
+            maps=plan is not None,
+        )
+        state = EffectState(self.activated, self.leases, self.pending_transition).start_of_batch()
+        scope = EffectScope(self.iteration, self.cursor, skill_map, compiled.catalog_by_id)
+        parked = parked_member_ids(plan, self.engagement) if plan is not None else frozenset()
+        batch: list[ToolResult] = []
+        texts: list[str] = []
+        coverage: list[str | None] = []
+        for position, call in enumerate(calls):
+            declared: str | None = None
+            if call.name == READ_SKILL and compiled.read_skill is not None:
+                pick, text, status = self._read_skill(call, skill_map, parked)
+                if pick is not None:
+                    # The gate and effect judging share one activation list (docs/context-model.md §5.5, §4.2).
+                    carriers = apply_skill_pick(
+                        replace(carriers, activated_injection_ids=state.activated_injection_ids), pick
+                    )
+                    state = replace(state, activated_injection_ids=carriers.activated_injection_ids)
+                    if pick.accepted and pick.skill_id not in self.provenance:
+                        self.provenance[pick.skill_id] = Activation(READ_SKILL, self.iteration, call.id)
+                batch.append(ToolResult(READ_SKILL, text, call.id, status))
+            elif call.name == SKIP_STEP and compiled.step_plans:
+                text = self._skip_step(call)
+                batch.append(ToolResult(SKIP_STEP, text, call.id))
+            else:
+                state, text, declared = self._run_tool(
+                    call, scope, state, batch, refused=refused.get(position)
+                )
+            texts.append(text)
+            coverage.append(declared)
+            # The model reads each result as a tool message, in call order.
+            self.history.append(Message(role="tool", content=text, tool_call_id=call.id, tool_name=call.name))
+        self.activated = state.activated_injection_ids
+        if skill_map is not None:
+            self.pending_pick = carriers.pending_skill_pick
+        if plan is not None:
+            self.accepted = carriers.accepted_skill_picks
+        self.leases = state.instruction_leases
+        self.pending_transition = state.pending_tool_transition
+        self.tool_results = tuple(batch)
+        self.batch_iteration = self.iteration
+        self.batch_texts = tuple(texts)
+        self.batch_coverage = tuple(coverage)
+        conflict = proposal_conflict(state, from_skill_id=self.cursor)
+        if conflict is not None:
+            self._emit(RouteConflictEvent, **conflict.fields())
+
+    def _read_skill(
+        self, call: ToolCallRecord, skill_map: SkillMap | None, parked: frozenset[str]
+    ) -> tuple[SkillPick | None, str, ToolResultStatus | None]:
+        start = self.recorder.now()
+        requested = call.args.get("id")
+        if call.raw_args is not None or not isinstance(requested, str) or not requested.strip():
+            message = f'read_skill needs {{"id": "<skill id>"}}, got {call.raw_args or call.args!r}'
+            error = ErrorInfo(type="InvalidToolArguments", message=message)
+            self._record_tool_result(call, message, start, status="invalid", error=error)
+            return None, message, "invalid"
+        if skill_map is not None:
+            pick = gate_skill_pick(
+                requested,
+                hops=skill_map.allowed_skill_ids(self.cursor),
+                open_skill_ids=self.compiled.open_skill_ids,
+                parked_member_ids=parked,
+                current_skill_id=self.cursor,
+            )
+        else:  # no graph: every read_skill skill is admitted like an open skill
+            pick = gate_skill_pick(requested, hops=(), open_skill_ids=self.compiled.open_skill_ids)
+        text = self._skill_text(pick)
+        self._record_tool_result(call, text, start, skill_gate=pick.record())
+        if not pick.accepted:
+            self._emit(
+                SkillRejectedEvent,
+                requested_id=requested,
+                current_skill_id=pick.current_skill_id,
+                allowed=list(pick.allowed),
+                tool_call_id=call.id,
+                posture=pick.posture,
+            )
+        return pick, text, None
+
+    def _skill_text(self, pick: SkillPick) -> str:
+        if not pick.accepted:
+            return pick.refusal()
+        skill = self.compiled.catalog_by_id.get(pick.skill_id)
+        verb = "re-engaged" if pick.outcome == "re-engagement" else "loaded"
+        text = (
+            f"Skill '{pick.skill_id}' {verb}: its instructions ride the system prompt and its tools are "
+            "available from the next call on."
+        )
+        if pick.outcome == "hop":
+            text += " The conversation moves to this skill."
+        if skill is not None and skill.surface_mode in ("tool-only", "both") and skill.system_prompt:
+            # A tool-only body never rides the system prompt: the tool result is how it arrives.
+            text += "\n\n" + skill.system_prompt
+        plan = self.compiled.step_plans.get(pick.skill_id)
+        if plan is not None:
+            text += read_skill_step_intro(plan)  # where its procedure starts
+        return text
+
+    def _run_tool(
+        self,
+        call: ToolCallRecord,
+        scope: EffectScope,
+        state: EffectState,
+        batch: list[ToolResult],
+        *,
+        refused: ErrorInfo | None = None,
+    ) -> tuple[EffectState, str, str | None]:
+        """Run one call, record its ``tool_result``; return the effect state, the text read, the coverage.
+
+        ``refused`` is a tool middleware's failure: the tool does not run, the call is a ``failure``.
+        """
+        start = self.recorder.now()
+        found = None if call.name in self.spec.ignored_tools else self.compiled.tools_by_name.get(call.name)
+        value: object = None
+        envelope: Envelope | None = None
+        content_text = ""
+        error: ErrorInfo | None = None
+        status: ToolResultStatus | None = None
+        if refused is not None:
+            status, error = "failure", refused
+        elif call.raw_args is not None:
+            status = "invalid"
+            error = ErrorInfo(
+                type="InvalidToolArguments",
+                message=f"the arguments are not a JSON object: {call.raw_args[:200]!r}",
+            )
+        elif found is None:
+            status = "invalid"
+            error = ErrorInfo(type="ToolError", message=f"there is no tool named {call.name!r}")
+        elif found.handler is None:
+            status = "failure"
+            error = ErrorInfo(type="ToolError", message=f"tool {call.name!r} is declared without a handler")
+        else:
+            handler = found.handler
+            timeout = handler.timeout if isinstance(handler, ToolFunction) else None
+            if timeout is None:
+                timeout = self.spec.tool_timeout
+            try:
+                value = call_tool(handler, call.args, timeout=timeout)
+            except RunInterrupted:
+                raise
+            except InvalidToolArguments as exc:
+                status, error = (
+                    "invalid",
+                    ErrorInfo(type="InvalidToolArguments", message=well_formed_text(str(exc))),
+                )
+            except ToolTimeout as exc:
+                status, error = "failure", ErrorInfo(type="TimeoutError", message=f"{call.name} {exc}")
+            except Exception as exc:
+                status, error = "failure", error_info(exc)
+            else:
+                if isinstance(value, BaseModel):
+                    # call_tool repaired the strings it could walk; a model's are repaired once dumped.
+                    value = well_formed_value(value.model_dump(mode="json"))
+                envelope = parse_envelope(value)
+                try:
+                    content_text = text_of(value if envelope is None else envelope.content)
+                except (ValueError, TypeError, RecursionError) as exc:
+                    status, error = "failure", _unreadable_result(call.name, exc)
+        if error is not None:
+            text = f"Error: {call.name} failed: {error.type}: {error.message}"
+            self._record_tool_result(call, text, start, status=status, error=error)
+            batch.append(ToolResult(call.name, text, call.id, status))
+            return state, text, None
+        if envelope is None:
+            warn_near_miss(value, tool_name=call.name)
+            suffix, step = self._step_on_return(call.name)
+            text = content_text + suffix
+            coverage = _coverage_of(found, call.args, value)
+            self._record_tool_result(call, text, start, coverage=coverage, **step)
+            batch.append(ToolResult(call.name, value, call.id))
+            return state, text, coverage
+        judged = judge_effects(envelope, tool_name=call.name, tool_call_id=call.id, scope=scope, state=state)
+        for sid, activation in judged.activations:
+            self.provenance.setdefault(sid, activation)
+        # A declared status does not stop the advance: only a call that failed to run clean does
+        # (reference toolCalls.ts: `executed && !error && !denied && !skillRejected && !ceilingRefused`).
+        suffix, step = self._step_on_return(call.name)
+        text = content_text + suffix + judged.suffix
+        coverage = _coverage_of(found, call.args, envelope.content)
+        self._record_tool_result(
+            call,
+            text,
+            start,
+            status=envelope.status,
+            effects=list(judged.judgments),
+            malformed=list(envelope.malformed),
+            coverage=coverage,
+            **step,
+        )
+        for lease in judged.grants:
+            self._emit(LeaseGrantEvent, lease=lease.record())
+        for prune in judged.prunes:
+            self._emit(LeasePruneEvent, **prune.fields())
+        batch.append(ToolResult(call.name, envelope.content, call.id, envelope.status))
+        return judged.state, text, coverage
+
+    # -- HONESTY HOOKS (docs/honesty.md §12): plain calls that do nothing on an unarmed agent -------------
+
+    def _honesty_loop_head(self) -> None:
+        # HONESTY HOOK — results layer, at the loop head (every iteration, before the pass).
+        hooks = self.spec.honesty
+        if hooks is not None:
+            hooks.loop_head(self)
+
+    def _honesty_inputs(self, request: LlmRequest, response: LlmResponse) -> LlmResponse:
+        # HONESTY HOOK — inputs layer, after the LLM call and before Route.
+        hooks = self.spec.honesty
+        if hooks is None:
+            return response
+        return hooks.after_llm_call(self, request, response)
+
+    def _honesty_inputs_record(self) -> None:
+        # HONESTY HOOK — inputs layer's write, right after the llm_call record.
+        hooks = self.spec.honesty
+        if hooks is not None:
+            hooks.after_llm_record(self)
+
+    def _honesty_answer(self, content: str) -> None:
+        # HONESTY HOOK — answer layer, first on the final branch.
+        hooks = self.spec.honesty
+        if hooks is not None:
+            hooks.before_final(self, content)
