@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict, Unpack
 
 from fpdebug.engine.agent.compile import Compiled, compile_spec
 from fpdebug.engine.agent.conversation import Conversation
@@ -23,6 +23,18 @@ from fpdebug.trace.clock import Clock
 
 if TYPE_CHECKING:
     from fpdebug.engine.providers.base import Provider
+
+
+class _LayerArms(TypedDict, total=False):
+    """The keyword arguments of :meth:`HonestyLayers.arm <fpdebug.engine.honesty_hooks.HonestyLayers.arm>`."""
+
+    inputs: bool
+    results: bool
+    answer: bool
+    argument_sources: bool | None
+    external_grounds: Mapping[str, object] | None
+    declared_sources: Mapping[str, object] | None
+    standing_line: Literal["always", "unsupported"] | bool | None
 
 
 class Agent:
@@ -45,6 +57,8 @@ class Agent:
         self._lock = threading.Lock()
 
     def _with(self, **changes: object) -> Agent:
+        # replace() takes each field by name, which mypy cannot match against **object; every
+        # builder method validated the value it passes, and replace() refuses an unknown field.
         return Agent(spec=replace(self.spec, **changes))  # type: ignore[arg-type]
 
     @property
@@ -167,7 +181,7 @@ class Agent:
         """Install custom honesty hooks, or with ``None`` disarm every honesty layer."""
         return self._with(honesty=hooks)
 
-    def _arm(self, **arms: object) -> Agent:
+    def _arm(self, **arms: Unpack[_LayerArms]) -> Agent:
         from fpdebug.engine.honesty_hooks import HonestyLayers
 
         layers = self.spec.honesty if self.spec.honesty is not None else HonestyLayers()

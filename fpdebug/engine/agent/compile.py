@@ -43,19 +43,17 @@ def _tool_key(t: Tool) -> tuple[object, ...]:
 
 
 def compile_spec(spec: AgentSpec) -> Compiled:
+    """Compile ``spec`` into what the loop needs, refusing what cannot run.
+
+    Raises:
+        DefinitionError: A ``without()`` id that is a node or unknown, duplicate ids, ``.maps()``
+            without a skill map, a reserved or duplicate tool name.
+    """
     graph = spec.skill_map
-    excluded = set(spec.excluded_injections)
-    node_ids = set(graph.node_ids) if graph is not None else set()
-    known = {i.id for i in spec.injections} | {i.id for i in (graph.injections if graph is not None else ())}
-    for sid in spec.excluded_injections:
-        if sid in node_ids:
-            raise DefinitionError(
-                f"without(): {sid!r} is a skill-map node; a node cannot be left out of its map"
-            )
-        if sid not in known:
-            raise DefinitionError(f"without(): no injection {sid!r} in this agent")
-    own = tuple(i for i in spec.injections if i.id not in excluded)
-    catalog = own + (graph.injections if graph is not None else ())
+    map_injections = graph.injections if graph is not None else ()
+    _check_without(spec)
+    own = tuple(i for i in spec.injections if i.id not in set(spec.excluded_injections))
+    catalog = own + map_injections
     setup = PassSetup(catalog, skill_map=graph)  # refuses duplicate ids
     plan: EngagementPlan | None = None
     if spec.maps is not None:
@@ -63,26 +61,9 @@ def compile_spec(spec: AgentSpec) -> Compiled:
             graph, renewal_grace=spec.maps.renewal_grace, non_parkable=spec.maps.non_parkable
         )
         setup = PassSetup(catalog, skill_map=graph, engagement=plan)
-
-    ignored = set(spec.ignored_tools)
     step_plans = step_plans_of(catalog)
-    by_name: dict[str, Tool] = {}
-    for t in (*spec.tools, *(t for injection in catalog for t in injection.tools)):
-        if t.name == READ_SKILL:
-            raise DefinitionError(f"the tool name {READ_SKILL!r} is reserved for loading skills")
-        if t.name == SKIP_STEP and step_plans:
-            raise DefinitionError(
-                f"the tool name {SKIP_STEP!r} is reserved for skipping a step: a skill of this agent "
-                "declares steps"
-            )
-        if t.name in ignored:
-            continue
-        seen = by_name.get(t.name)
-        if seen is not None and _tool_key(seen) != _tool_key(t):
-            raise DefinitionError(f"two different tools are named {t.name!r}; tool names must be unique")
-        by_name.setdefault(t.name, t)
-    agent_tools = tuple(dict.fromkeys(t.name for t in spec.tools if t.name not in ignored))
-
+    by_name = _tools_by_name(spec, catalog, steps_declared=bool(step_plans))
+    agent_tools = tuple(dict.fromkeys(t.name for t in spec.tools if t.name not in spec.ignored_tools))
     # Skills the gate admits from anywhere: the map's open skills, then stand-alone read_skill ids.
     standalone = tuple(
         i.id for i in own if isinstance(i.trigger, LlmActivated) and i.trigger.via_tool_name == READ_SKILL
@@ -90,8 +71,7 @@ def compile_spec(spec: AgentSpec) -> Compiled:
     open_ids = tuple(dict.fromkeys([*(graph.open_skill_ids if graph is not None else ()), *standalone]))
     read_skill: ToolSchema | None = None
     if graph is not None or standalone:
-        skills = [i for i in catalog if i.flavor == "skill" or i.id in standalone]
-        read_skill = _read_skill_schema(skills)
+        read_skill = _read_skill_schema([i for i in catalog if i.flavor == "skill" or i.id in standalone])
     return Compiled(
         setup=setup,
         plan=plan,
@@ -102,6 +82,42 @@ def compile_spec(spec: AgentSpec) -> Compiled:
         catalog_by_id=MappingProxyType({i.id: i for i in catalog}),
         step_plans=MappingProxyType(step_plans),
     )
+
+
+def _check_without(spec: AgentSpec) -> None:
+    """Refuse a ``without()`` id that is a skill-map node or names no injection of the agent."""
+    graph = spec.skill_map
+    node_ids = set(graph.node_ids) if graph is not None else set()
+    known = {i.id for i in spec.injections} | {i.id for i in (graph.injections if graph is not None else ())}
+    for sid in spec.excluded_injections:
+        if sid in node_ids:
+            raise DefinitionError(
+                f"without(): {sid!r} is a skill-map node; a node cannot be left out of its map"
+            )
+        if sid not in known:
+            raise DefinitionError(f"without(): no injection {sid!r} in this agent")
+
+
+def _tools_by_name(spec: AgentSpec, catalog: Sequence[Injection], *, steps_declared: bool) -> dict[str, Tool]:
+    """Every dispatchable tool by name: the agent's own, then its injections' (first declaration
+    wins; the same tool may be declared twice, two different tools may not share a name)."""
+    ignored = set(spec.ignored_tools)
+    by_name: dict[str, Tool] = {}
+    for t in (*spec.tools, *(t for injection in catalog for t in injection.tools)):
+        if t.name == READ_SKILL:
+            raise DefinitionError(f"the tool name {READ_SKILL!r} is reserved for loading skills")
+        if t.name == SKIP_STEP and steps_declared:
+            raise DefinitionError(
+                f"the tool name {SKIP_STEP!r} is reserved for skipping a step: a skill of this agent "
+                "declares steps"
+            )
+        if t.name in ignored:
+            continue
+        seen = by_name.get(t.name)
+        if seen is not None and _tool_key(seen) != _tool_key(t):
+            raise DefinitionError(f"two different tools are named {t.name!r}; tool names must be unique")
+        by_name.setdefault(t.name, t)
+    return by_name
 
 
 def _read_skill_schema(skills: Sequence[Injection]) -> ToolSchema:
@@ -118,7 +134,3 @@ def _read_skill_schema(skills: Sequence[Injection]) -> ToolSchema:
             "required": ["id"],
         },
     )
-
-
-# ----------------------------------------------------------------------------------------------
-# Results

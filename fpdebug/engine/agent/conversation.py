@@ -70,7 +70,7 @@ class Conversation:
         self._result: RunResult | None = None
         self._busy = threading.Lock()
         try:
-            self.recorder.emit(RunStartEvent, **self._run_start_fields(options))
+            self._write_run_start(options)
         except RunInterrupted as stop:  # stopped as it opens: the conversation is born ended
             if stop.stored:
                 self._end("interrupted")  # run_start is in the trace: close the run it opened
@@ -81,8 +81,28 @@ class Conversation:
                 events = tuple(self.sink.events) if isinstance(self.sink, MemorySink) else None
                 self._result = RunResult(run_id=self.run_id, status="interrupted", turns=(), events=events)
 
-    def _run_start_fields(self, options: Mapping[str, object] | None) -> dict[str, object]:
+    def _write_run_start(self, options: Mapping[str, object] | None) -> None:
+        """Write ``run_start``: the declaration as compiled, and the options recorded for this run."""
         spec, compiled = self.agent.spec, self.compiled
+        self.recorder.emit(
+            RunStartEvent,
+            agent_name=spec.name,
+            provider=self.provider.name,
+            model=self.provider.model,
+            max_iterations=spec.max_iterations,
+            system_prompt=spec.system_prompt,
+            injections=[i.declaration() for i in compiled.setup.injections],
+            tools=list(compiled.agent_tools),
+            skill_map=spec.skill_map.declaration() if spec.skill_map is not None else None,
+            maps=compiled.plan.declaration() if compiled.plan is not None else None,
+            honesty=spec.honesty.run_arms(self) if spec.honesty is not None else None,
+            options=self._recorded_options(options),
+        )
+
+    def _recorded_options(self, options: Mapping[str, object] | None) -> dict[str, object]:
+        """``run_start.options``: the loop's settings, what ``without()`` left out, then the agent's
+        and this run's free-form options."""
+        spec = self.agent.spec
         recorded: dict[str, object] = {"tool_timeout": spec.tool_timeout, "continuity": spec.continuity}
         if spec.temperature is not None:
             recorded["temperature"] = spec.temperature
@@ -95,19 +115,7 @@ class Conversation:
             }
         recorded.update(spec.options)
         recorded.update(options or {})
-        return {
-            "agent_name": spec.name,
-            "provider": self.provider.name,
-            "model": self.provider.model,
-            "max_iterations": spec.max_iterations,
-            "system_prompt": spec.system_prompt,
-            "injections": [i.declaration() for i in compiled.setup.injections],
-            "tools": list(compiled.agent_tools),
-            "skill_map": spec.skill_map.declaration() if spec.skill_map is not None else None,
-            "maps": compiled.plan.declaration() if compiled.plan is not None else None,
-            "honesty": spec.honesty.run_arms(self) if spec.honesty is not None else None,
-            "options": recorded,
-        }
+        return recorded
 
     @property
     def result(self) -> RunResult | None:

@@ -1,31 +1,17 @@
-"""The agent: an immutable builder for the declared configuration, and the ReAct loop that records it all.
+"""One turn of the ReAct loop: :class:`TurnLoop` (docs/context-model.md §7).
 
-Declare an agent with the fluent, copy-on-write :class:`Agent` (every method returns a new agent;
-an agent is a value and may be shared between threads and reruns)::
-
-    agent = (
-        Agent("support")
-        .system_prompt("You are a support agent.")
-        .injections(tone, refund_policy, wire_format)
-        .tools(lookup_customer)                     # plain callables, or tool(fn, timeout=…)
-        .skill_map(skill_map)                       # nodes, entries, routes, open skills
-        .maps(renewal_grace=3)                      # the engagement kernel (docs/context-model.md §6)
-        .tool_middleware(cap_refunds)               # may rewrite a call's arguments before it runs
-        .max_iterations(8)
-    )
-    result = agent.run("Refund order A-17", provider=model, sink=sink, clock=clock, run_id="r1")
-
-The loop (:class:`TurnLoop`) follows docs/context-model.md §7: per iteration one Evaluate pass, slot composition,
-one LLM call, the route decision, and (on the ``tool-calls`` branch) the batch with the read_skill
-gate and effect judging; every fact goes to the :class:`~fpdebug.engine.sink.EventSink` as a trace
-event. Several user messages in one run form a :class:`Conversation`.
+Per iteration: one Evaluate pass (:func:`~fpdebug.engine.evaluate.evaluate_pass`), slot
+composition (:func:`~fpdebug.engine.agent.compose.compose_request`), one LLM call, the route
+decision, and on the ``tool-calls`` branch the tool middleware then the batch, with the read_skill
+gate, ``skip_step`` and effect judging (each ordinary call run by
+:func:`~fpdebug.engine.agent.tool_call.run_tool_call`). Every fact goes to the
+:class:`~fpdebug.engine.sink.EventSink` as a trace event.
 
 Hook points for the honesty layers (docs/honesty.md §12) are marked ``HONESTY HOOK``: the results layer at
 the loop head, the inputs layer after the LLM call and before Route (its rows written right after
 the ``llm_call`` record), the answer layer on the final branch. They are plain method calls that do
-nothing unless the agent carries :class:`HonestyHooks` (the arming methods :meth:`Agent.findings`,
-:meth:`Agent.inputs_layer`, :meth:`Agent.results_layer` and :meth:`Agent.answer_layer` install
-them), so an unarmed agent's trace is unchanged.
+nothing unless the agent carries :class:`~fpdebug.engine.agent.spec.HonestyHooks` (the builder's
+arming methods install them), so an unarmed agent's trace is unchanged.
 """
 
 from __future__ import annotations
@@ -38,18 +24,19 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
+from fpdebug.engine.agent.compose import compose_request
 from fpdebug.engine.agent.failures import RunFailed, error_info
 from fpdebug.engine.agent.replies import well_formed_reply
 from fpdebug.engine.agent.results import RunStatus, TurnResult
 from fpdebug.engine.agent.spec import READ_SKILL
+from fpdebug.engine.agent.tool_call import ToolCallOutcome, coverage_of, run_tool_call
 from fpdebug.engine.effects import (
+    CallJudgment,
     EffectScope,
     EffectState,
     Envelope,
     judge_effects,
-    parse_envelope,
     proposal_conflict,
-    text_of,
     warn_near_miss,
 )
 from fpdebug.engine.engagement import MapEngagementRecord, parked_member_ids
@@ -59,21 +46,17 @@ from fpdebug.engine.leases import InstructionLease, PendingToolTransition
 from fpdebug.engine.skillmap import PickCarriers, SkillMap, SkillPick, apply_skill_pick, gate_skill_pick
 from fpdebug.engine.steps import (
     SKIP_STEP,
-    current_step,
-    held_out_step_tools,
     read_skill_step_intro,
     skip_step_result,
-    skip_step_schema,
-    step_banner_prefix,
     step_on_return,
 )
 from fpdebug.engine.tool_middleware import ToolCallContext, apply_tool_middleware
-from fpdebug.engine.tools import InvalidToolArguments, ToolFunction, ToolTimeout, call_tool
 from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult
 from fpdebug.errors import ProviderError, RunInterrupted, ToolMiddlewareError
-from fpdebug.trace.records import well_formed_text, well_formed_value
+from fpdebug.trace.records import well_formed_value
 from fpdebug.trace.schema import (
     CursorMoveEvent,
+    EffectJudgment,
     EngagementEvent,
     ErrorInfo,
     LeaseGrantEvent,
@@ -81,17 +64,19 @@ from fpdebug.trace.schema import (
     LlmCallEvent,
     LlmRequest,
     LlmResponse,
+    MalformedEffect,
     Message,
     PassEvent,
-    PromptSegment,
     RerouteSupersededEvent,
     RouteConflictEvent,
+    SkillGate,
     SkillRejectedEvent,
+    SlotRouting,
+    StepChange,
     StoppedEarly,
     ToolCallRecord,
     ToolResultEvent,
     ToolResultStatus,
-    ToolSchema,
     TurnEndEvent,
     TurnStartEvent,
 )
@@ -100,38 +85,8 @@ if TYPE_CHECKING:
     from fpdebug.engine.agent.conversation import Conversation
 
 
-def _unreadable_result(tool_name: str, exc: Exception) -> ErrorInfo:
-    """A tool's return value that cannot become the text the model reads, as the tool's failure.
-
-    A value that refers to itself, or is nested deeper than JSON encoding allows, would otherwise
-    raise out of the loop; it is recorded like a tool that raised.
-    """
-    return ErrorInfo(
-        type="UnreadableToolResult",
-        message=f"{tool_name} returned a value that cannot be written as JSON: {type(exc).__name__}: {exc}",
-    )
-
-
 def _ms(start: datetime, end: datetime) -> float:
     return round((end - start).total_seconds() * 1000.0, 3)
-
-
-def _coverage_of(declared: Tool | None, args: Mapping[str, object], result: object) -> str | None:
-    """What a successful call's result covers, as its tool declares it (``None``: it declares none)."""
-    coverage = declared.coverage if declared is not None else None
-    if coverage is None or isinstance(coverage, str):
-        return coverage
-    try:
-        text = coverage(dict(args), result)
-    except Exception as exc:
-        return f"unknown (the coverage declaration raised {type(exc).__name__}: {exc})"
-    if text is None:
-        return None
-    return text if isinstance(text, str) else str(text)
-
-
-# ----------------------------------------------------------------------------------------------
-# The run
 
 
 class TurnLoop:
@@ -174,7 +129,7 @@ class TurnLoop:
         self.accepted: tuple[str, ...] | None = None
         self.served: tuple[str, ...] | None = None
         self.engagement: tuple[MapEngagementRecord, ...] | None = None
-        self.prior_by_slot = None
+        self.prior_by_slot: SlotRouting | None = None
         self.step_pointer: tuple[StepPointer, ...] | None = None
         self.tool_results: tuple[ToolResult, ...] | None = None
         """The batch in place (the previous tool-calls branch's results)."""
@@ -205,7 +160,7 @@ class TurnLoop:
         while True:
             self._honesty_loop_head()
             result = self._evaluate()
-            request = self._compose(result)
+            request = compose_request(self.spec, self.compiled, result, self.history, self.step_pointer)
             reply, latency_ms = self._call(request)
             response = self._honesty_inputs(request, reply)  # what Route may dispatch
             calls = response.tool_calls
@@ -303,49 +258,6 @@ class TurnLoop:
 
     # -- slots and the call -----------------------------------------------------------------------
 
-    def _compose(self, result: PassResult) -> LlmRequest:
-        segments: list[PromptSegment] = []
-        if self.spec.system_prompt:
-            segments.append(PromptSegment(source="base", text=self.spec.system_prompt))
-        injected: list[Message] = []
-        ignored = set(self.spec.ignored_tools)
-        parked = set(result.parked_tool_names or ())
-        tools: dict[str, ToolSchema] = {s.name: s for s in self.compiled.agent_tools}
-        for row in result.active_injections:
-            if row.lands_in_system_prompt and row.system_prompt:
-                segments.append(PromptSegment(source=row.flavor, injection_id=row.id, text=row.system_prompt))
-            injected.extend(m.model_copy(update={"injection_id": row.id}) for m in row.messages)
-            for schema in row.tools:
-                if schema.name not in ignored:
-                    tools.setdefault(schema.name, schema)
-        procedure = current_step(self.step_pointer, self.compiled.step_plans)
-        if procedure is not None:
-            # A step in progress narrows the offer to it (docs/context-model.md §5.6; reference buildToolsSlot.ts):
-            # the stepped skill's other step tools are held out unless another source offers them
-            # too, the current step's tool leads with the banner, and skip_step is offered.
-            pointer, _plan, step = procedure
-            others = {s.name for s in self.compiled.agent_tools}
-            for row in result.active_injections:
-                if row.id != pointer.skill_id:
-                    others.update(schema.name for schema in row.tools)
-            for name in held_out_step_tools(self.step_pointer, self.compiled.step_plans, others):
-                tools.pop(name, None)
-            offered = tools.get(step.tool)
-            if offered is not None:
-                banner = step_banner_prefix(pointer, step)
-                tools[step.tool] = offered.model_copy(update={"description": banner + offered.description})
-        if self.compiled.read_skill is not None:
-            tools.setdefault(READ_SKILL, self.compiled.read_skill)
-        if procedure is not None:
-            tools.setdefault(SKIP_STEP, skip_step_schema(procedure[0], procedure[1]))
-        return LlmRequest(
-            system_prompt=segments,
-            messages=[*self.history, *injected],
-            tools=[schema for name, schema in tools.items() if name not in parked],
-            temperature=self.spec.temperature,
-            max_tokens=self.spec.max_tokens,
-        )
-
     def _call(self, request: LlmRequest) -> tuple[LlmResponse, float]:
         """Ask the provider; return its reply and the latency in ms (a failure is recorded here)."""
         conversation = self.conversation
@@ -403,10 +315,15 @@ class TurnLoop:
         start: datetime,
         *,
         status: ToolResultStatus | None = None,
-        **fields: object,
+        error: ErrorInfo | None = None,
+        skill_gate: SkillGate | None = None,
+        effects: Sequence[EffectJudgment] = (),
+        malformed: Sequence[MalformedEffect] = (),
+        coverage: str | None = None,
+        step: StepChange | None = None,
     ) -> None:
         """Record one call's ``tool_result``: the text the model reads, how long the call took since
-        ``start``, and the kind's other ``fields`` (status, error, effects, coverage, step…)."""
+        ``start``, and the kind's other fields (an absent one writes no key)."""
         self._emit(
             ToolResultEvent,
             tool_call_id=call.id,
@@ -414,19 +331,25 @@ class TurnLoop:
             args=dict(call.args),
             result=text,
             status=status,
+            error=error,
+            skill_gate=skill_gate,
+            effects=list(effects),
+            malformed=list(malformed),
+            coverage=coverage,
+            step=step,
             duration_ms=_ms(start, self.recorder.now()),
-            **fields,
         )
 
-    def _step_on_return(self, tool_name: str) -> tuple[str, dict[str, object]]:
+    def _step_on_return(self, tool_name: str) -> tuple[str, StepChange | None]:
         """Advance the step pointer for a call that ran clean: the suffix the model reads after the
-        result and the ``tool_result.step`` field (both empty when nothing moved, docs/context-model.md §5.6)."""
+        result and the ``tool_result.step`` record (empty and ``None`` when nothing moved,
+        docs/context-model.md §5.6)."""
         moved = step_on_return(self.step_pointer, self.compiled.step_plans, tool_name)
         if moved is None:
-            return "", {}  # no procedure in progress, or not the current step's tool: no key written
+            return "", None  # no procedure in progress, or not the current step's tool: no key written
         boundary, suffix = moved
         self.step_pointer = boundary.next
-        return suffix, {"step": boundary.record()}
+        return suffix, boundary.record()
 
     def _skip_step(self, call: ToolCallRecord) -> str:
         """The framework's ``skip_step``: skip (or hold) the current step; record it; return the text."""
@@ -438,11 +361,11 @@ class TurnLoop:
             return message
         reason = call.args.get("reason")
         text, boundary = skip_step_result(self.step_pointer, self.compiled.step_plans, reason)
-        fields: dict[str, object] = {}
+        step: StepChange | None = None
         if boundary is not None:
             self.step_pointer = boundary.next
-            fields["step"] = boundary.record()
-        self._record_tool_result(call, text, start, **fields)
+            step = boundary.record()
+        self._record_tool_result(call, text, start, step=step)
         return text
 
     def _final(self, response: LlmResponse) -> TurnResult:
@@ -634,73 +557,54 @@ class TurnLoop:
         """
         start = self.recorder.now()
         found = None if call.name in self.spec.ignored_tools else self.compiled.tools_by_name.get(call.name)
-        value: object = None
-        envelope: Envelope | None = None
-        content_text = ""
-        error: ErrorInfo | None = None
-        status: ToolResultStatus | None = None
-        if refused is not None:
-            status, error = "failure", refused
-        elif call.raw_args is not None:
-            status = "invalid"
-            error = ErrorInfo(
-                type="InvalidToolArguments",
-                message=f"the arguments are not a JSON object: {call.raw_args[:200]!r}",
-            )
-        elif found is None:
-            status = "invalid"
-            error = ErrorInfo(type="ToolError", message=f"there is no tool named {call.name!r}")
-        elif found.handler is None:
-            status = "failure"
-            error = ErrorInfo(type="ToolError", message=f"tool {call.name!r} is declared without a handler")
-        else:
-            handler = found.handler
-            timeout = handler.timeout if isinstance(handler, ToolFunction) else None
-            if timeout is None:
-                timeout = self.spec.tool_timeout
-            try:
-                value = call_tool(handler, call.args, timeout=timeout)
-            except RunInterrupted:
-                raise
-            except InvalidToolArguments as exc:
-                status, error = (
-                    "invalid",
-                    ErrorInfo(type="InvalidToolArguments", message=well_formed_text(str(exc))),
-                )
-            except ToolTimeout as exc:
-                status, error = "failure", ErrorInfo(type="TimeoutError", message=f"{call.name} {exc}")
-            except Exception as exc:
-                status, error = "failure", error_info(exc)
-            else:
-                if isinstance(value, BaseModel):
-                    # call_tool repaired the strings it could walk; a model's are repaired once dumped.
-                    value = well_formed_value(value.model_dump(mode="json"))
-                envelope = parse_envelope(value)
-                try:
-                    content_text = text_of(value if envelope is None else envelope.content)
-                except (ValueError, TypeError, RecursionError) as exc:
-                    status, error = "failure", _unreadable_result(call.name, exc)
-        if error is not None:
-            text = f"Error: {call.name} failed: {error.type}: {error.message}"
-            self._record_tool_result(call, text, start, status=status, error=error)
-            batch.append(ToolResult(call.name, text, call.id, status))
+        outcome = run_tool_call(call, found, refused=refused, default_timeout=self.spec.tool_timeout)
+        if outcome.error is not None:
+            text = f"Error: {call.name} failed: {outcome.error.type}: {outcome.error.message}"
+            self._record_tool_result(call, text, start, status=outcome.status, error=outcome.error)
+            batch.append(ToolResult(call.name, text, call.id, outcome.status))
             return state, text, None
-        if envelope is None:
-            warn_near_miss(value, tool_name=call.name)
-            suffix, step = self._step_on_return(call.name)
-            text = content_text + suffix
-            coverage = _coverage_of(found, call.args, value)
-            self._record_tool_result(call, text, start, coverage=coverage, **step)
-            batch.append(ToolResult(call.name, value, call.id))
+        if outcome.envelope is None:
+            text, coverage = self._record_plain_result(call, found, outcome, start)
+            batch.append(ToolResult(call.name, outcome.value, call.id))
             return state, text, coverage
+        envelope = outcome.envelope
+        judged, text, coverage = self._record_envelope_result(
+            call, found, outcome, envelope, scope, state, start
+        )
+        batch.append(ToolResult(call.name, envelope.content, call.id, envelope.status))
+        return judged.state, text, coverage
+
+    def _record_plain_result(
+        self, call: ToolCallRecord, found: Tool | None, outcome: ToolCallOutcome, start: datetime
+    ) -> tuple[str, str | None]:
+        """Record a call that returned a plain value: the step advance, the coverage it declares."""
+        warn_near_miss(outcome.value, tool_name=call.name)
+        suffix, step = self._step_on_return(call.name)
+        text = outcome.text + suffix
+        coverage = coverage_of(found, call.args, outcome.value)
+        self._record_tool_result(call, text, start, coverage=coverage, step=step)
+        return text, coverage
+
+    def _record_envelope_result(
+        self,
+        call: ToolCallRecord,
+        found: Tool | None,
+        outcome: ToolCallOutcome,
+        envelope: Envelope,
+        scope: EffectScope,
+        state: EffectState,
+        start: datetime,
+    ) -> tuple[CallJudgment, str, str | None]:
+        """Judge an envelope's effects (docs/context-model.md §4) and record the call, its lease grants
+        and prunes; return the judgement, the text read and the coverage."""
         judged = judge_effects(envelope, tool_name=call.name, tool_call_id=call.id, scope=scope, state=state)
         for sid, activation in judged.activations:
             self.provenance.setdefault(sid, activation)
         # A declared status does not stop the advance: only a call that failed to run clean does
         # (reference toolCalls.ts: `executed && !error && !denied && !skillRejected && !ceilingRefused`).
         suffix, step = self._step_on_return(call.name)
-        text = content_text + suffix + judged.suffix
-        coverage = _coverage_of(found, call.args, envelope.content)
+        text = outcome.text + suffix + judged.suffix
+        coverage = coverage_of(found, call.args, envelope.content)
         self._record_tool_result(
             call,
             text,
@@ -709,14 +613,13 @@ class TurnLoop:
             effects=list(judged.judgments),
             malformed=list(envelope.malformed),
             coverage=coverage,
-            **step,
+            step=step,
         )
         for lease in judged.grants:
             self._emit(LeaseGrantEvent, lease=lease.record())
         for prune in judged.prunes:
             self._emit(LeasePruneEvent, **prune.fields())
-        batch.append(ToolResult(call.name, envelope.content, call.id, envelope.status))
-        return judged.state, text, coverage
+        return judged, text, coverage
 
     # -- HONESTY HOOKS (docs/honesty.md §12): plain calls that do nothing on an unarmed agent -------------
 
