@@ -22,8 +22,6 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel
-
 from fpdebug.engine.agent.compose import compose_request
 from fpdebug.engine.agent.failures import RunFailed, error_info
 from fpdebug.engine.agent.replies import well_formed_reply
@@ -43,6 +41,7 @@ from fpdebug.engine.engagement import MapEngagementRecord, parked_member_ids
 from fpdebug.engine.evaluate import PassInputs, PassResult, evaluate_pass
 from fpdebug.engine.injections import StepPointer
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
+from fpdebug.engine.sink import EventRecord
 from fpdebug.engine.skillmap import PickCarriers, SkillMap, SkillPick, apply_skill_pick, gate_skill_pick
 from fpdebug.engine.steps import (
     SKIP_STEP,
@@ -193,7 +192,7 @@ class TurnLoop:
             error=error,
         )
 
-    def _emit(self, event_type: type[BaseModel], /, **fields: object) -> None:
+    def _emit(self, event_type: type[EventRecord], /, **fields: object) -> None:
         self.recorder.emit(event_type, turn=self.turn, iteration=self.iteration, **fields)
 
     # -- one Evaluate pass ------------------------------------------------------------------------
