@@ -16,10 +16,8 @@ arming methods install them), so an unarmed agent's trace is unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from datetime import datetime
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
 from fpdebug.engine.agent.compose import compose_request
@@ -27,6 +25,7 @@ from fpdebug.engine.agent.failures import RunFailed, error_info
 from fpdebug.engine.agent.replies import well_formed_reply
 from fpdebug.engine.agent.results import RunStatus, TurnResult
 from fpdebug.engine.agent.spec import READ_SKILL
+from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls, skill_text
 from fpdebug.engine.agent.tool_call import ToolCallOutcome, coverage_of, run_tool_call
 from fpdebug.engine.effects import (
     CallJudgment,
@@ -42,17 +41,14 @@ from fpdebug.engine.evaluate import PassInputs, PassResult, evaluate_pass
 from fpdebug.engine.injections import StepPointer
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
 from fpdebug.engine.sink import EventRecord
-from fpdebug.engine.skillmap import PickCarriers, SkillMap, SkillPick, apply_skill_pick, gate_skill_pick
+from fpdebug.engine.skillmap import PickCarriers, SkillPick, gate_skill_pick
 from fpdebug.engine.steps import (
     SKIP_STEP,
-    read_skill_step_intro,
     skip_step_result,
     step_on_return,
 )
-from fpdebug.engine.tool_middleware import ToolCallContext, apply_tool_middleware
-from fpdebug.engine.types import Activation, Tool, ToolCall, ToolResult
-from fpdebug.errors import ProviderError, RunInterrupted, ToolMiddlewareError
-from fpdebug.trace.records import well_formed_value
+from fpdebug.engine.types import Activation, Tool, ToolResult
+from fpdebug.errors import ProviderError, RunInterrupted
 from fpdebug.trace.schema import (
     CursorMoveEvent,
     EffectJudgment,
@@ -151,32 +147,26 @@ class TurnLoop:
     # -- the loop --------------------------------------------------------------------------------
 
     def run(self) -> TurnResult:
-        """Run the turn to its final answer."""
-        emit, turn = self.recorder.emit, self.turn
-        emit(TurnStartEvent, turn=turn, user_message=self.user_message)
+        """Run the turn to its final answer: one iteration per pass, until Route chooses ``final``."""
+        self.recorder.emit(TurnStartEvent, turn=self.turn, user_message=self.user_message)
         self.history.append(Message(role="user", content=self.user_message))
-        max_iterations = self.spec.max_iterations
         while True:
             self._honesty_loop_head()
             result = self._evaluate()
             request = compose_request(self.spec, self.compiled, result, self.history, self.step_pointer)
             reply, latency_ms = self._call(request)
             response = self._honesty_inputs(request, reply)  # what Route may dispatch
-            calls = response.tool_calls
-            route: Literal["tool-calls", "final"] = (
-                "tool-calls" if calls and self.iteration < max_iterations else "final"
-            )
+            route = self._route(response)
             self._record_llm_call(request, latency_ms=latency_ms, response=reply, route=route)
-            refused: dict[int, ErrorInfo] = {}
-            self.calls_to_run = ()
-            if route == "tool-calls":
-                self.calls_to_run, refused = self._tool_middleware(calls)
+            resolved = self._resolve(route, response.tool_calls)
             self._honesty_inputs_record()
             if route == "final":
                 return self._final(response)
             # The model's own request stays in the history; the tool messages say what ran.
-            self.history.append(Message(role="assistant", content=response.content, tool_calls=list(calls)))
-            self._dispatch(self.calls_to_run, refused)
+            self.history.append(
+                Message(role="assistant", content=response.content, tool_calls=list(response.tool_calls))
+            )
+            self._dispatch(resolved)
             self.iteration += 1
 
     def result(self, status: RunStatus, *, error: ErrorInfo | None = None) -> TurnResult:
@@ -405,93 +395,102 @@ class TurnLoop:
 
     # -- the tool-calls stage ---------------------------------------------------------------------
 
-    def _tool_middleware(
-        self, calls: Sequence[ToolCallRecord]
-    ) -> tuple[tuple[ToolCallRecord, ...], dict[int, ErrorInfo]]:
-        """Each call as it will run, and the positions of the calls a middleware refused."""
-        chain = self.spec.tool_middleware
-        if not chain:
-            return tuple(calls), {}
-        ran: list[ToolCallRecord] = []
-        refused: dict[int, ErrorInfo] = {}
-        for position, call in enumerate(calls):
-            ignored = call.name in self.spec.ignored_tools
-            found = None if ignored else self.compiled.tools_by_name.get(call.name)
-            if found is None or call.raw_args is not None:
-                ran.append(call)  # read_skill, an unknown tool or unparsed arguments: nothing to rewrite
-                continue
-            context = ToolCallContext(
-                self.conversation.run_id, self.turn, self.iteration, found, MappingProxyType(dict(call.args))
-            )
-            try:
-                rewritten = apply_tool_middleware(chain, ToolCall(call.id, call.name, call.args), context)
-            except ToolMiddlewareError as exc:
-                # Refused calls run with nothing rewritten, so their tool_result.args are the request.
-                refused[position] = ErrorInfo(type=type(exc).__name__, message=str(exc))
-                ran.append(call)
-                continue
-            ran.append(call.model_copy(update={"args": well_formed_value(dict(rewritten.args))}))
-        return tuple(ran), refused
+    def _route(self, response: LlmResponse) -> Literal["tool-calls", "final"]:
+        """Route (docs/context-model.md §7): tools while the reply asks for some and the budget lasts."""
+        if response.tool_calls and self.iteration < self.spec.max_iterations:
+            return "tool-calls"
+        return "final"
 
-    def _dispatch(self, calls: Sequence[ToolCallRecord], refused: Mapping[int, ErrorInfo]) -> None:
-        compiled = self.compiled
-        skill_map = compiled.setup.skill_map
-        plan = compiled.plan
-        # The top of the tool-calls stage (docs/context-model.md §5.5): per-batch carriers reset, toolResults too.
-        carriers = PickCarriers.start_of_batch(
-            self.activated,
-            pending_skill_pick=self.pending_pick,
-            graph=skill_map is not None,
-            maps=plan is not None,
-        )
-        state = EffectState(self.activated, self.leases, self.pending_transition).start_of_batch()
-        scope = EffectScope(self.iteration, self.cursor, skill_map, compiled.catalog_by_id)
-        parked = parked_member_ids(plan, self.engagement) if plan is not None else frozenset()
-        batch: list[ToolResult] = []
-        texts: list[str] = []
-        coverage: list[str | None] = []
-        for position, call in enumerate(calls):
-            declared: str | None = None
-            if call.name == READ_SKILL and compiled.read_skill is not None:
-                pick, text, status = self._read_skill(call, skill_map, parked)
-                if pick is not None:
-                    # The gate and effect judging share one activation list (docs/context-model.md §5.5, §4.2).
-                    carriers = apply_skill_pick(
-                        replace(carriers, activated_injection_ids=state.activated_injection_ids), pick
-                    )
-                    state = replace(state, activated_injection_ids=carriers.activated_injection_ids)
-                    if pick.accepted and pick.skill_id not in self.provenance:
-                        self.provenance[pick.skill_id] = Activation(READ_SKILL, self.iteration, call.id)
-                batch.append(ToolResult(READ_SKILL, text, call.id, status))
-            elif call.name == SKIP_STEP and compiled.step_plans:
-                text = self._skip_step(call)
-                batch.append(ToolResult(SKIP_STEP, text, call.id))
-            else:
-                state, text, declared = self._run_tool(
-                    call, scope, state, batch, refused=refused.get(position)
-                )
-            texts.append(text)
-            coverage.append(declared)
+    def _resolve(
+        self, route: Literal["tool-calls", "final"], calls: Sequence[ToolCallRecord]
+    ) -> ResolvedCalls:
+        """Resolve: the calls as they will run, after the tool middleware (none on the final branch)."""
+        resolved = ResolvedCalls(())
+        if route == "tool-calls":
+            resolved = resolve_calls(
+                self.spec,
+                self.compiled,
+                calls,
+                run_id=self.conversation.run_id,
+                turn=self.turn,
+                iteration=self.iteration,
+            )
+        self.calls_to_run = resolved.calls
+        return resolved
+
+    def _dispatch(self, resolved: ResolvedCalls) -> None:
+        """Run the batch in call order; each result becomes a tool message, and the batch the next
+        pass's carriers."""
+        batch = self._start_batch()
+        for position, call in enumerate(resolved.calls):
+            text, coverage = self._run_call(batch, call, resolved.refused.get(position))
+            batch.read(text, coverage)
             # The model reads each result as a tool message, in call order.
             self.history.append(Message(role="tool", content=text, tool_call_id=call.id, tool_name=call.name))
+        self._end_batch(batch)
+
+    def _start_batch(self) -> ToolBatch:
+        """The top of the tool-calls stage (docs/context-model.md §5.5): per-batch carriers reset,
+        toolResults too."""
+        compiled = self.compiled
+        skill_map, plan = compiled.setup.skill_map, compiled.plan
+        return ToolBatch(
+            carriers=PickCarriers.start_of_batch(
+                self.activated,
+                pending_skill_pick=self.pending_pick,
+                graph=skill_map is not None,
+                maps=plan is not None,
+            ),
+            state=EffectState(self.activated, self.leases, self.pending_transition).start_of_batch(),
+            scope=EffectScope(self.iteration, self.cursor, skill_map, compiled.catalog_by_id),
+            parked=parked_member_ids(plan, self.engagement) if plan is not None else frozenset(),
+        )
+
+    def _run_call(
+        self, batch: ToolBatch, call: ToolCallRecord, refused: ErrorInfo | None
+    ) -> tuple[str, str | None]:
+        """Run one call of the batch (read_skill, skip_step or a tool); return the text read and the
+        coverage it declares."""
+        if call.name == READ_SKILL and self.compiled.read_skill is not None:
+            pick, text, status = self._read_skill(call, batch.parked)
+            if pick is not None:
+                batch.apply_pick(pick)
+                if pick.accepted and pick.skill_id not in self.provenance:
+                    self.provenance[pick.skill_id] = Activation(READ_SKILL, self.iteration, call.id)
+            batch.results.append(ToolResult(READ_SKILL, text, call.id, status))
+            return text, None
+        if call.name == SKIP_STEP and self.compiled.step_plans:
+            text = self._skip_step(call)
+            batch.results.append(ToolResult(SKIP_STEP, text, call.id))
+            return text, None
+        batch.state, text, coverage = self._run_tool(
+            call, batch.scope, batch.state, batch.results, refused=refused
+        )
+        return text, coverage
+
+    def _end_batch(self, batch: ToolBatch) -> None:
+        """The batch's carriers replace the loop's; a conflict between its proposals is recorded."""
+        state, carriers = batch.state, batch.carriers
         self.activated = state.activated_injection_ids
-        if skill_map is not None:
+        if self.compiled.setup.skill_map is not None:
             self.pending_pick = carriers.pending_skill_pick
-        if plan is not None:
+        if self.compiled.plan is not None:
             self.accepted = carriers.accepted_skill_picks
         self.leases = state.instruction_leases
         self.pending_transition = state.pending_tool_transition
-        self.tool_results = tuple(batch)
+        self.tool_results = tuple(batch.results)
         self.batch_iteration = self.iteration
-        self.batch_texts = tuple(texts)
-        self.batch_coverage = tuple(coverage)
+        self.batch_texts = tuple(batch.texts)
+        self.batch_coverage = tuple(batch.coverage)
         conflict = proposal_conflict(state, from_skill_id=self.cursor)
         if conflict is not None:
             self._emit(RouteConflictEvent, **conflict.fields())
 
     def _read_skill(
-        self, call: ToolCallRecord, skill_map: SkillMap | None, parked: frozenset[str]
+        self, call: ToolCallRecord, parked: frozenset[str]
     ) -> tuple[SkillPick | None, str, ToolResultStatus | None]:
+        """The read_skill gate (docs/context-model.md §5.5): judge the pick, record it, return the
+        verdict (``None`` for unreadable arguments), the text and the status."""
         start = self.recorder.now()
         requested = call.args.get("id")
         if call.raw_args is not None or not isinstance(requested, str) or not requested.strip():
@@ -499,6 +498,7 @@ class TurnLoop:
             error = ErrorInfo(type="InvalidToolArguments", message=message)
             self._record_tool_result(call, message, start, status="invalid", error=error)
             return None, message, "invalid"
+        skill_map = self.compiled.setup.skill_map
         if skill_map is not None:
             pick = gate_skill_pick(
                 requested,
@@ -509,7 +509,7 @@ class TurnLoop:
             )
         else:  # no graph: every read_skill skill is admitted like an open skill
             pick = gate_skill_pick(requested, hops=(), open_skill_ids=self.compiled.open_skill_ids)
-        text = self._skill_text(pick)
+        text = skill_text(self.compiled, pick)
         self._record_tool_result(call, text, start, skill_gate=pick.record())
         if not pick.accepted:
             self._emit(
@@ -521,25 +521,6 @@ class TurnLoop:
                 posture=pick.posture,
             )
         return pick, text, None
-
-    def _skill_text(self, pick: SkillPick) -> str:
-        if not pick.accepted:
-            return pick.refusal()
-        skill = self.compiled.catalog_by_id.get(pick.skill_id)
-        verb = "re-engaged" if pick.outcome == "re-engagement" else "loaded"
-        text = (
-            f"Skill '{pick.skill_id}' {verb}: its instructions ride the system prompt and its tools are "
-            "available from the next call on."
-        )
-        if pick.outcome == "hop":
-            text += " The conversation moves to this skill."
-        if skill is not None and skill.surface_mode in ("tool-only", "both") and skill.system_prompt:
-            # A tool-only body never rides the system prompt: the tool result is how it arrives.
-            text += "\n\n" + skill.system_prompt
-        plan = self.compiled.step_plans.get(pick.skill_id)
-        if plan is not None:
-            text += read_skill_step_intro(plan)  # where its procedure starts
-        return text
 
     def _run_tool(
         self,
