@@ -24,7 +24,9 @@ The package's modules each own one concept:
 - :mod:`~fpdebug.engine.agent.loop`: one turn of the ReAct loop (:class:`TurnLoop`, docs/context-model.md §7),
   with its collaborators :mod:`~fpdebug.engine.agent.compose` (the request's slots),
   :mod:`~fpdebug.engine.agent.tool_batch` (the tool-calls stage) and
-  :mod:`~fpdebug.engine.agent.tool_call` (running one tool);
+  :mod:`~fpdebug.engine.agent.tool_call` (running one tool), :mod:`~fpdebug.engine.agent.replies`
+  (the provider's reply made well formed) and :mod:`~fpdebug.engine.agent.failures` (a failure as
+  the trace records it);
 - :mod:`~fpdebug.engine.agent.results`: how a turn and a run ended (:class:`TurnResult`, :class:`RunResult`).
 """
 
