@@ -245,7 +245,7 @@ class TurnLoop:
             self._emit(RerouteSupersededEvent, **reroute)
         self._emit(PassEvent, **result.pass_fields())
 
-    # -- slots and the call -----------------------------------------------------------------------
+    # -- the LLM call ---------------------------------------------------------------------------
 
     def _call(self, request: LlmRequest) -> tuple[LlmResponse, float]:
         """Ask the provider; return its reply and the latency in ms (a failure is recorded here)."""
@@ -297,65 +297,30 @@ class TurnLoop:
             route=route,
         )
 
-    def _record_tool_result(
-        self,
-        call: ToolCallRecord,
-        text: str,
-        start: datetime,
-        *,
-        status: ToolResultStatus | None = None,
-        error: ErrorInfo | None = None,
-        skill_gate: SkillGate | None = None,
-        effects: Sequence[EffectJudgment] = (),
-        malformed: Sequence[MalformedEffect] = (),
-        coverage: str | None = None,
-        step: StepChange | None = None,
-    ) -> None:
-        """Record one call's ``tool_result``: the text the model reads, how long the call took since
-        ``start``, and the kind's other fields (an absent one writes no key)."""
-        self._emit(
-            ToolResultEvent,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            args=dict(call.args),
-            result=text,
-            status=status,
-            error=error,
-            skill_gate=skill_gate,
-            effects=list(effects),
-            malformed=list(malformed),
-            coverage=coverage,
-            step=step,
-            duration_ms=_ms(start, self.recorder.now()),
-        )
+    # -- Route, and the final branch ------------------------------------------------------------
 
-    def _step_on_return(self, tool_name: str) -> tuple[str, StepChange | None]:
-        """Advance the step pointer for a call that ran clean: the suffix the model reads after the
-        result and the ``tool_result.step`` record (empty and ``None`` when nothing moved,
-        docs/context-model.md §5.6)."""
-        moved = step_on_return(self.step_pointer, self.compiled.step_plans, tool_name)
-        if moved is None:
-            return "", None  # no procedure in progress, or not the current step's tool: no key written
-        boundary, suffix = moved
-        self.step_pointer = boundary.next
-        return suffix, boundary.record()
+    def _route(self, response: LlmResponse) -> Literal["tool-calls", "final"]:
+        """Route (docs/context-model.md §7): tools while the reply asks for some and the budget lasts."""
+        if response.tool_calls and self.iteration < self.spec.max_iterations:
+            return "tool-calls"
+        return "final"
 
-    def _skip_step(self, call: ToolCallRecord) -> str:
-        """The framework's ``skip_step``: skip (or hold) the current step; record it; return the text."""
-        start = self.recorder.now()
-        if call.raw_args is not None:
-            message = f'skip_step needs {{"reason": "<why>"}}, got {call.raw_args!r}'
-            error = ErrorInfo(type="InvalidToolArguments", message=message)
-            self._record_tool_result(call, message, start, status="invalid", error=error)
-            return message
-        reason = call.args.get("reason")
-        text, boundary = skip_step_result(self.step_pointer, self.compiled.step_plans, reason)
-        step: StepChange | None = None
-        if boundary is not None:
-            self.step_pointer = boundary.next
-            step = boundary.record()
-        self._record_tool_result(call, text, start, step=step)
-        return text
+    def _resolve(
+        self, route: Literal["tool-calls", "final"], calls: Sequence[ToolCallRecord]
+    ) -> ResolvedCalls:
+        """Resolve: the calls as they will run, after the tool middleware (none on the final branch)."""
+        resolved = ResolvedCalls(())
+        if route == "tool-calls":
+            resolved = resolve_calls(
+                self.spec,
+                self.compiled,
+                calls,
+                run_id=self.conversation.run_id,
+                turn=self.turn,
+                iteration=self.iteration,
+            )
+        self.calls_to_run = resolved.calls
+        return resolved
 
     def _final(self, response: LlmResponse) -> TurnResult:
         content = response.content
@@ -394,29 +359,6 @@ class TurnLoop:
         )
 
     # -- the tool-calls stage ---------------------------------------------------------------------
-
-    def _route(self, response: LlmResponse) -> Literal["tool-calls", "final"]:
-        """Route (docs/context-model.md §7): tools while the reply asks for some and the budget lasts."""
-        if response.tool_calls and self.iteration < self.spec.max_iterations:
-            return "tool-calls"
-        return "final"
-
-    def _resolve(
-        self, route: Literal["tool-calls", "final"], calls: Sequence[ToolCallRecord]
-    ) -> ResolvedCalls:
-        """Resolve: the calls as they will run, after the tool middleware (none on the final branch)."""
-        resolved = ResolvedCalls(())
-        if route == "tool-calls":
-            resolved = resolve_calls(
-                self.spec,
-                self.compiled,
-                calls,
-                run_id=self.conversation.run_id,
-                turn=self.turn,
-                iteration=self.iteration,
-            )
-        self.calls_to_run = resolved.calls
-        return resolved
 
     def _dispatch(self, resolved: ResolvedCalls) -> None:
         """Run the batch in call order; each result becomes a tool message, and the batch the next
@@ -522,6 +464,23 @@ class TurnLoop:
             )
         return pick, text, None
 
+    def _skip_step(self, call: ToolCallRecord) -> str:
+        """The framework's ``skip_step``: skip (or hold) the current step; record it; return the text."""
+        start = self.recorder.now()
+        if call.raw_args is not None:
+            message = f'skip_step needs {{"reason": "<why>"}}, got {call.raw_args!r}'
+            error = ErrorInfo(type="InvalidToolArguments", message=message)
+            self._record_tool_result(call, message, start, status="invalid", error=error)
+            return message
+        reason = call.args.get("reason")
+        text, boundary = skip_step_result(self.step_pointer, self.compiled.step_plans, reason)
+        step: StepChange | None = None
+        if boundary is not None:
+            self.step_pointer = boundary.next
+            step = boundary.record()
+        self._record_tool_result(call, text, start, step=step)
+        return text
+
     def _run_tool(
         self,
         call: ToolCallRecord,
@@ -600,6 +559,51 @@ class TurnLoop:
         for prune in judged.prunes:
             self._emit(LeasePruneEvent, **prune.fields())
         return judged, text, coverage
+
+    # -- recording a call ------------------------------------------------------------------------
+
+    def _record_tool_result(
+        self,
+        call: ToolCallRecord,
+        text: str,
+        start: datetime,
+        *,
+        status: ToolResultStatus | None = None,
+        error: ErrorInfo | None = None,
+        skill_gate: SkillGate | None = None,
+        effects: Sequence[EffectJudgment] = (),
+        malformed: Sequence[MalformedEffect] = (),
+        coverage: str | None = None,
+        step: StepChange | None = None,
+    ) -> None:
+        """Record one call's ``tool_result``: the text the model reads, how long the call took since
+        ``start``, and the kind's other fields (an absent one writes no key)."""
+        self._emit(
+            ToolResultEvent,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            args=dict(call.args),
+            result=text,
+            status=status,
+            error=error,
+            skill_gate=skill_gate,
+            effects=list(effects),
+            malformed=list(malformed),
+            coverage=coverage,
+            step=step,
+            duration_ms=_ms(start, self.recorder.now()),
+        )
+
+    def _step_on_return(self, tool_name: str) -> tuple[str, StepChange | None]:
+        """Advance the step pointer for a call that ran clean: the suffix the model reads after the
+        result and the ``tool_result.step`` record (empty and ``None`` when nothing moved,
+        docs/context-model.md §5.6)."""
+        moved = step_on_return(self.step_pointer, self.compiled.step_plans, tool_name)
+        if moved is None:
+            return "", None  # no procedure in progress, or not the current step's tool: no key written
+        boundary, suffix = moved
+        self.step_pointer = boundary.next
+        return suffix, boundary.record()
 
     # -- HONESTY HOOKS (docs/honesty.md §12): plain calls that do nothing on an unarmed agent -------------
 
