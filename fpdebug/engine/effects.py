@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar, TypeAlias
+from typing import ClassVar, Literal, TypeAlias
 
 from fpdebug.engine.injections import Injection
 from fpdebug.engine.leases import (
@@ -345,6 +345,10 @@ def refusal_suffix(reason: str) -> str:
     return f" [tool effect refused: {reason}]"
 
 
+EffectOutcome: TypeAlias = Literal["accepted", "refused", "superseded"]
+"""How one declared effect was judged (``EffectJudgment.outcome``)."""
+
+
 def _judge_proposal(
     effect: ProposeTransition,
     scope: EffectScope,
@@ -354,14 +358,20 @@ def _judge_proposal(
 ) -> tuple[EffectJudgment, EffectState, tuple[str, Activation] | None]:
     target = effect.target_skill_id
 
-    def judged(outcome: str, **extra: object) -> EffectJudgment:
+    def judged(
+        outcome: EffectOutcome,
+        *,
+        refusal_reason: str | None = None,
+        superseded_by: Literal["earlier-proposal"] | None = None,
+    ) -> EffectJudgment:
         return EffectJudgment(
             kind="propose-transition",
             outcome=outcome,
-            target_skill_id=target,  # type: ignore[arg-type]
+            target_skill_id=target,
             reason=effect.reason,
-            **extra,
-        )  # type: ignore[arg-type]
+            refusal_reason=refusal_reason,
+            superseded_by=superseded_by,
+        )
 
     if scope.skill_map is None:
         reason = "propose-transition needs a mounted skill graph, and this agent has none"
@@ -404,14 +414,14 @@ def _judge_instruction(
 ) -> tuple[EffectJudgment, EffectState, InstructionLease | None, LeasePrune | None]:
     iid = effect.instruction_id
 
-    def judged(outcome: str, **extra: object) -> EffectJudgment:
+    def judged(outcome: EffectOutcome, *, refusal_reason: str | None = None) -> EffectJudgment:
         return EffectJudgment(
             kind="require-instruction",
             outcome=outcome,
-            instruction_id=iid,  # type: ignore[arg-type]
+            instruction_id=iid,
             delivery_lease=effect.delivery_lease,
-            **extra,
-        )  # type: ignore[arg-type]
+            refusal_reason=refusal_reason,
+        )
 
     target = scope.lease_targets.get(iid)
     if target is None:

@@ -342,94 +342,130 @@ def _position(
 def _advance_one(
     mounted: MountedMap, prior: MapEngagementRecord | None, pass_: EngagementPass, grace: int
 ) -> tuple[MapEngagementRecord | None, EngagementChange | None]:
-    evidence = renewal_evidence_of(mounted, pass_)
-    s = strongest_of(evidence)
+    """One map's record after ``pass_``: the laws of docs/context-model.md §6, one function each."""
+    strongest = strongest_of(renewal_evidence_of(mounted, pass_))
+    if prior is None:  # LAW 1: founding
+        return _found(mounted, pass_, strongest)
+    if prior.standing == "parked":  # LAW 5: only explicit or structural evidence recovers
+        return _recover(mounted, prior, pass_, strongest)
+    at, at_by, at_since = _position(mounted, prior, pass_)
+    if at is not None and at != prior.at:  # a new tenant re-derives eligibility
+        return _change_tenant(mounted, prior, pass_, strongest, (at, at_by, at_since))
+    # From here on the position is the prior's: a move to another member was a tenant change above,
+    # and not seeing the cursor leaves it where it was.
+    if strongest is not None:  # LAW 2: renew, maybe upgrade
+        return _renew(mounted, prior, pass_, strongest)
+    return _idle(mounted, prior, pass_, grace)  # LAWS 3 and 4
+
+
+def _found(
+    mounted: MountedMap, pass_: EngagementPass, strongest: EvidenceStrength | None
+) -> tuple[MapEngagementRecord | None, EngagementChange | None]:
+    """LAW 1: a map with no record is founded by evidence, or by the cursor standing in it."""
     it = pass_.iteration
     node = pass_.current_node
     in_map = node is not None and node in mounted.member_ids
+    if not in_map and strongest is None:
+        return None, None
+    move_strength: EvidenceStrength = strength_of_move(pass_.move_by) if pass_.move_by else "assumed"
+    by = strongest or move_strength
+    record = MapEngagementRecord(
+        map_id=mounted.id,
+        standing="engaged",
+        by=by,
+        since=it,
+        founded_by=by,
+        founded_at=it,
+        founded_on=node if in_map else None,
+        at=node if in_map else None,
+        at_by=move_strength if in_map else None,
+        at_since=it if in_map else None,
+        idle=0,
+        witness=pass_.witness,
+    )
+    return record, EngagementChange(
+        kind="engaged", map_id=mounted.id, iteration=it, by=by, witness=pass_.witness
+    )
 
-    if prior is None:  # LAW 1: founding
-        if not in_map and s is None:
-            return None, None
-        move_strength: EvidenceStrength = strength_of_move(pass_.move_by) if pass_.move_by else "assumed"
-        by = s or move_strength
-        record = MapEngagementRecord(
-            map_id=mounted.id,
-            standing="engaged",
-            by=by,
-            since=it,
-            founded_by=by,
-            founded_at=it,
-            founded_on=node if in_map else None,
-            at=node if in_map else None,
-            at_by=move_strength if in_map else None,
-            at_since=it if in_map else None,
-            idle=0,
-            witness=pass_.witness,
-        )
-        return record, EngagementChange(
-            kind="engaged", map_id=mounted.id, iteration=it, by=by, witness=pass_.witness
-        )
 
-    if prior.standing == "parked":  # LAW 5: only explicit or structural evidence recovers
-        if s in ("explicit", "structural"):
-            at, at_by, at_since = _position(mounted, prior, pass_)
-            record = prior.model_copy(
-                update={
-                    "standing": "engaged",
-                    "by": s,
-                    "since": it,
-                    "idle": 0,
-                    "witness": pass_.witness,
-                    "at": at,
-                    "at_by": at_by,
-                    "at_since": at_since,
-                }
-            )
-            change = EngagementChange(
-                kind="engaged", map_id=mounted.id, iteration=it, by=s, reengaged=True, witness=pass_.witness
-            )
-            return record, change
+def _recover(
+    mounted: MountedMap, prior: MapEngagementRecord, pass_: EngagementPass, strongest: EvidenceStrength | None
+) -> tuple[MapEngagementRecord | None, EngagementChange | None]:
+    """LAW 5: a parked map re-engages on explicit or structural evidence only."""
+    if strongest not in ("explicit", "structural"):
         return prior, None
-
+    it = pass_.iteration
     at, at_by, at_since = _position(mounted, prior, pass_)
-    if at is not None and at != prior.at:  # a new tenant re-derives eligibility
-        by = stronger_of(at_by or "assumed", s or "assumed")
-        change = EngagementChange(
-            kind="engaged",
-            map_id=mounted.id,
-            iteration=it,
-            by=by,
-            tenant_changed=True,
-            at=at,
-            founded_by=prior.founded_by,
-            witness=pass_.witness,
-        )
-        record = prior.model_copy(
-            update={"at": at, "at_by": at_by, "at_since": at_since, "by": by, "idle": 0}
-        )
-        return record, change
+    record = prior.model_copy(
+        update={
+            "standing": "engaged",
+            "by": strongest,
+            "since": it,
+            "idle": 0,
+            "witness": pass_.witness,
+            "at": at,
+            "at_by": at_by,
+            "at_since": at_since,
+        }
+    )
+    change = EngagementChange(
+        kind="engaged", map_id=mounted.id, iteration=it, by=strongest, reengaged=True, witness=pass_.witness
+    )
+    return record, change
 
-    # From here on the position is the prior's: a move to another member was a tenant change above,
-    # and not seeing the cursor leaves it where it was.
-    if s is not None:  # LAW 2: renew, maybe upgrade
-        by = stronger_of(prior.by, s)
-        if by == prior.by:
-            if prior.idle == 0:
-                return prior, None
-            return prior.model_copy(update={"idle": 0}), None
-        change = EngagementChange(
-            kind="engaged",
-            map_id=mounted.id,
-            iteration=it,
-            by=by,
-            upgraded=True,
-            founded_by=prior.founded_by,
-            witness=prior.witness,
-        )
-        return prior.model_copy(update={"by": by, "idle": 0}), change
 
-    # LAW 3: the idle test. "None of its tools was called" is implicit: that would be evidence.
+def _change_tenant(
+    mounted: MountedMap,
+    prior: MapEngagementRecord,
+    pass_: EngagementPass,
+    strongest: EvidenceStrength | None,
+    position: tuple[str, EvidenceStrength | None, int | None],
+) -> tuple[MapEngagementRecord | None, EngagementChange | None]:
+    """A move to another member: the new tenant re-derives the map's standing."""
+    at, at_by, at_since = position
+    by = stronger_of(at_by or "assumed", strongest or "assumed")
+    change = EngagementChange(
+        kind="engaged",
+        map_id=mounted.id,
+        iteration=pass_.iteration,
+        by=by,
+        tenant_changed=True,
+        at=at,
+        founded_by=prior.founded_by,
+        witness=pass_.witness,
+    )
+    record = prior.model_copy(update={"at": at, "at_by": at_by, "at_since": at_since, "by": by, "idle": 0})
+    return record, change
+
+
+def _renew(
+    mounted: MountedMap, prior: MapEngagementRecord, pass_: EngagementPass, strongest: EvidenceStrength
+) -> tuple[MapEngagementRecord | None, EngagementChange | None]:
+    """LAW 2: evidence renews the map (idle back to 0), and upgrades it when stronger."""
+    by = stronger_of(prior.by, strongest)
+    if by == prior.by:
+        if prior.idle == 0:
+            return prior, None
+        return prior.model_copy(update={"idle": 0}), None
+    change = EngagementChange(
+        kind="engaged",
+        map_id=mounted.id,
+        iteration=pass_.iteration,
+        by=by,
+        upgraded=True,
+        founded_by=prior.founded_by,
+        witness=prior.witness,
+    )
+    return prior.model_copy(update={"by": by, "idle": 0}), change
+
+
+def _idle(
+    mounted: MountedMap, prior: MapEngagementRecord, pass_: EngagementPass, grace: int
+) -> tuple[MapEngagementRecord | None, EngagementChange | None]:
+    """LAW 3, the idle test, and LAW 4, a tentative map idle for ``grace`` passes parks.
+
+    "None of its tools was called" is implicit: that would be evidence.
+    """
     served = any(sid in mounted.member_ids for sid in pass_.served_last_pass)
     if not served or not pass_.tool_results:
         return prior, None  # not served, or a pass on which no tool ran
@@ -438,12 +474,12 @@ def _advance_one(
         change = EngagementChange(
             kind="parked",
             map_id=mounted.id,
-            iteration=it,
+            iteration=pass_.iteration,
             by=prior.by,
             idle_calls=idle,
             witness=prior.witness,
         )
-        return prior.model_copy(update={"standing": "parked", "since": it, "idle": idle}), change
+        return prior.model_copy(update={"standing": "parked", "since": pass_.iteration, "idle": idle}), change
     return prior.model_copy(update={"idle": idle}), None
 
 

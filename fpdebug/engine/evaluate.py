@@ -438,6 +438,8 @@ def _reason(
 def evaluate_pass(setup: PassSetup, inputs: PassInputs) -> PassResult:
     """Run one Evaluate pass, steps 1–13 of docs/context-model.md §3.4, then Route and Delta (§3.5).
 
+    Each numbered step is one call below; a step that narrows the context returns the new one.
+
     Args:
         setup: The agent's catalog, skill map and engagement plan.
         inputs: The pass's boundary inputs.
@@ -448,9 +450,68 @@ def evaluate_pass(setup: PassSetup, inputs: PassInputs) -> PassResult:
     # 1. The iteration (absent only when None) and the one-shot proposal, valid by data.
     iteration = inputs.iteration if inputs.iteration is not None else 1
     proposal = proposal_for(inputs.pending_tool_transition, iteration)
-
     # 2. The base context; the proposal appears only as its target, and only when valid.
-    ctx = InjectionContext(
+    ctx = _base_context(inputs, iteration, proposal)
+    # 3. The keystone: exactly one resolver call; every graph trigger reads this move.
+    move, ctx = _resolve_cursor(setup.skill_map, ctx)
+    cursor = move.to_skill if move is not None else None
+    # 4. Step pointer re-key (only when some skill declares steps).
+    next_step_pointer, ctx = _rekey_steps(setup, inputs, move, ctx)
+    # 5. Leases: serve, THEN sweep (the sweep still lets this pass serve what it removes).
+    leases, ctx = _serve_then_sweep_leases(inputs, iteration, move, ctx)
+    # 6. A route conflict in the batch.
+    conflict = _route_conflict(move)
+    # 7. Engagement (only when the kernel is mounted).
+    engagement, parked_ids, ctx = _engage(setup.engagement, inputs, iteration, move, ctx)
+    # 8. The evaluator.
+    evaluation = evaluate_injections(setup.injections, ctx)
+    # 9. Superseded conditional entries.
+    superseded = setup.skill_map.superseded_entries(ctx) if setup.skill_map is not None else ()
+    # 10. Told-the-truth checks.
+    reroutes = _told_the_truth(inputs, ctx, evaluation, proposal, cursor)
+    # 11. Project the active set; the park card row goes last.
+    rows, reasons = _project_active(inputs, ctx, evaluation, iteration, leases.tenant, engagement)
+    # 12. Served ids (kernel only, park card included, written even when empty).
+    served = tuple(row.id for row in rows) if setup.engagement is not None else None
+    # 13. + Route / Delta.
+    by_slot = slot_routing(rows)
+    return PassResult(
+        iteration=iteration,
+        context=ctx,
+        evaluation=evaluation,
+        active_injections=rows,
+        reasons=reasons,
+        by_slot=by_slot,
+        delta=slot_delta(by_slot, inputs.prior_by_slot),
+        trigger_kind_counts=_trigger_kind_counts(evaluation),
+        evaluated_total=len(setup.injections),
+        superseded_ids=superseded,
+        reroutes=reroutes,
+        proposal=proposal,
+        cursor_move=move,
+        next_skill_cursor=cursor,
+        reachable=setup.skill_map.admissible_skill_ids(cursor) if setup.skill_map is not None else None,
+        route_conflict=conflict,
+        next_step_pointer=next_step_pointer,
+        lease_tenant=leases.tenant,
+        lease_active_ids=leases.served,
+        next_instruction_leases=leases.next,
+        lease_prune=leases.sweep,
+        engagement=engagement,
+        parked_ids=parked_ids,
+        parked_tool_names=engagement.advance.parked_tool_names if engagement is not None else None,
+        next_served_injection_ids=served,
+    )
+
+
+# -- the steps of one pass, in order --------------------------------------------------------------
+
+
+def _base_context(
+    inputs: PassInputs, iteration: int, proposal: PendingToolTransition | None
+) -> InjectionContext:
+    """Step 2: the context every trigger reads, before the cursor moves."""
+    return InjectionContext(
         iteration,
         max_iterations=inputs.max_iterations,
         user_message=inputs.user_message,
@@ -466,80 +527,102 @@ def evaluate_pass(setup: PassSetup, inputs: PassInputs) -> PassResult:
         step_pointer=inputs.step_pointer,
     )
 
-    # 3. The keystone: exactly one resolver call; every graph trigger reads this move.
-    skill_map = setup.skill_map
-    move: CursorMove | None = None
-    cursor: str | None = None
-    if skill_map is not None:
-        move = skill_map.explain_next_skill(ctx)
-        cursor = move.to_skill
-        ctx = replace(ctx, cursor_move=move)
-    routes = move is not None
 
-    # 4. Step pointer re-key (only when some skill declares steps).
-    next_step_pointer: tuple[StepPointer, ...] | None = None
+def _resolve_cursor(
+    skill_map: SkillMap | None, ctx: InjectionContext
+) -> tuple[CursorMove | None, InjectionContext]:
+    """Step 3: the one resolver call of the pass (``None`` without a graph: nothing routes)."""
+    if skill_map is None:
+        return None, ctx
+    move = skill_map.explain_next_skill(ctx)
+    return move, replace(ctx, cursor_move=move)
+
+
+def _rekey_steps(
+    setup: PassSetup, inputs: PassInputs, move: CursorMove | None, ctx: InjectionContext
+) -> tuple[tuple[StepPointer, ...] | None, InjectionContext]:
+    """Step 4: the step pointer re-keyed to the tenant (the cursor, else the latest activation)."""
     plans = setup.step_plans
-    if plans:
-        step_tenant = (
-            cursor
-            if routes
-            else (inputs.activated_injection_ids[-1] if inputs.activated_injection_ids else None)
-        )
-        next_step_pointer = rekey_step_pointer(inputs.step_pointer, step_tenant, plans)
-        ctx = replace(ctx, step_pointer=next_step_pointer)
+    if not plans:
+        return None, ctx
+    if move is not None:
+        step_tenant = move.to_skill
+    else:
+        step_tenant = inputs.activated_injection_ids[-1] if inputs.activated_injection_ids else None
+    next_step_pointer = rekey_step_pointer(inputs.step_pointer, step_tenant, plans)
+    return next_step_pointer, replace(ctx, step_pointer=next_step_pointer)
 
-    # 5. Leases: serve, THEN sweep (the sweep still lets this pass serve what it removes).
-    lease_tenant: str | None = None
-    served_by_lease: tuple[str, ...] | None = None
-    next_leases: tuple[InstructionLease, ...] | None = None
+
+@dataclass(frozen=True, slots=True)
+class _LeaseStep:
+    """Step 5's outcome (every field ``None`` when no lease was ever granted)."""
+
+    tenant: str | None = None
+    served: tuple[str, ...] | None = None
+    next: tuple[InstructionLease, ...] | None = None
     sweep: LeasePrune | None = None
-    if inputs.instruction_leases is not None:
-        leases = inputs.instruction_leases
-        lease_tenant = tenant_of(cursor if routes else None, inputs.activated_injection_ids)
-        served_by_lease = active_lease_ids(leases, iteration, lease_tenant) if leases else ()
-        if served_by_lease:
-            ctx = replace(ctx, lease_active_ids=served_by_lease)
-        next_leases = prune_leases(leases, iteration, lease_tenant)
-        removed = pruned_leases(leases, iteration, lease_tenant)
-        if removed:
-            sweep = LeasePrune("evaluate", lease_tenant, removed, next_leases)
 
-    # 6. A route conflict in the batch.
-    conflict = (
-        RouteConflictReport(from_skill_id=move.from_skill, conflict=move.conflict)
-        if move is not None and move.conflict is not None
-        else None
+
+def _serve_then_sweep_leases(
+    inputs: PassInputs, iteration: int, move: CursorMove | None, ctx: InjectionContext
+) -> tuple[_LeaseStep, InjectionContext]:
+    """Step 5: the leases this pass serves, then the record swept of the ones it no longer holds."""
+    leases = inputs.instruction_leases
+    if leases is None:
+        return _LeaseStep(), ctx
+    tenant = tenant_of(move.to_skill if move is not None else None, inputs.activated_injection_ids)
+    served = active_lease_ids(leases, iteration, tenant) if leases else ()
+    if served:
+        ctx = replace(ctx, lease_active_ids=served)
+    next_leases = prune_leases(leases, iteration, tenant)
+    removed = pruned_leases(leases, iteration, tenant)
+    sweep = LeasePrune("evaluate", tenant, removed, next_leases) if removed else None
+    return _LeaseStep(tenant, served, next_leases, sweep), ctx
+
+
+def _route_conflict(move: CursorMove | None) -> RouteConflictReport | None:
+    """Step 6: the batch's conflicting route proposals, as the resolver saw them."""
+    if move is None or move.conflict is None:
+        return None
+    return RouteConflictReport(from_skill_id=move.from_skill, conflict=move.conflict)
+
+
+def _engage(
+    plan: EngagementPlan | None,
+    inputs: PassInputs,
+    iteration: int,
+    move: CursorMove | None,
+    ctx: InjectionContext,
+) -> tuple[EngagementOutcome | None, tuple[str, ...] | None, InjectionContext]:
+    """Step 7: the engagement kernel's advance (docs/context-model.md §6), and the ids it parks."""
+    if plan is None:
+        return None, None, ctx
+    pass_ = EngagementPass(
+        iteration,
+        current_node=move.to_skill if move is not None else None,
+        move_by=move.by if move is not None else None,
+        witness=move.witness.text if move is not None and move.witness is not None else None,
+        tool_results=tool_results_of(ctx),
+        pending_skill_pick=ctx.pending_skill_pick,
+        accepted_skill_picks=inputs.accepted_skill_picks or (),
+        served_last_pass=inputs.served_injection_ids or (),
     )
+    advance = advance_engagement(plan, inputs.map_engagement, pass_)
+    engagement = EngagementOutcome(pass_, map_evidence(plan, pass_), advance, park_card(plan, advance.next))
+    if not advance.parked_injection_ids:
+        return engagement, None, ctx
+    parked_ids = advance.parked_injection_ids
+    return engagement, parked_ids, replace(ctx, parked_ids=frozenset(parked_ids))
 
-    # 7. Engagement (only when the kernel is mounted).
-    engagement: EngagementOutcome | None = None
-    parked_ids: tuple[str, ...] | None = None
-    if setup.engagement is not None:
-        pass_ = EngagementPass(
-            iteration,
-            current_node=cursor,
-            move_by=move.by if move is not None else None,
-            witness=move.witness.text if move is not None and move.witness is not None else None,
-            tool_results=tool_results_of(ctx),
-            pending_skill_pick=ctx.pending_skill_pick,
-            accepted_skill_picks=inputs.accepted_skill_picks or (),
-            served_last_pass=inputs.served_injection_ids or (),
-        )
-        advance = advance_engagement(setup.engagement, inputs.map_engagement, pass_)
-        engagement = EngagementOutcome(
-            pass_, map_evidence(setup.engagement, pass_), advance, park_card(setup.engagement, advance.next)
-        )
-        if advance.parked_injection_ids:
-            parked_ids = advance.parked_injection_ids
-            ctx = replace(ctx, parked_ids=frozenset(parked_ids))
 
-    # 8. The evaluator.
-    evaluation = evaluate_injections(setup.injections, ctx)
-
-    # 9. Superseded conditional entries.
-    superseded = skill_map.superseded_entries(ctx) if skill_map is not None else ()
-
-    # 10. Told-the-truth checks.
+def _told_the_truth(
+    inputs: PassInputs,
+    ctx: InjectionContext,
+    evaluation: Evaluation,
+    proposal: PendingToolTransition | None,
+    cursor: str | None,
+) -> tuple[RerouteSuperseded, ...]:
+    """Step 10: an accepted pick or a proposal the pass did not honour, each said out loud."""
     reroutes: list[RerouteSuperseded] = []
     pick = ctx.pending_skill_pick
     if pick is not None and pick not in evaluation.active_ids:
@@ -548,8 +631,18 @@ def evaluate_pass(setup: PassSetup, inputs: PassInputs) -> PassResult:
         reroutes.append(
             RerouteSuperseded(proposal.target_skill_id, cursor, inputs.current_skill_id, "tool-proposal")
         )
+    return tuple(reroutes)
 
-    # 11. Project the active set; the park card row goes last.
+
+def _project_active(
+    inputs: PassInputs,
+    ctx: InjectionContext,
+    evaluation: Evaluation,
+    iteration: int,
+    lease_tenant: str | None,
+    engagement: EngagementOutcome | None,
+) -> tuple[tuple[ActiveInjection, ...], tuple[ActiveReason, ...]]:
+    """Step 11: each active injection projected, with why it is active; the park card row last."""
     rows = [project(injection, ctx) for injection in evaluation.active]
     reasons = [_reason(inj, evaluation, ctx, inputs, iteration, lease_tenant) for inj in evaluation.active]
     if engagement is not None and engagement.park_card is not None:
@@ -562,40 +655,13 @@ def evaluate_pass(setup: PassSetup, inputs: PassInputs) -> PassResult:
             )
         )
         reasons.append(ActiveReason(id=PARK_CARD_ID, via="park-card"))
+    return tuple(rows), tuple(reasons)
 
-    # 12. Served ids (kernel only, park card included, written even when empty).
-    served = tuple(row.id for row in rows) if setup.engagement is not None else None
 
-    # 13. + Route / Delta.
+def _trigger_kind_counts(evaluation: Evaluation) -> dict[str, int]:
+    """Step 13: how many active injections each trigger kind admitted."""
     counts: dict[str, int] = {}
     for injection in evaluation.active:
         kind = getattr(injection.trigger, "kind", "unknown")
         counts[kind] = counts.get(kind, 0) + 1
-    by_slot = slot_routing(rows)
-    return PassResult(
-        iteration=iteration,
-        context=ctx,
-        evaluation=evaluation,
-        active_injections=tuple(rows),
-        reasons=tuple(reasons),
-        by_slot=by_slot,
-        delta=slot_delta(by_slot, inputs.prior_by_slot),
-        trigger_kind_counts=counts,
-        evaluated_total=len(setup.injections),
-        superseded_ids=superseded,
-        reroutes=tuple(reroutes),
-        proposal=proposal,
-        cursor_move=move,
-        next_skill_cursor=cursor,
-        reachable=skill_map.admissible_skill_ids(cursor) if skill_map is not None else None,
-        route_conflict=conflict,
-        next_step_pointer=next_step_pointer,
-        lease_tenant=lease_tenant,
-        lease_active_ids=served_by_lease,
-        next_instruction_leases=next_leases,
-        lease_prune=sweep,
-        engagement=engagement,
-        parked_ids=parked_ids,
-        parked_tool_names=engagement.advance.parked_tool_names if engagement is not None else None,
-        next_served_injection_ids=served,
-    )
+    return counts

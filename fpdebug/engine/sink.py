@@ -19,16 +19,31 @@ trace stays dense. :class:`~fpdebug.trace.writer.TraceWriter` keeps the same pro
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, Self, TypeVar, runtime_checkable
-
-from pydantic import BaseModel
+from typing import Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 
 from fpdebug.errors import RunInterrupted
 from fpdebug.trace.clock import Clock, SystemClock
-from fpdebug.trace.schema import TraceEvent
+from fpdebug.trace.schema import (
+    CursorMoveEvent,
+    EngagementEvent,
+    FindingEvent,
+    LeaseGrantEvent,
+    LeasePruneEvent,
+    LlmCallEvent,
+    PassEvent,
+    RerouteSupersededEvent,
+    RouteConflictEvent,
+    RunEndEvent,
+    RunStartEvent,
+    SkillRejectedEvent,
+    ToolResultEvent,
+    TraceEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
 from fpdebug.trace.writer import Durability, TraceWriter
 
 __all__ = [
@@ -40,7 +55,26 @@ __all__ = [
     "TraceFileSink",
 ]
 
-E = TypeVar("E", bound=BaseModel)
+EventRecord: TypeAlias = (
+    RunStartEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | PassEvent
+    | CursorMoveEvent
+    | LeaseGrantEvent
+    | LeasePruneEvent
+    | EngagementEvent
+    | LlmCallEvent
+    | ToolResultEvent
+    | FindingEvent
+    | SkillRejectedEvent
+    | RouteConflictEvent
+    | RerouteSupersededEvent
+    | RunEndEvent
+)
+"""The event classes of :data:`~fpdebug.trace.schema.TraceEvent` (the union without its discriminator)."""
+
+E = TypeVar("E", bound=EventRecord)
 
 
 @runtime_checkable
@@ -250,7 +284,10 @@ class Recorder:
             Whatever the sink raises (``RunInterrupted``, ``TraceWriteError``…); the ``seq`` is then
             not consumed, unless a ``RunInterrupted`` says the sink stored the event.
         """
-        event = event_type(
+        # Each kind's own fields are checked by pydantic as the event is built; mypy cannot match
+        # **fields against fifteen constructors, so the class is called as a plain factory of E.
+        build: Callable[..., E] = event_type
+        event = build(
             seq=self.next_seq,
             ts=self.clock.now(),
             run_id=self.run_id,

@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from fpdebug.engine.types import Tool, ToolCall
 from fpdebug.errors import DefinitionError, RunInterrupted, ToolMiddlewareError
@@ -75,7 +75,7 @@ def _name(fn: object) -> str:
     return name if isinstance(name, str) else type(fn).__name__
 
 
-def _json_object(args: Mapping[object, object], name: str) -> dict[str, object]:
+def _json_object(args: Mapping[Any, object], name: str) -> dict[str, object]:
     """The arguments as the trace will hold them; refused unless they are a JSON object as given."""
     plain = dict(args)
     try:
@@ -84,11 +84,11 @@ def _json_object(args: Mapping[object, object], name: str) -> dict[str, object]:
         parsed = json.loads(json.dumps(plain, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise ToolMiddlewareError(f"{name} returned arguments that are not JSON data: {exc}") from None
-    if parsed != plain:
+    if not isinstance(parsed, dict) or parsed != plain:
         raise ToolMiddlewareError(
             f"{name} returned arguments that are not JSON data (keys must be strings, sequences lists)"
         )
-    return parsed  # type: ignore[no-any-return]
+    return parsed
 
 
 def apply_tool_middleware(
@@ -126,7 +126,8 @@ def apply_tool_middleware(
                     f"{name} returned the call {out.id!r} to {out.name!r} for {call.id!r} to {call.name!r}; "
                     "a middleware rewrites arguments, it cannot change the call's id or tool"
                 )
-            args: Mapping[object, object] = out.args
+            # Keys are Any: a middleware's mapping may hold non-string keys, which _json_object refuses.
+            args: Mapping[Any, object] = out.args
         elif isinstance(out, Mapping):
             args = out
         else:

@@ -46,7 +46,7 @@ import typing
 from collections import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, overload
+from typing import Any, Literal, TypeAlias, TypedDict, TypeGuard, Union, get_args, get_origin, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -123,7 +123,7 @@ def _docstring_parts(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
 # JSON schema from annotations
 
 
-def _is_model(hint: object) -> bool:
+def _is_model(hint: object) -> TypeGuard[type[BaseModel]]:
     return isinstance(hint, type) and issubclass(hint, BaseModel)
 
 
@@ -134,6 +134,18 @@ def _hoist(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     if inner:
         defs.update(inner)
     return schema
+
+
+_PLAIN_TYPES: tuple[tuple[object, str], ...] = (
+    (str, "string"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (list, "array"),
+    (tuple, "array"),
+    (dict, "object"),
+)
+"""Bare annotations and the JSON type each stands for."""
 
 
 def json_schema_of(hint: object, *, where: str, defs: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -153,63 +165,69 @@ def json_schema_of(hint: object, *, where: str, defs: dict[str, Any] | None = No
     defs = {} if defs is None else defs
     if hint is Any or hint is object:
         return {}
-    if hint is str:
-        return {"type": "string"}
-    if hint is bool:
-        return {"type": "boolean"}
-    if hint is int:
-        return {"type": "integer"}
-    if hint is float:
-        return {"type": "number"}
-    if hint is list or hint is tuple:
-        return {"type": "array"}
-    if hint is dict:
-        return {"type": "object"}
+    for plain, json_type in _PLAIN_TYPES:
+        if hint is plain:
+            return {"type": json_type}
     if _is_model(hint):
-        schema = hint.model_json_schema(ref_template="#/$defs/{model}")  # type: ignore[union-attr]
-        return _hoist(schema, defs)
+        return _hoist(hint.model_json_schema(ref_template="#/$defs/{model}"), defs)
     origin, args = get_origin(hint), get_args(hint)
     if origin is Literal:
-        values = list(args)
-        schema: dict[str, Any] = {"enum": values}
-        kinds = {type(v) for v in values}
-        if kinds == {str}:
-            schema["type"] = "string"
-        elif kinds == {int}:
-            schema["type"] = "integer"
-        elif kinds == {bool}:
-            schema["type"] = "boolean"
-        return schema
+        return _literal_schema(args)
     if origin is Union or origin is types.UnionType:
-        options = [a for a in args if a is not type(None)]
-        nullable = len(options) != len(args)
-        if not options:
-            return {"type": "null"}
-        parts = [json_schema_of(a, where=where, defs=defs) for a in options]
-        if nullable:
-            parts.append({"type": "null"})
-        return parts[0] if len(parts) == 1 else {"anyOf": parts}
+        return _union_schema(args, where, defs)
     if origin in (list, set, frozenset, abc.Sequence):
-        out: dict[str, Any] = {"type": "array"}
-        if args:
-            out["items"] = json_schema_of(args[0], where=where, defs=defs)
-        return out
+        return _array_schema(args[0] if args else None, where, defs)
     if origin is tuple:
-        out = {"type": "array"}
-        if (len(args) == 2 and args[1] is Ellipsis) or (args and len(set(args)) == 1):
-            out["items"] = json_schema_of(args[0], where=where, defs=defs)
-        return out
+        homogeneous = (len(args) == 2 and args[1] is Ellipsis) or (args and len(set(args)) == 1)
+        return _array_schema(args[0] if homogeneous else None, where, defs)
     if origin in (dict, abc.Mapping):
-        if args and args[0] is not str:
-            raise DefinitionError(f"{where}: dict keys must be str (JSON object keys), got {args[0]!r}")
-        out = {"type": "object"}
-        if len(args) == 2 and args[1] is not Any:
-            out["additionalProperties"] = json_schema_of(args[1], where=where, defs=defs)
-        return out
+        return _object_schema(args, where, defs)
     raise DefinitionError(
         f"{where}: annotation {hint!r} is not supported; use str, int, float, bool, list[...], "
         "dict[str, ...], Literal[...], X | None or a pydantic model"
     )
+
+
+def _literal_schema(values: tuple[object, ...]) -> dict[str, Any]:
+    """``Literal[...]``: an enum, typed when every value has the same JSON type."""
+    schema: dict[str, Any] = {"enum": list(values)}
+    kinds = {type(v) for v in values}
+    if kinds == {str}:
+        schema["type"] = "string"
+    elif kinds == {int}:
+        schema["type"] = "integer"
+    elif kinds == {bool}:
+        schema["type"] = "boolean"
+    return schema
+
+
+def _union_schema(args: tuple[object, ...], where: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """``X | Y | None``: one schema, or ``anyOf`` the options (``null`` last when optional)."""
+    options = [a for a in args if a is not type(None)]
+    if not options:
+        return {"type": "null"}
+    parts = [json_schema_of(a, where=where, defs=defs) for a in options]
+    if len(options) != len(args):
+        parts.append({"type": "null"})
+    return parts[0] if len(parts) == 1 else {"anyOf": parts}
+
+
+def _array_schema(item: object | None, where: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """An array, with its items' schema when they share one annotation (``item``)."""
+    schema: dict[str, Any] = {"type": "array"}
+    if item is not None:
+        schema["items"] = json_schema_of(item, where=where, defs=defs)
+    return schema
+
+
+def _object_schema(args: tuple[object, ...], where: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """``dict[str, V]``: an object, with its values' schema unless ``V`` is ``Any``."""
+    if args and args[0] is not str:
+        raise DefinitionError(f"{where}: dict keys must be str (JSON object keys), got {args[0]!r}")
+    schema: dict[str, Any] = {"type": "object"}
+    if len(args) == 2 and args[1] is not Any:
+        schema["additionalProperties"] = json_schema_of(args[1], where=where, defs=defs)
+    return schema
 
 
 # ----------------------------------------------------------------------------------------------
@@ -330,7 +348,7 @@ def _signature_model(
     if defs:
         schema["$defs"] = defs
     try:
-        model = create_model(  # type: ignore[call-overload]
+        model = create_model(
             f"{name}_arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields
         )
     except Exception as exc:  # pydantic refuses some annotations the schema step accepted
@@ -343,6 +361,14 @@ def _check_timeout(timeout: float | None, name: str) -> None:
         return
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise DefinitionError(f"tool {name!r}: timeout must be a positive number of seconds, got {timeout!r}")
+
+
+class _HonestyDeclarations(TypedDict, total=False):
+    """The honesty declarations :func:`tool` was given (only those given reach the :class:`Tool`)."""
+
+    hides_arguments: bool
+    display_name: str
+    coverage: Coverage
 
 
 @overload
@@ -404,7 +430,7 @@ def tool(
         DefinitionError: A bad name, timeout or honesty declaration, or a parameter whose annotation
             is missing or not supported.
     """
-    honesty: dict[str, object] = {}
+    honesty = _HonestyDeclarations()
     if hides_arguments:
         honesty["hides_arguments"] = hides_arguments
     if display_name is not None:
@@ -417,14 +443,16 @@ def tool(
             name=name,
             description=description,
             timeout=timeout,
-            **honesty,  # type: ignore[arg-type]
+            hides_arguments=hides_arguments,
+            display_name=display_name,
+            coverage=coverage,
         )
     if isinstance(fn, Tool):
-        return replace(fn, **honesty) if honesty else fn  # type: ignore[arg-type]
+        return replace(fn, **honesty) if honesty else fn
     if not callable(fn):
         raise DefinitionError(f"a tool must be a callable or a Tool, got {fn!r}")
     tool_name = name or getattr(fn, "__name__", "")
-    if not TOOL_NAME_PATTERN.match(tool_name or ""):
+    if not isinstance(tool_name, str) or not TOOL_NAME_PATTERN.match(tool_name):
         raise DefinitionError(
             f"tool name {tool_name!r} is not valid: use 1-64 letters, digits, '_' or '-' "
             "(give name= for a lambda or a callable object)"
@@ -438,7 +466,7 @@ def tool(
         description=description if description is not None else summary,
         parameters=schema,
         handler=handler,
-        **honesty,  # type: ignore[arg-type]
+        **honesty,
     )
 
 

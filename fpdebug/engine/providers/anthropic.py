@@ -179,8 +179,9 @@ def _messages(request: LlmRequest) -> tuple[str, list[dict[str, Any]]]:
         if turns and turns[-1]["role"] == "user":
             content: list[dict[str, Any]] = turns[-1]["content"]
             return content
-        turns.append({"role": "user", "content": []})
-        return turns[-1]["content"]
+        blocks: list[dict[str, Any]] = []
+        turns.append({"role": "user", "content": blocks})
+        return blocks
 
     for message in request.messages:
         if message.role == "system":

@@ -19,6 +19,7 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from fpdebug import errors
 from fpdebug.engine.providers.base import LlmRequest, LlmResponse, system_text
@@ -148,6 +149,38 @@ def _replayed_error(call: LlmCallEvent, provider: str) -> ProviderError:
     return cls(call.error.message, status=call.error.status, provider=provider)
 
 
+_CassetteEvent: TypeAlias = LlmCallEvent | RunStartEvent | TurnStartEvent
+
+
+def _cassette_events(
+    source: str | os.PathLike[str] | TraceReader | Iterable[TraceEvent],
+) -> list[_CassetteEvent]:
+    """The events a cassette is made of (``run_start``, ``turn_start``, ``llm_call``), in trace order."""
+    if isinstance(source, str | os.PathLike):
+        with TraceReader(source) as reader:
+            return [r for r in reader if isinstance(r, LlmCallEvent | RunStartEvent | TurnStartEvent)]
+    if isinstance(source, TraceReader):
+        return [r for r in source if isinstance(r, LlmCallEvent | RunStartEvent | TurnStartEvent)]
+    return [e for e in source if isinstance(e, LlmCallEvent | RunStartEvent | TurnStartEvent)]
+
+
+def _pick_run(runs: list[str], run_id: str | None) -> str:
+    """The run to replay: ``run_id`` when the trace holds it, else the trace's only run."""
+    if run_id is None:
+        if len(runs) != 1:
+            found = ", ".join(runs) if runs else "none"
+            raise ProviderError(
+                f"cannot pick the run to replay: the trace holds {len(runs)} runs ({found}); pass run_id",
+                provider="replay",
+            )
+        return runs[0]
+    if run_id not in runs:
+        raise ProviderError(
+            f"the trace has no run {run_id!r} (runs: {', '.join(runs) or 'none'})", provider="replay"
+        )
+    return run_id
+
+
 class ReplayProvider:
     """A model that answers with the recorded replies of one run, checking each request against the recording.
 
@@ -214,27 +247,9 @@ class ReplayProvider:
             ProviderError: No such run, several runs and no ``run_id``, or a run without ``run_start``.
             TraceError: The file cannot be read.
         """
-        if isinstance(source, str | os.PathLike):
-            with TraceReader(source) as reader:
-                events = [r for r in reader if isinstance(r, LlmCallEvent | RunStartEvent | TurnStartEvent)]
-        elif isinstance(source, TraceReader):
-            events = [r for r in source if isinstance(r, LlmCallEvent | RunStartEvent | TurnStartEvent)]
-        else:
-            events = [e for e in source if isinstance(e, LlmCallEvent | RunStartEvent | TurnStartEvent)]
+        events = _cassette_events(source)
         starts = [e for e in events if isinstance(e, RunStartEvent)]
-        runs = list(dict.fromkeys(e.run_id for e in starts))
-        if run_id is None:
-            if len(runs) != 1:
-                found = ", ".join(runs) if runs else "none"
-                raise ProviderError(
-                    f"cannot pick the run to replay: the trace holds {len(runs)} runs ({found}); pass run_id",
-                    provider="replay",
-                )
-            run_id = runs[0]
-        elif run_id not in runs:
-            raise ProviderError(
-                f"the trace has no run {run_id!r} (runs: {', '.join(runs) or 'none'})", provider="replay"
-            )
+        run_id = _pick_run(list(dict.fromkeys(e.run_id for e in starts)), run_id)
         start = next(e for e in starts if e.run_id == run_id)
         return cls(
             [e for e in events if isinstance(e, LlmCallEvent) and e.run_id == run_id],

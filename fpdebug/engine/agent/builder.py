@@ -1,0 +1,371 @@
+"""The :class:`Agent` builder: a fluent, copy-on-write declaration (every method returns a new agent)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal, TypedDict, Unpack
+
+from fpdebug.engine.agent.compile import Compiled, compile_spec
+from fpdebug.engine.agent.conversation import Conversation
+from fpdebug.engine.agent.results import RunResult
+from fpdebug.engine.agent.spec import AgentSpec, Continuity, HonestyHooks, MapsOptions, ToolLike
+from fpdebug.engine.injections import Injection
+from fpdebug.engine.sink import EventSink
+from fpdebug.engine.skillmap import SkillMap
+from fpdebug.engine.tool_middleware import ToolMiddleware, check_tool_middleware
+from fpdebug.engine.tools import tool
+from fpdebug.engine.types import Tool
+from fpdebug.errors import DefinitionError
+from fpdebug.trace.clock import Clock
+
+if TYPE_CHECKING:
+    from fpdebug.engine.providers.base import Provider
+
+
+class _LayerArms(TypedDict, total=False):
+    """The keyword arguments of :meth:`HonestyLayers.arm <fpdebug.engine.honesty_hooks.HonestyLayers.arm>`."""
+
+    inputs: bool
+    results: bool
+    answer: bool
+    argument_sources: bool | None
+    external_grounds: Mapping[str, object] | None
+    declared_sources: Mapping[str, object] | None
+    standing_line: Literal["always", "unsupported"] | bool | None
+
+
+class Agent:
+    """An agent's declared configuration: a fluent, immutable builder whose methods return new agents.
+
+    Args:
+        name: The agent's name, recorded in the trace.
+    """
+
+    __slots__ = ("_compiled", "_lock", "spec")
+
+    def __init__(self, name: str = "agent", *, spec: AgentSpec | None = None) -> None:
+        if spec is None:
+            if not isinstance(name, str) or not name.strip():
+                raise DefinitionError(f"an agent's name must be a non-empty string, got {name!r}")
+            spec = AgentSpec(name=name)
+        self.spec: AgentSpec = spec
+        """The declaration."""
+        self._compiled: Compiled | None = None
+        self._lock = threading.Lock()
+
+    def _with(self, **changes: object) -> Agent:
+        # replace() takes each field by name, which mypy cannot match against **object; every
+        # builder method validated the value it passes, and replace() refuses an unknown field.
+        return Agent(spec=replace(self.spec, **changes))  # type: ignore[arg-type]
+
+    @property
+    def name(self) -> str:
+        """The agent's name."""
+        return self.spec.name
+
+    def __repr__(self) -> str:
+        spec = self.spec
+        return (
+            f"Agent({spec.name!r}, injections={len(spec.injections)}, tools={len(spec.tools)}, "
+            f"skill_map={'yes' if spec.skill_map is not None else 'no'}, "
+            f"max_iterations={spec.max_iterations})"
+        )
+
+    # -- builder ---------------------------------------------------------------------------------
+
+    def system_prompt(self, text: str) -> Agent:
+        """Set the base system prompt (sent first, as the ``base`` segment; empty sends no segment)."""
+        if not isinstance(text, str):
+            raise DefinitionError(f"system_prompt must be a string, got {text!r}")
+        return self._with(system_prompt=text)
+
+    def injections(self, *injections: Injection) -> Agent:
+        """Add injections (steering, instructions, facts, skills…), in declaration order."""
+        for injection in injections:
+            if not isinstance(injection, Injection):
+                raise DefinitionError(f"injections() takes Injection values (define_*), got {injection!r}")
+        return self._with(injections=(*self.spec.injections, *injections))
+
+    def skills(self, *skills: Injection) -> Agent:
+        """Add stand-alone skills (``define_skill``): loaded by ``read_skill`` from anywhere."""
+        for skill in skills:
+            if not isinstance(skill, Injection) or skill.flavor != "skill":
+                raise DefinitionError(f"skills() takes define_skill values, got {skill!r}")
+        return self.injections(*skills)
+
+    def tools(self, *tools: ToolLike) -> Agent:
+        """Add the agent's own tools: plain functions (schema from type hints) or :class:`Tool` values."""
+        built = tuple(tool(t) if not isinstance(t, Tool) else t for t in tools)
+        return self._with(tools=(*self.spec.tools, *built))
+
+    def skill_map(self, skill_map: SkillMap) -> Agent:
+        """Mount a skill graph (replaces any mounted before); its nodes join the catalog."""
+        if not isinstance(skill_map, SkillMap):
+            raise DefinitionError(f"skill_map() takes a built SkillMap, got {skill_map!r}")
+        return self._with(skill_map=skill_map)
+
+    def maps(self, *, renewal_grace: int = 3, non_parkable: bool = False) -> Agent:
+        """Mount the engagement kernel over the skill map (docs/context-model.md §6): idle guesses park.
+
+        Args:
+            renewal_grace: Idle passes a tentative map survives before it parks (integer >= 1).
+            non_parkable: Count idle passes but never park.
+        """
+        if isinstance(renewal_grace, bool) or not isinstance(renewal_grace, int) or renewal_grace < 1:
+            raise DefinitionError(f"renewalGrace must be an integer >= 1, got {renewal_grace!r}")
+        return self._with(maps=MapsOptions(renewal_grace, bool(non_parkable)))
+
+    def max_iterations(self, n: int) -> Agent:
+        """Set the per-turn iteration limit (a turn that still asks for tools at it stops early)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise DefinitionError(f"max_iterations must be an integer >= 1, got {n!r}")
+        return self._with(max_iterations=n)
+
+    def tool_timeout(self, seconds: float | None) -> Agent:
+        """Set the default seconds a tool call may take (``None``: no limit, tools run inline)."""
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0
+        ):
+            raise DefinitionError(
+                f"tool_timeout must be a positive number of seconds or None, got {seconds!r}"
+            )
+        return self._with(tool_timeout=seconds)
+
+    def continuity(self, mode: Continuity) -> Agent:
+        """``turn`` (default): each turn starts the cursor afresh; ``conversation``: the cursor carries."""
+        if mode not in ("turn", "conversation"):
+            raise DefinitionError(f"continuity must be 'turn' or 'conversation', got {mode!r}")
+        return self._with(continuity=mode)
+
+    def sampling(self, *, temperature: float | None = None, max_tokens: int | None = None) -> Agent:
+        """Set the request's temperature and reply budget (``None`` leaves them to the provider)."""
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
+            raise DefinitionError(f"max_tokens must be an integer, got {max_tokens!r}")
+        return self._with(temperature=temperature, max_tokens=max_tokens)
+
+    def options(self, **values: object) -> Agent:
+        """Add free-form JSON-able settings recorded in ``run_start.options`` (``scenario="support"``…)."""
+        return self._with(options=MappingProxyType({**self.spec.options, **values}))
+
+    def tool_middleware(self, *middleware: ToolMiddleware) -> Agent:
+        """Add before-tool middleware: each may rewrite a call's arguments before the tool runs.
+
+        Each is called as ``middleware(call, context)`` with the
+        :class:`~fpdebug.engine.types.ToolCall` as the previous one left it and a
+        :class:`~fpdebug.engine.tool_middleware.ToolCallContext`, and returns ``None`` (no change), a
+        mapping (the arguments to run with) or a ``ToolCall`` with the same id and tool. The chain
+        runs in the Resolve stage (after the LLM call, once Route has chosen ``tool-calls``), over
+        every call to one of the agent's tools whose arguments parsed (not ``read_skill``), before
+        any tool of the batch runs. The ``llm_call`` keeps what the model asked for; the
+        ``tool_result`` records the arguments the tool ran with. A middleware that raises, or
+        returns something else, makes the call a ``failure`` result (``ToolMiddlewareError``; the
+        tool does not run) and the loop goes on.
+
+        Args:
+            middleware: The functions, run after any added before.
+
+        Returns:
+            A new agent. With an honesty layer armed, ``run_start.honesty.tool_middleware`` is true,
+            the inputs layer's rows say which values were rewritten and the answer layer lists the
+            rewrites in its Assumed block.
+
+        Raises:
+            DefinitionError: One is not callable.
+        """
+        return self._with(tool_middleware=(*self.spec.tool_middleware, *check_tool_middleware(middleware)))
+
+    def honesty(self, hooks: HonestyHooks | None) -> Agent:
+        """Install custom honesty hooks, or with ``None`` disarm every honesty layer."""
+        return self._with(honesty=hooks)
+
+    def _arm(self, **arms: Unpack[_LayerArms]) -> Agent:
+        from fpdebug.engine.honesty_hooks import HonestyLayers
+
+        layers = self.spec.honesty if self.spec.honesty is not None else HonestyLayers()
+        if not isinstance(layers, HonestyLayers):
+            raise DefinitionError(
+                "this agent carries custom honesty hooks (agent.honesty(hooks)); arm the built-in "
+                "layers on an agent without them, or call agent.honesty(None) first"
+            )
+        return self._with(honesty=layers.arm(**arms))
+
+    def findings(
+        self,
+        *,
+        argument_sources: bool | None = None,
+        external_grounds: Mapping[str, object] | None = None,
+        declared_sources: Mapping[str, object] | None = None,
+        standing_line: Literal["always", "unsupported"] | bool | None = None,
+    ) -> Agent:
+        """Arm the whole findings ledger: the inputs, results and answer layers (docs/honesty.md §12).
+
+        Args:
+            argument_sources: Read the model's ``_from`` citations (stripped before the call runs)
+                and search the app's grounds and declared sources.
+            external_grounds: Values the app vouches for, label → value (arms argument sources).
+            declared_sources: Documents the app declares, name → JSON data or text (arms argument
+                sources).
+            standing_line: Compose a one-line standing for prose answers: ``True``/``"always"``,
+                or ``"unsupported"`` (only when a value is unsupported).
+
+        Returns:
+            A new agent; ``run_start.honesty`` records the arms.
+        """
+        return self._arm(
+            inputs=True,
+            results=True,
+            answer=True,
+            argument_sources=argument_sources,
+            external_grounds=external_grounds,
+            declared_sources=declared_sources,
+            standing_line=standing_line,
+        )
+
+    def inputs_layer(
+        self,
+        *,
+        argument_sources: bool | None = None,
+        external_grounds: Mapping[str, object] | None = None,
+        declared_sources: Mapping[str, object] | None = None,
+    ) -> Agent:
+        """Arm the inputs layer: after each LLM call, where every tool argument's value came from.
+
+        Args:
+            argument_sources: Read ``_from`` citations and search grounds and declared sources.
+            external_grounds: Values the app vouches for, label → value (arms argument sources).
+            declared_sources: Documents the app declares, name → data (arms argument sources).
+
+        Returns:
+            A new agent.
+        """
+        return self._arm(
+            inputs=True,
+            argument_sources=argument_sources,
+            external_grounds=external_grounds,
+            declared_sources=declared_sources,
+        )
+
+    def results_layer(self) -> Agent:
+        """Arm the results layer: at the loop head, each tool batch judged once (status, coverage, values).
+
+        Returns:
+            A new agent.
+        """
+        return self._arm(results=True)
+
+    def answer_layer(self, *, standing_line: Literal["always", "unsupported"] | bool | None = None) -> Agent:
+        """Arm the answer layer: each final answer's values, supported by which rows or unsupported.
+
+        Args:
+            standing_line: ``True``/``"always"``, ``"unsupported"``, or ``False`` for no line.
+
+        Returns:
+            A new agent.
+        """
+        return self._arm(answer=True, standing_line=standing_line)
+
+    def without(self, *, injection_ids: Iterable[str] = (), tool_names: Iterable[str] = ()) -> Agent:
+        """The same agent with some context left out (what a backtrack rerun ablates).
+
+        Args:
+            injection_ids: Injections to drop from the catalog (skill-map nodes cannot be dropped).
+            tool_names: Tools never offered nor dispatched (a call to one is answered as unknown).
+
+        Returns:
+            A new agent; ``run_start.options["without"]`` records what was left out.
+        """
+        ids = tuple(dict.fromkeys([*self.spec.excluded_injections, *injection_ids]))
+        names = tuple(dict.fromkeys([*self.spec.ignored_tools, *tool_names]))
+        return self._with(excluded_injections=ids, ignored_tools=names)
+
+    # -- compilation -----------------------------------------------------------------------------
+
+    def check(self) -> Agent:
+        """Compile the declaration now, so mistakes surface before a run.
+
+        Returns:
+            This agent.
+
+        Raises:
+            DefinitionError: Duplicate ids or tool names, ``.maps()`` without a skill map, an
+                excluded id that is not in the catalog or is a skill-map node…
+        """
+        self._compile()
+        return self
+
+    def _compile(self) -> Compiled:
+        with self._lock:
+            if self._compiled is None:
+                self._compiled = compile_spec(self.spec)
+            return self._compiled
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def conversation(
+        self,
+        *,
+        provider: Provider,
+        sink: EventSink | None = None,
+        clock: Clock | None = None,
+        run_id: str | None = None,
+        options: Mapping[str, object] | None = None,
+    ) -> Conversation:
+        """Open a run that takes several user messages (``run_start`` is written now).
+
+        Args:
+            provider: The model.
+            sink: Where the events go; a new :class:`~fpdebug.engine.sink.MemorySink` by default.
+            clock: Stamps events and measures latencies; the system clock by default.
+            run_id: The run's id; a random 12-hex-digit id by default.
+            options: Extra settings recorded in ``run_start.options`` for this run only.
+
+        Returns:
+            The open :class:`Conversation` (already ended ``interrupted`` if the sink stopped the run
+            on its ``run_start``: ``run_end`` follows it when the sink stored it, and nothing of the
+            run is written when it refused it).
+        """
+        return Conversation(self, provider=provider, sink=sink, clock=clock, run_id=run_id, options=options)
+
+    def run(
+        self,
+        user_message: str | Sequence[str],
+        *,
+        provider: Provider,
+        sink: EventSink | None = None,
+        clock: Clock | None = None,
+        run_id: str | None = None,
+        options: Mapping[str, object] | None = None,
+    ) -> RunResult:
+        """Run one or several turns and end the run.
+
+        A provider failure does not raise: it is recorded (an ``llm_call`` with ``error``, then
+        ``run_end`` ``failed``) and the result's ``status`` is ``failed`` (``result.check()`` raises
+        it). A sink that raises :class:`~fpdebug.errors.RunInterrupted` ends the run as
+        ``interrupted``. A ``KeyboardInterrupt`` is recorded as ``interrupted`` and re-raised; any
+        other exception (a sink that cannot write, a bug) is recorded as ``failed`` when the sink
+        still can, and re-raised.
+
+        Args:
+            user_message: One message, or a sequence of messages (one turn each).
+            provider: The model.
+            sink: Where the events go; a new ``MemorySink`` by default (``result.events``).
+            clock: Stamps events and measures latencies.
+            run_id: The run's id.
+            options: Extra settings recorded in ``run_start.options``.
+
+        Returns:
+            The :class:`RunResult`.
+        """
+        messages = [user_message] if isinstance(user_message, str) else list(user_message)
+        if not messages or not all(isinstance(m, str) for m in messages):
+            raise DefinitionError("run() needs a user message (a string) or a non-empty list of them")
+        conversation = self.conversation(
+            provider=provider, sink=sink, clock=clock, run_id=run_id, options=options
+        )
+        for message in messages:
+            if conversation.status != "running" or conversation.send(message).status != "completed":
+                break
+        return conversation.close()

@@ -1,0 +1,633 @@
+"""One turn of the ReAct loop: :class:`TurnLoop` (docs/context-model.md §7).
+
+Per iteration: one Evaluate pass (:func:`~fpdebug.engine.evaluate.evaluate_pass`), slot
+composition (:func:`~fpdebug.engine.agent.compose.compose_request`), one LLM call, the route
+decision, and on the ``tool-calls`` branch the tool middleware then the batch, with the read_skill
+gate, ``skip_step`` and effect judging (each ordinary call run by
+:func:`~fpdebug.engine.agent.tool_call.run_tool_call`). Every fact goes to the
+:class:`~fpdebug.engine.sink.EventSink` as a trace event.
+
+Hook points for the honesty layers (docs/honesty.md §12) are marked ``HONESTY HOOK``: the results layer at
+the loop head, the inputs layer after the LLM call and before Route (its rows written right after
+the ``llm_call`` record), the answer layer on the final branch. They are plain method calls that do
+nothing unless the agent carries :class:`~fpdebug.engine.agent.spec.HonestyHooks` (the builder's
+arming methods install them), so an unarmed agent's trace is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+from fpdebug.engine.agent.compose import compose_request
+from fpdebug.engine.agent.failures import RunFailed, error_info
+from fpdebug.engine.agent.replies import well_formed_reply
+from fpdebug.engine.agent.results import RunStatus, TurnResult
+from fpdebug.engine.agent.spec import READ_SKILL
+from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls, skill_text
+from fpdebug.engine.agent.tool_call import ToolCallOutcome, coverage_of, run_tool_call
+from fpdebug.engine.effects import (
+    CallJudgment,
+    EffectScope,
+    EffectState,
+    Envelope,
+    judge_effects,
+    proposal_conflict,
+    warn_near_miss,
+)
+from fpdebug.engine.engagement import MapEngagementRecord, parked_member_ids
+from fpdebug.engine.evaluate import PassInputs, PassResult, evaluate_pass
+from fpdebug.engine.injections import StepPointer
+from fpdebug.engine.leases import InstructionLease, PendingToolTransition
+from fpdebug.engine.sink import EventRecord
+from fpdebug.engine.skillmap import PickCarriers, SkillPick, gate_skill_pick
+from fpdebug.engine.steps import (
+    SKIP_STEP,
+    skip_step_result,
+    step_on_return,
+)
+from fpdebug.engine.types import Activation, Tool, ToolResult
+from fpdebug.errors import ProviderError, RunInterrupted
+from fpdebug.trace.schema import (
+    CursorMoveEvent,
+    EffectJudgment,
+    EngagementEvent,
+    ErrorInfo,
+    LeaseGrantEvent,
+    LeasePruneEvent,
+    LlmCallEvent,
+    LlmRequest,
+    LlmResponse,
+    MalformedEffect,
+    Message,
+    PassEvent,
+    RerouteSupersededEvent,
+    RouteConflictEvent,
+    SkillGate,
+    SkillRejectedEvent,
+    SlotRouting,
+    StepChange,
+    StoppedEarly,
+    ToolCallRecord,
+    ToolResultEvent,
+    ToolResultStatus,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+
+if TYPE_CHECKING:
+    from fpdebug.engine.agent.conversation import Conversation
+
+
+def _ms(start: datetime, end: datetime) -> float:
+    return round((end - start).total_seconds() * 1000.0, 3)
+
+
+class TurnLoop:
+    """One turn of the ReAct loop (docs/context-model.md §7), with every carrier of docs/context-model.md §3.1 / §7.3 as an attribute.
+
+    The honesty hooks receive this object; its public attributes are the loop's state: ``turn``,
+    ``iteration``, ``user_message``, ``history`` (the conversation so far), ``tool_results`` and
+    ``batch_iteration`` (the batch in place and the iteration that dispatched it), ``batch_texts``
+    and ``batch_coverage`` (that batch as the model read it, and what each call declared it
+    covers), ``calls_to_run`` (the calls of the reply as they will run, after the tool middleware),
+    ``stopped_early`` (set on the final branch), ``activated``, ``cursor``, ``recorder`` (to emit
+    ``finding`` events), ``conversation``.
+    """
+
+    def __init__(self, conversation: Conversation, turn: int, user_message: str) -> None:
+        self.conversation = conversation
+        """The run this turn belongs to."""
+        self.turn = turn
+        """The 1-based turn."""
+        self.user_message = user_message
+        """What the user said."""
+        self.recorder = conversation.recorder
+        """Stamps and emits the events."""
+        self.spec = conversation.agent.spec
+        self.compiled = conversation.compiled
+        self.history = conversation.history
+        """The conversation so far (shared with the run; this turn appends to it)."""
+        self.iteration = 1
+        """The current iteration (seed 1; every loop branch increments, final does not)."""
+        # Carriers (docs/context-model.md §3.1): None means "feature unused", different from empty.
+        self.cursor: str | None = conversation.cursor if self.spec.continuity == "conversation" else None
+        """The skill-map cursor after the last pass."""
+        self.activated: tuple[str, ...] = ()
+        """Turn-cumulative ``read_skill`` activations and accepted proposal targets."""
+        self.provenance: dict[str, Activation] = {}
+        """Who activated each id."""
+        self.pending_pick: str | None = None
+        self.pending_transition: PendingToolTransition | None = None
+        self.leases: tuple[InstructionLease, ...] | None = None
+        self.accepted: tuple[str, ...] | None = None
+        self.served: tuple[str, ...] | None = None
+        self.engagement: tuple[MapEngagementRecord, ...] | None = None
+        self.prior_by_slot: SlotRouting | None = None
+        self.step_pointer: tuple[StepPointer, ...] | None = None
+        self.tool_results: tuple[ToolResult, ...] | None = None
+        """The batch in place (the previous tool-calls branch's results)."""
+        self.batch_iteration: int | None = None
+        """The iteration that dispatched :attr:`tool_results`."""
+        self.batch_texts: tuple[str, ...] | None = None
+        """Each result of the batch in place as the model read it (aligned with :attr:`tool_results`)."""
+        self.batch_coverage: tuple[str | None, ...] | None = None
+        """The coverage each call of the batch in place declared (aligned with :attr:`tool_results`)."""
+        self.calls_to_run: tuple[ToolCallRecord, ...] = ()
+        """The calls Route dispatches in this iteration, each with the arguments it runs with (after
+        the tool middleware); empty on the final branch."""
+        self.stopped_early: StoppedEarly | None = None
+        """Set on the final branch when a limit cut the turn short (before the answer layer reads it)."""
+        self.input_tokens = 0
+        """Prompt tokens of this turn's calls."""
+        self.output_tokens = 0
+        """Completion tokens of this turn's calls."""
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(self) -> TurnResult:
+        """Run the turn to its final answer: one iteration per pass, until Route chooses ``final``."""
+        self.recorder.emit(TurnStartEvent, turn=self.turn, user_message=self.user_message)
+        self.history.append(Message(role="user", content=self.user_message))
+        while True:
+            self._honesty_loop_head()
+            result = self._evaluate()
+            request = compose_request(self.spec, self.compiled, result, self.history, self.step_pointer)
+            reply, latency_ms = self._call(request)
+            response = self._honesty_inputs(request, reply)  # what Route may dispatch
+            route = self._route(response)
+            self._record_llm_call(request, latency_ms=latency_ms, response=reply, route=route)
+            resolved = self._resolve(route, response.tool_calls)
+            self._honesty_inputs_record()
+            if route == "final":
+                return self._final(response)
+            # The model's own request stays in the history; the tool messages say what ran.
+            self.history.append(
+                Message(role="assistant", content=response.content, tool_calls=list(response.tool_calls))
+            )
+            self._dispatch(resolved)
+            self.iteration += 1
+
+    def result(self, status: RunStatus, *, error: ErrorInfo | None = None) -> TurnResult:
+        """This turn's result as it stands (for a turn the run ended during)."""
+        return TurnResult(
+            turn=self.turn,
+            user_message=self.user_message,
+            content="",
+            iterations=self.iteration,
+            status=status,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            error=error,
+        )
+
+    def _emit(self, event_type: type[EventRecord], /, **fields: object) -> None:
+        self.recorder.emit(event_type, turn=self.turn, iteration=self.iteration, **fields)
+
+    # -- one Evaluate pass ------------------------------------------------------------------------
+
+    def _evaluate(self) -> PassResult:
+        batch = self.tool_results
+        result = evaluate_pass(
+            self.compiled.setup,
+            PassInputs(
+                iteration=self.iteration,
+                max_iterations=self.spec.max_iterations,
+                user_message=self.user_message,
+                history=tuple(self.history),
+                last_tool_result=batch[-1] if batch else None,
+                tool_results=batch,
+                batch_iteration=self.batch_iteration,
+                activated_injection_ids=self.activated,
+                activation_provenance=dict(self.provenance),
+                prior_by_slot=self.prior_by_slot,
+                current_skill_id=self.cursor,
+                pending_skill_pick=self.pending_pick,
+                step_pointer=self.step_pointer,
+                pending_tool_transition=self.pending_transition,
+                instruction_leases=self.leases,
+                accepted_skill_picks=self.accepted,
+                served_injection_ids=self.served,
+                map_engagement=self.engagement,
+            ),
+        )
+        # Outputs REPLACE the carriers (docs/context-model.md §3.2), never concatenate.
+        if result.routes:
+            self.cursor = result.next_skill_cursor
+        if result.next_step_pointer is not None:
+            self.step_pointer = result.next_step_pointer
+        if result.next_instruction_leases is not None:
+            self.leases = result.next_instruction_leases
+        if result.engagement is not None:
+            self.engagement = result.engagement.advance.next
+            self.served = result.next_served_injection_ids
+        self.prior_by_slot = result.by_slot
+        self._record_pass(result)
+        return result
+
+    def _record_pass(self, result: PassResult) -> None:
+        # In the order of docs/context-model.md §3.4: the advance, the sweep, a conflict, engagement, the told-the-truth
+        # checks, then the pass itself (its context.evaluated comes last).
+        move = result.cursor_move_fields()
+        if move is not None:
+            self._emit(CursorMoveEvent, **move)
+        prune = result.lease_prune_fields()
+        if prune is not None:
+            self._emit(LeasePruneEvent, **prune)
+        conflict = result.route_conflict_fields()
+        if conflict is not None:
+            self._emit(RouteConflictEvent, **conflict)
+        engagement = result.engagement_fields()
+        if engagement is not None:
+            self._emit(EngagementEvent, **engagement)
+        for reroute in result.reroute_fields():
+            self._emit(RerouteSupersededEvent, **reroute)
+        self._emit(PassEvent, **result.pass_fields())
+
+    # -- the LLM call ---------------------------------------------------------------------------
+
+    def _call(self, request: LlmRequest) -> tuple[LlmResponse, float]:
+        """Ask the provider; return its reply and the latency in ms (a failure is recorded here)."""
+        conversation = self.conversation
+        conversation.calls += 1
+        start = self.recorder.now()
+        try:
+            response = conversation.provider.complete(request)
+            if not isinstance(response, LlmResponse):
+                raise ProviderError(
+                    f"{conversation.provider.name}.complete() returned {type(response).__name__} "
+                    f"{response!r:.80}, not an LlmResponse"
+                )
+            # Repaired before anything reads it: the tool receives, the conversation echoes and the
+            # trace records the same arguments and text.
+            response = well_formed_reply(response)
+        except RunInterrupted:
+            raise
+        except Exception as exc:  # every provider failure is the run's failure, recorded, not a traceback
+            latency_ms = _ms(start, self.recorder.now())
+            error = error_info(exc)
+            self._record_llm_call(request, latency_ms=latency_ms, error=error)
+            raise RunFailed(error, exc) from exc
+        latency_ms = _ms(start, self.recorder.now())
+        self.input_tokens += response.usage.input_tokens
+        self.output_tokens += response.usage.output_tokens
+        return response, latency_ms
+
+    def _record_llm_call(
+        self,
+        request: LlmRequest,
+        *,
+        latency_ms: float,
+        response: LlmResponse | None = None,
+        route: str | None = None,
+        error: ErrorInfo | None = None,
+    ) -> None:
+        """Record one ``llm_call``: the request, and the reply with its route or the failure."""
+        conversation = self.conversation
+        self._emit(
+            LlmCallEvent,
+            call_index=conversation.calls,
+            provider=conversation.provider.name,
+            model=conversation.provider.model,
+            request=request,
+            response=response,
+            error=error,
+            latency_ms=latency_ms,
+            route=route,
+        )
+
+    # -- Route, and the final branch ------------------------------------------------------------
+
+    def _route(self, response: LlmResponse) -> Literal["tool-calls", "final"]:
+        """Route (docs/context-model.md §7): tools while the reply asks for some and the budget lasts."""
+        if response.tool_calls and self.iteration < self.spec.max_iterations:
+            return "tool-calls"
+        return "final"
+
+    def _resolve(
+        self, route: Literal["tool-calls", "final"], calls: Sequence[ToolCallRecord]
+    ) -> ResolvedCalls:
+        """Resolve: the calls as they will run, after the tool middleware (none on the final branch)."""
+        resolved = ResolvedCalls(())
+        if route == "tool-calls":
+            resolved = resolve_calls(
+                self.spec,
+                self.compiled,
+                calls,
+                run_id=self.conversation.run_id,
+                turn=self.turn,
+                iteration=self.iteration,
+            )
+        self.calls_to_run = resolved.calls
+        return resolved
+
+    def _final(self, response: LlmResponse) -> TurnResult:
+        content = response.content
+        pending = len(response.tool_calls)
+        stopped = (
+            StoppedEarly(
+                reason="max-iterations",
+                iteration=self.iteration,
+                pending_tool_calls=pending,
+                answer_was_empty=not content.strip(),
+            )
+            if pending
+            else None
+        )
+        self.stopped_early = stopped
+        self._honesty_answer(content)
+        self.history.append(Message(role="assistant", content=content))
+        self.recorder.emit(
+            TurnEndEvent,
+            turn=self.turn,
+            final_content=content,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            iteration_count=self.iteration,
+            stopped_early=stopped,
+        )
+        return TurnResult(
+            turn=self.turn,
+            user_message=self.user_message,
+            content=content,
+            iterations=self.iteration,
+            status="completed",
+            stopped_early=stopped,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+        )
+
+    # -- the tool-calls stage ---------------------------------------------------------------------
+
+    def _dispatch(self, resolved: ResolvedCalls) -> None:
+        """Run the batch in call order; each result becomes a tool message, and the batch the next
+        pass's carriers."""
+        batch = self._start_batch()
+        for position, call in enumerate(resolved.calls):
+            text, coverage = self._run_call(batch, call, resolved.refused.get(position))
+            batch.read(text, coverage)
+            # The model reads each result as a tool message, in call order.
+            self.history.append(Message(role="tool", content=text, tool_call_id=call.id, tool_name=call.name))
+        self._end_batch(batch)
+
+    def _start_batch(self) -> ToolBatch:
+        """The top of the tool-calls stage (docs/context-model.md §5.5): per-batch carriers reset,
+        toolResults too."""
+        compiled = self.compiled
+        skill_map, plan = compiled.setup.skill_map, compiled.plan
+        return ToolBatch(
+            carriers=PickCarriers.start_of_batch(
+                self.activated,
+                pending_skill_pick=self.pending_pick,
+                graph=skill_map is not None,
+                maps=plan is not None,
+            ),
+            state=EffectState(self.activated, self.leases, self.pending_transition).start_of_batch(),
+            scope=EffectScope(self.iteration, self.cursor, skill_map, compiled.catalog_by_id),
+            parked=parked_member_ids(plan, self.engagement) if plan is not None else frozenset(),
+        )
+
+    def _run_call(
+        self, batch: ToolBatch, call: ToolCallRecord, refused: ErrorInfo | None
+    ) -> tuple[str, str | None]:
+        """Run one call of the batch (read_skill, skip_step or a tool); return the text read and the
+        coverage it declares."""
+        if call.name == READ_SKILL and self.compiled.read_skill is not None:
+            pick, text, status = self._read_skill(call, batch.parked)
+            if pick is not None:
+                batch.apply_pick(pick)
+                if pick.accepted and pick.skill_id not in self.provenance:
+                    self.provenance[pick.skill_id] = Activation(READ_SKILL, self.iteration, call.id)
+            batch.results.append(ToolResult(READ_SKILL, text, call.id, status))
+            return text, None
+        if call.name == SKIP_STEP and self.compiled.step_plans:
+            text = self._skip_step(call)
+            batch.results.append(ToolResult(SKIP_STEP, text, call.id))
+            return text, None
+        batch.state, text, coverage = self._run_tool(
+            call, batch.scope, batch.state, batch.results, refused=refused
+        )
+        return text, coverage
+
+    def _end_batch(self, batch: ToolBatch) -> None:
+        """The batch's carriers replace the loop's; a conflict between its proposals is recorded."""
+        state, carriers = batch.state, batch.carriers
+        self.activated = state.activated_injection_ids
+        if self.compiled.setup.skill_map is not None:
+            self.pending_pick = carriers.pending_skill_pick
+        if self.compiled.plan is not None:
+            self.accepted = carriers.accepted_skill_picks
+        self.leases = state.instruction_leases
+        self.pending_transition = state.pending_tool_transition
+        self.tool_results = tuple(batch.results)
+        self.batch_iteration = self.iteration
+        self.batch_texts = tuple(batch.texts)
+        self.batch_coverage = tuple(batch.coverage)
+        conflict = proposal_conflict(state, from_skill_id=self.cursor)
+        if conflict is not None:
+            self._emit(RouteConflictEvent, **conflict.fields())
+
+    def _read_skill(
+        self, call: ToolCallRecord, parked: frozenset[str]
+    ) -> tuple[SkillPick | None, str, ToolResultStatus | None]:
+        """The read_skill gate (docs/context-model.md §5.5): judge the pick, record it, return the
+        verdict (``None`` for unreadable arguments), the text and the status."""
+        start = self.recorder.now()
+        requested = call.args.get("id")
+        if call.raw_args is not None or not isinstance(requested, str) or not requested.strip():
+            message = f'read_skill needs {{"id": "<skill id>"}}, got {call.raw_args or call.args!r}'
+            error = ErrorInfo(type="InvalidToolArguments", message=message)
+            self._record_tool_result(call, message, start, status="invalid", error=error)
+            return None, message, "invalid"
+        skill_map = self.compiled.setup.skill_map
+        if skill_map is not None:
+            pick = gate_skill_pick(
+                requested,
+                hops=skill_map.allowed_skill_ids(self.cursor),
+                open_skill_ids=self.compiled.open_skill_ids,
+                parked_member_ids=parked,
+                current_skill_id=self.cursor,
+            )
+        else:  # no graph: every read_skill skill is admitted like an open skill
+            pick = gate_skill_pick(requested, hops=(), open_skill_ids=self.compiled.open_skill_ids)
+        text = skill_text(self.compiled, pick)
+        self._record_tool_result(call, text, start, skill_gate=pick.record())
+        if not pick.accepted:
+            self._emit(
+                SkillRejectedEvent,
+                requested_id=requested,
+                current_skill_id=pick.current_skill_id,
+                allowed=list(pick.allowed),
+                tool_call_id=call.id,
+                posture=pick.posture,
+            )
+        return pick, text, None
+
+    def _skip_step(self, call: ToolCallRecord) -> str:
+        """The framework's ``skip_step``: skip (or hold) the current step; record it; return the text."""
+        start = self.recorder.now()
+        if call.raw_args is not None:
+            message = f'skip_step needs {{"reason": "<why>"}}, got {call.raw_args!r}'
+            error = ErrorInfo(type="InvalidToolArguments", message=message)
+            self._record_tool_result(call, message, start, status="invalid", error=error)
+            return message
+        reason = call.args.get("reason")
+        text, boundary = skip_step_result(self.step_pointer, self.compiled.step_plans, reason)
+        step: StepChange | None = None
+        if boundary is not None:
+            self.step_pointer = boundary.next
+            step = boundary.record()
+        self._record_tool_result(call, text, start, step=step)
+        return text
+
+    def _run_tool(
+        self,
+        call: ToolCallRecord,
+        scope: EffectScope,
+        state: EffectState,
+        batch: list[ToolResult],
+        *,
+        refused: ErrorInfo | None = None,
+    ) -> tuple[EffectState, str, str | None]:
+        """Run one call, record its ``tool_result``; return the effect state, the text read, the coverage.
+
+        ``refused`` is a tool middleware's failure: the tool does not run, the call is a ``failure``.
+        """
+        start = self.recorder.now()
+        found = None if call.name in self.spec.ignored_tools else self.compiled.tools_by_name.get(call.name)
+        outcome = run_tool_call(call, found, refused=refused, default_timeout=self.spec.tool_timeout)
+        if outcome.error is not None:
+            text = f"Error: {call.name} failed: {outcome.error.type}: {outcome.error.message}"
+            self._record_tool_result(call, text, start, status=outcome.status, error=outcome.error)
+            batch.append(ToolResult(call.name, text, call.id, outcome.status))
+            return state, text, None
+        if outcome.envelope is None:
+            text, coverage = self._record_plain_result(call, found, outcome, start)
+            batch.append(ToolResult(call.name, outcome.value, call.id))
+            return state, text, coverage
+        envelope = outcome.envelope
+        judged, text, coverage = self._record_envelope_result(
+            call, found, outcome, envelope, scope, state, start
+        )
+        batch.append(ToolResult(call.name, envelope.content, call.id, envelope.status))
+        return judged.state, text, coverage
+
+    def _record_plain_result(
+        self, call: ToolCallRecord, found: Tool | None, outcome: ToolCallOutcome, start: datetime
+    ) -> tuple[str, str | None]:
+        """Record a call that returned a plain value: the step advance, the coverage it declares."""
+        warn_near_miss(outcome.value, tool_name=call.name)
+        suffix, step = self._step_on_return(call.name)
+        text = outcome.text + suffix
+        coverage = coverage_of(found, call.args, outcome.value)
+        self._record_tool_result(call, text, start, coverage=coverage, step=step)
+        return text, coverage
+
+    def _record_envelope_result(
+        self,
+        call: ToolCallRecord,
+        found: Tool | None,
+        outcome: ToolCallOutcome,
+        envelope: Envelope,
+        scope: EffectScope,
+        state: EffectState,
+        start: datetime,
+    ) -> tuple[CallJudgment, str, str | None]:
+        """Judge an envelope's effects (docs/context-model.md §4) and record the call, its lease grants
+        and prunes; return the judgement, the text read and the coverage."""
+        judged = judge_effects(envelope, tool_name=call.name, tool_call_id=call.id, scope=scope, state=state)
+        for sid, activation in judged.activations:
+            self.provenance.setdefault(sid, activation)
+        # A declared status does not stop the advance: only a call that failed to run clean does
+        # (reference toolCalls.ts: `executed && !error && !denied && !skillRejected && !ceilingRefused`).
+        suffix, step = self._step_on_return(call.name)
+        text = outcome.text + suffix + judged.suffix
+        coverage = coverage_of(found, call.args, envelope.content)
+        self._record_tool_result(
+            call,
+            text,
+            start,
+            status=envelope.status,
+            effects=list(judged.judgments),
+            malformed=list(envelope.malformed),
+            coverage=coverage,
+            step=step,
+        )
+        for lease in judged.grants:
+            self._emit(LeaseGrantEvent, lease=lease.record())
+        for prune in judged.prunes:
+            self._emit(LeasePruneEvent, **prune.fields())
+        return judged, text, coverage
+
+    # -- recording a call ------------------------------------------------------------------------
+
+    def _record_tool_result(
+        self,
+        call: ToolCallRecord,
+        text: str,
+        start: datetime,
+        *,
+        status: ToolResultStatus | None = None,
+        error: ErrorInfo | None = None,
+        skill_gate: SkillGate | None = None,
+        effects: Sequence[EffectJudgment] = (),
+        malformed: Sequence[MalformedEffect] = (),
+        coverage: str | None = None,
+        step: StepChange | None = None,
+    ) -> None:
+        """Record one call's ``tool_result``: the text the model reads, how long the call took since
+        ``start``, and the kind's other fields (an absent one writes no key)."""
+        self._emit(
+            ToolResultEvent,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            args=dict(call.args),
+            result=text,
+            status=status,
+            error=error,
+            skill_gate=skill_gate,
+            effects=list(effects),
+            malformed=list(malformed),
+            coverage=coverage,
+            step=step,
+            duration_ms=_ms(start, self.recorder.now()),
+        )
+
+    def _step_on_return(self, tool_name: str) -> tuple[str, StepChange | None]:
+        """Advance the step pointer for a call that ran clean: the suffix the model reads after the
+        result and the ``tool_result.step`` record (empty and ``None`` when nothing moved,
+        docs/context-model.md §5.6)."""
+        moved = step_on_return(self.step_pointer, self.compiled.step_plans, tool_name)
+        if moved is None:
+            return "", None  # no procedure in progress, or not the current step's tool: no key written
+        boundary, suffix = moved
+        self.step_pointer = boundary.next
+        return suffix, boundary.record()
+
+    # -- HONESTY HOOKS (docs/honesty.md §12): plain calls that do nothing on an unarmed agent -------------
+
+    def _honesty_loop_head(self) -> None:
+        # HONESTY HOOK — results layer, at the loop head (every iteration, before the pass).
+        hooks = self.spec.honesty
+        if hooks is not None:
+            hooks.loop_head(self)
+
+    def _honesty_inputs(self, request: LlmRequest, response: LlmResponse) -> LlmResponse:
+        # HONESTY HOOK — inputs layer, after the LLM call and before Route.
+        hooks = self.spec.honesty
+        if hooks is None:
+            return response
+        return hooks.after_llm_call(self, request, response)
+
+    def _honesty_inputs_record(self) -> None:
+        # HONESTY HOOK — inputs layer's write, right after the llm_call record.
+        hooks = self.spec.honesty
+        if hooks is not None:
+            hooks.after_llm_record(self)
+
+    def _honesty_answer(self, content: str) -> None:
+        # HONESTY HOOK — answer layer, first on the final branch.
+        hooks = self.spec.honesty
+        if hooks is not None:
+            hooks.before_final(self, content)

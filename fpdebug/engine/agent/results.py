@@ -1,0 +1,83 @@
+"""How a turn and a run ended: :class:`TurnResult` and :class:`RunResult`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from fpdebug.errors import FpdebugError, RunInterrupted
+from fpdebug.trace.schema import ErrorInfo, StoppedEarly, TraceEvent
+
+RunStatus: TypeAlias = Literal["completed", "failed", "interrupted"]
+"""How a run (or a turn) ended."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How one turn ended."""
+
+    turn: int
+    """The 1-based turn."""
+    user_message: str
+    """What the user said."""
+    content: str
+    """The final answer (empty when the turn did not complete)."""
+    iterations: int
+    """The iteration of the final pass (or of the pass that was running when the turn stopped)."""
+    status: RunStatus
+    """``completed``, or how the run ended during this turn."""
+    stopped_early: StoppedEarly | None = None
+    """Set when the iteration limit cut the turn short."""
+    input_tokens: int = 0
+    """Prompt tokens of the turn's calls."""
+    output_tokens: int = 0
+    """Completion tokens of the turn's calls."""
+    error: ErrorInfo | None = None
+    """Why the run failed during this turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a run ended, with its turns (and its events when it recorded into memory)."""
+
+    run_id: str
+    """The run's id."""
+    status: RunStatus
+    """``completed``, ``failed`` or ``interrupted``."""
+    turns: tuple[TurnResult, ...]
+    """Every turn run, in order."""
+    error: ErrorInfo | None = None
+    """Why it failed."""
+    exception: BaseException | None = None
+    """The exception behind a failure (a :class:`~fpdebug.errors.ProviderError`…)."""
+    input_tokens: int = 0
+    """Prompt tokens of all calls."""
+    output_tokens: int = 0
+    """Completion tokens of all calls."""
+    events: tuple[TraceEvent, ...] | None = None
+    """The events, when the run recorded into a :class:`~fpdebug.engine.sink.MemorySink`."""
+
+    @property
+    def content(self) -> str:
+        """The last turn's final answer (empty when there is none)."""
+        return self.turns[-1].content if self.turns else ""
+
+    @property
+    def iterations(self) -> int:
+        """Iterations over all turns."""
+        return sum(turn.iterations for turn in self.turns)
+
+    def check(self) -> RunResult:
+        """Raise the failure (or :class:`~fpdebug.errors.RunInterrupted`) unless the run completed.
+
+        Returns:
+            This result, when the run completed.
+        """
+        if self.status == "completed":
+            return self
+        if self.exception is not None:
+            raise self.exception
+        if self.status == "interrupted":
+            raise RunInterrupted(f"run {self.run_id} was interrupted")
+        why = self.error.message if self.error is not None else "unknown error"
+        raise FpdebugError(f"run {self.run_id} failed: {why}")

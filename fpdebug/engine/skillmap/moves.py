@@ -1,0 +1,73 @@
+"""The cursor move one pass decides (docs/context-model.md §5.1), its witness, and a route conflict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from fpdebug.trace.schema import RouteConflict, Witness
+
+MOVE_CAUSES: tuple[str, ...] = (
+    "entry",
+    "route",
+    "model-pick",
+    "tool-proposal",
+    "intent",
+    "continuity",
+    "decider",
+    "stay",
+    "none",
+)
+"""The ``by`` vocabulary of a cursor move (docs/context-model.md §5.1)."""
+
+WITNESS_LIMIT = 80
+"""A witness's maximum length, the closing "…" included."""
+
+
+def bounded_witness(text: str) -> str:
+    """Collapse whitespace and bound to :data:`WITNESS_LIMIT` characters ("…" counts toward it)."""
+    collapsed = " ".join(text.split())
+    if len(collapsed) <= WITNESS_LIMIT:
+        return collapsed
+    return collapsed[: WITNESS_LIMIT - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CursorMove:
+    """What one pass decided about the cursor, and why (docs/context-model.md §5.1)."""
+
+    by: str
+    """The clause that decided, from :data:`MOVE_CAUSES`."""
+    to_skill: str | None = None
+    """The cursor after the pass (``None``: no cursor)."""
+    from_skill: str | None = None
+    """The cursor before the pass, when there was one."""
+    conflict: RouteConflict | None = None
+    """``route`` moves only: results whose edges named other targets."""
+    witness: Witness | None = None
+    """``entry`` moves decided by a data matcher: the bounded matched text."""
+    guard: str | None = None
+    """``route`` moves: the winning edge's guard, when it had one."""
+    guards_closed: tuple[str, ...] | None = None
+    """``route`` moves: guarded edges from the cursor whose guard stopped them (``from→to: guard``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RouteConflictReport:
+    """A ``route_conflict`` fact: edges (or proposals) in one batch named different targets."""
+
+    from_skill_id: str | None
+    """The cursor the edges or proposals left from."""
+    conflict: RouteConflict
+    """The winner (first in call order) and the losers."""
+    source: Literal["tool-proposal"] | None = None
+    """``tool-proposal`` when the conflict was between proposals."""
+
+    def fields(self) -> dict[str, object]:
+        """The fields of a ``route_conflict`` event (:class:`~fpdebug.trace.schema.RouteConflictEvent`)."""
+        return {
+            "from_skill_id": self.from_skill_id,
+            "winner": self.conflict.winner,
+            "losers": list(self.conflict.losers),
+            "source": self.source,
+        }
