@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 class _LayerArms(TypedDict, total=False):
-    """The keyword arguments of :meth:`HonestyLayers.arm <fpdebug.engine.honesty_hooks.HonestyLayers.arm>`."""
+    """The keyword arguments of :meth:`HonestyLayers.arm <fpdebug.engine.honesty.hooks.HonestyLayers.arm>`."""
 
     inputs: bool
     results: bool
@@ -182,7 +182,7 @@ class Agent:
         return self._with(honesty=hooks)
 
     def _arm(self, **arms: Unpack[_LayerArms]) -> Agent:
-        from fpdebug.engine.honesty_hooks import HonestyLayers
+        from fpdebug.engine.honesty.hooks import HonestyLayers
 
         layers = self.spec.honesty if self.spec.honesty is not None else HonestyLayers()
         if not isinstance(layers, HonestyLayers):

@@ -53,7 +53,7 @@ class HonestyHooks(Protocol):
 
     The builder's arming methods (:meth:`Agent.findings`, :meth:`Agent.inputs_layer`,
     :meth:`Agent.results_layer`, :meth:`Agent.answer_layer`) install
-    :class:`~fpdebug.engine.honesty_hooks.HonestyLayers`, which implements it.
+    :class:`~fpdebug.engine.honesty.hooks.HonestyLayers`, which implements it.
     """
 
     def run_arms(self, conversation: Conversation) -> HonestyArms | None:
