@@ -115,7 +115,7 @@ def import_agentfootprint(obj: dict[str, Any], out: Path, *, source_name: str | 
     gaps = _gaps(envelope)
     conversion = convert_recording(recording, envelope)
     source = ImportSource(
-        format=FORMAT_V1 if envelope is not None else _FORMAT_FAMILY,
+        format="agentfootprint.recording.v1" if envelope is not None else "agentfootprint.recording",
         path=source_name,
         producer=_producer(envelope),
         not_recorded=NOT_RECORDED,

@@ -102,6 +102,7 @@ class _Iteration:
     effects: list[dict[str, Any]] = field(default_factory=list)
     history: list[dict[str, Any]] | None = None
     ts: datetime | None = None
+    llm_ts: datetime | None = None
     tool_ts: dict[str, datetime] = field(default_factory=dict)
 
 
@@ -146,7 +147,7 @@ class _Converter:
         pending_maps: list[tuple[str, dict[str, Any]]] = []
         for event in self.source_events:
             kind = _type(event)
-            payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
+            payload = _obj(event.get("payload"))
             ts = _ts(event) or first_ts
             if kind == "agent.turn_start":
                 self._flush(iteration)
@@ -178,7 +179,7 @@ class _Converter:
             elif kind == "context.injected":
                 iteration.injected.append(payload)
             elif kind == "stream.llm_start":
-                iteration.llm_start = payload
+                iteration.llm_start, iteration.llm_ts = payload, ts
             elif kind == "stream.llm_end":
                 iteration.llm_end = payload
             elif kind == "agent.route_decided":
@@ -212,7 +213,7 @@ class _Converter:
             configuration = self.envelope.get("configuration")
             manifest = configuration.get("manifest") if isinstance(configuration, dict) else None
         manifest = manifest if isinstance(manifest, dict) else {}
-        llm = manifest.get("llm") if isinstance(manifest.get("llm"), dict) else {}
+        llm = _obj(manifest.get("llm"))
         graph_event = next((e for e in self.source_events if _type(e) == "skill.graph_declared"), None)
         graph = graph_event.get("payload") if graph_event is not None else None
         options: dict[str, Any] = {
@@ -390,7 +391,7 @@ class _Converter:
             slots = [slot for slot in slot_order if slot in info.get("slots", [])] or ["system-prompt"]
             self.catalog[id_] = InjectionDecl(
                 id=id_,
-                flavor=flavor,
+                flavor=flavor if flavor in _FLAVORS else "custom",  # type: ignore[arg-type]
                 description=description,
                 trigger=trigger,
                 slots=slots,  # type: ignore[arg-type]
@@ -443,7 +444,7 @@ class _Converter:
             self._emit(self._engagement(iteration, move, parked, park_card, ts, turn))
         self._emit(self._pass(iteration, active, skipped, parked, park_card, slots, ts, turn))
         if iteration.llm_start is not None or iteration.llm_end is not None:
-            self._emit(self._llm_call(iteration, ts, turn))
+            self._emit(self._llm_call(iteration, iteration.llm_ts or ts, turn))
         self._tool_results(iteration, turn)
         self.previous_batch = [_text(start.get("toolName")) for start in iteration.tool_starts]
         if iteration.history is not None:
@@ -667,7 +668,7 @@ class _Converter:
         )
         response: LlmResponse | None = None
         if end is not None:
-            usage = end.get("usage") if isinstance(end.get("usage"), dict) else {}
+            usage = _obj(end.get("usage"))
             response = LlmResponse(
                 content=_text(end.get("content")),
                 tool_calls=self._requested_calls(iteration),
@@ -732,7 +733,7 @@ class _Converter:
             )
             messages.append(
                 Message(
-                    role=role,
+                    role=role,  # type: ignore[arg-type]  # checked against _ROLES above
                     content=_text(item.get("rawContent")),
                     tool_calls=[c for c in map(_tool_call, calls) if c is not None]
                     if isinstance(calls, list)
@@ -955,6 +956,10 @@ def _ts(event: dict[str, Any]) -> datetime | None:
         except (OverflowError, OSError, ValueError):
             return None
     return None
+
+
+def _obj(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _text(value: object) -> str:

@@ -92,9 +92,9 @@ class LeaseLedger:
         )
         served: list[str] = []
         for lease in before:
-            if lease.instruction_id in active_ids and (lease.instruction_id, lease.tool_call_id) not in ended:
-                if lease.instruction_id not in served:
-                    served.append(lease.instruction_id)
+            key = (lease.instruction_id, lease.tool_call_id)
+            if lease.instruction_id in active_ids and key not in ended and lease.instruction_id not in served:
+                served.append(lease.instruction_id)
         return served
 
     def serving_lease(self, iteration: int, instruction_id: str) -> LeaseRecord | None:
@@ -222,5 +222,6 @@ def _lease(item: object) -> LeaseRecord | None:
 def _pruned(lease: LeaseRecord) -> PrunedLease:
     # The lease laws (docs/context-model.md §4.3): a removed next-call lease was spent; an
     # until-skill-exit lease is removed only when the tenant changed.
-    reason = "spent" if lease.delivery_lease == "next-call" else "tenure-ended"
-    return PrunedLease(**lease.model_dump(), reason=reason)
+    if lease.delivery_lease == "next-call":
+        return PrunedLease(**lease.model_dump(), reason="spent")
+    return PrunedLease(**lease.model_dump(), reason="tenure-ended")
