@@ -638,8 +638,32 @@ class _Converter:
             pass_facts=facts,
             changes=changes,
             parked_injection_ids=parked,
+            parked_tool_names=self._withheld_tools(iteration, parked),
             park_card=park_card,
         )
+
+    def _withheld_tools(self, iteration: _Iteration, parked: list[str]) -> list[str]:
+        """The parked members' tools (their ``routing[].tools`` on the passes they rode) that this
+        pass's call did not offer."""
+        owned: dict[str, list[str]] = {}
+        for event in self.source_events:
+            payload = event.get("payload")
+            if _type(event) != "context.evaluated" or not isinstance(payload, dict):
+                continue
+            for item in payload.get("routing") or ():
+                if isinstance(item, dict) and isinstance(item.get("injectionId"), str):
+                    tools = [t for t in item.get("tools") or () if isinstance(t, str)]
+                    owned.setdefault(item["injectionId"], [])
+                    owned[item["injectionId"]] += [t for t in tools if t not in owned[item["injectionId"]]]
+        offered = {
+            _text(tool.get("name"))
+            for tool in _obj(iteration.llm_start).get("tools") or ()
+            if isinstance(tool, dict)
+        }
+        withheld: list[str] = []
+        for id_ in parked:
+            withheld += [t for t in owned.get(id_, []) if t not in offered and t not in withheld]
+        return withheld
 
     def _llm_call(self, iteration: _Iteration, ts: datetime, turn: int) -> LlmCallEvent:
         start = iteration.llm_start or {}

@@ -424,6 +424,7 @@ def test_park_engagement_parks_and_reengages(park: Imported) -> None:
     ]
     parked = engagements[1]
     assert parked.parked_injection_ids == ["zone-audit", "run-finder"]
+    assert parked.parked_tool_names == ["get_zone_info"]  # zone-audit's tool, not offered while parked
     assert parked.park_card is not None and "PARKED" in parked.park_card
     # The recording holds the changes, not each pass's standing: no records are invented.
     assert all(e.records == [] for e in engagements)
