@@ -110,57 +110,58 @@ def read_lease_ledger(snapshot: object) -> LeaseLedger:
 
     A snapshot without a commit log yields an empty ledger (no lease record: nothing is invented).
     """
-    ledger = LeaseLedger()
+    replay = _Replay()
     commits = snapshot.get("commitLog") if isinstance(snapshot, dict) else None
-    if not isinstance(commits, list):
-        return ledger
-    iteration = 1
-    cursor: str | None = None
-    leases: tuple[LeaseRecord, ...] | None = None
-    for commit in commits:
-        if not isinstance(commit, dict):
-            continue
+    for commit in commits if isinstance(commits, list) else ():
+        if isinstance(commit, dict):
+            replay.apply(commit)
+    return replay.ledger
+
+
+class _Replay:
+    """The scope keys the ledger needs, replayed commit by commit (the log is delta-only)."""
+
+    def __init__(self) -> None:
+        self.ledger = LeaseLedger()
+        self.iteration = 1
+        self.cursor: str | None = None
+        self.leases: tuple[LeaseRecord, ...] | None = None  # None until the first write: no record
+
+    def apply(self, commit: dict[str, Any]) -> None:
         written = _written(commit)
         site = _site(commit)
-        if site == "evaluate" and iteration not in ledger.before_pass and leases is not None:
-            ledger.before_pass[iteration] = leases
+        if site == "evaluate" and self.leases is not None:
+            self.ledger.before_pass.setdefault(self.iteration, self.leases)
         if "currentSkillId" in written:
             value = written["currentSkillId"]
-            cursor = value if isinstance(value, str) else None
+            self.cursor = value if isinstance(value, str) else None
         if "instructionLeases" in written:
-            after = _leases(written["instructionLeases"], ledger.warnings)
-            before = leases or ()
-            granted = [lease for lease in after if lease not in before] if site == "tool-calls" else []
-            ledger.grants.extend((iteration, lease) for lease in granted)
-            removed = tuple(lease for lease in before if lease not in after)
-            if removed and site is not None:
-                # A sweep compares against the pass's tenant (the cursor it landed on); the grant-time
-                # prune against the tenant the new lease was granted under.
-                tenant = cursor if site == "evaluate" else (granted[0].skill_id if granted else None)
-                ledger.prunes.append(
-                    LeasePruneFact(
-                        site=site,
-                        iteration=iteration,
-                        tenant=tenant,
-                        pruned=tuple(_pruned(lease) for lease in removed),
-                        survivors=after,
-                    )
-                )
-            elif removed:
-                ledger.warnings.append(
-                    f"commit {commit.get('idx')} ({commit.get('stage')}) removed leases outside a "
-                    "ToolCalls or Injection Engine stage; not shown as a prune"
-                )
-            if not ledger.used:
-                ledger.used = True
-                ledger.first_write_iteration = iteration
-            leases = after
-        if "iteration" in written and isinstance(written["iteration"], int):
-            iteration = written["iteration"]
-            if leases is not None:
+            self._write(commit, site, _leases(written["instructionLeases"], self.ledger.warnings))
+        if isinstance(written.get("iteration"), int):
+            self.iteration = written["iteration"]
+            if self.leases is not None:
                 # The commit that bumps the iteration is the previous batch's: the next pass starts here.
-                ledger.before_pass[iteration] = leases
-    return ledger
+                self.ledger.before_pass[self.iteration] = self.leases
+
+    def _write(self, commit: dict[str, Any], site: str | None, after: tuple[LeaseRecord, ...]) -> None:
+        ledger, before = self.ledger, self.leases or ()
+        granted = [lease for lease in after if lease not in before] if site == "tool-calls" else []
+        ledger.grants.extend((self.iteration, lease) for lease in granted)
+        removed = tuple(lease for lease in before if lease not in after)
+        if removed and site is not None:
+            # A sweep compares against the pass's tenant (the cursor it landed on); the grant-time
+            # prune against the tenant the new lease was granted under.
+            tenant = self.cursor if site == "evaluate" else (granted[0].skill_id if granted else None)
+            pruned = tuple(_pruned(lease) for lease in removed)
+            ledger.prunes.append(LeasePruneFact(site, self.iteration, tenant, pruned, after))
+        elif removed:
+            ledger.warnings.append(
+                f"commit {commit.get('idx')} ({commit.get('stage')}) removed leases outside a "
+                "ToolCalls or Injection Engine stage; not shown as a prune"
+            )
+        if not ledger.used:
+            ledger.used, ledger.first_write_iteration = True, self.iteration
+        self.leases = after
 
 
 def _written(commit: dict[str, Any]) -> dict[str, Any]:
