@@ -120,7 +120,10 @@ def _skill_map(source: RecordingSource, graph: dict[str, Any] | None) -> SkillMa
                 description = label or "entry condition not recorded by agentfootprint"
                 entries.append(EntryDecl(skill_id=target, kind="when", description=description))
             continue
-        when = label or (f"{kind} (condition not recorded)" if kind != "model" else None)
+        # The edge's kind is recorded (on-tool-return, on-tool-status, model), its tool or status not.
+        when = (
+            None if kind == "model" else f"{kind}: {label}" if label else f"{kind} (condition not recorded)"
+        )
         edges.append(
             EdgeDecl(from_skill=text(origin), to_skill=target, when=when, deterministic=kind != "model")
         )
