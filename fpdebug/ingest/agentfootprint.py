@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from fpdebug.errors import FpdebugError, ImportFormatError
+from fpdebug.errors import FpdebugError, ImportFormatError, TraceError
 from fpdebug.ingest.agentfootprint_convert import convert_recording
 from fpdebug.trace.clock import FixedClock
 from fpdebug.trace.schema import ImportSource
@@ -132,6 +132,9 @@ def import_agentfootprint(obj: dict[str, Any], out: Path, *, source_name: str | 
             writer.append_many(events)
             writer.flush()
         os.replace(temporary, out)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise TraceError(f"{out}: cannot write the imported trace: {error.strerror or error}") from error
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

@@ -117,6 +117,13 @@ def test_an_output_directory_that_does_not_exist_is_a_trace_error(
         import_agentfootprint(envelope, tmp_path / "missing" / "out.jsonl")
 
 
+def test_an_output_that_is_a_directory_is_a_trace_error(envelope: dict[str, Any], tmp_path: Path) -> None:
+    (tmp_path / "out.jsonl").mkdir()
+    with pytest.raises(TraceError, match="cannot write the imported trace"):
+        import_agentfootprint(envelope, tmp_path / "out.jsonl")
+    assert only(tmp_path) == ["out.jsonl"]
+
+
 def test_capped_events_import_with_the_gap_named(envelope: dict[str, Any], tmp_path: Path) -> None:
     # The recorder's cap drops the oldest events first: here the whole first iteration, including
     # run_configured and turn_start, is gone.
