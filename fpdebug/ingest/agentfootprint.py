@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from fpdebug.errors import FpdebugError, ImportFormatError, TraceError
 from fpdebug.ingest.agentfootprint_convert import convert_recording
@@ -113,7 +114,15 @@ def import_agentfootprint(obj: dict[str, Any], out: Path, *, source_name: str | 
     """
     recording, envelope, fmt = _unwrap(obj)
     gaps = _gaps(envelope)
-    conversion = convert_recording(recording, envelope)
+    try:
+        conversion = convert_recording(recording, envelope)
+    except ValidationError as error:
+        # A field of a shape no recording of this format has: say which, rather than a traceback.
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        raise ImportFormatError(
+            f"the recording holds a value fpdebug cannot read ({error.title}.{where}: {first.get('msg')})"
+        ) from error
     source = ImportSource(
         format="agentfootprint.recording.v1" if envelope is not None else "agentfootprint.recording",
         path=source_name,

@@ -117,6 +117,21 @@ def test_an_output_directory_that_does_not_exist_is_a_trace_error(
         import_agentfootprint(envelope, tmp_path / "missing" / "out.jsonl")
 
 
+def test_a_value_of_an_impossible_shape_is_an_import_error(
+    envelope: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fpdebug.ingest import agentfootprint_convert
+    from fpdebug.trace.schema import Witness
+
+    def bad(*args: object) -> object:
+        return Witness.model_validate({"text": 3})
+
+    monkeypatch.setattr(agentfootprint_convert, "cursor_fields", bad)
+    with pytest.raises(ImportFormatError, match=r"cannot read \(Witness\.text"):
+        import_agentfootprint(envelope, tmp_path / "out.jsonl")
+    assert only(tmp_path) == []
+
+
 def test_an_output_that_is_a_directory_is_a_trace_error(envelope: dict[str, Any], tmp_path: Path) -> None:
     (tmp_path / "out.jsonl").mkdir()
     with pytest.raises(TraceError, match="cannot write the imported trace"):
