@@ -20,7 +20,8 @@ the TUI) can catch one class and show a clear message instead of a traceback::
     ├── ConfigError             a user configuration file (the debugger's keymap) is invalid
     ├── BacktrackError          a backtrack request cannot be answered (unknown call, suspect…)
     │   └── BacktrackCancelled  its caller cancelled a backtrack; what finished is kept
-    └── ExportError             an export cannot be made or delivered (OTLP endpoint, serve host)
+    ├── ExportError             an export cannot be made or delivered (OTLP endpoint, serve host)
+    └── ImportFormatError       another program's recording cannot be imported (wrong format or version)
 
 Outside that tree, :class:`Terminated` is a ``KeyboardInterrupt``: SIGTERM or SIGHUP ending a run is
 handled exactly as Ctrl-C is (``run_end {interrupted}``), and ``except Exception`` never swallows it.
@@ -35,6 +36,7 @@ __all__ = [
     "DefinitionError",
     "ExportError",
     "FpdebugError",
+    "ImportFormatError",
     "LiveCallRefusedError",
     "ProviderError",
     "ReplayDivergenceError",
@@ -160,6 +162,11 @@ class BacktrackCancelled(BacktrackError):
 class ExportError(FpdebugError):
     """An export cannot be made or delivered: a bad OTLP endpoint, a collector that refused the spans,
     a missing optional dependency, or a ``serve`` host that is not loopback."""
+
+
+class ImportFormatError(FpdebugError):
+    """Another program's recording cannot be imported: it is not the format it claims, another version
+    of it, or damaged (truncated JSON). Nothing is written when this is raised."""
 
 
 class ConfigError(FpdebugError):

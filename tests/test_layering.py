@@ -24,7 +24,8 @@ ALLOWED: dict[str, set[str]] = {
     "backtrack": {"trace", "engine"},
     "export": {"trace", "engine", "backtrack"},
     "tui": {"trace", "engine", "backtrack", "demo", "export"},
-    "commands": {"trace", "engine", "backtrack", "demo", "export", "tui", "cli"},
+    "ingest": {"trace", "engine"},
+    "commands": {"trace", "engine", "backtrack", "demo", "export", "tui", "cli", "ingest"},
     "cli": {"commands"},
     "__main__": {"cli"},
 }

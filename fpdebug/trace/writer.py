@@ -56,7 +56,7 @@ from fpdebug.errors import TraceError, TraceFormatError, TraceLockedError, Trace
 from fpdebug.trace.clock import Clock, SystemClock
 from fpdebug.trace.records import loads_lenient, parse_header, read_first_line, well_formed_value
 from fpdebug.trace.redact import Redactor, default_redactor
-from fpdebug.trace.schema import SCHEMA_VERSION, TraceEvent, TraceHeader
+from fpdebug.trace.schema import SCHEMA_VERSION, ImportSource, TraceEvent, TraceHeader
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DURABILITIES", "Durability", "TraceWriter", "dump_record"]
 
@@ -163,6 +163,7 @@ class TraceWriter:
         batch_size: int = DEFAULT_BATCH_SIZE,
         overwrite: bool = False,
         redactor: Redactor | None = None,
+        source: ImportSource | None = None,
     ) -> TraceWriter:
         """Create a new trace (mode ``0600``), lock it and write its header as line 0.
 
@@ -175,6 +176,8 @@ class TraceWriter:
             overwrite: Replace an existing non-empty file instead of refusing.
             redactor: Removes secrets from each line; :func:`~fpdebug.trace.redact.default_redactor`
                 when ``None`` (pass ``Redactor.off()`` to write lines unchanged).
+            source: The header's ``source``: set only by an importer, naming the recording the trace
+                was made from (docs/trace-contract.md §8.1).
 
         Returns:
             A writer whose :attr:`next_seq` is 1.
@@ -216,7 +219,7 @@ class TraceWriter:
             from fpdebug import __version__  # the package root is a leaf; imported late to avoid cycles
 
             producer = f"fpdebug {__version__}"
-        header = TraceHeader(producer=producer, created=(clock or SystemClock()).now())
+        header = TraceHeader(producer=producer, created=(clock or SystemClock()).now(), source=source)
         writer = cls(
             target,
             fd,
