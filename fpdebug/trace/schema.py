@@ -228,6 +228,8 @@ class Usage(Frozen):
     """Prompt tokens served from the provider's cache, when it reports them."""
     cache_write_tokens: int | None = None
     """Prompt tokens written to the provider's cache, when it reports them."""
+    reasoning_tokens: int | None = None
+    """Output tokens the model spent reasoning (OpenAI reasoning, Anthropic thinking), when reported."""
 
 
 class StoppedEarly(Frozen):
