@@ -717,6 +717,7 @@ def rank_pieces(
         structural *= recency_decay**age * hop_decay**piece.depth
         scored = influence.get(piece.id)
         semantic = None if scored is None else min(1.0, max(0.0, scored.score))
+        spec: AblationSpec | None
         if piece.missing:
             spec = restore_spec_for(
                 piece.kind, source=piece.id, tool_name=piece.tool_name, injection_id=piece.injection_id
