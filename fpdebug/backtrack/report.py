@@ -19,7 +19,9 @@ from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fpdebug.backtrack.ablation import AblationVerdict, BisectResult, ProbeStats, SuspectProbe
+from fpdebug.backtrack.ablation import AblationVerdict, SuspectProbe
+from fpdebug.backtrack.bisection import BisectResult
+from fpdebug.backtrack.probe import ProbeStats
 from fpdebug.backtrack.provenance import HonestyFlag, Hop, Provenance, ReadProblems
 from fpdebug.backtrack.suspects import EdgeHop, Suspect, SuspectRanking, suspect_label
 

@@ -1,6 +1,6 @@
 """Reruns of one recorded LLM call, with pieces removed or restored: the runner of the causal tier.
 
-:class:`RecordedCallRunner` satisfies :class:`~fpdebug.backtrack.ablation.Runner`. It takes the
+:class:`RecordedCallRunner` satisfies :class:`~fpdebug.backtrack.probe.Runner`. It takes the
 EXACT request the trace recorded for the explained call, applies the ablation specs to it
 (:func:`apply_specs`), sets the rerun's ``seed``, and sends it to a FRESH provider, once per call:
 
@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from fpdebug.backtrack.ablation import RunCost, RunOutput
+from fpdebug.backtrack.probe import RunCost, RunOutput
 from fpdebug.backtrack.provenance import READ_SKILL, Provenance, render_answer
 from fpdebug.backtrack.suspects import (
     AblationSpec,
@@ -252,7 +252,7 @@ def _restore_injection(
 class RecordedCallRunner:
     """Reruns one recorded call with specs applied, through a fresh provider each time.
 
-    Satisfies :class:`~fpdebug.backtrack.ablation.Runner`. ``calls`` counts the reruns made, and
+    Satisfies :class:`~fpdebug.backtrack.probe.Runner`. ``calls`` counts the reruns made, and
     ``requests`` keeps the last request sent (for inspection and tests).
 
     Args:

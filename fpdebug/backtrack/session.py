@@ -29,22 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from fpdebug.backtrack.ablation import (
+from fpdebug.backtrack.ablation import SuspectProbe, probe_suspects
+from fpdebug.backtrack.bisection import BisectResult, bisect_culprits
+from fpdebug.backtrack.flip import (
     DEFAULT_FLIP_THRESHOLD,
     AnswerChanged,
-    BisectResult,
-    ProbeStats,
-    Runner,
-    RunOutput,
-    SuspectProbe,
-    bisect_culprits,
     exact_changed,
     normalized_changed,
-    probe_suspects,
-    resolve_samples,
-    run_ablation_probe,
     similarity_changed,
 )
+from fpdebug.backtrack.probe import ProbeStats, Runner, RunOutput, resolve_samples, run_ablation_probe
 from fpdebug.backtrack.provenance import Provenance, trace_provenance
 from fpdebug.backtrack.report import BacktrackReport, BisectSummary, build_report
 from fpdebug.backtrack.rerun import ModuleLoader, RerunProvider, rerun_provider_for, runner_for

@@ -31,7 +31,8 @@ from typing import Annotated, Literal, TypeAlias, TypedDict
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from fpdebug.backtrack.ablation import AblationVerdict, ProbeStats, SuspectProbe
+from fpdebug.backtrack.ablation import AblationVerdict, SuspectProbe
+from fpdebug.backtrack.probe import ProbeStats
 from fpdebug.backtrack.report import BacktrackReport, BisectSummary, probe_verdict_of
 from fpdebug.errors import BacktrackError
 from fpdebug.trace.redact import default_redactor
