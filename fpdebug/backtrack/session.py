@@ -303,22 +303,18 @@ def backtrack(
         return result
     assert runner is not None
     usable = [s for s in ranking.suspects if s.ablation is not None and s.ablation.kind != "arg"]
-    probed = usable[: max(0, max_probed)]
-    restored = [s for s in ranking.missing if s.ablation is not None][: max(0, max_restored)]
-    queued = (len(probed) if ablate else 0) + (len(restored) if restore else 0)
-    total = ((1 + queued) * count if queued else 0) + (max_probes * count if bisect else 0)
-    watched = _Watched(runner, total=total, progress=progress, cancelled=cancelled)
     plan = _RerunPlan(
         ablate=ablate,
         restore=restore,
         bisect=bisect,
-        probed=probed,
-        restored=restored,
+        probed=usable[: max(0, max_probed)],
+        restored=[s for s in ranking.missing if s.ablation is not None][: max(0, max_restored)],
         samples=count,
         changed=changed,
         max_probes=max_probes,
         max_culprits=max_culprits,
     )
+    watched = _Watched(runner, total=plan.total_runs, progress=progress, cancelled=cancelled)
     status = _watched_run(result, watched, writer, plan)
     if status == "complete" and progress is not None:
         progress(watched.done, watched.done)
@@ -374,6 +370,13 @@ class _RerunPlan:
     changed: AnswerChanged
     max_probes: int
     max_culprits: int
+
+    @property
+    def total_runs(self) -> int:
+        """The reruns the plan may make: a baseline and each queued probe, plus the bisection's budget."""
+        queued = (len(self.probed) if self.ablate else 0) + (len(self.restored) if self.restore else 0)
+        probes = (1 + queued) * self.samples if queued else 0
+        return probes + (self.max_probes * self.samples if self.bisect else 0)
 
 
 def _run(result: Backtrack, runner: _Watched, writer: SidecarWriter | None, plan: _RerunPlan) -> None:

@@ -96,7 +96,16 @@ def _clipped(text: str, limit: int = 160) -> str:
 
 def _damage_after(model: RunModel, line: int, *, fallback: bool) -> str | None:
     """What after ``line`` may have been a later answer: unreadable calls, failed calls, a torn tail."""
-    found: list[str] = []
+    unreadable = _unreadable_after(model, line, fallback=fallback)
+    found = [unreadable] if unreadable is not None else []
+    if fallback:
+        found.extend(_unanswered_after(model, line))
+    return "; ".join(found) or None
+
+
+def _unreadable_after(model: RunModel, line: int, *, fallback: bool) -> str | None:
+    """The last unreadable ``llm_call`` after ``line`` (or, on a fallback, any record that may be a
+    ``turn_end``), and how many more there are."""
     unreadable = []
     for bad in model.invalid_lines:
         if bad <= line:
@@ -105,34 +114,37 @@ def _damage_after(model: RunModel, line: int, *, fallback: bool) -> str | None:
         kind = getattr(record, "kind", None)
         if kind == "llm_call" or (fallback and kind in (None, "turn_end")):
             unreadable.append((bad, kind, getattr(record, "error", "")))
-    if unreadable:
-        bad, kind, error = unreadable[-1]
-        what = f"the {kind} record" if kind else "the record"
-        more = f" (and {len(unreadable) - 1} more unreadable line(s) after it)" if len(unreadable) > 1 else ""
-        found.append(f"{what} at line {bad} is unreadable ({_clipped(error, 120)}){more}")
-    if fallback:
-        failed = sorted(
-            later
-            for run in model.runs
-            for iteration in run.iterations()
-            for later in iteration.llm_lines
-            if later > line
+    if not unreadable:
+        return None
+    bad, kind, error = unreadable[-1]
+    what = f"the {kind} record" if kind else "the record"
+    more = f" (and {len(unreadable) - 1} more unreadable line(s) after it)" if len(unreadable) > 1 else ""
+    return f"{what} at line {bad} is unreadable ({_clipped(error, 120)}){more}"
+
+
+def _unanswered_after(model: RunModel, line: int) -> list[str]:
+    """A later ``llm_call`` without a reply, and a torn tail: answers that may have been lost."""
+    found: list[str] = []
+    failed = sorted(
+        later
+        for run in model.runs
+        for iteration in run.iterations()
+        for later in iteration.llm_lines
+        if later > line
+    )
+    if failed:
+        record = model.record(failed[-1])
+        error = record.error if isinstance(record, LlmCallEvent) else None
+        why = f" ({_clipped(f'{error.type}: {error.message}')})" if error is not None and error.type else ""
+        found.append(f"the llm_call at line {failed[-1]} has no reply{why}")
+    torn = getattr(model.source, "torn_tail", None)
+    tail = torn() if callable(torn) else None
+    if tail is not None:
+        found.append(
+            f"the trace ends in a torn record at line {tail.line} ({tail.length} bytes after "
+            "the last newline: a writer stopped mid-record, or is still writing)"
         )
-        if failed:
-            record = model.record(failed[-1])
-            error = record.error if isinstance(record, LlmCallEvent) else None
-            why = (
-                f" ({_clipped(f'{error.type}: {error.message}')})" if error is not None and error.type else ""
-            )
-            found.append(f"the llm_call at line {failed[-1]} has no reply{why}")
-        torn = getattr(model.source, "torn_tail", None)
-        tail = torn() if callable(torn) else None
-        if tail is not None:
-            found.append(
-                f"the trace ends in a torn record at line {tail.line} ({tail.length} bytes after "
-                "the last newline: a writer stopped mid-record, or is still writing)"
-            )
-    return "; ".join(found) or None
+    return found
 
 
 def default_call(model: RunModel) -> DefaultCall:
