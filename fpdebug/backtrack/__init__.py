@@ -4,7 +4,8 @@ Two tiers, always labelled (docs/backtracking.md §9.1): :mod:`~fpdebug.backtrac
 of a call's context got on the wire and :mod:`~fpdebug.backtrack.suspects` ranks them
 (correlational); :mod:`~fpdebug.backtrack.ablation` reruns the call without them, through the
 runner of :mod:`~fpdebug.backtrack.rerun` (causal, and only there). :mod:`~fpdebug.backtrack.report`
-holds the report and its sidecar beside the trace; :mod:`~fpdebug.backtrack.session` runs it all
+holds the report, :mod:`~fpdebug.backtrack.sidecar` its file beside the trace;
+:mod:`~fpdebug.backtrack.session` runs it all
 (:func:`explain`, :func:`backtrack`). :mod:`~fpdebug.backtrack.claim` keeps unknowns unknown.
 """
 
@@ -79,20 +80,14 @@ from fpdebug.backtrack.provenance import (
 )
 from fpdebug.backtrack.report import (
     CLAIM_DISCIPLINE,
-    SIDECAR_SUFFIX,
     BacktrackReport,
     BisectSummary,
     MissingCard,
     ProbeVerdict,
-    SavedBacktrack,
-    Sidecar,
-    SidecarWriter,
     SuspectCard,
     UnsupportedCard,
     VerdictStamp,
     build_report,
-    load_sidecar,
-    sidecar_path_for,
 )
 from fpdebug.backtrack.rerun import (
     ModuleLoader,
@@ -112,6 +107,14 @@ from fpdebug.backtrack.session import (
     backtrack,
     explain,
     flip_test_for,
+)
+from fpdebug.backtrack.sidecar import (
+    SIDECAR_SUFFIX,
+    SavedBacktrack,
+    Sidecar,
+    SidecarWriter,
+    load_sidecar,
+    sidecar_path_for,
 )
 from fpdebug.backtrack.suspects import (
     DEFAULT_WEIGHTS,

@@ -7,38 +7,47 @@ The runner contract: ``runner(specs, *, seed) -> str | RunOutput``. It must buil
 FRESH provider on every call (scripted providers are stateful), apply the specs to what the agent is
 built from, and replay the explained call's exact input. An empty ``specs`` list is the baseline.
 
-"Did the answer change?" is pluggable (:data:`AnswerChanged`): :func:`exact_changed`,
-:func:`normalized_changed`, or :func:`similarity_changed` (the default, threshold 0.8). Similarity
-(:func:`answer_similarity`) is the lexical overlap of docs/backtracking.md §9.5 — deterministic, no embedder —
-with two fpdebug additions: identical texts are 1.0, and when either text has no content token
-(``"OK"`` against ``"I"``) it falls back to difflib's ratio of the normalized texts. Like the
-reference's cosine default, it is blind to a flip carried by one short word: "refund approved" and
-"refund not approved" are 0.82 alike, so pass :func:`normalized_changed` (or a domain test) when a
-short yes/no answer is being explained.
+This module holds the verdicts (:func:`verdict_for`), probing ranked suspects one at a time
+(:func:`probe_suspects`) and the counterfactual rerun (:func:`rerun_without`). The flip tests live in
+:mod:`~fpdebug.backtrack.flip`, the runner contract and one probe's stats in
+:mod:`~fpdebug.backtrack.probe`, the multi-culprit bisection in :mod:`~fpdebug.backtrack.bisection`;
+their public names are importable from here too, as the causal tier's one entry point.
 """
 
 from __future__ import annotations
 
-import difflib
-import math
-import statistics
-import unicodedata
-from collections.abc import Callable, Sequence
-from typing import Literal, Protocol, TypeAlias
+from collections.abc import Sequence
+from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fpdebug.backtrack.suspects import (
-    AblationSpec,
-    Suspect,
-    is_bisectable,
-    is_removable,
-    lexical_overlap,
-    spec_label,
-    suspect_label,
-    token_set,
+from fpdebug.backtrack.bisection import BisectResult, BisectVerdict, ProbeRecord, bisect_culprits
+from fpdebug.backtrack.flip import (
+    DEFAULT_FLIP_THRESHOLD,
+    AnswerChanged,
+    Similarity,
+    answer_similarity,
+    exact_changed,
+    normalize_answer,
+    normalized_changed,
+    similarity_changed,
 )
-from fpdebug.errors import BacktrackError, FpdebugError
+from fpdebug.backtrack.probe import (
+    CostStats,
+    ProbeStats,
+    RunCost,
+    Runner,
+    RunOutput,
+    SimilarityStats,
+    Spread,
+    median,
+    probe_flipped,
+    prober,
+    resolve_samples,
+    run_ablation_probe,
+)
+from fpdebug.backtrack.suspects import AblationSpec, Suspect, is_removable, spec_label, suspect_label
+from fpdebug.errors import BacktrackError
 
 __all__ = [
     "DEFAULT_FLIP_THRESHOLD",
@@ -76,269 +85,12 @@ __all__ = [
     "verdict_for",
 ]
 
-DEFAULT_FLIP_THRESHOLD = 0.8
-"""A rerun whose similarity to the original falls below this counts as a flip (docs/backtracking.md §9.6)."""
-
 Action: TypeAlias = Literal["ablating", "restoring"]
 """Which direction a probe went: a piece removed, or a missing piece put back."""
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-# ----------------------------------------------------------------------------------------------
-# The runner contract
-
-
-class RunCost(_Frozen):
-    """What one rerun cost, as far as the runner knows."""
-
-    loops: int | None = Field(default=None, ge=0)
-    """ReAct iterations the rerun took."""
-    tokens: int | None = Field(default=None, ge=0)
-    """Tokens it used."""
-
-
-class RunOutput(_Frozen):
-    """A rerun's answer and, optionally, its cost."""
-
-    output: str
-    """The answer text."""
-    cost: RunCost | None = None
-    """Loops and tokens, when the runner measured them."""
-
-
-class Runner(Protocol):
-    """Reruns the explained call with ``specs`` applied, seeded."""
-
-    def __call__(self, specs: Sequence[AblationSpec], *, seed: int) -> str | RunOutput:
-        """Build a fresh agent and provider, apply ``specs``, rerun, return the answer."""
-        ...
-
-
-# ----------------------------------------------------------------------------------------------
-# "Did the answer change?"
-
-AnswerChanged: TypeAlias = Callable[[str, str], bool]
-"""``answer_changed(original, output) -> True`` when the rerun's answer counts as a different one."""
-
-Similarity: TypeAlias = Callable[[str, str], float]
-"""``similarity(original, output)`` in [0, 1]."""
-
-
-def _is_edge_junk(char: str) -> bool:
-    # Unicode punctuation too: models write “curly quotes”, «guillemets» and em dashes.
-    return char.isspace() or unicodedata.category(char).startswith("P")
-
-
-def normalize_answer(text: str) -> str:
-    """Casefold, collapse whitespace, strip punctuation (any Unicode ``P*``) and spaces at both ends."""
-    collapsed = " ".join(text.casefold().split())
-    start, end = 0, len(collapsed)
-    while start < end and _is_edge_junk(collapsed[start]):
-        start += 1
-    while end > start and _is_edge_junk(collapsed[end - 1]):
-        end -= 1
-    return collapsed[start:end]
-
-
-def answer_similarity(original: str, output: str) -> float:
-    """How alike two answers are, in [0, 1] (see the module docstring for the rule)."""
-    if original == output:
-        return 1.0
-    if token_set(original) and token_set(output):
-        return lexical_overlap(original, output)
-    return difflib.SequenceMatcher(None, normalize_answer(original), normalize_answer(output)).ratio()
-
-
-def exact_changed(original: str, output: str) -> bool:
-    """Changed unless byte-for-byte equal."""
-    return original != output
-
-
-def normalized_changed(original: str, output: str) -> bool:
-    """Changed unless equal after :func:`normalize_answer`."""
-    return normalize_answer(original) != normalize_answer(output)
-
-
-def similarity_changed(
-    threshold: float = DEFAULT_FLIP_THRESHOLD, *, similarity: Similarity = answer_similarity
-) -> AnswerChanged:
-    """A test that counts a flip when ``similarity(original, output) < threshold``.
-
-    Args:
-        threshold: The flip threshold, in [0, 1].
-        similarity: The similarity function.
-
-    Returns:
-        The test.
-
-    Raises:
-        BacktrackError: The threshold is outside [0, 1].
-    """
-    _check_threshold(threshold)
-
-    def changed(original: str, output: str) -> bool:
-        return similarity(original, output) < threshold
-
-    return changed
-
-
-def _check_threshold(threshold: float) -> None:
-    if not (math.isfinite(threshold) and 0.0 <= threshold <= 1.0):
-        raise BacktrackError(f"flip threshold must be in [0, 1], got {threshold}")
-
-
-# ----------------------------------------------------------------------------------------------
-# Probes
-
-
-class Spread(_Frozen):
-    """Median, minimum and maximum of a few numbers."""
-
-    median: float
-    """The middle value (the mean of the two middle values for an even count)."""
-    min: float
-    """The smallest."""
-    max: float
-    """The largest."""
-
-
-class SimilarityStats(_Frozen):
-    """How alike the reruns' answers were to the original."""
-
-    mean: float
-    """Mean similarity."""
-    min: float
-    """Lowest."""
-    max: float
-    """Highest."""
-    stdev: float
-    """Population standard deviation."""
-
-
-class CostStats(_Frozen):
-    """What the reruns cost, over those that reported a cost."""
-
-    samples: int
-    """Reruns that reported a cost."""
-    loops: Spread | None = None
-    """Iterations per rerun."""
-    tokens: Spread | None = None
-    """Tokens per rerun."""
-
-
-class ProbeStats(_Frozen):
-    """The outcome of one probe: ``samples`` seeded reruns with the same specs."""
-
-    samples: int
-    """Reruns made (seeds ``0 … samples − 1``)."""
-    flips: int
-    """Reruns whose answer counted as changed."""
-    similarity: SimilarityStats
-    """Similarity of the reruns' answers to the original."""
-    cost: CostStats | None = None
-    """Cost, when any rerun reported one."""
-    outputs: list[str] = Field(default_factory=list)
-    """Each rerun's answer, by seed."""
-    changed: list[bool] = Field(default_factory=list)
-    """Whether each rerun's answer counted as changed, by seed."""
-
-
-def median(values: Sequence[float]) -> float:
-    """The median; the mean of the two middle values for an even count; 0 when empty."""
-    return float(statistics.median(values)) if values else 0.0
-
-
-def _spread(values: list[float]) -> Spread | None:
-    return Spread(median=median(values), min=min(values), max=max(values)) if values else None
-
-
-def resolve_samples(samples: float | None) -> int:
-    """``max(2, floor(samples or 3))``: a causal claim needs at least two reruns."""
-    if samples is not None and not math.isfinite(samples):
-        raise BacktrackError(f"samples must be a finite number, got {samples}")
-    return max(2, math.floor(samples or 3))
-
-
-def run_ablation_probe(
-    runner: Runner,
-    specs: Sequence[AblationSpec],
-    *,
-    original: str,
-    samples: float | None = 3,
-    answer_changed: AnswerChanged | None = None,
-    flip_threshold: float = DEFAULT_FLIP_THRESHOLD,
-    similarity: Similarity = answer_similarity,
-) -> ProbeStats:
-    """Rerun with ``specs`` for seeds ``0 … n − 1`` and count flips (docs/backtracking.md §9.6 ``runAblationProbe``).
-
-    Args:
-        runner: The rerun function.
-        specs: What to change; empty for the baseline.
-        original: The answer being explained.
-        samples: How many reruns; ``max(2, floor(samples or 3))`` are made.
-        answer_changed: The flip test; defaults to ``similarity < flip_threshold``.
-        flip_threshold: The default test's threshold.
-        similarity: How similarity to the original is measured (for the stats and the default test).
-
-    Returns:
-        The probe's stats.
-
-    Raises:
-        BacktrackError: Bad ``samples`` or threshold, a runner that returned something other than
-            a string or :class:`RunOutput`, or a runner that raised.
-    """
-    count = resolve_samples(samples)
-    changed_test = answer_changed or similarity_changed(flip_threshold, similarity=similarity)
-    outputs: list[str] = []
-    costs: list[RunCost] = []
-    for seed in range(count):
-        result = _call(runner, specs, seed)
-        if isinstance(result, RunOutput):
-            outputs.append(result.output)
-            if result.cost is not None:
-                costs.append(result.cost)
-        else:
-            outputs.append(result)
-    sims = [similarity(original, output) for output in outputs]
-    changed = [bool(changed_test(original, output)) for output in outputs]
-    cost = None
-    if costs:
-        cost = CostStats(
-            samples=len(costs),
-            loops=_spread([float(c.loops) for c in costs if c.loops is not None]),
-            tokens=_spread([float(c.tokens) for c in costs if c.tokens is not None]),
-        )
-    return ProbeStats(
-        samples=count,
-        flips=sum(changed),
-        similarity=SimilarityStats(
-            mean=statistics.fmean(sims), min=min(sims), max=max(sims), stdev=statistics.pstdev(sims)
-        ),
-        cost=cost,
-        outputs=outputs,
-        changed=changed,
-    )
-
-
-def _call(runner: Runner, specs: Sequence[AblationSpec], seed: int) -> str | RunOutput:
-    try:
-        result = runner(list(specs), seed=seed)
-    except FpdebugError:
-        raise
-    except Exception as exc:  # a user's tool or agent code failed inside the rerun
-        labels = ", ".join(spec_label(spec) for spec in specs) or "nothing removed"
-        raise BacktrackError(f"rerun (seed {seed}, {labels}) failed: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(result, str | RunOutput):
-        raise BacktrackError(f"a runner must return a string or RunOutput, got {type(result).__name__}")
-    return result
-
-
-def probe_flipped(stats: ProbeStats) -> bool:
-    """A strict majority of the reruns flipped: 1 of 2 is NOT a flip."""
-    return stats.flips * 2 > stats.samples
 
 
 # ----------------------------------------------------------------------------------------------
@@ -471,7 +223,7 @@ def probe_suspects(
     Returns:
         The baseline and each suspect's verdict.
     """
-    probe = _prober(
+    probe = prober(
         runner,
         original=original,
         samples=samples,
@@ -498,227 +250,6 @@ def probe_suspects(
             )
         )
     return SuspectProbes(baseline=baseline, baseline_stable=stable, probes=results, runs_used=runs)
-
-
-def _prober(
-    runner: Runner,
-    *,
-    original: str,
-    samples: float | None,
-    answer_changed: AnswerChanged | None,
-    flip_threshold: float,
-    similarity: Similarity,
-) -> Callable[[Sequence[AblationSpec]], ProbeStats]:
-    resolve_samples(samples)  # fail before any rerun on a bad value
-    _check_threshold(flip_threshold)
-
-    def probe(specs: Sequence[AblationSpec]) -> ProbeStats:
-        return run_ablation_probe(
-            runner,
-            specs,
-            original=original,
-            samples=samples,
-            answer_changed=answer_changed,
-            flip_threshold=flip_threshold,
-            similarity=similarity,
-        )
-
-    return probe
-
-
-# ----------------------------------------------------------------------------------------------
-# Multi-culprit bisection (docs/backtracking.md §9.7)
-
-
-BisectVerdict: TypeAlias = Literal["confirmed", "not-reproducible", "inconclusive"]
-"""The outcome of a bisection."""
-
-
-class ProbeRecord(_Frozen):
-    """One probe a bisection ran."""
-
-    ablated: list[str]
-    """The labels removed, in ranked order (empty for the baseline)."""
-    stats: ProbeStats
-    """Its stats."""
-    flipped: bool
-    """A strict majority flipped."""
-
-
-class BisectResult(_Frozen):
-    """What :func:`bisect_culprits` found."""
-
-    verdict: BisectVerdict
-    """Confirmed: at least one minimal culprit set; not-reproducible: removing every candidate
-    changes nothing; inconclusive: an unstable baseline or a spent budget."""
-    tier: Literal["causal", "correlational"]
-    """``causal`` exactly when confirmed."""
-    culprits: list[list[Suspect]] = Field(default_factory=list)
-    """Minimal sets, each of which must be removed TOGETHER to flip the answer, in the order found.
-    On a spent budget, the sets completed before it ran out."""
-    probes: list[ProbeRecord] = Field(default_factory=list)
-    """Every probe run, in order (cache hits are not repeated)."""
-    runs_used: int
-    """``len(probes) × samples``: runner calls made."""
-    baseline: ProbeStats | None = None
-    """The baseline probe (absent only when the budget allowed no probe at all)."""
-    reason: str
-    """One sentence on why this verdict."""
-
-
-class _BudgetSpent(Exception):
-    """Internal: the next probe would exceed ``max_probes``."""
-
-
-def bisect_culprits(
-    suspects: Sequence[Suspect],
-    runner: Runner,
-    *,
-    original: str,
-    samples: float | None = 3,
-    max_probes: int = 24,
-    max_culprits: int = 4,
-    answer_changed: AnswerChanged | None = None,
-    flip_threshold: float = DEFAULT_FLIP_THRESHOLD,
-    similarity: Similarity = answer_similarity,
-) -> BisectResult:
-    """Find the minimal sets of suspects whose removal flips the answer (docs/backtracking.md §9.7).
-
-    Candidates are the suspects with a removal spec (``arg``, ``stage`` and ``restore`` left out),
-    in ranked order, one per label. The baseline runs first and ANY flip in it stops the search as
-    inconclusive. Then all candidates are removed together; no flip means not-reproducible. Then a
-    two-way ddmin (split at ``ceil(n / 2)``; on interference, the union of both halves minimised
-    against each other) finds one minimal set; it is set aside and the search goes on while the
-    remaining candidates still flip, up to ``max_culprits`` sets. A probe is never run twice (the
-    cache key is the sorted labels); needing a probe beyond ``max_probes`` ends as inconclusive.
-
-    Args:
-        suspects: Ranked suspects.
-        runner: The rerun function.
-        original: The answer being explained.
-        samples: Reruns per probe (``max(2, floor(samples or 3))``).
-        max_probes: The probe budget, baseline included.
-        max_culprits: How many minimal sets to look for.
-        answer_changed: The flip test.
-        flip_threshold: The default flip test's threshold.
-        similarity: How similarity is measured.
-
-    Returns:
-        The verdict, the culprit sets, every probe and the runs used.
-
-    Raises:
-        BacktrackError: A budget or cap below 1, or a bad ``samples`` or threshold.
-    """
-    if max_probes < 1 or max_culprits < 1:
-        raise BacktrackError(
-            f"max_probes and max_culprits must be at least 1, got {max_probes} and {max_culprits}"
-        )
-    count = resolve_samples(samples)
-    probe = _prober(
-        runner,
-        original=original,
-        samples=count,
-        answer_changed=answer_changed,
-        flip_threshold=flip_threshold,
-        similarity=similarity,
-    )
-    candidates: list[Suspect] = []
-    order: dict[str, int] = {}
-    for suspect in suspects:
-        label = suspect_label(suspect)
-        if is_bisectable(suspect) and label not in order:
-            order[label] = len(candidates)
-            candidates.append(suspect)
-
-    records: list[ProbeRecord] = []
-    cache: dict[str, ProbeRecord] = {}
-
-    def run(group: Sequence[Suspect]) -> ProbeRecord:
-        ranked = sorted(group, key=lambda suspect: order.get(suspect_label(suspect), -1))
-        labels = [suspect_label(suspect) for suspect in ranked]
-        key = "\x1f".join(sorted(labels))
-        if key in cache:
-            return cache[key]
-        if len(records) >= max_probes:
-            raise _BudgetSpent
-        specs = [suspect.ablation for suspect in ranked if suspect.ablation is not None]
-        stats = probe(specs)
-        record = cache[key] = ProbeRecord(ablated=labels, stats=stats, flipped=probe_flipped(stats))
-        records.append(record)
-        return record
-
-    def flips(group: Sequence[Suspect]) -> bool:
-        return run(group).flipped
-
-    def minimize(group: list[Suspect], context: list[Suspect]) -> list[Suspect]:
-        # Invariant: removing group + context flips the answer; removing context alone does not.
-        if len(group) <= 1:
-            return group
-        cut = math.ceil(len(group) / 2)
-        top, rest = group[:cut], group[cut:]
-        if flips(top + context):
-            return minimize(top, context)
-        if flips(rest + context):
-            return minimize(rest, context)
-        from_top = minimize(top, rest + context)
-        from_rest = minimize(rest, from_top + context)
-        return from_top + from_rest
-
-    culprits: list[list[Suspect]] = []
-    baseline: ProbeStats | None = None
-
-    def result(verdict: BisectVerdict, reason: str) -> BisectResult:
-        return BisectResult(
-            verdict=verdict,
-            tier="causal" if verdict == "confirmed" else "correlational",
-            culprits=culprits,
-            probes=records,
-            runs_used=len(records) * count,
-            baseline=baseline,
-            reason=reason,
-        )
-
-    try:
-        baseline = run([]).stats
-        if baseline.flips > 0:
-            return result(
-                "inconclusive",
-                f"the baseline itself changed outcome in {baseline.flips}/{baseline.samples} "
-                "seeded reruns with nothing removed; no causal claim is possible",
-            )
-        if not candidates:
-            return result("not-reproducible", "no suspect has a spec a rerun can remove")
-        everything = run(candidates)
-        if not everything.flipped:
-            return result(
-                "not-reproducible",
-                f"removing all {len(candidates)} candidates together flipped only "
-                f"{everything.stats.flips}/{everything.stats.samples} seeded reruns; "
-                "the answer does not depend on the ranked context",
-            )
-        remaining = candidates
-        while True:
-            found = minimize(remaining, [])
-            culprits.append(found)
-            found_labels = {suspect_label(suspect) for suspect in found}
-            remaining = [suspect for suspect in remaining if suspect_label(suspect) not in found_labels]
-            if not remaining:
-                break
-            if len(culprits) >= max_culprits:
-                return result(
-                    "confirmed",
-                    f"found {len(culprits)} culprit set(s) in {len(records)} probes; "
-                    f"stopped at max_culprits={max_culprits} without checking the rest",
-                )
-            if not flips(remaining):
-                break
-        return result("confirmed", f"found {len(culprits)} culprit set(s) in {len(records)} probes")
-    except _BudgetSpent:
-        return result(
-            "inconclusive",
-            f"the probe budget (max_probes={max_probes}) ran out before the "
-            f"search finished; {len(culprits)} culprit set(s) were completed",
-        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -832,7 +363,7 @@ def rerun_without(
     """
     if not ignore:
         raise BacktrackError("nothing to remove: name at least one suspect id or spec")
-    probe = _prober(
+    probe = prober(
         runner,
         original=original,
         samples=samples,

@@ -1,6 +1,6 @@
 """Reruns of one recorded LLM call, with pieces removed or restored: the runner of the causal tier.
 
-:class:`RecordedCallRunner` satisfies :class:`~fpdebug.backtrack.ablation.Runner`. It takes the
+:class:`RecordedCallRunner` satisfies :class:`~fpdebug.backtrack.probe.Runner`. It takes the
 EXACT request the trace recorded for the explained call, applies the ablation specs to it
 (:func:`apply_specs`), sets the rerun's ``seed``, and sends it to a FRESH provider, once per call:
 
@@ -38,10 +38,11 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from fpdebug.backtrack.ablation import RunCost, RunOutput
+from fpdebug.backtrack.probe import RunCost, RunOutput
 from fpdebug.backtrack.provenance import READ_SKILL, Provenance, render_answer
 from fpdebug.backtrack.suspects import (
     AblationSpec,
@@ -115,6 +116,27 @@ def apply_specs(
     Raises:
         BacktrackError: An ``arg`` spec, or a restoration of something unknown, templated or empty.
     """
+    drop_ids, drop_tools, restores = _sorted_specs(specs)
+    segments = [s for s in request.system_prompt if s.injection_id is None or s.injection_id not in drop_ids]
+    tools = [
+        t
+        for t in request.tools
+        if t.name not in drop_tools and (t.injection_id is None or t.injection_id not in drop_ids)
+    ]
+    messages = _kept_messages(request.messages, drop_ids, drop_tools)
+    order = {decl.id: index for index, decl in enumerate(declared)}
+    for spec in restores:
+        if spec.unit_kind == "tool":
+            tools = _restore_tool(tools, spec.unit_id, known_tools)
+        else:
+            segments, messages, tools = _restore_injection(
+                segments, messages, tools, spec.unit_id, declared, order, known_tools
+            )
+    return request.model_copy(update={"system_prompt": segments, "messages": messages, "tools": tools})
+
+
+def _sorted_specs(specs: Sequence[AblationSpec]) -> tuple[set[str], set[str], list[RestoreSpec]]:
+    """The injection ids and tool names to drop, and the restorations, of ``specs``."""
     drop_ids: set[str] = set()
     drop_tools: set[str] = set()
     restores: list[RestoreSpec] = []
@@ -132,15 +154,18 @@ def apply_specs(
                 raise BacktrackError(f"cannot rerun with arg '{spec.source}' overridden: {spec.note}")
             case _:
                 raise BacktrackError(f"not an ablation spec: {spec!r}")
-    segments = [s for s in request.system_prompt if s.injection_id is None or s.injection_id not in drop_ids]
-    tools = [
-        t
-        for t in request.tools
-        if t.name not in drop_tools and (t.injection_id is None or t.injection_id not in drop_ids)
-    ]
-    messages: list[Message] = []
+    return drop_ids, drop_tools, restores
+
+
+def _kept_messages(messages: Sequence[Message], drop_ids: set[str], drop_tools: set[str]) -> list[Message]:
+    """The messages without the dropped injections' deliveries and the dropped tools' calls and results.
+
+    An assistant message loses its calls of a dropped tool (and goes when nothing else is left of it);
+    the results of those calls go with them.
+    """
+    kept_messages: list[Message] = []
     dropped_calls: set[str] = set()
-    for message in request.messages:
+    for message in messages:
         if message.injection_id is not None and message.injection_id in drop_ids:
             continue
         if message.role == "assistant" and message.tool_calls and drop_tools:
@@ -154,16 +179,8 @@ def apply_specs(
             message.tool_name in drop_tools or message.tool_call_id in dropped_calls
         ):
             continue
-        messages.append(message)
-    order = {decl.id: index for index, decl in enumerate(declared)}
-    for spec in restores:
-        if spec.unit_kind == "tool":
-            tools = _restore_tool(tools, spec.unit_id, known_tools)
-        else:
-            segments, messages, tools = _restore_injection(
-                segments, messages, tools, spec.unit_id, declared, order, known_tools
-            )
-    return request.model_copy(update={"system_prompt": segments, "messages": messages, "tools": tools})
+        kept_messages.append(message)
+    return kept_messages
 
 
 def _restore_tool(tools: list[ToolSchema], name: str, known: Sequence[ToolSchema]) -> list[ToolSchema]:
@@ -181,15 +198,8 @@ def _insert_tool(tools: list[ToolSchema], schema: ToolSchema) -> list[ToolSchema
     return [*tools[:at], schema, *tools[at:]]
 
 
-def _restore_injection(
-    segments: list[PromptSegment],
-    messages: list[Message],
-    tools: list[ToolSchema],
-    injection_id: str,
-    declared: Sequence[InjectionDecl],
-    order: Mapping[str, int],
-    known: Sequence[ToolSchema],
-) -> tuple[list[PromptSegment], list[Message], list[ToolSchema]]:
+def _restorable(injection_id: str, declared: Sequence[InjectionDecl]) -> InjectionDecl:
+    """The declaration a restoration sends: declared, not templated, and with something to send."""
     decl = next((d for d in declared if d.id == injection_id), None)
     if decl is None:
         raise BacktrackError(f"cannot restore injection {injection_id!r}: it is not declared in run_start")
@@ -199,6 +209,19 @@ def _restore_injection(
         )
     if not decl.system_prompt and not decl.messages and not decl.tool_names:
         raise BacktrackError(f"cannot restore injection {injection_id!r}: it declares nothing to send")
+    return decl
+
+
+def _restore_injection(
+    segments: list[PromptSegment],
+    messages: list[Message],
+    tools: list[ToolSchema],
+    injection_id: str,
+    declared: Sequence[InjectionDecl],
+    order: Mapping[str, int],
+    known: Sequence[ToolSchema],
+) -> tuple[list[PromptSegment], list[Message], list[ToolSchema]]:
+    decl = _restorable(injection_id, declared)
     target = order.get(injection_id, len(order))
 
     def after(other: str | None) -> bool:
@@ -229,7 +252,7 @@ def _restore_injection(
 class RecordedCallRunner:
     """Reruns one recorded call with specs applied, through a fresh provider each time.
 
-    Satisfies :class:`~fpdebug.backtrack.ablation.Runner`. ``calls`` counts the reruns made, and
+    Satisfies :class:`~fpdebug.backtrack.probe.Runner`. ``calls`` counts the reruns made, and
     ``requests`` keeps the last request sent (for inspection and tests).
 
     Args:
@@ -316,10 +339,11 @@ def scripted_rerun_provider(
             f"{source} has no scripted_provider() to rerun with; pass --provider "
             "anthropic|openai --model M to rerun the call live"
         )
+    parameters: Mapping[str, inspect.Parameter]
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):
-        parameters = {}  # type: ignore[assignment]
+        parameters = {}
     usable = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     kwargs = {
         name: options[name]
@@ -339,7 +363,7 @@ def scripted_rerun_provider(
             raise BacktrackError(
                 f"{source}: scripted_provider() returned {type(provider).__name__}, not a provider"
             )
-        return provider  # type: ignore[no-any-return]
+        return provider
 
     shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
     return RerunProvider(
@@ -381,8 +405,12 @@ def _check_recorded_arguments(
         )
 
 
-def _fits(hint: object, value: object) -> bool:
-    """Whether ``value`` is one ``hint`` allows, strictly (``True`` for a hint pydantic cannot check)."""
+def _fits(hint: Any, value: object) -> bool:
+    """Whether ``value`` is one ``hint`` allows, strictly (``True`` for a hint pydantic cannot check).
+
+    ``hint`` is Any: it is a runtime annotation as ``typing.get_type_hints`` returns it (a class, a
+    ``Literal[...]``, a union), which ``TypeAdapter`` takes but no static type describes.
+    """
     try:
         TypeAdapter(hint).validate_python(value, strict=True)
     except ValidationError:

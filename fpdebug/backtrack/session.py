@@ -29,25 +29,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from fpdebug.backtrack.ablation import (
+from fpdebug.backtrack.ablation import SuspectProbe, probe_suspects
+from fpdebug.backtrack.bisection import BisectResult, bisect_culprits
+from fpdebug.backtrack.flip import (
     DEFAULT_FLIP_THRESHOLD,
     AnswerChanged,
-    BisectResult,
-    ProbeStats,
-    Runner,
-    RunOutput,
-    SuspectProbe,
-    bisect_culprits,
     exact_changed,
     normalized_changed,
-    probe_suspects,
-    resolve_samples,
-    run_ablation_probe,
     similarity_changed,
 )
+from fpdebug.backtrack.probe import ProbeStats, Runner, RunOutput, resolve_samples, run_ablation_probe
 from fpdebug.backtrack.provenance import Provenance, trace_provenance
-from fpdebug.backtrack.report import BacktrackReport, BisectSummary, SidecarWriter, build_report
+from fpdebug.backtrack.report import BacktrackReport, BisectSummary, build_report
 from fpdebug.backtrack.rerun import ModuleLoader, RerunProvider, rerun_provider_for, runner_for
+from fpdebug.backtrack.sidecar import SidecarWriter
 from fpdebug.backtrack.suspects import AblationSpec, Suspect, SuspectRanking, rank_pieces, token_set
 from fpdebug.errors import BacktrackCancelled, BacktrackError, FpdebugError
 from fpdebug.trace.model import RunModel
@@ -283,10 +278,7 @@ def backtrack(
     report = build_report(provenance, ranking, claim=claim)
     reruns = ablate or restore or bisect
     count = resolve_samples(samples)
-    if callable(flip_test):
-        changed, flip_words = flip_test, "a caller-supplied test"
-    else:
-        changed, flip_words = flip_test_for(provenance.answer, flip_test, threshold=flip_threshold)
+    changed, flip_words = _answer_changed(provenance.answer, flip_test, flip_threshold)
     if reruns and runner is None:
         if rerun is None:
             rerun = rerun_provider_for(
@@ -311,63 +303,86 @@ def backtrack(
         return result
     assert runner is not None
     usable = [s for s in ranking.suspects if s.ablation is not None and s.ablation.kind != "arg"]
-    probed = usable[: max(0, max_probed)]
-    restored = [s for s in ranking.missing if s.ablation is not None][: max(0, max_restored)]
-    queued = (len(probed) if ablate else 0) + (len(restored) if restore else 0)
-    total = ((1 + queued) * count if queued else 0) + (max_probes * count if bisect else 0)
-    watched = _Watched(runner, total=total, progress=progress, cancelled=cancelled)
+    plan = _RerunPlan(
+        ablate=ablate,
+        restore=restore,
+        bisect=bisect,
+        probed=usable[: max(0, max_probed)],
+        restored=[s for s in ranking.missing if s.ablation is not None][: max(0, max_restored)],
+        samples=count,
+        changed=changed,
+        max_probes=max_probes,
+        max_culprits=max_culprits,
+    )
+    watched = _Watched(runner, total=plan.total_runs, progress=progress, cancelled=cancelled)
+    status = _watched_run(result, watched, writer, plan)
+    if status == "complete" and progress is not None:
+        progress(watched.done, watched.done)
+    return result
+
+
+def _answer_changed(
+    answer: str, flip_test: FlipTest | AnswerChanged, threshold: float
+) -> tuple[AnswerChanged, str]:
+    """The test a rerun's answer is judged by, and how the report names it."""
+    if callable(flip_test):
+        return flip_test, "a caller-supplied test"
+    return flip_test_for(answer, flip_test, threshold=threshold)
+
+
+def _watched_run(
+    result: Backtrack, runner: _Watched, writer: SidecarWriter | None, plan: _RerunPlan
+) -> Literal["complete", "cancelled"]:
+    """Run the reruns of ``plan``, finish the report and close the sidecar.
+
+    A cancelled run keeps what finished; any other error ends the sidecar ``failed`` and propagates.
+    """
     try:
-        _run(
-            result,
-            watched,
-            writer,
-            ablate=ablate,
-            restore=restore,
-            bisect=bisect,
-            probed=probed,
-            restored=restored,
-            samples=count,
-            changed=changed,
-            max_probes=max_probes,
-            max_culprits=max_culprits,
-        )
+        _run(result, runner, writer, plan)
     except BacktrackCancelled:
         result.report = result.report.finished("cancelled")
         if writer is not None:
-            writer.end("cancelled", runs_used=watched.done)
-        return result
+            writer.end("cancelled", runs_used=runner.done)
+        return "cancelled"
     except FpdebugError as error:
         if writer is not None:
             try:
-                writer.end("failed", runs_used=watched.done, error=str(error))
+                writer.end("failed", runs_used=runner.done, error=str(error))
             except BacktrackError:
                 pass  # the sidecar itself failing must not hide the error that stopped the reruns
         raise
     result.report = result.report.finished("complete")
     if writer is not None:
-        writer.end("complete", runs_used=watched.done)
-    if progress is not None:
-        progress(watched.done, watched.done)
-    return result
+        writer.end("complete", runs_used=runner.done)
+    return "complete"
 
 
-def _run(
-    result: Backtrack,
-    runner: _Watched,
-    writer: SidecarWriter | None,
-    *,
-    ablate: bool,
-    restore: bool,
-    bisect: bool,
-    probed: list[Suspect],
-    restored: list[Suspect],
-    samples: int,
-    changed: AnswerChanged,
-    max_probes: int,
-    max_culprits: int,
-) -> None:
+@dataclass(frozen=True)
+class _RerunPlan:
+    """What reruns a backtrack makes: which probes, with how many samples, judged how."""
+
+    ablate: bool
+    restore: bool
+    bisect: bool
+    probed: list[Suspect]
+    restored: list[Suspect]
+    samples: int
+    changed: AnswerChanged
+    max_probes: int
+    max_culprits: int
+
+    @property
+    def total_runs(self) -> int:
+        """The reruns the plan may make: a baseline and each queued probe, plus the bisection's budget."""
+        queued = (len(self.probed) if self.ablate else 0) + (len(self.restored) if self.restore else 0)
+        probes = (1 + queued) * self.samples if queued else 0
+        return probes + (self.max_probes * self.samples if self.bisect else 0)
+
+
+def _run(result: Backtrack, runner: _Watched, writer: SidecarWriter | None, plan: _RerunPlan) -> None:
+    samples, changed = plan.samples, plan.changed
     original = result.provenance.answer
-    queue = (probed if ablate else []) + (restored if restore else [])
+    queue = (plan.probed if plan.ablate else []) + (plan.restored if plan.restore else [])
     if queue:  # a baseline only when something will be judged against it
         baseline = run_ablation_probe(runner, [], original=original, samples=samples, answer_changed=changed)
         result.baseline = baseline
@@ -390,14 +405,14 @@ def _run(
                 result.report = result.report.with_probe(probe)
                 if writer is not None:
                     writer.verdict(probe)
-    if bisect:
+    if plan.bisect:
         found_sets = bisect_culprits(
             result.ranking.suspects,
             runner,
             original=original,
             samples=samples,
-            max_probes=max_probes,
-            max_culprits=max_culprits,
+            max_probes=plan.max_probes,
+            max_culprits=plan.max_culprits,
             answer_changed=changed,
         )
         result.bisect = found_sets

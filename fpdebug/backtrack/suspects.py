@@ -693,11 +693,7 @@ def rank_pieces(
             the name its kind needs.
     """
     _require_unique((piece.id for piece in pieces), "piece")
-    for name, decay in (("recency_decay", recency_decay), ("hop_decay", hop_decay)):
-        if not (math.isfinite(decay) and 0 < decay <= 1):
-            raise BacktrackError(f"{name} must be in (0, 1], got {decay}")
-    if max_suspects < 0 or max_missing < 0:
-        raise BacktrackError("max_suspects and max_missing must not be negative")
+    _check_ranking(recency_decay, hop_decay, max_suspects, max_missing)
     if at_iteration is None:
         iterations = [piece.iteration for piece in pieces if piece.iteration is not None]
         at_iteration = max(iterations) if iterations else None
@@ -717,14 +713,7 @@ def rank_pieces(
         structural *= recency_decay**age * hop_decay**piece.depth
         scored = influence.get(piece.id)
         semantic = None if scored is None else min(1.0, max(0.0, scored.score))
-        if piece.missing:
-            spec = restore_spec_for(
-                piece.kind, source=piece.id, tool_name=piece.tool_name, injection_id=piece.injection_id
-            )
-        else:
-            spec = ablation_spec_for(
-                piece.kind, source=piece.id, tool_name=piece.tool_name, injection_id=piece.injection_id
-            )
+        spec = _spec_for(piece)
         suspect = Suspect(
             source=piece.id,
             kind=piece.kind,
@@ -755,6 +744,25 @@ def rank_pieces(
         missing=_ranked(missing)[:max_missing],
         folded=len(ranked) - len(kept),
         confidence=ranking_confidence([suspect.score for suspect in kept]),
+    )
+
+
+def _check_ranking(recency_decay: float, hop_decay: float, max_suspects: int, max_missing: int) -> None:
+    for name, decay in (("recency_decay", recency_decay), ("hop_decay", hop_decay)):
+        if not (math.isfinite(decay) and 0 < decay <= 1):
+            raise BacktrackError(f"{name} must be in (0, 1], got {decay}")
+    if max_suspects < 0 or max_missing < 0:
+        raise BacktrackError("max_suspects and max_missing must not be negative")
+
+
+def _spec_for(piece: Piece) -> AblationSpec | None:
+    """What a rerun changes for ``piece``: a restoration when it was missing, else a removal."""
+    if piece.missing:
+        return restore_spec_for(
+            piece.kind, source=piece.id, tool_name=piece.tool_name, injection_id=piece.injection_id
+        )
+    return ablation_spec_for(
+        piece.kind, source=piece.id, tool_name=piece.tool_name, injection_id=piece.injection_id
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fpdebug.backtrack.provenance import ContextPiece, Hop
+    from fpdebug.backtrack.provenance import ContextPiece, Hop, MissingPiece
     from fpdebug.backtrack.report import BacktrackReport, ProbeVerdict, VerdictStamp
     from fpdebug.backtrack.session import Backtrack
 
@@ -177,7 +177,19 @@ def render(result: Backtrack) -> str:
     lines += [
         f"  {_where(piece):<16} {_what(piece):<40} {piece.reason}" for piece in result.provenance.pieces
     ]
-    lines += ["", 'suspects (correlational: aligned with the answer, never "because")']
+    lines += _suspects(report)
+    lines += _missing(report, result.provenance.missing)
+    lines += _verdicts(report)
+    lines += _assessment(report)
+    lines += ["", "honesty"]
+    lines += [f"  {line}" for line in report.honesty]
+    if result.sidecar is not None:
+        lines += ["", f"saved to {result.sidecar}"]
+    return "".join(inert_line(line) + "\n" for line in lines)
+
+
+def _suspects(report: BacktrackReport) -> list[str]:
+    lines = ["", 'suspects (correlational: aligned with the answer, never "because")']
     if not report.cards:
         lines.append("  none: nothing engineered rode this call (only the base prompt, the user and replies)")
     for card in report.cards:
@@ -193,8 +205,11 @@ def render(result: Backtrack) -> str:
         lines.append(f"  {report.folded}")
     if report.score_note:
         lines.append(f"  ⚠ {report.score_note}")
-    lines += ["", "available but not sent (missing-context candidates, correlational)"]
-    candidates = result.provenance.missing
+    return lines
+
+
+def _missing(report: BacktrackReport, candidates: list[MissingPiece]) -> list[str]:
+    lines = ["", "available but not sent (missing-context candidates, correlational)"]
     if not candidates:
         lines.append("  none")
     ranked = {card.source: card for card in report.missing}
@@ -210,39 +225,45 @@ def render(result: Backtrack) -> str:
             else (f"{candidate.reason}: {candidate.detail}")
         )
         lines.append(f"  {candidate.kind} '{name}' — {why}{restorable}{stamp}")
+    return lines
+
+
+def _verdicts(report: BacktrackReport) -> list[str]:
     if report.rerun_provider is not None and report.baseline is None and report.bisect is None:
-        lines += ["", "verdicts: nothing to rerun (no suspect or missing piece that a rerun can apply)"]
-    if report.baseline is not None or report.bisect is not None:
-        lines += ["", "verdicts (causal tier: seeded reruns of the recorded call)"]
-        lines.append(f"  reruns: {report.rerun_provider}; flip test: {report.flip_test}")
-        if report.baseline is not None:
-            stable = "stable" if report.baseline_flips == 0 else "UNSTABLE"
-            lines.append(f"  baseline: {report.baseline} ({stable})")
-        for verdict in report.verdicts:
-            lines.append(f"  {verdict.verdict.claim}")
-            if verdict.verdict.kind != "not-confirmed" and verdict.answers:
-                lines.append(f"     reruns answered: {' | '.join(verdict.answers)}")
-        if report.bisect is not None:
-            bisect = report.bisect
-            sets = " · ".join("[" + ", ".join(group) + "]" for group in bisect.culprits) or "none"
-            lines.append(
-                f"  bisect: {bisect.verdict} ({bisect.tier}) — culprit sets: {sets}; "
-                f"{bisect.probes} probes, {bisect.runs_used} reruns"
-            )
-            lines.append(f"     {bisect.reason}")
-        if report.status == "cancelled":
-            lines.append("  cancelled: the verdicts above are the ones that finished")
-    if report.assessed or report.unsupported:
-        lines += ["", "answer assessment (answer layer)"]
-        if not report.unsupported:
-            lines.append("  every value the answer states has a source")
-        for value in report.unsupported:
-            lines.append(f"  unsupported-value {value.text!r} ({value.value_kind}): {value.note}")
-    lines += ["", "honesty"]
-    lines += [f"  {line}" for line in report.honesty]
-    if result.sidecar is not None:
-        lines += ["", f"saved to {result.sidecar}"]
-    return "".join(inert_line(line) + "\n" for line in lines)
+        return ["", "verdicts: nothing to rerun (no suspect or missing piece that a rerun can apply)"]
+    if report.baseline is None and report.bisect is None:
+        return []
+    lines = ["", "verdicts (causal tier: seeded reruns of the recorded call)"]
+    lines.append(f"  reruns: {report.rerun_provider}; flip test: {report.flip_test}")
+    if report.baseline is not None:
+        stable = "stable" if report.baseline_flips == 0 else "UNSTABLE"
+        lines.append(f"  baseline: {report.baseline} ({stable})")
+    for verdict in report.verdicts:
+        lines.append(f"  {verdict.verdict.claim}")
+        if verdict.verdict.kind != "not-confirmed" and verdict.answers:
+            lines.append(f"     reruns answered: {' | '.join(verdict.answers)}")
+    if report.bisect is not None:
+        bisect = report.bisect
+        sets = " · ".join("[" + ", ".join(group) + "]" for group in bisect.culprits) or "none"
+        lines.append(
+            f"  bisect: {bisect.verdict} ({bisect.tier}) — culprit sets: {sets}; "
+            f"{bisect.probes} probes, {bisect.runs_used} reruns"
+        )
+        lines.append(f"     {bisect.reason}")
+    if report.status == "cancelled":
+        lines.append("  cancelled: the verdicts above are the ones that finished")
+    return lines
+
+
+def _assessment(report: BacktrackReport) -> list[str]:
+    if not report.assessed and not report.unsupported:
+        return []
+    lines = ["", "answer assessment (answer layer)"]
+    if not report.unsupported:
+        lines.append("  every value the answer states has a source")
+    for value in report.unsupported:
+        lines.append(f"  unsupported-value {value.text!r} ({value.value_kind}): {value.note}")
+    return lines
 
 
 def _header(report: BacktrackReport) -> list[str]:

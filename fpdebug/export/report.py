@@ -20,8 +20,8 @@ Markdown to paste into an issue (:mod:`fpdebug.export.report_markdown`). Per run
 - **backtrack verdicts**, when a backtrack sidecar lies beside the trace.
 
 **The backtrack sidecar** is ``<trace>.backtrack.jsonl`` (the name
-:func:`fpdebug.backtrack.report.sidecar_path_for` gives, the file ``fpdebug backtrack`` appends to).
-It is read by :func:`fpdebug.backtrack.report.load_sidecar`, the backtracker's own reader, which
+:func:`fpdebug.backtrack.sidecar.sidecar_path_for` gives, the file ``fpdebug backtrack`` appends to).
+It is read by :func:`fpdebug.backtrack.sidecar.load_sidecar`, the backtracker's own reader, which
 rebuilds each saved backtrack from its records; the report shows, per backtrack, its warnings first
 (``⚠ target``: the explained call is not the final answer as recorded; ``⚠ trace``: the trace had
 lines the backtracker could not read; each honesty flag), then the claim, the explained call, the
@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
-from fpdebug.backtrack.report import SavedBacktrack, Sidecar, load_sidecar, sidecar_path_for
+from fpdebug.backtrack.sidecar import SavedBacktrack, Sidecar, load_sidecar, sidecar_path_for
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
     FindingEvent,
@@ -625,7 +625,7 @@ def _saved_row(saved: SavedBacktrack, run_ids: set[str]) -> SavedBacktrackRow:
 def backtrack_section(
     sidecar: Sidecar, *, run_ids: set[str] | frozenset[str] = frozenset()
 ) -> BacktrackSection:
-    """The report's view of a sidecar read by :func:`~fpdebug.backtrack.report.load_sidecar`.
+    """The report's view of a sidecar read by :func:`~fpdebug.backtrack.sidecar.load_sidecar`.
 
     Args:
         sidecar: The sidecar, as the backtracker reads it back.

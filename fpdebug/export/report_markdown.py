@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fpdebug.backtrack.report import SIDECAR_SUFFIX
+from fpdebug.backtrack.sidecar import SIDECAR_SUFFIX
 from fpdebug.export.report import LeaseRow, RunReport, SavedBacktrackRow, TimelineRow, TraceReport, where_of
 from fpdebug.trace.inert import inert_line
 

@@ -11,17 +11,10 @@ import orjson
 import pytest
 
 from fpdebug.backtrack.ablation import ProbeStats, SimilarityStats, SuspectProbe, verdict_for
-from fpdebug.backtrack.report import (
-    CLAIM_DISCIPLINE,
-    SIDECAR_SUFFIX,
-    BacktrackReport,
-    SidecarWriter,
-    build_report,
-    load_sidecar,
-    sidecar_path_for,
-)
+from fpdebug.backtrack.report import CLAIM_DISCIPLINE, BacktrackReport, build_report
 from fpdebug.backtrack.rerun import RerunProvider
 from fpdebug.backtrack.session import backtrack, explain, flip_test_for
+from fpdebug.backtrack.sidecar import SIDECAR_SUFFIX, SidecarWriter, load_sidecar, sidecar_path_for
 from fpdebug.backtrack.suspects import Piece, rank_pieces, suspect_label
 from fpdebug.demo import planted_fact
 from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply

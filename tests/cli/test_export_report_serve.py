@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from fpdebug.backtrack.ablation import AblationVerdict, ProbeStats, SimilarityStats
-from fpdebug.backtrack.report import SidecarWriter, VerdictRecord
 from fpdebug.backtrack.session import explain
+from fpdebug.backtrack.sidecar import SidecarWriter, VerdictRecord
 from fpdebug.cli import main
 from tests.export.otlp_helpers import SAMPLES, attrs, parse_otlp_json, raw_records, spans_of
 from tests.export.receiver import OtlpReceiver

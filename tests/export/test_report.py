@@ -20,8 +20,8 @@ import pytest
 
 from fpdebug.backtrack.ablation import ProbeStats, SimilarityStats
 from fpdebug.backtrack.provenance import HonestyFlag, ReadProblems
-from fpdebug.backtrack.report import SidecarWriter, sidecar_path_for
 from fpdebug.backtrack.session import backtrack, explain
+from fpdebug.backtrack.sidecar import SidecarWriter, sidecar_path_for
 from fpdebug.cli import main
 from fpdebug.export.report import report_trace
 from fpdebug.export.report_markdown import md_cell, render_markdown
