@@ -77,3 +77,20 @@ def test_no_reference_points_outside_the_repository() -> None:
         if re.search(r"\bDOMAIN(\.md)? ?§|DOMAIN\.md", line)
     ]
     assert not stale, "references to a document outside the repository:\n" + "\n".join(stale)
+
+
+PATH_MENTION = re.compile(r"`((?:fpdebug|tests|bench|sample_traces)/[A-Za-z0-9_./-]*[A-Za-z0-9_/])`")
+
+
+def test_every_file_the_docs_name_exists() -> None:
+    # "Where it lives" lines send a reader to a module, a view and a test: each must be there.
+    missing = []
+    for path in [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            for match in PATH_MENTION.finditer(line):
+                named = match.group(1).split("::")[0]
+                if named.startswith("bench/out"):
+                    continue  # where the bench writes its results: made by a run, not committed
+                if not (ROOT / named).exists():
+                    missing.append(f"{path.relative_to(ROOT)}:{number}: {named}")
+    assert not missing, "the docs name files that do not exist:\n" + "\n".join(missing)
