@@ -53,6 +53,7 @@ __all__ = [
     "Frozen",
     "GuardDecl",
     "HonestyArms",
+    "ImportSource",
     "InjectionDecl",
     "LeaseGrantEvent",
     "LeasePruneEvent",
@@ -93,7 +94,6 @@ __all__ = [
     "ToolResultStatus",
     "ToolSchema",
     "TraceEvent",
-    "ImportSource",
     "TraceHeader",
     "TriggerDecl",
     "TurnEndEvent",
@@ -767,6 +767,10 @@ class LlmResponse(Frozen):
     """The provider's stop reason."""
     usage: Usage = Field(default_factory=Usage)
     """Tokens used."""
+    id: str | None = None
+    """The provider's response id (``chatcmpl-…``, ``msg_…``), when the source recorded it."""
+    model: str | None = None
+    """The model that answered, as the provider named it (may differ from the requested one), when recorded."""
 
 
 # ----------------------------------------------------------------------------------------------
