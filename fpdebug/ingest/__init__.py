@@ -1,0 +1,1 @@
+"""Importers: other programs' recordings (agentfootprint, OpenTelemetry) turned into fpdebug traces."""
