@@ -31,6 +31,7 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "serve",
     "import",
+    "collect",
     "schema",
 )
 """Sub-command names, in the order ``fpdebug --help`` lists them; each is ``fpdebug.commands.<name>``."""

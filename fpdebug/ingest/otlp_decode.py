@@ -43,6 +43,9 @@ __all__ = [
     "detect_encoding",
     "iter_file",
     "json_kind",
+    "logs_of",
+    "normalise_ids",
+    "spans_of",
 ]
 
 OtlpEncoding: TypeAlias = Literal["otlp-json", "otlp-jsonl", "otlp-protobuf"]
@@ -135,7 +138,8 @@ def _scope_name(name: str, version: str) -> str:
     return f"{name} {version}".strip()
 
 
-def _spans_of(request: ExportTraceServiceRequest) -> Iterator[OtlpSpan]:
+def spans_of(request: ExportTraceServiceRequest) -> Iterator[OtlpSpan]:
+    """The spans of a decoded traces request."""
     for resource_spans in request.resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
@@ -161,7 +165,8 @@ def _spans_of(request: ExportTraceServiceRequest) -> Iterator[OtlpSpan]:
                 )
 
 
-def _logs_of(request: ExportLogsServiceRequest) -> Iterator[OtlpLog]:
+def logs_of(request: ExportLogsServiceRequest) -> Iterator[OtlpLog]:
+    """The log records of a decoded logs request."""
     for resource_logs in request.resource_logs:
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
@@ -177,7 +182,7 @@ def _logs_of(request: ExportLogsServiceRequest) -> Iterator[OtlpLog]:
                 )
 
 
-def _normalise_ids(node: Any) -> Any:
+def normalise_ids(node: Any) -> Any:
     """Rewrite hex ids as base64 in place, since ``json_format`` reads every ``bytes`` field as base64."""
     if isinstance(node, dict):
         for key, value in node.items():
@@ -187,10 +192,10 @@ def _normalise_ids(node: Any) -> Any:
                 if len(raw) == size and _HEX.match(raw):
                     node[key] = base64.b64encode(binascii.unhexlify(raw)).decode("ascii")
             else:
-                _normalise_ids(value)
+                normalise_ids(value)
     elif isinstance(node, list):
         for item in node:
-            _normalise_ids(item)
+            normalise_ids(item)
     return node
 
 
@@ -217,11 +222,11 @@ def decode_json_object(obj: object, *, where: str = "") -> tuple[list[OtlpSpan],
     try:
         if kind == "traces":
             traces = ExportTraceServiceRequest()
-            json_format.ParseDict(_normalise_ids(obj), traces, ignore_unknown_fields=True)
-            return list(_spans_of(traces)), []
+            json_format.ParseDict(normalise_ids(obj), traces, ignore_unknown_fields=True)
+            return list(spans_of(traces)), []
         logs = ExportLogsServiceRequest()
-        json_format.ParseDict(_normalise_ids(obj), logs, ignore_unknown_fields=True)
-        return [], list(_logs_of(logs))
+        json_format.ParseDict(normalise_ids(obj), logs, ignore_unknown_fields=True)
+        return [], list(logs_of(logs))
     except (json_format.ParseError, ValueError, TypeError) as error:
         raise OtlpDecodeError(f"{where}not a valid OTLP/JSON {kind} request: {error}") from error
 
@@ -241,12 +246,12 @@ def decode_protobuf(
         if signal in (None, "traces"):
             traces = ExportTraceServiceRequest()
             traces.ParseFromString(data)
-            spans = list(_spans_of(traces))
+            spans = list(spans_of(traces))
             if spans or signal == "traces":
                 return spans, []
         logs = ExportLogsServiceRequest()
         logs.ParseFromString(data)
-        return [], list(_logs_of(logs))
+        return [], list(logs_of(logs))
     except DecodeError as error:
         raise OtlpDecodeError(f"not a valid OTLP/protobuf body (truncated or corrupt): {error}") from error
 
