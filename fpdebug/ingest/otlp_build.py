@@ -289,14 +289,17 @@ class RunBuilder:
 
     def _close_turn(self, span: OtlpSpan | None) -> list[TraceEvent]:
         answer = agent_final_answer(span) if span is not None else None
-        if span is not None and not self.turn_open:
-            if answer is None and not self.started:
-                return []  # a root that carried nothing of an agent run
-            events = self._start(span.start_ns, agent_user_message(span))
-        else:
-            events = []
+        events: list[TraceEvent] = []
         if not self.turn_open:
-            return events
+            if span is None:
+                return events
+            user = agent_user_message(span)
+            # A turn no call or tool opened: an agent span that recorded an exchange of its own
+            # (an answer without a model call), or a lone root that did; never a second turn made
+            # from the plain root that wraps the agent spans already mapped.
+            if (classify(span) != "agent" and self.started) or (answer is None and user is None):
+                return events
+            events = self._start(span.start_ns, user)
         self.turn_open = False
         ns = span.end_ns if span is not None else self.last_ns
         events.append(
