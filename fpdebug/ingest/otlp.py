@@ -72,6 +72,19 @@ class ImportSummary:
     """LLM spans dropped as a second instrumentation of a call already kept."""
     producers: list[str] = field(default_factory=list)
     """Instrumentation scopes seen, in order of first appearance."""
+    dropped: int = 0
+    """Attributes, events and links the producers say they dropped (span limits)."""
+    spans_with_drops: int = 0
+    """Spans that dropped any."""
+
+    def gaps(self) -> tuple[str, ...]:
+        """What the source says it lost, in words (the header's ``source.gaps``)."""
+        if not self.dropped:
+            return ()
+        return (
+            f"the producer dropped {self.dropped} attributes, events or links from {self.spans_with_drops} "
+            "span(s) (its span limits)",
+        )
 
     def describe(self) -> str:
         """One line for the terminal."""
@@ -165,6 +178,9 @@ class TraceConverter:
         finished: list[str] = []
         for span in spans:
             self.summary.spans += 1
+            if span.dropped:
+                self.summary.dropped += span.dropped
+                self.summary.spans_with_drops += 1
             if span.scope and span.scope not in self.summary.producers:
                 self.summary.producers.append(span.scope)
             self._open.setdefault(span.trace_id, []).append(span)
@@ -277,6 +293,7 @@ def import_otlp(
                 path=source_name or sources[0].name,
                 producer="; ".join(summary.producers) or None,
                 not_recorded=NOT_RECORDED,
+                gaps=summary.gaps(),
             ),
         )
         body.seek(0)

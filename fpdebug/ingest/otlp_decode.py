@@ -96,6 +96,8 @@ class OtlpSpan:
     """The instrumentation scope's name and version (``pydantic-ai 2.68.0``)."""
     resource: dict[str, Any] = field(default_factory=dict)
     """The resource attributes (``service.name``…)."""
+    dropped: int = 0
+    """Attributes, events and links the producer says it dropped from this span (its limits)."""
 
 
 @dataclass(slots=True)
@@ -162,6 +164,9 @@ def spans_of(request: ExportTraceServiceRequest) -> Iterator[OtlpSpan]:
                     ],
                     scope=scope,
                     resource=resource,
+                    dropped=int(span.dropped_attributes_count)
+                    + int(span.dropped_events_count)
+                    + int(span.dropped_links_count),
                 )
 
 

@@ -308,3 +308,44 @@ def test_truncated_protobuf_fixture_is_refused(tmp_path: Path) -> None:
         import_otlp([source], tmp_path / "out.fptrace.jsonl")
     assert not (tmp_path / "out.fptrace.jsonl").exists()
     assert gzip  # gzip bodies are the collector's concern (tests/ingest/test_collect.py)
+
+
+def test_what_the_producer_dropped_is_named_in_the_header(tmp_path: Path) -> None:
+    request = json.loads((FIXTURES / "openai_v2_latest.otlp.json").read_text())
+    request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["droppedAttributesCount"] = 4
+    path = tmp_path / "dropped.json"
+    path.write_text(json.dumps(request))
+    header, _records = _import(tmp_path, path)
+    assert header.source is not None
+    assert header.source.gaps == (
+        "the producer dropped 4 attributes, events or links from 1 span(s) (its span limits)",
+    )
+
+
+def test_json_lines_are_converted_trace_by_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory stays bounded: a trace is converted and released once its root arrives."""
+    from fpdebug.ingest import otlp
+
+    request = json.loads((FIXTURES / "pydantic_ai_v5.otlp.json").read_text())
+    lines = []
+    for number in range(40):
+        copy = json.loads(json.dumps(request))
+        trace_id = base64.b64encode(number.to_bytes(16, "big")).decode()
+        for span in copy["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            span["traceId"] = trace_id
+        lines.append(orjson.dumps(copy))
+    source = tmp_path / "many.jsonl"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    most_open: list[int] = []
+    original = otlp.TraceConverter.add
+
+    def add(self: otlp.TraceConverter, spans: Any, logs: Any) -> None:
+        original(self, spans, logs)
+        most_open.append(len(self._open))
+
+    monkeypatch.setattr(otlp.TraceConverter, "add", add)
+    seen: list[tuple[int, int]] = []
+    summary = import_otlp([source], tmp_path / "out.fptrace.jsonl", progress=lambda d, t: seen.append((d, t)))
+    assert summary.runs == 40 and summary.counts["llm_call"] == 120
+    assert max(most_open) == 0  # every line held a whole trace: nothing stays in memory between lines
+    assert seen[-1] == (source.stat().st_size, source.stat().st_size) and len(seen) == 40
