@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from fpdebug.ingest.otlp_build import RunBuilder, SeqCounter, run_id_of
 from fpdebug.ingest.otlp_decode import OtlpDecodeError, OtlpLog, OtlpSpan, detect_encoding, iter_file
@@ -227,23 +227,47 @@ class TraceConverter:
 def _read_sources(
     sources: list[Path], converter: TraceConverter, progress: Callable[[int, int], None] | None
 ) -> None:
+    """Read every source into ``converter``: the log records first, then the spans.
+
+    A trace is converted as soon as its root span is read, so the log records that hold its
+    content (the legacy layout) must all be known by then, whatever the order of the files or of
+    a mixed JSON Lines file. Pass one keeps the log records (JSON Lines: only the logs lines are
+    parsed; a single-request file is decoded once, its spans kept for pass two); pass two feeds
+    the spans.
+    """
     total = sum(path.stat().st_size for path in sources)
-    base = 0
+    encodings = []
+    held: dict[Path, list[OtlpSpan]] = {}
     for path in sources:
         with path.open("rb") as handle:
-            head = handle.read(_HEAD)
-            handle.seek(0)
-            encoding = detect_encoding(head)
+            encoding = detect_encoding(handle.read(_HEAD))
             if encoding is None:
                 raise OtlpDecodeError(f"{path.name}: empty file")
+            encodings.append(encoding)
+            handle.seek(0)
+            only: Literal["logs"] | None = "logs" if encoding == "otlp-jsonl" else None
+            for spans, logs in iter_file(handle, encoding, name=path.name, only=only):
+                converter.add([], logs)
+                if only is None:
+                    held.setdefault(path, []).extend(spans)
+    base = 0
+    for path, encoding in zip(sources, encodings, strict=True):
+        size = path.stat().st_size
 
-            def report(done: int, at: int = base) -> None:
-                if progress is not None:
-                    progress(at + done, total)
+        def report(done: int, at: int = base) -> None:
+            if progress is not None:
+                progress(at + done, total)
 
-            for spans, logs in iter_file(handle, encoding, name=path.name, progress=report):
-                converter.add(spans, logs)
-        base += path.stat().st_size
+        if encoding == "otlp-jsonl":
+            with path.open("rb") as handle:
+                for spans, _logs in iter_file(
+                    handle, encoding, name=path.name, progress=report, only="traces"
+                ):
+                    converter.add(spans, [])
+        else:
+            converter.add(held.pop(path, []), [])
+            report(size)
+        base += size
     converter.finish()
 
 

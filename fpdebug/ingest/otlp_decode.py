@@ -239,26 +239,37 @@ def decode_json_object(obj: object, *, where: str = "") -> tuple[list[OtlpSpan],
 def decode_protobuf(
     data: bytes, *, signal: Literal["traces", "logs"] | None = None
 ) -> tuple[list[OtlpSpan], list[OtlpLog]]:
-    """Decode an OTLP/protobuf body; ``signal`` says which request it is (tried traces first when unknown).
+    """Decode an OTLP/protobuf body; ``signal`` says which request it is (both are tried when unknown).
 
-    A logs body read as a traces request parses (protobuf skips unknown fields) but yields nothing,
-    so an unknown body is read as traces, then as logs when that was empty.
+    The two requests share their field numbers, so a logs body read as traces either fails (the
+    record's fields clash with a span's) or parses to nothing: an unknown body is read as traces,
+    then as logs when that failed or was empty.
 
     Raises:
         OtlpDecodeError: A truncated or corrupt body.
     """
-    try:
-        if signal in (None, "traces"):
-            traces = ExportTraceServiceRequest()
+    failure: DecodeError | None = None
+    if signal in (None, "traces"):
+        traces = ExportTraceServiceRequest()
+        try:
             traces.ParseFromString(data)
             spans = list(spans_of(traces))
             if spans or signal == "traces":
                 return spans, []
-        logs = ExportLogsServiceRequest()
+        except DecodeError as error:
+            if signal == "traces":
+                raise OtlpDecodeError(
+                    f"not a valid OTLP/protobuf traces body (truncated or corrupt): {error}"
+                ) from error
+            failure = error
+    logs = ExportLogsServiceRequest()
+    try:
         logs.ParseFromString(data)
-        return [], list(logs_of(logs))
     except DecodeError as error:
-        raise OtlpDecodeError(f"not a valid OTLP/protobuf body (truncated or corrupt): {error}") from error
+        raise OtlpDecodeError(
+            f"not a valid OTLP/protobuf body (truncated or corrupt): {failure or error}"
+        ) from error
+    return [], list(logs_of(logs))
 
 
 def detect_encoding(head: bytes) -> OtlpEncoding | None:
@@ -285,10 +296,13 @@ def iter_file(
     *,
     name: str,
     progress: Callable[[int], None] | None = None,
+    only: Literal["traces", "logs"] | None = None,
 ) -> Iterator[tuple[list[OtlpSpan], list[OtlpLog]]]:
     """Yield the spans and logs of an open file, one request at a time (a line for JSON Lines).
 
-    ``progress`` is called with the bytes read so far.
+    ``progress`` is called with the bytes read so far. With ``only``, JSON Lines of the other
+    signal are skipped without being parsed (a line is a logs request when it names
+    ``resourceLogs``).
 
     Raises:
         OtlpDecodeError: A line or the file is not OTLP; the message names the line.
@@ -297,7 +311,8 @@ def iter_file(
         done = 0
         for number, line in enumerate(handle, start=1):
             done += len(line)
-            if line.strip():
+            is_logs = b'"resourceLogs"' in line or b'"resource_logs"' in line
+            if line.strip() and (only is None or (only == "logs") == is_logs):
                 try:
                     obj = orjson.loads(line)
                 except orjson.JSONDecodeError as error:

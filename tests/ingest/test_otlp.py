@@ -349,3 +349,58 @@ def test_json_lines_are_converted_trace_by_trace(tmp_path: Path, monkeypatch: py
     assert summary.runs == 40 and summary.counts["llm_call"] == 120
     assert max(most_open) == 0  # every line held a whole trace: nothing stays in memory between lines
     assert seen[-1] == (source.stat().st_size, source.stat().st_size) and len(seen) == 40
+
+
+# Recorded for this importer with tests/ingest/fixtures/otlp/generate/openai_legacy.py: real
+# instrumentations against a scripted fake server, the same weather run as the other fixtures.
+
+
+def _weather_checks(records: list[Any]) -> list[LlmCallEvent]:
+    truth = json.loads((FIXTURES / "openai_v2_latest.truth.json").read_text())
+    calls = _of(records, LlmCallEvent)
+    assert [c.response.id for c in calls] == [f"chatcmpl-FX000{i}aBcDeFgHiJkLmNoPqRsTuV" for i in (1, 2, 3)]
+    assert [(c.response.usage.input_tokens, c.response.usage.output_tokens) for c in calls] == [
+        (u["input_tokens"], u["output_tokens"]) for u in truth["usage_per_llm_call"]
+    ]
+    assert [s.text for s in calls[0].request.system_prompt] == [SYSTEM]
+    results = _of(records, ToolResultEvent)
+    assert [(r.tool_call_id, r.tool_name, r.args, r.result, r.iteration) for r in results] == [
+        (t["id"], t["name"], t["arguments"], t["result"], i)
+        for t, i in zip(truth["tool_calls"], (1, 1, 2), strict=True)
+    ]
+    (start,) = _of(records, TurnStartEvent)
+    (end,) = _of(records, TurnEndEvent)
+    assert (start.user_message, end.final_content) == (truth["user_prompt"], truth["final_answer"])
+    assert (end.input_tokens, end.output_tokens) == (641, 96)
+    return calls
+
+
+@pytest.mark.parametrize("logs_first", [True, False])
+def test_real_legacy_layout_openai_v2_2_1_content_in_log_events(tmp_path: Path, logs_first: bool) -> None:
+    traces = FIXTURES / "openai_v2_legacy_events.otlp.pb"
+    logs = FIXTURES / "openai_v2_legacy_events.logs.otlp.pb"
+    _h, records = _import(tmp_path, *((logs, traces) if logs_first else (traces, logs)))
+    calls = _weather_checks(records)
+    assert calls[0].provider == "openai"  # from gen_ai.system: this version has no provider.name
+    tool_messages = [m for m in calls[2].request.messages if m.role == "tool"]
+    assert [(m.tool_call_id, m.tool_name) for m in tool_messages] == [
+        ("call_Wx7PARIS0001", "get_weather"),
+        ("call_Wx7TOKYO0002", "get_weather"),
+        ("call_Calc7DIFF003", "calculate"),
+    ]
+    # without the logs file the calls are there, their content is not (not recorded, not invented)
+    _h, bare = _import(tmp_path, traces)
+    assert [c.request.messages for c in _of(bare, LlmCallEvent)] == [[], [], []]
+
+
+def test_real_two_instrumentations_of_each_call_give_one_call(tmp_path: Path) -> None:
+    """openai-v2 2.4b0 nested in Traceloop's openai 0.62.4: every call twice, one gen_ai.response.id."""
+    out = tmp_path / "out.fptrace.jsonl"
+    summary = import_otlp([FIXTURES / "openai_v2_and_traceloop.otlp.pb"], out)
+    assert summary.duplicate_llm_spans == 3
+    with TraceReader(out) as reader:
+        records = list(reader)[1:]
+    calls = _weather_checks(records)
+    # the richer span is kept: Traceloop's carries the tool definitions and the cached tokens
+    assert [t.name for t in calls[0].request.tools] == ["get_weather", "calculate"]
+    assert [c.response.usage.cache_read_tokens for c in calls] == [0, 128, 256]
