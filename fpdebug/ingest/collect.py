@@ -40,7 +40,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from fpdebug.errors import FpdebugError
-from fpdebug.ingest.otlp import NOT_RECORDED, write_atomically
+from fpdebug.ingest.otlp import NOT_RECORDED, service_name, write_atomically
 from fpdebug.ingest.otlp_build import RunBuilder, SeqCounter, run_id_of
 from fpdebug.ingest.otlp_decode import OtlpLog, OtlpSpan, logs_of, normalise_ids, spans_of
 from fpdebug.ingest.otlp_genai import classify
@@ -221,6 +221,7 @@ class Collector:
             RunBuilder(
                 run_id=run_id_of(root),
                 seq=SeqCounter(writer.next_seq),
+                agent_hint=service_name(spans),
                 # live, a span's ancestors may not have arrived: only the root ends the turn
                 closes_turn=lambda span: not span.parent_span_id and classify(span) in ("agent", "other"),
                 logs_for=lambda span_id: self._logs.pop(span_id, []),

@@ -42,6 +42,7 @@ __all__ = [
     "import_otlp",
     "looks_like_otlp",
     "order_trace",
+    "service_name",
 ]
 
 NOT_RECORDED: tuple[str, ...] = ("pass", "cursor_move", "lease_grant", "lease_prune", "engagement", "finding")
@@ -208,7 +209,8 @@ class TraceConverter:
             closes_turn=lambda span: span.span_id in closers,
             logs_for=lambda span_id: self._logs.pop(span_id, []),
             skip=skip,
-            agent_hint=next((name for span in agents if (name := agent_name(span))), None),
+            agent_hint=next((name for span in agents if (name := agent_name(span))), None)
+            or service_name(run_spans),
             user_hints={span.span_id: text for span in agents if (text := agent_user_message(span))},
         )
         for span in run_spans:
@@ -222,6 +224,18 @@ class TraceConverter:
             self.summary.runs += 1
         for event in events:
             self.emit(event)
+
+
+def service_name(spans: list[OtlpSpan]) -> str | None:
+    """The ``service.name`` the producer's resource gave, the agent's name when no agent span names it.
+
+    The SDK's default (``unknown_service…``) names nothing.
+    """
+    for span in spans:
+        name = span.resource.get("service.name")
+        if isinstance(name, str) and name and not name.startswith("unknown_service"):
+            return name
+    return None
 
 
 def _read_sources(

@@ -21,6 +21,7 @@ or empty for lists).
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -64,13 +65,22 @@ _OI_OUTPUT = re.compile(r"^llm\.output_messages\.(\d+)\.message\.(.+)$")
 _OI_TOOL = re.compile(r"^llm\.tools\.(\d+)\.tool\.json_schema$")
 
 
+_REPR_LIMIT = 1 << 20
+
+
 def _json(value: Any) -> Any:
-    """A JSON string parsed (anything else, or text that is not JSON, returned as it is)."""
+    """A JSON string parsed; else a Python literal's ``repr`` (openai-agents writes those), read
+    with :func:`ast.literal_eval` (literals only, nothing is run); anything else as it is."""
     if isinstance(value, str) and value[:1] in ("[", "{", '"'):
         try:
             return orjson.loads(value)
         except orjson.JSONDecodeError:
-            return value
+            pass
+        if len(value) <= _REPR_LIMIT:
+            try:
+                return ast.literal_eval(value)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                pass
     return value
 
 

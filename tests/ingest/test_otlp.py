@@ -404,3 +404,103 @@ def test_real_two_instrumentations_of_each_call_give_one_call(tmp_path: Path) ->
     # the richer span is kept: Traceloop's carries the tool definitions and the cached tokens
     assert [t.name for t in calls[0].request.tools] == ["get_weather", "calculate"]
     assert [c.response.usage.cache_read_tokens for c in calls] == [0, 128, 256]
+
+
+def _span(
+    span_id: str, name: str, start: int, attributes: dict[str, Any], parent: str = ""
+) -> dict[str, Any]:
+    def value(v: Any) -> dict[str, Any]:
+        if isinstance(v, int):
+            return {"intValue": str(v)}
+        return {"stringValue": str(v)}
+
+    return {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": span_id,
+        "parentSpanId": parent,
+        "name": name,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 100),
+        "attributes": [{"key": k, "value": value(v)} for k, v in attributes.items()],
+    }
+
+
+def test_openai_agents_repr_text_and_tool_spans_without_ids(tmp_path: Path) -> None:
+    """openai-agents-v2: messages and arguments as Python repr text, execute_tool with no call id."""
+    root = "b7ad6b7169203331"
+    repr_in = repr([{"role": "user", "content": "Time in Oslo?"}])
+    repr_out = repr(
+        [
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "call_1", "function": {"name": "clock", "arguments": "{'tz': 'CET'}"}}],
+            }
+        ]
+    )
+    repr_final = repr([{"role": "assistant", "content": "It is 13:00 in Oslo."}])
+    spans = [
+        _span(
+            root,
+            "invoke_agent Clock",
+            0,
+            {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Clock"},
+        ),
+        _span(
+            "0000000000000001",
+            "chat gpt-4o",
+            1000,
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.system": "openai",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.input.messages": repr_in,
+                "gen_ai.output.messages": repr_out,
+            },
+            root,
+        ),
+        _span(
+            "0000000000000002",
+            "execute_tool clock",
+            2000,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "clock",
+                "gen_ai.tool.call.result": "13:00",
+            },
+            root,
+        ),
+        _span(
+            "0000000000000003",
+            "chat gpt-4o",
+            3000,
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.output.messages": repr_final,
+            },
+            root,
+        ),
+    ]
+    path = tmp_path / "agents.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    _h, records = _import(tmp_path, path)
+    assert records[0].agent_name == "Clock"
+    calls = _of(records, LlmCallEvent)
+    assert calls[0].request.messages[0].content == "Time in Oslo?"
+    assert calls[0].response.tool_calls[0].args == {"tz": "CET"}
+    (result,) = _of(records, ToolResultEvent)
+    # the tool span named no call: it answers the pending call of that tool
+    assert (result.tool_call_id, result.args, result.result, result.iteration) == (
+        "call_1",
+        {"tz": "CET"},
+        "13:00",
+        1,
+    )
+    assert _of(records, TurnEndEvent)[0].final_content == "It is 13:00 in Oslo."
+
+
+def test_the_service_name_names_an_agent_without_an_agent_span(tmp_path: Path) -> None:
+    _h, records = _import(tmp_path, FIXTURES / "openai_v2_legacy_events.otlp.pb")
+    assert records[0].agent_name == "weather-agent"
