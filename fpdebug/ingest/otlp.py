@@ -48,8 +48,6 @@ __all__ = [
 NOT_RECORDED: tuple[str, ...] = ("pass", "cursor_move", "lease_grant", "lease_prune", "engagement", "finding")
 """Record kinds an OTLP source cannot hold."""
 
-_HEAD = 64 * 1024
-
 
 @dataclass(slots=True)
 class ImportSummary:
@@ -170,6 +168,7 @@ class TraceConverter:
         """The output file's seq."""
         self._open: dict[str, list[OtlpSpan]] = {}
         self._logs: dict[str, list[OtlpLog]] = {}
+        self._run_ids: set[str] = set()
 
     def add(self, spans: Iterable[OtlpSpan], logs: Iterable[OtlpLog]) -> None:
         """Take a request's spans and logs; convert the traces whose root has arrived."""
@@ -203,8 +202,12 @@ class TraceConverter:
         closers = _turn_closers(ordered)
         run_spans = [span for span in ordered if span.span_id not in skip]
         agents = [span for span in run_spans if classify(span) == "agent"]
+        run_id = run_id_of(next((s for s in run_spans if not s.parent_span_id), run_spans[0]))
+        if run_id in self._run_ids:  # a trace seen again after its root (two files, a repeated line)
+            run_id = f"{run_id}-{sum(1 for known in self._run_ids if known.startswith(run_id)) + 1}"
+        self._run_ids.add(run_id)
         builder = RunBuilder(
-            run_id=run_id_of(next((s for s in run_spans if not s.parent_span_id), run_spans[0])),
+            run_id=run_id,
             seq=self.seq,
             closes_turn=lambda span: span.span_id in closers,
             logs_for=lambda span_id: self._logs.pop(span_id, []),
@@ -254,7 +257,7 @@ def _read_sources(
     held: dict[Path, list[OtlpSpan]] = {}
     for path in sources:
         with path.open("rb") as handle:
-            encoding = detect_encoding(handle.read(_HEAD))
+            encoding = detect_encoding(handle)
             if encoding is None:
                 raise OtlpDecodeError(f"{path.name}: empty file")
             encodings.append(encoding)

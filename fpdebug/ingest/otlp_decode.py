@@ -51,6 +51,7 @@ __all__ = [
 OtlpEncoding: TypeAlias = Literal["otlp-json", "otlp-jsonl", "otlp-protobuf"]
 """How an OTLP file is encoded."""
 
+_SNIFF = 4096
 _HEX = re.compile(rb"^[0-9a-fA-F]*$")
 _ID_FIELDS = {
     "traceId": 32,
@@ -272,22 +273,27 @@ def decode_protobuf(
     return [], list(logs_of(logs))
 
 
-def detect_encoding(head: bytes) -> OtlpEncoding | None:
-    """Tell the encoding from a file's first bytes: JSON, JSON Lines, or (anything else) protobuf.
+def detect_encoding(handle: IO[bytes]) -> OtlpEncoding | None:
+    """Tell an open file's encoding from its content (the handle is left at its start).
 
-    JSON Lines is one request per line: the first line alone parses. A pretty-printed single
-    request does not (its first line is ``{``).
+    Not starting with ``{``: protobuf (an export request's first byte is a field tag, never
+    ``{``). Otherwise JSON Lines when the whole first line (however long) parses alone, else one
+    pretty-printed JSON request (its first line is ``{``). ``None`` for an empty file.
     """
+    head = handle.read(_SNIFF)
+    handle.seek(0)
     stripped = head.lstrip()
+    if not stripped:
+        return None
     if not stripped.startswith(b"{"):
-        return "otlp-protobuf" if head else None
-    first_line = stripped.split(b"\n", 1)[0]
+        return "otlp-protobuf"
+    first_line = handle.readline()
+    handle.seek(0)
     try:
         orjson.loads(first_line)
     except orjson.JSONDecodeError:
         return "otlp-json"
-    rest = stripped[len(first_line) :].strip()
-    return "otlp-jsonl" if rest.startswith(b"{") or not rest else "otlp-json"
+    return "otlp-jsonl"
 
 
 def iter_file(

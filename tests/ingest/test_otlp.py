@@ -504,3 +504,16 @@ def test_openai_agents_repr_text_and_tool_spans_without_ids(tmp_path: Path) -> N
 def test_the_service_name_names_an_agent_without_an_agent_span(tmp_path: Path) -> None:
     _h, records = _import(tmp_path, FIXTURES / "openai_v2_legacy_events.otlp.pb")
     assert records[0].agent_name == "weather-agent"
+
+
+def test_json_lines_longer_than_any_read_ahead(tmp_path: Path) -> None:
+    """A collector's line holds whole prompts: a 200 kB first line is still one JSON Lines record."""
+    request = json.loads((FIXTURES / "openai_v2_latest.otlp.json").read_text())
+    resource = request["resourceSpans"][0]["resource"]
+    resource["attributes"].append({"key": "padding", "value": {"stringValue": "x" * 200_000}})
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(orjson.dumps(request) + b"\n" + orjson.dumps(request) + b"\n")
+    _h, records = _import(tmp_path, path)
+    calls = _of(records, LlmCallEvent)
+    assert len(calls) == 6  # the same trace twice: two runs (its root came twice), told apart
+    assert len({call.run_id for call in calls}) == 2
