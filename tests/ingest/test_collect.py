@@ -230,3 +230,28 @@ def test_loopback_unless_host_is_given_and_then_it_says_so(
     _out, err = capsys.readouterr()
     assert bound[-1] == "0.0.0.0" and "not loopback, as --host asked" in err
     assert main(["collect", "--port", "0", "--dir", str(tmp_path / "c"), "--max-body", "0"]) == 2
+
+
+def test_logs_posted_before_their_spans_are_merged_live(collector: CollectorServer) -> None:
+    """openai-v2 2.1b0's legacy layout: content in log records, sent to /v1/logs."""
+    logs = (FIXTURES / "openai_v2_legacy_events.logs.otlp.pb").read_bytes()
+    traces = (FIXTURES / "openai_v2_legacy_events.otlp.pb").read_bytes()
+    assert _post(_url(collector, "/v1/logs"), logs, PROTOBUF)[0] == 200
+    assert (
+        _post(_url(collector, "/v1/traces"), gzip.compress(traces), {**PROTOBUF, "Content-Encoding": "gzip"})[
+            0
+        ]
+        == 200
+    )
+    (trace_file,) = Path(collector.collector.directory).glob("otlp-*.fptrace.jsonl")
+    with TraceReader(trace_file) as reader:
+        records = list(reader)[1:]
+    calls = [r for r in records if isinstance(r, LlmCallEvent)]
+    assert [len(c.request.messages) for c in calls] == [1, 4, 6]
+    assert [r.tool_call_id for r in records if isinstance(r, ToolResultEvent)] == [
+        "call_Wx7PARIS0001",
+        "call_Wx7TOKYO0002",
+        "call_Calc7DIFF003",
+    ]
+    raw = (Path(collector.collector.directory) / RAW_FILE).read_bytes().splitlines()
+    assert len(raw) == 2 and b"resourceLogs" in raw[0] and b"resourceSpans" in raw[1]
