@@ -150,3 +150,39 @@ def test_schema_prints_the_committed_contract(capsys: pytest.CaptureFixture[str]
     assert header == {"$ref": "#/$defs/TraceHeader"}
     assert event["discriminator"]["mapping"]["llm_call"] == "#/$defs/LlmCallEvent"
     assert "LlmCallEvent" in schema["$defs"] and "ImportSource" in schema["$defs"]
+
+
+def test_agentfootprint_dispatch_writes_whole_or_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command's side of the agentfootprint importer, with a stand-in for its module."""
+    import sys
+    import types
+
+    from fpdebug.errors import FpdebugError
+
+    calls: list[tuple[str, str | None]] = []
+
+    def import_agentfootprint(obj: dict[str, object], out: Path, *, source_name: str | None = None) -> object:
+        calls.append((out.name, source_name))
+        if obj.get("fail"):
+            out.write_text("half")
+            raise FpdebugError("droppedEvents of another kind")
+        shutil.copy(ROOT / "sample_traces" / "support.fptrace.jsonl", out)
+        return types.SimpleNamespace(describe=lambda: "1 run")
+
+    fake = types.ModuleType("fpdebug.ingest.agentfootprint")
+    fake.looks_like_agentfootprint = lambda obj: isinstance(obj, dict) and "snapshot" in obj  # type: ignore[attr-defined]
+    fake.import_agentfootprint = import_agentfootprint  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fpdebug.ingest.agentfootprint", fake)
+    source = tmp_path / "rec.json"
+    source.write_text(json.dumps({"snapshot": {}, "events": [], "structure": {}}))
+    out = tmp_path / "out.fptrace.jsonl"
+    assert main(["import", str(source), "-o", str(out)]) == 0
+    assert calls[0][1] == "rec.json" and calls[0][0] != out.name  # written to a temporary file first
+    assert out.read_bytes() == (ROOT / "sample_traces" / "support.fptrace.jsonl").read_bytes()
+    source.write_text(json.dumps({"snapshot": {}, "fail": True}))
+    assert main(["import", str(source), "-o", str(tmp_path / "new.fptrace.jsonl")]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.fptrace.jsonl", "rec.json"]
+    otlp = OTLP / "openai_v2_latest.otlp.json"
+    assert main(["import", str(source), str(otlp), "-o", str(tmp_path / "mixed.fptrace.jsonl")]) == 2
