@@ -143,6 +143,8 @@ class Collector:
     directory: Path
     """Where the traces go."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    max_open: int = 128
+    """Trace files kept open at once; the least recently written beyond it are closed (and reopened)."""
     _traces: dict[str, _TraceFile] = field(default_factory=dict)
     _logs: dict[str, list[OtlpLog]] = field(default_factory=dict)
     _raw_fd: int | None = None
@@ -166,11 +168,22 @@ class Collector:
                 spans.sort(key=lambda span: (span.end_ns, span.start_ns))
                 trace = self._trace(trace_id, spans)
                 events = [event for span in spans for event in trace.builder.feed(span)]
-                trace.writer.append_many(events)  # durability "every": one fsync for the batch
+                if events:
+                    self._writer(trace_id, trace).append_many(events)  # policy "every": one fsync
                 touched.append(trace.path)
                 if trace.builder.ended:
                     trace.writer.close()  # later spans of an ended run map to nothing
             return touched
+
+    def _writer(self, trace_id: str, trace: _TraceFile) -> TraceWriter:
+        """The trace's writer, reopened if it was closed to bound the open files (least recently used)."""
+        self._traces[trace_id] = self._traces.pop(trace_id)  # most recently used last
+        if trace.writer.closed:
+            trace.writer = TraceWriter.resume(trace.path, durability="every")
+        open_writers = [t for t in self._traces.values() if not t.writer.closed]
+        for idle in open_writers[: max(len(open_writers) - self.max_open, 0)]:
+            idle.writer.close()
+        return trace.writer
 
     def close(self) -> None:
         """Close every open trace and the raw file."""

@@ -255,3 +255,29 @@ def test_logs_posted_before_their_spans_are_merged_live(collector: CollectorServ
     ]
     raw = (Path(collector.collector.directory) / RAW_FILE).read_bytes().splitlines()
     assert len(raw) == 2 and b"resourceLogs" in raw[0] and b"resourceSpans" in raw[1]
+
+
+def test_open_trace_files_are_bounded(tmp_path: Path) -> None:
+    """Traces whose root never comes (legacy layout) do not hold a file each forever."""
+    from fpdebug.ingest.collect import Collector, decode_body
+
+    collector = Collector(tmp_path, max_open=2)
+    body = (FIXTURES / "openai_v2_legacy_events.otlp.pb").read_bytes()
+    request = decode_body("traces", body, content_type="application/x-protobuf")
+    spans = request.resource_spans[0].scope_spans[0].spans  # the three chat spans, no root
+    for number in range(5):
+        for span in spans:
+            span.trace_id = bytes([number + 1]) * 16
+        collector.accept("traces", request)
+    assert sum(not trace.writer.closed for trace in collector._traces.values()) <= 2
+    for span in spans:  # a trace closed for the bound reopens and goes on
+        span.trace_id = bytes([1]) * 16
+        span.span_id = bytes([9]) + span.span_id[1:]
+        for attribute in span.attributes:
+            if attribute.key == "gen_ai.response.id":  # new calls, not duplicates of the first ones
+                attribute.value.string_value += "-again"
+    collector.accept("traces", request)
+    collector.close()
+    with TraceReader(tmp_path / f"otlp-{'01' * 16}.fptrace.jsonl") as reader:
+        assert reader.problems() == []
+        assert [r.kind for r in list(reader)[1:]].count("llm_call") == 6
