@@ -87,7 +87,8 @@ def _trace_to_open(path: Path, *, follow: bool) -> Path:
     """
     from fpdebug.commands import terminal_text
     from fpdebug.errors import FpdebugError
-    from fpdebug.ingest.detect import cached_import, detect
+    from fpdebug.ingest.detect import UnknownFormatError, cached_import, detect
+    from fpdebug.ingest.otlp import OtlpDecodeError, looks_like_otlp_json
 
     try:
         if not path.is_file() or path.stat().st_size == 0 or detect(path) == "fpdebug":
@@ -98,6 +99,13 @@ def _trace_to_open(path: Path, *, follow: bool) -> Path:
                 "fpdebug collect and follow the file it writes"
             )
         trace, _kind = cached_import(path)
+    except UnknownFormatError:
+        return path  # neither a trace nor a recording: the reader says what is wrong with it as a trace
+    except OtlpDecodeError:
+        with path.open("rb") as handle:
+            if looks_like_otlp_json(handle.read(4096)):
+                raise  # an OTLP file that is damaged: its own error is the useful one
+        return path  # binary that is not OTLP either: the reader's "not a trace" error
     except OSError as error:
         raise FpdebugError(f"cannot open {terminal_text(str(path))}: {error.strerror or error}") from error
     return trace

@@ -41,6 +41,7 @@ __all__ = [
     "TraceConverter",
     "import_otlp",
     "looks_like_otlp",
+    "looks_like_otlp_json",
     "order_trace",
     "service_name",
 ]
@@ -94,15 +95,23 @@ class ImportSummary:
         return f"{self.runs} run(s), {self.records} records ({kinds}) from {self.spans} spans{extra}"
 
 
+def looks_like_otlp_json(head: bytes) -> bool:
+    """Whether a file's first bytes are an OTLP/JSON request (or JSON Lines of them)."""
+    text = head.lstrip()[:4096]
+    return text.startswith(b"{") and any(
+        key in text
+        for key in (b'"resourceSpans"', b'"resourceLogs"', b'"resource_spans"', b'"resource_logs"')
+    )
+
+
 def looks_like_otlp(head: bytes) -> bool:
     """Whether a file's first bytes are OTLP: a JSON request (traces or logs), or a protobuf body.
 
     JSON is recognised by its first key; protobuf cannot be recognised without parsing, so any
     non-JSON head counts (the import then fails cleanly if it does not parse).
     """
-    text = head.lstrip()[:4096]
-    if text.startswith(b"{"):
-        return b'"resourceSpans"' in text or b'"resourceLogs"' in text or b'"resource_spans"' in text
+    if head.lstrip().startswith(b"{"):
+        return looks_like_otlp_json(head)
     return bool(head)
 
 
