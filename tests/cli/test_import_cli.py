@@ -186,3 +186,17 @@ def test_agentfootprint_dispatch_writes_whole_or_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.fptrace.jsonl", "rec.json"]
     otlp = OTLP / "openai_v2_latest.otlp.json"
     assert main(["import", str(source), str(otlp), "-o", str(tmp_path / "mixed.fptrace.jsonl")]) == 2
+
+
+def test_view_errors_name_what_is_wrong(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(b"\x00\x01\x02 not a trace\n")
+    assert main(["view", str(garbage)]) == 2
+    assert "not an fpdebug trace header" in capsys.readouterr().err
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 7}]}]}]}')
+    assert main(["view", str(damaged)]) == 2
+    assert "not a valid OTLP/JSON" in capsys.readouterr().err
