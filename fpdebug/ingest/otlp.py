@@ -210,24 +210,10 @@ class TraceConverter:
         self.summary.duplicate_llm_spans += len(skip)
         closers = _turn_closers(ordered)
         run_spans = [span for span in ordered if span.span_id not in skip]
-        agents = [span for span in run_spans if classify(span) == "agent"]
-        run_id = run_id_of(next((s for s in run_spans if not s.parent_span_id), run_spans[0]))
-        if run_id in self._run_ids:  # a trace seen again after its root (two files, a repeated line)
-            run_id = f"{run_id}-{sum(1 for known in self._run_ids if known.startswith(run_id)) + 1}"
-        self._run_ids.add(run_id)
-        builder = RunBuilder(
-            run_id=run_id,
-            seq=self.seq,
-            closes_turn=lambda span: span.span_id in closers,
-            logs_for=lambda span_id: self._logs.pop(span_id, []),
-            skip=skip,
-            agent_hint=next((name for span in agents if (name := agent_name(span))), None)
-            or service_name(run_spans),
-            user_hints={span.span_id: text for span in agents if (text := agent_user_message(span))},
+        self.summary.unmapped_spans += sum(
+            1 for span in run_spans if classify(span) == "other" and span.span_id not in closers
         )
-        for span in run_spans:
-            if classify(span) == "other" and span.span_id not in closers:
-                self.summary.unmapped_spans += 1
+        builder = self._builder(run_spans, closers, skip)
         events: list[TraceEvent] = []
         for span in run_spans:
             events += builder.feed(span)
@@ -236,6 +222,29 @@ class TraceConverter:
             self.summary.runs += 1
         for event in events:
             self.emit(event)
+
+    def _builder(self, run_spans: list[OtlpSpan], closers: set[str], skip: set[str]) -> RunBuilder:
+        """A builder for one trace's run, primed with what its agent spans recorded."""
+        agents = [span for span in run_spans if classify(span) == "agent"]
+        return RunBuilder(
+            run_id=self._unique_run_id(
+                run_id_of(next((s for s in run_spans if not s.parent_span_id), run_spans[0]))
+            ),
+            seq=self.seq,
+            closes_turn=lambda span: span.span_id in closers,
+            logs_for=lambda span_id: self._logs.pop(span_id, []),
+            skip=skip,
+            agent_hint=next((name for span in agents if (name := agent_name(span))), None)
+            or service_name(run_spans),
+            user_hints={span.span_id: text for span in agents if (text := agent_user_message(span))},
+        )
+
+    def _unique_run_id(self, run_id: str) -> str:
+        """``run_id``, suffixed when a trace comes again after its root (two files, a repeated line)."""
+        if run_id in self._run_ids:
+            run_id = f"{run_id}-{sum(1 for known in self._run_ids if known.startswith(run_id)) + 1}"
+        self._run_ids.add(run_id)
+        return run_id
 
 
 def service_name(spans: list[OtlpSpan]) -> str | None:
