@@ -1,6 +1,6 @@
 """The ``fpdebug`` command line: one argparse sub-command per module of :mod:`fpdebug.commands`.
 
-Each command module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Each command module (``import`` lives in ``import_``, its name being a keyword) defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
 Command modules import only the standard library at module level; everything heavier (the trace
 reader, the TUI, a model SDK) is imported inside ``run`` so ``fpdebug validate`` never pays for
 Textual and ``fpdebug view`` never pays for the SDKs.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import keyword
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -29,6 +30,9 @@ COMMANDS: tuple[str, ...] = (
     "backtrack",
     "report",
     "serve",
+    "import",
+    "collect",
+    "schema",
 )
 """Sub-command names, in the order ``fpdebug --help`` lists them; each is ``fpdebug.commands.<name>``."""
 
@@ -39,7 +43,10 @@ EXIT_INTERRUPTED = 130
 
 
 def _command_module(name: str) -> ModuleType:
-    return importlib.import_module(f"fpdebug.commands.{name.replace('-', '_')}")
+    module = name.replace("-", "_")
+    if keyword.iskeyword(module):
+        module += "_"  # `import` is a Python keyword: its module is `import_`
+    return importlib.import_module(f"fpdebug.commands.{module}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,15 +1,25 @@
-"""``fpdebug view TRACE [--follow] [--keymap FILE]``: open a trace in the Textual debugger."""
+"""``fpdebug view TRACE [--follow] [--keymap FILE]``: open a trace in the Textual debugger.
+
+``TRACE`` may also be a foreign recording (OTLP, agentfootprint): it is imported on the fly, once,
+into ``$XDG_CACHE_HOME/fpdebug/imports`` (keyed by the file's size, mtime and content), and that
+import is opened.
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 HELP = "Open a trace in the terminal debugger (timeline, pass inspector, leases, calls, events)."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``TRACE``, ``--follow`` and ``--keymap``."""
-    parser.add_argument("trace", metavar="TRACE", help="the trace file (*.fptrace.jsonl)")
+    parser.add_argument(
+        "trace",
+        metavar="TRACE",
+        help="the trace file (*.fptrace.jsonl), or an OTLP / agentfootprint file (imported on the fly)",
+    )
     parser.add_argument(
         "--follow",
         "-f",
@@ -35,6 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
 def run(args: argparse.Namespace) -> int:
     """Open the trace (errors are raised before the screen is taken) and run the app.
 
@@ -57,8 +71,41 @@ def run(args: argparse.Namespace) -> int:
     keymap_path = find_keymap(args.keymap)
     keymap = load_keymap(keymap_path, known_ids=keymap_ids()) if keymap_path is not None else {}
     mode = "follow" if args.follow else "replay"
-    with TraceReader(args.trace, index=False, cache_size=READER_CACHE, wait_for_header=args.follow) as reader:
-        source = TraceSource(Path(args.trace), mode, rerun_module=args.module, force_module=args.force_module)
+    trace = _trace_to_open(Path(args.trace), follow=args.follow)
+    with TraceReader(trace, index=False, cache_size=READER_CACHE, wait_for_header=args.follow) as reader:
+        source = TraceSource(trace, mode, rerun_module=args.module, force_module=args.force_module)
         app = FpdebugApp(source, reader=reader, keymap=keymap)
         app.run()
     return 0
+
+
+def _trace_to_open(path: Path, *, follow: bool) -> Path:
+    """``path``, or the cached import of a foreign file (a missing or empty file is left to the reader).
+
+    Raises:
+        FpdebugError: A foreign file that cannot be imported, or ``--follow`` on one.
+    """
+    from fpdebug.commands import terminal_text
+    from fpdebug.errors import FpdebugError
+    from fpdebug.ingest.detect import UnknownFormatError, cached_import, detect
+    from fpdebug.ingest.otlp import OtlpDecodeError, looks_like_otlp_json
+
+    try:
+        if not path.is_file() or path.stat().st_size == 0 or detect(path) == "fpdebug":
+            return path
+        if follow:
+            raise FpdebugError(
+                f"{terminal_text(str(path))}: --follow needs an fpdebug trace; for a live OTel run use "
+                "fpdebug collect and follow the file it writes"
+            )
+        trace, _kind = cached_import(path)
+    except UnknownFormatError:
+        return path  # neither a trace nor a recording: the reader says what is wrong with it as a trace
+    except OtlpDecodeError:
+        with path.open("rb") as handle:
+            if looks_like_otlp_json(handle.read(4096)):
+                raise  # an OTLP file that is damaged: its own error is the useful one
+        return path  # binary that is not OTLP either: the reader's "not a trace" error
+    except OSError as error:
+        raise FpdebugError(f"cannot open {terminal_text(str(path))}: {error.strerror or error}") from error
+    return trace
