@@ -1,7 +1,7 @@
 """The Textual debugger. The only package of fpdebug that imports Textual.
 
 - :mod:`~fpdebug.tui.app`: :class:`FpdebugApp`, :class:`TraceSource`, :class:`RunController`.
-- :mod:`~fpdebug.tui.session`: :class:`TraceSession`, the data behind the views (no Textual).
+- :mod:`~fpdebug.views.session`: :class:`TraceSession`, the data behind the views (no Textual).
 - :mod:`~fpdebug.tui.screens` and :mod:`~fpdebug.tui.widgets`: the trace screen and its views.
 - :mod:`~fpdebug.tui.commands`: the command palette provider; :mod:`~fpdebug.tui.keymap`: remapping.
 

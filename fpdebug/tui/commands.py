@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from fpdebug.tui.query import FIELDS
 from fpdebug.tui.text import counted
+from fpdebug.views.query import FIELDS
 
 if TYPE_CHECKING:
     from fpdebug.tui.screens.trace_screen import TraceScreen

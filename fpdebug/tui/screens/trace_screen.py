@@ -33,8 +33,6 @@ from textual.widgets import ContentSwitcher, Input, Tab, Tabs
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew
-from fpdebug.tui.query import Query
-from fpdebug.tui.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
 from fpdebug.tui.text import Palette, counted, human_bytes, number, plain
 from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.bars import KeysFooter, RunHeader, SearchBar, StatusBar, TextBar, header_text
@@ -48,6 +46,8 @@ from fpdebug.tui.widgets.link_document import Jump, LinkDocument
 from fpdebug.tui.widgets.row_list import RowFilter, RowList
 from fpdebug.tui.widgets.skill_map import SkillMapView
 from fpdebug.tui.widgets.timeline import IterationTimeline, timeline_header
+from fpdebug.views.query import Query
+from fpdebug.views.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
 
 __all__ = [
     "FIRST_PAINT_WAIT",

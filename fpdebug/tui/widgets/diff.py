@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from fpdebug.tui.pass_diff import ACTIVE, Change, PassDiff, pass_diff
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, number
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.link_document import Jump, LinkDocument, link_line
+from fpdebug.views.pass_diff import ACTIVE, Change, PassDiff, pass_diff
+from fpdebug.views.session import TraceSession
 
 __all__ = ["DiffView", "diff_document"]
 

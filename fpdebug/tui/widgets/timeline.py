@@ -12,9 +12,9 @@ from typing import NamedTuple
 from rich.style import Style
 from rich.text import Text
 
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, plain
 from fpdebug.tui.widgets.row_list import RowList
+from fpdebug.views.session import TraceSession
 
 __all__ = ["BADGE_LETTERS", "IterationTimeline", "timeline_header"]
 

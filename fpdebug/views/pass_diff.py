@@ -36,7 +36,7 @@ from fpdebug.trace.schema import (
     PassEvent,
     ToolResultEvent,
 )
-from fpdebug.tui.session import TraceSession
+from fpdebug.views.session import TraceSession
 
 __all__ = [
     "ACTIVE",
