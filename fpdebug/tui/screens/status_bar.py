@@ -50,7 +50,8 @@ def _mode(text: Text, screen: TraceScreen, palette: Palette) -> None:
     """``replay``, ``follow ●``, ``follow ‖ paused``, ``drive ○ not following``…"""
     mode = {"replay": "replay", "follow": "follow", "drive": "drive"}[screen.mode]
     if screen.mode != "replay":
-        mode += " ●" if screen.following else " ‖ paused" if screen.mode == "follow" else " ○ not following"
+        stopped = " ‖ paused" if screen.mode == "follow" else " ○ not following"
+        mode += " ●" if screen.following else stopped
     text.append(mode, palette.accent)
 
 

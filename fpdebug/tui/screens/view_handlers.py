@@ -1,4 +1,4 @@
-"""One handler per view of the trace screen: its widget, its focus, its list, and how it follows the selection.
+"""One handler per view of the trace screen: its widget, focus and list, and how it follows the selection.
 
 The screen composes each view through its handler, routes the selection and the view's own notices
 (a lease opened, an event highlighted, ``m``, ``B``) to it, and keeps only what the views share:

@@ -147,7 +147,7 @@ def _left_at(steps: list[Step], slot: str, id_: str, start: int) -> int:
 
 
 def why_entered(walk: Walk, step: Step, id_: str) -> str:
-    """Why ``id_`` rode the pass of ``step``: its recorded reason, else the lease serving it, else its trigger."""
+    """Why ``id_`` rode the pass of ``step``: its recorded reason, else its serving lease, else its trigger."""
     reason = step.reasons.get(id_)
     if reason is None:
         lease = serving_lease(walk.run, step, id_)
