@@ -1,7 +1,7 @@
 """IterationTimeline: one row per iteration (cursor skill, active count, leases, parks, tools, route, badges).
 
 Rows come from the model's compact facts plus a few facts peeked with orjson from the lines of
-the rows on screen (:mod:`fpdebug.tui.facts`); no pydantic model is built for a row.
+the rows on screen (:mod:`fpdebug.views.facts`); no pydantic model is built for a row.
 """
 
 from __future__ import annotations
