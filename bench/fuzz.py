@@ -470,12 +470,12 @@ def check_render(case: Case, path: Path) -> None:
     """The debugger's builders render every row and document of the trace, all of it inert."""
     from rich.console import Console
 
-    from fpdebug.tui.session import TraceSession
     from fpdebug.tui.text import Palette
     from fpdebug.tui.widgets.calls import call_document
     from fpdebug.tui.widgets.events import EventList, event_document, summarize
     from fpdebug.tui.widgets.inspector import inspect_iteration
     from fpdebug.tui.widgets.timeline import IterationTimeline
+    from fpdebug.views.session import TraceSession
 
     write_case(case, path)
     if case.header != "good":

@@ -226,7 +226,7 @@ writer.close()
 def _follow(args: argparse.Namespace) -> dict[str, object]:
     _instrument()
     from fpdebug.trace.reader import TraceReader
-    from fpdebug.tui.screens.trace_screen import FOLLOW_INTERVAL
+    from fpdebug.tui.screens.loader import FOLLOW_INTERVAL
 
     work = Path(tempfile.mkdtemp(prefix="fpdebug-follow-"))
     path = work / "followed.fptrace.jsonl"

@@ -63,14 +63,14 @@ def run(args: argparse.Namespace) -> int:
 
     from fpdebug.errors import ConfigError
     from fpdebug.trace.reader import TraceReader
-    from fpdebug.tui.app import READER_CACHE, FpdebugApp, TraceSource, keymap_ids
+    from fpdebug.tui.app import READER_CACHE, FpdebugApp, Mode, TraceSource, keymap_ids
     from fpdebug.tui.keymap import find_keymap, load_keymap
 
     if args.force_module and not args.module:
         raise ConfigError("--force-module needs the module to load (--module PATH_OR_MODULE)")
     keymap_path = find_keymap(args.keymap)
     keymap = load_keymap(keymap_path, known_ids=keymap_ids()) if keymap_path is not None else {}
-    mode = "follow" if args.follow else "replay"
+    mode: Mode = "follow" if args.follow else "replay"
     trace = _trace_to_open(Path(args.trace), follow=args.follow)
     with TraceReader(trace, index=False, cache_size=READER_CACHE, wait_for_header=args.follow) as reader:
         source = TraceSource(trace, mode, rerun_module=args.module, force_module=args.force_module)

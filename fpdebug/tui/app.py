@@ -4,7 +4,7 @@
 tails a file another process writes; ``FpdebugApp(TraceSource(path, "drive"), controller=…)``
 follows the file of a run the app itself drives (part 2 of the debugger supplies the
 :class:`RunController`). All three read the file through the same
-:class:`~fpdebug.trace.reader.TraceReader` and :class:`~fpdebug.tui.session.TraceSession`.
+:class:`~fpdebug.trace.reader.TraceReader` and :class:`~fpdebug.views.session.TraceSession`.
 
 Extension points for part 2: :class:`RunController` (started when the app is ready, stopped when it
 exits, its palette commands merged in); :attr:`FpdebugApp.SCREEN_CLASS` and
@@ -28,12 +28,12 @@ from fpdebug.trace.reader import TraceReader
 from fpdebug.tui.commands import PaletteCommand, TraceCommands, fixed_commands
 from fpdebug.tui.screens.help_screen import HelpScreen, KeyGroup
 from fpdebug.tui.screens.trace_screen import Mode, TraceScreen
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.bars import SearchBar
 from fpdebug.tui.widgets.document import DocumentView
 from fpdebug.tui.widgets.link_document import LinkDocument
 from fpdebug.tui.widgets.row_list import RowList
+from fpdebug.views.session import TraceSession
 
 __all__ = ["READER_CACHE", "FpdebugApp", "RunController", "TraceSource", "binding_ids", "keymap_ids"]
 

@@ -22,15 +22,16 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from fpdebug.tui.query import FIELDS
 from fpdebug.tui.text import counted
+from fpdebug.views.query import FIELDS
 
 if TYPE_CHECKING:
+    from fpdebug.tui.app import FpdebugApp
     from fpdebug.tui.screens.trace_screen import TraceScreen
 
 __all__ = [
@@ -185,7 +186,10 @@ def fixed_commands(screen: TraceScreen) -> list[PaletteCommand]:
             "Follow the file as it grows (fpdebug view --follow)",
             screen.action_toggle_follow,
         ),
-        PaletteCommand("help: keys", "Every key and how to remap it", screen.app.action_help),
+        # A trace screen only ever runs in the fpdebug app (or its drive mode), which has the key help.
+        PaletteCommand(
+            "help: keys", "Every key and how to remap it", cast("FpdebugApp", screen.app).action_help
+        ),
     ]
     commands += diff_backtrack_commands(screen)
     controller = getattr(screen.app, "controller", None)

@@ -1,6 +1,6 @@
 """Messages the workers post to the UI thread. Each states a fact; most coalesce (only the newest matters).
 
-Workers never touch widgets: they update the :class:`~fpdebug.tui.session.TraceSession` (or a
+Workers never touch widgets: they update the :class:`~fpdebug.views.session.TraceSession` (or a
 :class:`~fpdebug.tui.widgets.row_list.RowFilter`) and post one of these; the handler on the UI thread
 reads the session and updates the widgets.
 """
@@ -44,7 +44,7 @@ class LoadFinished(Message):
 
 
 class TraceChecked(Message):
-    """More lines were validated in full (:meth:`~fpdebug.tui.session.TraceSession.check_step`)."""
+    """More lines were validated in full (:meth:`~fpdebug.views.session.TraceSession.check_step`)."""
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, TraceChecked)

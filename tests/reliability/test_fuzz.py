@@ -26,9 +26,9 @@ from fpdebug.trace.records import InvalidRecord
 from fpdebug.trace.redact import Redactor
 from fpdebug.trace.schema import PassEvent, ToolResultEvent, TurnStartEvent
 from fpdebug.trace.writer import TraceWriter
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.events import EventList, event_document
+from fpdebug.views.session import TraceSession
 from tests.conftest import T0
 
 

@@ -17,8 +17,8 @@ from textual.pilot import Pilot
 from fpdebug.trace.reader import TraceReader
 from fpdebug.tui.app import FpdebugApp, RunController, TraceSource
 from fpdebug.tui.screens.trace_screen import TraceScreen
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.widgets.document import Block, TextBlock
+from fpdebug.views.session import TraceSession
 
 SIZE = WIDE = (160, 48)
 """The terminal of most pilot tests and snapshots (columns, rows)."""

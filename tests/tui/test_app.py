@@ -62,10 +62,10 @@ class TestOpen:
     async def test_a_saved_trace_is_read_in_slices(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from fpdebug.tui.screens import trace_screen
+        from fpdebug.tui.screens import loader
 
-        monkeypatch.setattr(trace_screen, "FIRST_SLICE", 6)
-        monkeypatch.setattr(trace_screen, "FIRST_CHUNK", 512)
+        monkeypatch.setattr(loader, "FIRST_SLICE", 6)
+        monkeypatch.setattr(loader, "FIRST_CHUNK", 512)
         grew: list[int] = []
 
         def hook(message: Message) -> None:

@@ -23,9 +23,9 @@ from fpdebug.trace.schema import (
     TurnStartEvent,
 )
 from fpdebug.tui.app import FpdebugApp
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.calls import CallView, call_document, source_words
+from fpdebug.views.session import TraceSession
 from tests.trace.samples import Script
 from tests.tui.helpers import document_text, load_session, loaded, screen_text
 from tests.tui.traces import MARKUP, sample

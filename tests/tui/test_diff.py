@@ -26,11 +26,11 @@ from fpdebug.trace.schema import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from fpdebug.tui.pass_diff import ACTIVE, Change, PassDiff, iter_changes, pass_diff
 from fpdebug.tui.screens.trace_screen import TraceScreen
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.diff import DiffView, diff_document
+from fpdebug.views.pass_diff import ACTIVE, Change, PassDiff, iter_changes, pass_diff
+from fpdebug.views.session import TraceSession
 from tests.trace.samples import Script, support_run
 from tests.tui.helpers import document_text, load_session, opened, run_palette, wait_for
 from tests.tui.traces import sample
@@ -293,7 +293,7 @@ class TestPassDiff:
         assert "no slot routing" in _words(session, diff)
 
     def test_a_long_walk_is_cut_and_says_so(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from fpdebug.tui import pass_diff as module
+        from fpdebug.views import pass_diff as module
 
         monkeypatch.setattr(module, "MAX_WALK", 2)
         session = load_session(sample("support"))

@@ -25,10 +25,10 @@ from fpdebug.trace.schema import (
     ToolCallRecord,
     TraceEvent,
 )
-from fpdebug.tui.pass_diff import pass_diff
 from fpdebug.tui.widgets.backtrack_report import PaneState, backtrack_document, find_assessment
 from fpdebug.tui.widgets.calls import call_document
 from fpdebug.tui.widgets.diff import diff_document
+from fpdebug.views.pass_diff import pass_diff
 from tests.conftest import T0
 from tests.tui.helpers import load_session
 from tests.tui.strategies import (

@@ -9,10 +9,10 @@ import pytest
 from rich.text import Text
 
 from fpdebug.trace.reader import TraceReader
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.bars import header_text
 from fpdebug.tui.widgets.leases import LeaseGantt
+from fpdebug.views.session import TraceSession
 from tests.tui.helpers import load_session, opened, screen_text
 from tests.tui.traces import sample, write_runs
 

@@ -12,8 +12,8 @@ import pytest
 from textual.pilot import Pilot
 
 from fpdebug.tui.screens.trace_screen import TraceScreen
-from fpdebug.tui.session import CHECK_SLICE, TraceSession
 from fpdebug.tui.widgets.events import EventList
+from fpdebug.views.session import CHECK_SLICE, TraceSession
 from tests.tui.helpers import opened, screen_text, wait_for
 from tests.tui.test_app import type_at_once
 from tests.tui.traces import grow, sample, write_runs

@@ -12,8 +12,8 @@ from fpdebug.errors import ConfigError
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import RunStartEvent
 from fpdebug.tui.keymap import KEYMAP_ENV, find_keymap, load_keymap
-from fpdebug.tui.query import Query
-from fpdebug.tui.session import RUN_START_CACHE, TraceSession
+from fpdebug.views.query import Query
+from fpdebug.views.session import RUN_START_CACHE, TraceSession
 from tests.tui.helpers import load_session
 from tests.tui.traces import grow, sample, write_runs
 

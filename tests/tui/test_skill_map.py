@@ -28,9 +28,9 @@ from fpdebug.trace.schema import (
     Witness,
 )
 from fpdebug.tui.app import FpdebugApp
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.widgets.map_layout import MAX_DRAWN_NODES, MapEdge, edge_tags, layout_map
 from fpdebug.tui.widgets.skill_map import SkillMapView, cursor_path
+from fpdebug.views.session import TraceSession
 from tests.trace.samples import Script
 from tests.tui.helpers import loaded, screen_segments, screen_text
 from tests.tui.traces import CONTROLS, MARKUP, sample

@@ -34,7 +34,7 @@ class _QuitFromSignal(Message):
 class DriveApp(FpdebugApp):
     """The debugger with a run of its own (see :class:`~fpdebug.tui.drive.driver.RunDriver`)."""
 
-    CSS_PATH = Path(__file__).resolve().parents[1] / "app.tcss"  # relative paths resolve from here
+    CSS_PATH = str(Path(__file__).resolve().parents[1] / "app.tcss")  # relative paths resolve from here
     SCREEN_CLASS: ClassVar[type[TraceScreen]] = DriveScreen
 
     def get_default_screen(self) -> Screen:

@@ -34,7 +34,7 @@ from fpdebug.tui.drive.gate import Breakpoint, GateStatus, StepGate
 
 if TYPE_CHECKING:
     from fpdebug.tui.app import FpdebugApp
-    from fpdebug.tui.session import TraceSession
+    from fpdebug.views.session import TraceSession
 
 __all__ = ["RunDriver", "RunStateChanged", "declared_nodes", "declared_tools"]
 

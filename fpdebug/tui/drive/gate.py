@@ -277,7 +277,7 @@ class StepGate:
                     outcome=event.status,
                     error=f"{event.error.type}: {event.error.message}" if event.error is not None else None,
                 )
-                changed: GateStatus | None = self._status
+                changed: GateStatus = self._status
             elif event.kind in _ALWAYS_THROUGH:  # run_start: never a place to pause (nor stop)
                 self._status = status
                 return

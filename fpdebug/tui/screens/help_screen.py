@@ -13,10 +13,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from fpdebug.tui.keymap import KEYMAP_ENV
-from fpdebug.tui.query import FIELDS
 from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView
 from fpdebug.tui.widgets.timeline import BADGE_LETTERS
+from fpdebug.views.query import FIELDS
 
 __all__ = ["HelpDocument", "HelpScreen", "KeyGroup", "format_keys", "help_document"]
 

@@ -1,57 +1,63 @@
-"""TraceScreen: one open trace, its views, the selection they share, and the workers that feed them.
+"""TraceScreen: one open trace, its views, the selection they share, and the routing between them.
 
 State owned here and pushed down to the widgets: the current view, the selected iteration (a
 timeline row), the follow state and the count of rows that arrived while the user looked
 elsewhere. Widgets post messages up (a list's cursor moved, a row was opened); workers post
 :mod:`~fpdebug.tui.messages` after updating the session; nothing but the UI thread touches a widget.
 
-Views are declared in :data:`VIEWS` (id, tab title, key). Part 2 of the debugger adds its views
-(skill map, pass diff, backtrack pane) by subclassing, extending :data:`VIEWS`, and overriding
-:meth:`TraceScreen.compose_view` and :meth:`TraceScreen.show_selection`.
+The screen composes and routes; the work is done by its parts:
+
+- :class:`~fpdebug.tui.screens.loader.TraceLoader`: the first load and the tail of a followed file;
+- :mod:`~fpdebug.tui.screens.view_handlers`: one handler per view (its widget, its focus, its list,
+  how it follows the selection, its own keys);
+- :class:`~fpdebug.tui.screens.filters.RowFilters`: the ``/`` search of each list;
+- :class:`~fpdebug.tui.screens.status_bar.TraceStatusBar`: the status line.
+
+Views are declared in :data:`VIEWS` (id, tab title, key). A screen adds views by subclassing,
+extending :data:`VIEWS`, and overriding :meth:`TraceScreen.handler_for` (or :meth:`TraceScreen.compose_view`
+and :meth:`TraceScreen.show_selection`).
 """
 
 from __future__ import annotations
 
 import functools
 import gc
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Input, Tab, Tabs
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerState
 
 from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew
-from fpdebug.tui.query import Query
-from fpdebug.tui.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
-from fpdebug.tui.text import Palette, counted, human_bytes, number, plain
-from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
-from fpdebug.tui.widgets.bars import KeysFooter, RunHeader, SearchBar, StatusBar, TextBar, header_text
-from fpdebug.tui.widgets.calls import CallView
-from fpdebug.tui.widgets.diff import DiffView
+from fpdebug.tui.screens.filters import RowFilters
+from fpdebug.tui.screens.loader import TraceLoader
+from fpdebug.tui.screens.status_bar import TraceStatusBar
+from fpdebug.tui.screens.view_handlers import (
+    HANDLERS,
+    BacktrackHandler,
+    DiffHandler,
+    EventsHandler,
+    LeasesHandler,
+    ViewHandler,
+)
+from fpdebug.tui.text import Palette
+from fpdebug.tui.widgets.bars import KeysFooter, RunHeader, SearchBar, TextBar, header_text
 from fpdebug.tui.widgets.document import DocumentView
-from fpdebug.tui.widgets.events import EventDetail, EventList
-from fpdebug.tui.widgets.inspector import PassInspector
-from fpdebug.tui.widgets.leases import LeaseDetail, LeaseGantt
 from fpdebug.tui.widgets.link_document import Jump, LinkDocument
-from fpdebug.tui.widgets.row_list import RowFilter, RowList
-from fpdebug.tui.widgets.skill_map import SkillMapView
+from fpdebug.tui.widgets.row_list import RowList
 from fpdebug.tui.widgets.timeline import IterationTimeline, timeline_header
+from fpdebug.views.session import TraceSession
 
 __all__ = [
-    "FIRST_PAINT_WAIT",
-    "FOLLOW_INTERVAL",
     "VIEWS",
     "Mode",
     "TraceScreen",
@@ -62,6 +68,8 @@ __all__ = [
 
 Mode = Literal["replay", "follow", "drive"]
 """How the trace is read: a saved file, a file another process writes, or a run the app drives."""
+
+_Handler = TypeVar("_Handler", bound=ViewHandler)
 
 
 def while_showing(handler: Callable[..., None]) -> Callable[..., None]:
@@ -78,24 +86,6 @@ def while_showing(handler: Callable[..., None]) -> Callable[..., None]:
             handler(self, *args)
 
     return guarded
-
-
-FOLLOW_INTERVAL = 0.05
-"""Seconds between two polls of a followed file (new events show within about this long)."""
-
-FIRST_PAINT_WAIT = 1.0
-"""Seconds the loader waits for the first screen to be painted before it reads on."""
-
-LOAD_SLICE = 5_000
-"""Lines modelled per step of the background load."""
-
-LOAD_PAUSE = 0.002
-"""Seconds the loader sleeps between two slices, so the UI thread gets the interpreter."""
-
-LOAD_SWITCH_INTERVAL = 0.0005
-"""The interpreter's thread switch interval while the loader runs (the default is 5 ms)."""
-
-_FILTER_BATCH = 2_000
 
 
 @dataclass(frozen=True)
@@ -286,18 +276,34 @@ class TraceScreen(Screen[None]):
         """The first load finished."""
         self.error: str | None = None
         """The last worker error, shown in the status bar."""
-        self._filter_generation = 0
-        self._filter_texts: dict[str, str] = {}
         self._invalid_shown = 0
-        self._syncing_events = False
-        self._stop = threading.Event()
-        # Set once the load worker has validated every line it found (then the tail checks new ones).
-        self._backlog_checked = threading.Event()
-        self.first_paint = threading.Event()
+        self.loader = TraceLoader(self, session)
+        """Reads the trace in the background: the first load, then the tail."""
+        self.filters = RowFilters(self, session)
+        """The ``/`` filters of the lists."""
+        self.handlers: dict[str, ViewHandler] = {view.id: self.handler_for(view) for view in self.VIEWS}
+        """The handler of each view, by view id."""
+
+    @property
+    def first_paint(self) -> threading.Event:
         """Set once the first rows are on screen (the first-screen probe of the benchmarks waits on it)."""
+        return self.loader.first_paint
 
     # ------------------------------------------------------------------------------------------
     # Composition
+
+    def handler_for(self, view: ViewSpec) -> ViewHandler:
+        """The handler of one view (:data:`~fpdebug.tui.screens.view_handlers.HANDLERS` by its id)."""
+        handler = HANDLERS.get(view.id)
+        if handler is None:
+            raise ValueError(f"unknown view {view.id!r}")
+        return handler(self)
+
+    def handler(self, view: str, kind: type[_Handler]) -> _Handler:
+        """The handler of view ``view``, which must be a ``kind``."""
+        found = self.handlers[view]
+        assert isinstance(found, kind), f"view {view!r} is handled by {type(found).__name__}"
+        return found
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="header")
@@ -306,41 +312,12 @@ class TraceScreen(Screen[None]):
             for view in self.VIEWS:
                 yield self.compose_view(view)
         yield SearchBar(id="search-bar")
-        yield StatusBar(id="status")
+        yield TraceStatusBar(id="status")
         yield KeysFooter()
 
     def compose_view(self, view: ViewSpec) -> Widget:
         """The widget of one view (its id must be ``view-<id>``)."""
-        session = self.session
-        if view.id == "passes":
-            return Horizontal(
-                Vertical(
-                    TextBar(id="timeline-header"),
-                    IterationTimeline(session, id="timeline"),
-                    id="timeline-pane",
-                ),
-                PassInspector(session, id="inspector"),
-                id="view-passes",
-            )
-        if view.id == "leases":
-            return Vertical(
-                Vertical(TextBar(id="lease-axis"), LeaseGantt(session, id="leases"), id="lease-pane"),
-                LeaseDetail(session, id="lease-detail"),
-                id="view-leases",
-            )
-        if view.id == "calls":
-            return CallView(session, id="view-calls")
-        if view.id == "events":
-            return Vertical(
-                EventList(session, id="events"), EventDetail(session, id="event-detail"), id="view-events"
-            )
-        if view.id == "skill-map":
-            return SkillMapView(session, id="view-skill-map")
-        if view.id == "diff":
-            return DiffView(session, id="view-diff")
-        if view.id == "backtrack":
-            return BacktrackPane(session, id="view-backtrack")
-        raise ValueError(f"unknown view {view.id!r}")
+        return self.handlers[view.id].compose()
 
     @property
     def timeline(self) -> IterationTimeline:
@@ -350,18 +327,21 @@ class TraceScreen(Screen[None]):
     @property
     def lists(self) -> dict[str, RowList]:
         """Every filterable list, by view id."""
-        return {
-            "passes": self.timeline,
-            "calls": self.timeline,
-            "skill-map": self.timeline,
-            "diff": self.timeline,
-            "leases": self.query_one("#leases", LeaseGantt),
-            "events": self.query_one("#events", EventList),
-        }
+        found: dict[str, RowList] = {}
+        for view, handler in self.handlers.items():
+            row_list = handler.row_list()
+            if row_list is not None:
+                found[view] = row_list
+        return found
+
+    def _row_lists(self) -> list[RowList]:
+        """Every filterable list, once each (several views filter the timeline)."""
+        return list({id(row_list): row_list for row_list in self.lists.values()}.values())
 
     def current_list(self) -> RowList | None:
         """The list ``/``, ``n`` and ``N`` act on in the current view."""
-        return self.lists.get(self.view)
+        handler = self.handlers.get(self.view)
+        return handler.row_list() if handler is not None else None
 
     def on_mount(self) -> None:
         self.tabs_widget = self.query_one(Tabs)
@@ -369,95 +349,10 @@ class TraceScreen(Screen[None]):
         self.following = self.mode != "replay"
         self.timeline.focus()
         self._refresh_bars()
-        self._load()
+        self.loader.start_load()
 
     def on_unmount(self) -> None:
-        self._stop.set()
-        self.first_paint.set()
-
-    # ------------------------------------------------------------------------------------------
-    # Workers
-
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _load(self) -> None:
-        """Index and model the trace in slices; rows appear as they are modelled."""
-        worker = get_current_worker()
-        session = self.session
-        added = session.index_step(chunk_size=FIRST_CHUNK)
-        session.model_step(limit=FIRST_SLICE)
-        self.post_message(TraceGrew(added))
-        # The first screen comes first: let the UI thread paint it before the long haul.
-        self.first_paint.wait(FIRST_PAINT_WAIT)
-        # This thread holds the GIL for long stretches; the UI thread, which gives it up at every
-        # poll of the terminal, would otherwise wait a whole switch interval to get it back each
-        # time and keys would lag by seconds. A short interval and a pause per slice keep it lively.
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(LOAD_SWITCH_INTERVAL)
-        try:
-            while not session.index_done and not worker.is_cancelled:
-                self.post_message(TraceGrew(session.index_step()))
-            while not worker.is_cancelled and session.model_step(limit=LOAD_SLICE):
-                self.post_message(TraceGrew())
-                time.sleep(LOAD_PAUSE)
-            if not worker.is_cancelled:
-                self.post_message(LoadFinished())
-            # The model read each line's facts only: validate every line in full now, so counts,
-            # badges and filters of invalid lines agree with what opening a line shows.
-            while not worker.is_cancelled and session.check_step():
-                self.post_message(TraceChecked())
-                time.sleep(LOAD_PAUSE)
-        finally:
-            sys.setswitchinterval(interval)
-        if not worker.is_cancelled:
-            self._backlog_checked.set()
-            self.post_message(TraceChecked())
-
-    @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
-    def _tail(self) -> None:
-        """Poll the followed file; announce growth (the notices coalesce); check new lines in full."""
-        worker = get_current_worker()
-        session = self.session
-        while not worker.is_cancelled and not self._stop.is_set():
-            lines, _rows = session.poll()
-            if lines:
-                # Before any checking: the whole-file check of a big trace takes seconds, and new
-                # events must show within a tick of being written.
-                self.post_message(TraceGrew(lines))
-            # The load worker checks every line it finds, appended ones too, until it catches up;
-            # then new lines are checked here, one slice a tick so polling never waits long.
-            if self._backlog_checked.is_set() and session.check_step():
-                self.post_message(TraceChecked())
-            self._stop.wait(FOLLOW_INTERVAL)
-
-    def _run_filter(self, target: RowList, row_filter: RowFilter) -> None:
-        session = self.session
-        if isinstance(target, IterationTimeline):
-            count: Callable[[], int] = lambda: len(session.iterations)
-            matches: Callable[[int, Query], bool] = session.iteration_matches
-        elif isinstance(target, LeaseGantt):
-            count, matches = (lambda: len(session.leases)), session.lease_matches
-        else:
-            count, matches = (lambda: session.lines), session.line_matches
-        target_id = target.id or ""
-
-        def scan() -> None:
-            worker = get_current_worker()
-            query, rows = row_filter.query, row_filter.rows
-            while not worker.is_cancelled:
-                total = count()
-                if row_filter.scanned >= total:
-                    break
-                end = min(total, row_filter.scanned + _FILTER_BATCH)
-                for row in range(row_filter.scanned, end):
-                    if matches(row, query):
-                        rows.append(row)
-                row_filter.scanned = end
-                self.post_message(FilterGrew(target_id, row_filter.generation))
-            row_filter.done = not worker.is_cancelled
-            self.post_message(FilterGrew(target_id, row_filter.generation))
-
-        row_filter.done = False
-        self.run_worker(scan, thread=True, exclusive=True, group=f"filter-{target_id}", exit_on_error=False)
+        self.loader.stop()
 
     # ------------------------------------------------------------------------------------------
     # Worker notices
@@ -468,13 +363,13 @@ class TraceScreen(Screen[None]):
         timeline = self.timeline
         was_at_end = timeline.at_end
         before = timeline.total  # rows known before this notice
-        events = self.query_one("#events", EventList)
+        events = self.handler("events", EventsHandler).events
         events_at_end = events.at_end
-        for row_list in {id(lst): lst for lst in self.lists.values()}.values():
+        for row_list in self._row_lists():
             row_list.sync()
             row_filter = row_list.row_filter
             if row_filter is not None and row_filter.done:
-                self._run_filter(row_list, row_filter)
+                self.filters.scan(row_list, row_filter)
         added = timeline.total - before
         if self.loaded and added > 0:
             if self.following and was_at_end:
@@ -487,7 +382,7 @@ class TraceScreen(Screen[None]):
             self.selected = max(timeline.cursor, 0)
         self.show_selection(refresh=True)
         if self.loaded and self.mode != "replay":
-            self.query_one("#view-backtrack", BacktrackPane).trace_grew()
+            self.handler("backtrack", BacktrackHandler).pane.trace_grew()
         self._refresh_bars()
         if not self.first_paint.is_set():
             self.call_after_refresh(self.first_paint.set)
@@ -507,7 +402,7 @@ class TraceScreen(Screen[None]):
             timeline.action_cursor_last()
             self.new_rows = 0
         if self.mode != "replay":
-            self._tail()
+            self.loader.start_tail()
 
     @on(TraceChecked)
     @while_showing
@@ -516,7 +411,7 @@ class TraceScreen(Screen[None]):
         if invalid != self._invalid_shown:
             self._invalid_shown = invalid
             # Rows that matched (or not) before these lines were known to be invalid may now not.
-            for row_list in {id(lst): lst for lst in self.lists.values()}.values():
+            for row_list in self._row_lists():
                 row_filter = row_list.row_filter
                 if row_filter is not None and "invalid" in (
                     *row_filter.query.kinds,
@@ -530,7 +425,7 @@ class TraceScreen(Screen[None]):
     @on(FilterGrew)
     @while_showing
     def _filter_grew(self, message: FilterGrew) -> None:
-        for row_list in self.lists.values():
+        for row_list in self._row_lists():
             row_filter = row_list.row_filter
             if (
                 row_list.id == message.target
@@ -569,33 +464,19 @@ class TraceScreen(Screen[None]):
     @on(RowList.Highlighted, "#events")
     @while_showing
     def _event_moved(self, message: RowList.Highlighted) -> None:
-        if not message.is_current:
-            return
-        self.query_one("#event-detail", EventDetail).show(message.row)
-        row = self.session.row_at_line(message.row)
-        if row is not None and row != self.selected:
-            self._syncing_events = True
-            try:
-                self.selected = row
-            finally:
-                self._syncing_events = False
+        if message.is_current:
+            self.handler("events", EventsHandler).cursor_moved(message.row)
 
     @on(RowList.Highlighted, "#leases")
     @while_showing
     def _lease_moved(self, message: RowList.Highlighted) -> None:
-        if not message.is_current:
-            return
-        self.query_one("#lease-detail", LeaseDetail).show(message.row)
+        if message.is_current:
+            self.handler("leases", LeasesHandler).cursor_moved(message.row)
 
     @on(RowList.Selected, "#leases")
     @while_showing
     def _lease_opened(self, message: RowList.Selected) -> None:
-        gantt = self.query_one("#leases", LeaseGantt)
-        span = gantt.span(message.row)
-        target = span.prune if span.prune is not None else span.grant
-        if target is not None:
-            self.select_row(target)
-            self.view = "passes"
+        self.handler("leases", LeasesHandler).opened(message.row)
 
     @on(RowList.Selected, "#timeline")
     @while_showing
@@ -605,7 +486,7 @@ class TraceScreen(Screen[None]):
     @on(RowList.Selected, "#events")
     @while_showing
     def _event_opened(self, message: RowList.Selected) -> None:
-        self.query_one("#event-detail", EventDetail).focus()
+        self.handler("events", EventsHandler).opened()
 
     @while_showing
     def watch_selected(self, row: int) -> None:
@@ -623,15 +504,8 @@ class TraceScreen(Screen[None]):
         if self.tabs_widget.active != f"tab-{view}":
             self.tabs_widget.active = f"tab-{view}"
         self.show_selection()
-        focus = {
-            "passes": "#timeline",
-            "leases": "#leases",
-            "calls": "#view-calls",
-            "events": "#events",
-            "skill-map": "#view-skill-map",
-            "diff": "#view-diff",
-            "backtrack": "#backtrack-doc",
-        }.get(view)
+        handler = self.handlers.get(view)
+        focus = handler.focus if handler is not None else None
         if focus is not None and not self.has_class("-searching"):
             # Now, not after the queue (Widget.focus defers): a key typed right after the view's
             # key is already queued and must reach the new view, not the one it replaced.
@@ -640,77 +514,29 @@ class TraceScreen(Screen[None]):
 
     def show_selection(self, *, refresh: bool = False) -> None:
         """Bring the current view up to date with the selected iteration."""
-        row = self.selected if self.selected >= 0 else None
-        if self.view == "passes":
-            self.query_one("#inspector", PassInspector).show(row)
-        elif self.view == "calls":
-            self.query_one("#view-calls", CallView).show(row)
-        elif self.view == "skill-map":
-            self.query_one("#view-skill-map", SkillMapView).show(row)
-        elif self.view == "diff":
-            self.query_one("#view-diff", DiffView).show(row)
-        elif self.view == "backtrack":
-            self.query_one("#view-backtrack", BacktrackPane).ensure_open()
-        elif self.view == "leases":
-            gantt = self.query_one("#leases", LeaseGantt)
-            if row is not None:
-                gantt.set_focus_row(row)
-            detail = self.query_one("#lease-detail", LeaseDetail)
-            detail.show(gantt.cursor if gantt.cursor >= 0 else None)
-            self._update_lease_axis()
-            self.call_after_refresh(self._update_lease_axis)  # the width is known after layout
-        elif self.view == "events":
-            events = self.query_one("#events", EventList)
-            if row is not None and not self._syncing_events:
-                iteration = self.session.iterations[row]
-                line = events.cursor
-                if not (iteration.first_line <= line <= iteration.last_line):
-                    events.move_to_row(iteration.first_line, center=True)
-            if events.cursor >= 0:
-                self.query_one("#event-detail", EventDetail).show(events.cursor)
-
-    def _update_lease_axis(self) -> None:
-        gantt = self.query_one("#leases", LeaseGantt)
-        width = gantt.scrollable_content_region.width
-        if width > 0:
-            self.query_one("#lease-axis", TextBar).show(gantt.axis_text(width))
+        handler = self.handlers.get(self.view)
+        if handler is not None:
+            handler.show(self.selected if self.selected >= 0 else None)
 
     def action_mark_diff(self) -> None:
         """Mark the selected iteration as A of the Diff view (again on the marked one clears the mark)."""
         if self.selected < 0:
             self.app.bell()
             return
-        diff = self.query_one("#view-diff", DiffView)
-        label = self.session.label(self.session.iterations[self.selected])
-        if diff.mark == self.selected:
-            diff.set_mark(None)
-            self.app.notify("Mark cleared: the Diff view compares each pass with the one before.", timeout=3)
-        else:
-            diff.set_mark(self.selected)
-            self.app.notify(f"{label} marked as A: select B and press 6 for the diff.", timeout=3)
+        self.handler("diff", DiffHandler).toggle_mark(self.selected)
         if self.view == "diff":
             self.show_selection()
 
     def compare(self, a_row: int, b_row: int) -> None:
         """Show the Diff view of timeline rows ``a_row`` (A) and ``b_row`` (B, selected)."""
-        self.query_one("#view-diff", DiffView).set_mark(a_row)
-        self.select_row(b_row)
-        self.view = "diff"
-        self.show_selection()
+        self.handler("diff", DiffHandler).compare(a_row, b_row)
 
     def action_backtrack_call(self) -> None:
         """Backtrack the selected iteration's LLM call (its last one with a reply)."""
         if self.selected < 0:
             self.app.bell()
             return
-        iteration = self.session.iterations[self.selected]
-        lines = iteration.llm_lines
-        if not lines:
-            label = self.session.label(iteration)
-            self.app.notify(f"{label} made no LLM call: there is no answer to backtrack.", timeout=3)
-            return
-        self.query_one("#view-backtrack", BacktrackPane).open(lines[-1])
-        self.view = "backtrack"
+        self.handler("backtrack", BacktrackHandler).backtrack(self.selected)
 
     @on(LinkDocument.JumpRequested)
     @while_showing
@@ -724,7 +550,7 @@ class TraceScreen(Screen[None]):
             self.select_row(row)
             self.view = jump.view
             return
-        events = self.query_one("#events", EventList)
+        events = self.handler("events", EventsHandler).events
         self.view = "events"
         if not events.move_to_row(jump.line, center=True):
             self.clear_filter(events)
@@ -768,7 +594,7 @@ class TraceScreen(Screen[None]):
             return
         self.add_class("-searching")
         search = self.query_one("#search-input", Input)
-        search.value = self._filter_texts.get(target.id or "", "")
+        search.value = self.filters.text_of(target)
         search.cursor_position = len(search.value)
         search.focus()
 
@@ -794,23 +620,12 @@ class TraceScreen(Screen[None]):
 
     def apply_filter(self, target: RowList, text: str) -> None:
         """Filter ``target`` with the query ``text`` (an empty query shows every row)."""
-        query = Query.parse(text)
-        self._filter_texts[target.id or ""] = text
-        if query.empty:
-            self.clear_filter(target)
-            return
-        self._filter_generation += 1
-        row_filter = RowFilter(query, self._filter_generation)
-        target.set_filter(row_filter)
-        self._run_filter(target, row_filter)
+        self.filters.apply(target, text)
         self._refresh_bars()
 
     def clear_filter(self, target: RowList) -> None:
         """Show every row of ``target`` again."""
-        self.workers.cancel_group(self, f"filter-{target.id}")
-        self._filter_texts.pop(target.id or "", None)
-        if target.row_filter is not None:
-            target.set_filter(None)
+        self.filters.clear(target)
         self._refresh_bars()
 
     def action_clear_filter(self) -> None:
@@ -857,9 +672,6 @@ class TraceScreen(Screen[None]):
     # ------------------------------------------------------------------------------------------
     # Bars
 
-    def _palette(self) -> Palette:
-        return self.timeline.palette
-
     @property
     def showing(self) -> bool:
         """Whether the screen's widgets are up (not before mount, nor while the app tears it down).
@@ -873,7 +685,7 @@ class TraceScreen(Screen[None]):
         if not self.showing:
             return
         session = self.session
-        palette = self._palette()
+        palette = self.timeline.palette
         run = None
         if 0 <= self.selected < len(session.iterations):
             run = session.run_of(session.iterations[self.selected])
@@ -887,59 +699,13 @@ class TraceScreen(Screen[None]):
         self.query_one("#timeline-header", TextBar).show(
             timeline_header(self.timeline.scrollable_content_region.width or 80, label=session.label_width)
         )
-        self.query_one(StatusBar).show(self.status_text(palette))
+        self.query_one(TraceStatusBar).show_status(self, palette)
 
     @while_showing
     def on_resize(self) -> None:
         self._refresh_bars()
         if self.view == "leases":
             self.show_selection()
-
-    def status_text(self, palette: Palette) -> Text:
-        """The status line."""
-        session = self.session
-        text = Text(no_wrap=True, end="")
-        mode = {"replay": "replay", "follow": "follow", "drive": "drive"}[self.mode]
-        if self.mode != "replay":
-            mode += " ●" if self.following else " ‖ paused" if self.mode == "follow" else " ○ not following"
-        text.append(mode, palette.accent)
-        text.append("  ")
-        if not session.index_done:
-            share = session.scanned / session.total if session.total else 1.0
-            text.append(f"indexing {share:.0%} of {human_bytes(session.total)}", palette.warn)
-        elif not self.loaded:
-            share = session.model.lines_fed / max(session.lines, 1)
-            text.append(f"reading {share:.0%} · {counted(session.lines, 'line')}", palette.warn)
-        else:
-            text.append(f"{counted(session.lines, 'line')} · {counted(len(session.iterations), 'iteration')}")
-        bad = session.invalid_count
-        opaque = len(session.model.opaque_lines)
-        if bad:
-            text.append(f" · {number(bad)} invalid", palette.bad)
-        if self.loaded and not session.check_done:
-            share = session.checked / max(session.model.lines_fed, 1)
-            text.append(f" · checking {share:.0%}", palette.warn)
-        if opaque:
-            text.append(f" · {number(opaque)} opaque", palette.warn)
-        target = self.current_list()
-        if target is not None and target.row_filter is not None:
-            row_filter = target.row_filter
-            found = len(row_filter.rows)
-            text.append("  filter ", palette.key)
-            text.append_text(plain(row_filter.query.text, palette.accent, limit=40))
-            text.append(f" {number(found)} match{'es' if found != 1 else ''}")
-            if not row_filter.done:
-                text.append("…", palette.warn)
-            position = target.position_of(target.cursor)
-            if position is not None and found:
-                text.append(f" ({position + 1}/{number(found)})", palette.dim)
-        if self.new_rows:
-            text.append(f"  +{number(self.new_rows)} new (G to jump)", palette.good)
-        text.append_text(self.run_state_text(palette))
-        if self.error:
-            text.append("  ")
-            text.append_text(plain(self.error, palette.bad, limit=120))
-        return text
 
     def run_header_state(self, palette: Palette) -> Text | None:
         """What the header says of a run without ``run_end`` (``None``: ``● running`` when followed).

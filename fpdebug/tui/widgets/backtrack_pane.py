@@ -48,12 +48,12 @@ from fpdebug.backtrack import (
     sidecar_path_for,
 )
 from fpdebug.errors import BacktrackError, FpdebugError
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, plain
 from fpdebug.tui.widgets.backtrack_report import PaneState, backtrack_document, find_assessment
 from fpdebug.tui.widgets.bars import TextBar
 from fpdebug.tui.widgets.document import Block
 from fpdebug.tui.widgets.link_document import LinkDocument
+from fpdebug.views.session import TraceSession
 
 __all__ = ["BacktrackDocument", "BacktrackPane"]
 

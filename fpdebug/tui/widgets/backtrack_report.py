@@ -35,10 +35,10 @@ from fpdebug.trace.schema import (
     StatedValue,
     ToolResultEvent,
 )
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.link_document import Jump, link_line
+from fpdebug.views.session import TraceSession
 
 __all__ = [
     "AssessedValue",

@@ -14,8 +14,8 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Label
 
 from fpdebug.trace.model import Run
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, number, plain
+from fpdebug.views.session import TraceSession
 
 __all__ = [
     "NAME_MIN",

@@ -29,11 +29,11 @@ from fpdebug.trace.schema import (
     LlmResponse,
     ToolResultEvent,
 )
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json, number, pretty_json
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.inspector import tool_result_head
 from fpdebug.tui.widgets.iteration_document import IterationDocument
+from fpdebug.views.session import TraceSession
 
 __all__ = ["CallView", "argument_provenance", "call_document", "source_words"]
 

@@ -2,7 +2,7 @@
 
 A is the iteration marked with ``m`` (or chosen with the palette's ``diff: iteration 3 vs 7``);
 without a mark it is the pass before B. B is the selected iteration, so ``[`` and ``]`` walk B while
-A stays. The document (built by :func:`diff_document` from :func:`~fpdebug.tui.pass_diff.pass_diff`):
+A stays. The document (built by :func:`diff_document` from :func:`~fpdebug.views.pass_diff.pass_diff`):
 
 - a title naming both passes and how they relate (same turn, across turns, across runs; swapped
   when A was the later one; "identical" for the same pass);
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from fpdebug.tui.pass_diff import ACTIVE, Change, PassDiff, pass_diff
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, number
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.link_document import Jump, LinkDocument, link_line
+from fpdebug.views.pass_diff import ACTIVE, Change, PassDiff, pass_diff
+from fpdebug.views.session import TraceSession
 
 __all__ = ["DiffView", "diff_document"]
 

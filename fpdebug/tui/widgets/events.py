@@ -32,10 +32,10 @@ from fpdebug.trace.schema import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json, counted, number, plain
 from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView, Part
 from fpdebug.tui.widgets.row_list import RowList
+from fpdebug.views.session import TraceSession
 
 __all__ = ["EventDetail", "EventList", "event_document", "summarize"]
 

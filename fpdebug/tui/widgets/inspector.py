@@ -47,10 +47,10 @@ from fpdebug.trace.schema import (
     StepPointerRecord,
     ToolResultEvent,
 )
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json, number
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.iteration_document import IterationDocument
+from fpdebug.views.session import TraceSession
 
 __all__ = ["LADDER", "PassInspector", "inspect_iteration", "ladder_text", "reason_text", "tool_result_head"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from fpdebug.trace.model import Iteration
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView
+from fpdebug.views.session import TraceSession
 
 __all__ = ["IterationDocument"]
 

@@ -16,10 +16,10 @@ from rich.text import Text
 from textual.cache import LRUCache
 
 from fpdebug.trace.model import LeaseLifetime
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, plain
 from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView
 from fpdebug.tui.widgets.row_list import RowList
+from fpdebug.views.session import TraceSession
 
 __all__ = ["LeaseDetail", "LeaseGantt", "lease_document"]
 

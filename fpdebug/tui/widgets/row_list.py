@@ -28,9 +28,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 
-from fpdebug.tui.query import Query
 from fpdebug.tui.text import plain
 from fpdebug.tui.widgets.line_view import LineView, palette_classes
+from fpdebug.views.query import Query
 
 __all__ = ["RowFilter", "RowList"]
 

@@ -34,11 +34,11 @@ from fpdebug.trace.schema import (
     SkillMapDecl,
     SkillRejectedEvent,
 )
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part, blank
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 from fpdebug.tui.widgets.map_layout import Diagram, MapEdge, edge_tags, layout_map
+from fpdebug.views.session import TraceSession
 
 __all__ = [
     "PATH_LIMIT",

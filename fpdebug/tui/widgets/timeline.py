@@ -1,7 +1,7 @@
 """IterationTimeline: one row per iteration (cursor skill, active count, leases, parks, tools, route, badges).
 
 Rows come from the model's compact facts plus a few facts peeked with orjson from the lines of
-the rows on screen (:mod:`fpdebug.tui.facts`); no pydantic model is built for a row.
+the rows on screen (:mod:`fpdebug.views.facts`); no pydantic model is built for a row.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import NamedTuple
 from rich.style import Style
 from rich.text import Text
 
-from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, plain
 from fpdebug.tui.widgets.row_list import RowList
+from fpdebug.views.session import TraceSession
 
 __all__ = ["BADGE_LETTERS", "IterationTimeline", "timeline_header"]
 

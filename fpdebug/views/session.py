@@ -21,8 +21,8 @@ from fpdebug.trace.model import KIND_CODES, Iteration, LeaseLifetime, Run, RunMo
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.records import InvalidRecord, Record, classify_line
 from fpdebug.trace.schema import RunStartEvent
-from fpdebug.tui.facts import RowFacts, badges_of, invalid_near, row_facts
-from fpdebug.tui.query import Query
+from fpdebug.views.facts import RowFacts, badges_of, invalid_near, row_facts
+from fpdebug.views.query import Query
 
 __all__ = ["CHECK_SLICE", "FIRST_SLICE", "MODEL_SLICE", "RUN_START_CACHE", "TraceSession"]
 

@@ -133,7 +133,7 @@ def badges_of(
         found: More invalid lines, sorted (see :func:`invalid_near`).
     """
     changes = {note.change for note in iteration.engagement_changes}
-    found = {
+    shown = {
         "grant": iteration.has("lease_grant"),
         "prune": iteration.has("lease_prune"),
         "park": "parked" in changes,
@@ -144,4 +144,4 @@ def badges_of(
         "error": facts.errors > 0,
         "invalid": invalid_near(model, iteration, found=found) > 0,
     }
-    return [name for name in BADGES if found[name]]
+    return [name for name in BADGES if shown[name]]

@@ -1,0 +1,128 @@
+"""TraceLoader: the trace screen's background reading, the first load and the tail of a followed file.
+
+Both run in worker threads of the screen (so the screen's worker errors and cancellation cover
+them). They only step the :class:`~fpdebug.views.session.TraceSession` and post
+:mod:`~fpdebug.tui.messages`; the screen's handlers, on the UI thread, bring the widgets up to date.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from textual.message import Message
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from fpdebug.tui.messages import LoadFinished, TraceChecked, TraceGrew
+from fpdebug.views.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
+
+__all__ = [
+    "FIRST_CHUNK",
+    "FIRST_PAINT_WAIT",
+    "FIRST_SLICE",
+    "FOLLOW_INTERVAL",
+    "LOAD_PAUSE",
+    "LOAD_SLICE",
+    "LOAD_SWITCH_INTERVAL",
+    "TraceLoader",
+]
+
+FOLLOW_INTERVAL = 0.05
+"""Seconds between two polls of a followed file (new events show within about this long)."""
+
+FIRST_PAINT_WAIT = 1.0
+"""Seconds the loader waits for the first screen to be painted before it reads on."""
+
+LOAD_SLICE = 5_000
+"""Lines modelled per step of the background load."""
+
+LOAD_PAUSE = 0.002
+"""Seconds the loader sleeps between two slices, so the UI thread gets the interpreter."""
+
+LOAD_SWITCH_INTERVAL = 0.0005
+"""The interpreter's thread switch interval while the loader runs (the default is 5 ms)."""
+
+
+class TraceLoader:
+    """Reads a trace for a screen: the first load (index, model, full check) and then the tail.
+
+    Args:
+        screen: The screen whose workers run the reading and which receives the notices.
+        session: The trace.
+    """
+
+    def __init__(self, screen: Screen[None], session: TraceSession) -> None:
+        self._screen = screen
+        self._session = session
+        self._stop = threading.Event()
+        # Set once the load worker has validated every line it found (then the tail checks new ones).
+        self._backlog_checked = threading.Event()
+        self.first_paint = threading.Event()
+        """Set once the first rows are on screen (the first-screen probe of the benchmarks waits on it)."""
+
+    def _post(self, message: Message) -> None:
+        self._screen.post_message(message)
+
+    def start_load(self) -> None:
+        """Start the first load in a worker (a running one is replaced)."""
+        self._screen.run_worker(self._load, thread=True, exclusive=True, group="load", exit_on_error=False)
+
+    def start_tail(self) -> None:
+        """Start following the file in a worker (a running one is replaced)."""
+        self._screen.run_worker(self._tail, thread=True, exclusive=True, group="tail", exit_on_error=False)
+
+    def stop(self) -> None:
+        """Stop the tail and release a load that waits for the first paint (the screen is going)."""
+        self._stop.set()
+        self.first_paint.set()
+
+    def _load(self) -> None:
+        """Index and model the trace in slices; rows appear as they are modelled."""
+        worker = get_current_worker()
+        session = self._session
+        added = session.index_step(chunk_size=FIRST_CHUNK)
+        session.model_step(limit=FIRST_SLICE)
+        self._post(TraceGrew(added))
+        # The first screen comes first: let the UI thread paint it before the long haul.
+        self.first_paint.wait(FIRST_PAINT_WAIT)
+        # This thread holds the GIL for long stretches; the UI thread, which gives it up at every
+        # poll of the terminal, would otherwise wait a whole switch interval to get it back each
+        # time and keys would lag by seconds. A short interval and a pause per slice keep it lively.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(LOAD_SWITCH_INTERVAL)
+        try:
+            while not session.index_done and not worker.is_cancelled:
+                self._post(TraceGrew(session.index_step()))
+            while not worker.is_cancelled and session.model_step(limit=LOAD_SLICE):
+                self._post(TraceGrew())
+                time.sleep(LOAD_PAUSE)
+            if not worker.is_cancelled:
+                self._post(LoadFinished())
+            # The model read each line's facts only: validate every line in full now, so counts,
+            # badges and filters of invalid lines agree with what opening a line shows.
+            while not worker.is_cancelled and session.check_step():
+                self._post(TraceChecked())
+                time.sleep(LOAD_PAUSE)
+        finally:
+            sys.setswitchinterval(interval)
+        if not worker.is_cancelled:
+            self._backlog_checked.set()
+            self._post(TraceChecked())
+
+    def _tail(self) -> None:
+        """Poll the followed file; announce growth (the notices coalesce); check new lines in full."""
+        worker = get_current_worker()
+        session = self._session
+        while not worker.is_cancelled and not self._stop.is_set():
+            lines, _rows = session.poll()
+            if lines:
+                # Before any checking: the whole-file check of a big trace takes seconds, and new
+                # events must show within a tick of being written.
+                self._post(TraceGrew(lines))
+            # The load worker checks every line it finds, appended ones too, until it catches up;
+            # then new lines are checked here, one slice a tick so polling never waits long.
+            if self._backlog_checked.is_set() and session.check_step():
+                self._post(TraceChecked())
+            self._stop.wait(FOLLOW_INTERVAL)

@@ -1,0 +1,298 @@
+"""One handler per view of the trace screen: its widget, focus and list, and how it follows the selection.
+
+The screen composes each view through its handler, routes the selection and the view's own notices
+(a lease opened, an event highlighted, ``m``, ``B``) to it, and keeps only what the views share:
+the selected iteration, the view on show, the filters and the bars. A handler is keyed by its
+view id in :data:`HANDLERS`; a screen that adds a view adds a handler for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
+
+from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
+from fpdebug.tui.widgets.bars import TextBar
+from fpdebug.tui.widgets.calls import CallView
+from fpdebug.tui.widgets.diff import DiffView
+from fpdebug.tui.widgets.events import EventDetail, EventList
+from fpdebug.tui.widgets.inspector import PassInspector
+from fpdebug.tui.widgets.leases import LeaseDetail, LeaseGantt
+from fpdebug.tui.widgets.row_list import RowList
+from fpdebug.tui.widgets.skill_map import SkillMapView
+from fpdebug.tui.widgets.timeline import IterationTimeline
+
+if TYPE_CHECKING:
+    from fpdebug.tui.screens.trace_screen import TraceScreen
+
+__all__ = [
+    "HANDLERS",
+    "BacktrackHandler",
+    "CallsHandler",
+    "DiffHandler",
+    "EventsHandler",
+    "LeasesHandler",
+    "PassesHandler",
+    "SkillMapHandler",
+    "ViewHandler",
+]
+
+
+class ViewHandler:
+    """What the trace screen asks of one view.
+
+    Args:
+        screen: The screen the view is on.
+    """
+
+    focus: ClassVar[str | None] = None
+    """The selector of the widget that takes the focus when the view is shown."""
+
+    def __init__(self, screen: TraceScreen) -> None:
+        self.screen = screen
+
+    def compose(self) -> Widget:
+        """The view's widget (its id is ``view-<id>``)."""
+        raise NotImplementedError
+
+    def row_list(self) -> RowList | None:
+        """The list ``/``, ``n`` and ``N`` act on in this view (``None``: nothing to filter)."""
+        return None
+
+    def show(self, row: int | None) -> None:
+        """Bring the view up to date with the selected timeline row (``None``: no row yet)."""
+
+
+class _TimelineFiltered(ViewHandler):
+    """A view of the selected iteration whose ``/`` filters the iteration timeline."""
+
+    def row_list(self) -> RowList | None:
+        return self.screen.timeline
+
+
+class PassesHandler(_TimelineFiltered):
+    """The iteration timeline beside the pass inspector of the selected iteration."""
+
+    focus = "#timeline"
+
+    def compose(self) -> Widget:
+        session = self.screen.session
+        return Horizontal(
+            Vertical(
+                TextBar(id="timeline-header"),
+                IterationTimeline(session, id="timeline"),
+                id="timeline-pane",
+            ),
+            PassInspector(session, id="inspector"),
+            id="view-passes",
+        )
+
+    def show(self, row: int | None) -> None:
+        self.screen.query_one("#inspector", PassInspector).show(row)
+
+
+class LeasesHandler(ViewHandler):
+    """The lease Gantt over iterations, its time axis and the detail of the lease under the cursor."""
+
+    focus = "#leases"
+
+    def compose(self) -> Widget:
+        session = self.screen.session
+        return Vertical(
+            Vertical(TextBar(id="lease-axis"), LeaseGantt(session, id="leases"), id="lease-pane"),
+            LeaseDetail(session, id="lease-detail"),
+            id="view-leases",
+        )
+
+    @property
+    def gantt(self) -> LeaseGantt:
+        """The lease Gantt."""
+        return self.screen.query_one("#leases", LeaseGantt)
+
+    def row_list(self) -> RowList | None:
+        return self.gantt
+
+    def show(self, row: int | None) -> None:
+        gantt = self.gantt
+        if row is not None:
+            gantt.set_focus_row(row)
+        detail = self.screen.query_one("#lease-detail", LeaseDetail)
+        detail.show(gantt.cursor if gantt.cursor >= 0 else None)
+        self.update_axis()
+        self.screen.call_after_refresh(self.update_axis)  # the width is known after layout
+
+    def update_axis(self) -> None:
+        """Draw the iteration axis above the Gantt to its current width."""
+        gantt = self.gantt
+        width = gantt.scrollable_content_region.width
+        if width > 0:
+            self.screen.query_one("#lease-axis", TextBar).show(gantt.axis_text(width))
+
+    def cursor_moved(self, row: int) -> None:
+        """The Gantt's cursor is on lease ``row``: show its detail."""
+        self.screen.query_one("#lease-detail", LeaseDetail).show(row)
+
+    def opened(self, row: int) -> None:
+        """Lease ``row`` was opened: go to the pass that pruned it (or granted it) in the Passes view."""
+        span = self.gantt.span(row)
+        target = span.prune if span.prune is not None else span.grant
+        if target is not None:
+            self.screen.select_row(target)
+            self.screen.view = "passes"
+
+
+class CallsHandler(_TimelineFiltered):
+    """The exact prompt of the selected iteration's LLM call by slot, and the reply."""
+
+    focus = "#view-calls"
+
+    def compose(self) -> Widget:
+        return CallView(self.screen.session, id="view-calls")
+
+    def show(self, row: int | None) -> None:
+        self.screen.query_one("#view-calls", CallView).show(row)
+
+
+class EventsHandler(ViewHandler):
+    """The raw trace, one row per line, and the detail of the line under the cursor."""
+
+    focus = "#events"
+
+    def __init__(self, screen: TraceScreen) -> None:
+        super().__init__(screen)
+        # Set while the event cursor selects an iteration, so showing it does not move that cursor.
+        self._syncing = False
+
+    def compose(self) -> Widget:
+        session = self.screen.session
+        return Vertical(
+            EventList(session, id="events"), EventDetail(session, id="event-detail"), id="view-events"
+        )
+
+    @property
+    def events(self) -> EventList:
+        """The event list."""
+        return self.screen.query_one("#events", EventList)
+
+    def row_list(self) -> RowList | None:
+        return self.events
+
+    def show(self, row: int | None) -> None:
+        events = self.events
+        if row is not None and not self._syncing:
+            iteration = self.screen.session.iterations[row]
+            line = events.cursor
+            if not (iteration.first_line <= line <= iteration.last_line):
+                events.move_to_row(iteration.first_line, center=True)
+        if events.cursor >= 0:
+            self.screen.query_one("#event-detail", EventDetail).show(events.cursor)
+
+    def cursor_moved(self, line: int) -> None:
+        """The event cursor is on ``line``: show it, and select the iteration that holds it."""
+        screen = self.screen
+        screen.query_one("#event-detail", EventDetail).show(line)
+        row = screen.session.row_at_line(line)
+        if row is not None and row != screen.selected:
+            self._syncing = True
+            try:
+                screen.selected = row
+            finally:
+                self._syncing = False
+
+    def opened(self) -> None:
+        """A line was opened: move the focus to its detail."""
+        self.screen.query_one("#event-detail", EventDetail).focus()
+
+
+class SkillMapHandler(_TimelineFiltered):
+    """The declared skill map with the cursor's path up to the selected iteration."""
+
+    focus = "#view-skill-map"
+
+    def compose(self) -> Widget:
+        return SkillMapView(self.screen.session, id="view-skill-map")
+
+    def show(self, row: int | None) -> None:
+        self.screen.query_one("#view-skill-map", SkillMapView).show(row)
+
+
+class DiffHandler(_TimelineFiltered):
+    """Two passes compared: A is the marked iteration (or the pass before B), B the selected one."""
+
+    focus = "#view-diff"
+
+    def compose(self) -> Widget:
+        return DiffView(self.screen.session, id="view-diff")
+
+    @property
+    def diff(self) -> DiffView:
+        """The diff view."""
+        return self.screen.query_one("#view-diff", DiffView)
+
+    def show(self, row: int | None) -> None:
+        self.diff.show(row)
+
+    def toggle_mark(self, row: int) -> None:
+        """Mark timeline row ``row`` as A (again on the marked one clears the mark), and say so."""
+        screen = self.screen
+        diff = self.diff
+        label = screen.session.label(screen.session.iterations[row])
+        if diff.mark == row:
+            diff.set_mark(None)
+            screen.app.notify(
+                "Mark cleared: the Diff view compares each pass with the one before.", timeout=3
+            )
+        else:
+            diff.set_mark(row)
+            screen.app.notify(f"{label} marked as A: select B and press 6 for the diff.", timeout=3)
+
+    def compare(self, a_row: int, b_row: int) -> None:
+        """Show rows ``a_row`` (A) and ``b_row`` (B, selected) compared."""
+        screen = self.screen
+        self.diff.set_mark(a_row)
+        screen.select_row(b_row)
+        screen.view = "diff"
+        screen.show_selection()
+
+
+class BacktrackHandler(ViewHandler):
+    """From an answer back to its causes: chains, suspects and causal reruns of one LLM call."""
+
+    focus = "#backtrack-doc"
+
+    def compose(self) -> Widget:
+        return BacktrackPane(self.screen.session, id="view-backtrack")
+
+    @property
+    def pane(self) -> BacktrackPane:
+        """The backtrack pane."""
+        return self.screen.query_one("#view-backtrack", BacktrackPane)
+
+    def show(self, row: int | None) -> None:
+        self.pane.ensure_open()
+
+    def backtrack(self, row: int) -> None:
+        """Backtrack the last LLM call of timeline row ``row`` (or say it made none)."""
+        screen = self.screen
+        iteration = screen.session.iterations[row]
+        lines = iteration.llm_lines
+        if not lines:
+            label = screen.session.label(iteration)
+            screen.app.notify(f"{label} made no LLM call: there is no answer to backtrack.", timeout=3)
+            return
+        self.pane.open(lines[-1])
+        screen.view = "backtrack"
+
+
+HANDLERS: dict[str, type[ViewHandler]] = {
+    "passes": PassesHandler,
+    "leases": LeasesHandler,
+    "calls": CallsHandler,
+    "events": EventsHandler,
+    "skill-map": SkillMapHandler,
+    "diff": DiffHandler,
+    "backtrack": BacktrackHandler,
+}
+"""The handler of each view, by view id."""
