@@ -40,7 +40,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from fpdebug import __version__
 from fpdebug.errors import ExportError
-from fpdebug.export.spans import SpanRecord
+from fpdebug.export.spans import AttributeValue, SpanRecord, attribute
 from fpdebug.trace.redact import default_redactor
 
 __all__ = [
@@ -120,17 +120,18 @@ def to_readable_spans(spans: Sequence[SpanRecord], *, resource: Resource | None 
             if span.parent_span_id is not None
             else None
         )
+        _check_times(span)
         status = Status(StatusCode.UNSET)
         if span.status == "error":
             status = Status(StatusCode.ERROR, redact(span.status_message))
-        events = [Event(e.name, redact(dict(e.attributes)), timestamp=e.time_ns) for e in span.events]
+        events = [Event(e.name, redact(_attributes(e.attributes)), timestamp=e.time_ns) for e in span.events]
         out.append(
             ReadableSpan(
                 name=span.name,
                 context=context,
                 parent=parent,
                 resource=resource,
-                attributes=redact(dict(span.attributes)),
+                attributes=redact(_attributes(span.attributes)),
                 events=events,
                 kind=_KINDS[span.kind],
                 status=status,
@@ -140,6 +141,25 @@ def to_readable_spans(spans: Sequence[SpanRecord], *, resource: Resource | None 
             )
         )
     return out
+
+
+_UINT64_MAX = 2**64 - 1
+
+
+def _attributes(attributes: Mapping[str, object]) -> dict[str, AttributeValue]:
+    # Every value through the one path that knows OTLP's limits: an integer beyond int64 becomes
+    # text (the SDK would log a traceback and drop it), whoever set it.
+    return {key: attribute(value) for key, value in attributes.items()}
+
+
+def _check_times(span: SpanRecord) -> None:
+    times = [span.start_ns, span.end_ns, *(event.time_ns for event in span.events)]
+    for value in times:
+        if not 0 <= value <= _UINT64_MAX:
+            raise ExportError(
+                f"span {span.name!r}: time {value} ns since 1970 cannot be encoded in OTLP "
+                "(unsigned 64 bits: 1970 to 2554); `fpdebug validate` reports the record's time"
+            )
 
 
 def export_request(
