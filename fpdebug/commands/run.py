@@ -168,6 +168,26 @@ def _print_lines(lines: Sequence[str]) -> None:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives until exit
 
 
+EXIT_GRACE = 3.0
+"""Seconds a signalled debugger may take to leave once its run has ended before the process ends anyway."""
+
+
+def _exit_if_stuck(run_ended: threading.Event, left: threading.Event, status: int) -> None:
+    """End the process with ``status`` if the app has not left :data:`EXIT_GRACE` s after its run ended.
+
+    A signal must end the process (issue 18, item 10). The app normally leaves at once; this daemon
+    thread is the backstop for an app whose terminal went away in a way it cannot recover from. It
+    waits for the run's thread first, so the trace is always closed with its ``run_end`` before.
+    """
+
+    def watch() -> None:
+        run_ended.wait()
+        if not left.wait(EXIT_GRACE):
+            os._exit(status)
+
+    threading.Thread(target=watch, name="fpdebug-exit-watch", daemon=True).start()
+
+
 def is_terminal() -> bool:
     """Whether stdin and stdout are a terminal (the debugger needs both)."""
     return sys.stdin.isatty() and sys.stdout.isatty()
@@ -226,6 +246,7 @@ def drive_in_debugger(
         source = TraceSource(trace, "drive", rerun_module=module)
         app = DriveApp(source, reader=reader, keymap=keymap, controller=driver)
         signalled: list[int] = []
+        left = threading.Event()
 
         def quit_on_signal(signum: int) -> None:
             # SIGTERM / SIGHUP: quit as `q` does (the gate writes the event in flight, the run ends
@@ -233,11 +254,13 @@ def drive_in_debugger(
             if not signalled:
                 signalled.append(signum)
                 app.quit_from_signal()
+                _exit_if_stuck(driver.finished, left, 128 + signum)
 
         with ending_signals(quit_on_signal):
             try:
                 app.run()
             finally:
+                left.set()
                 driver.stop()  # the app stops it on exit; this covers an app that never started
                 if not driver.wait(1.0):
                     _say_on_stderr("waiting for the run to end (a model or tool call is in flight)…")

@@ -21,10 +21,13 @@ import base64
 import logging
 import re
 import socket
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
 
+import requests
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -37,14 +40,16 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from fpdebug import __version__
 from fpdebug.errors import ExportError
-from fpdebug.export.spans import SpanRecord
+from fpdebug.export.spans import AttributeValue, SpanRecord, attribute
 from fpdebug.trace.redact import default_redactor
 
 __all__ = [
+    "ANSWER_LIMIT",
     "DEFAULT_SERVICE_NAME",
     "DEFAULT_TIMEOUT",
     "SCOPE_NAME",
     "TRACES_PATH",
+    "DeadlineExporter",
     "SdkLog",
     "capture_sdk_log",
     "export_request",
@@ -69,6 +74,9 @@ TRACES_PATH = "/v1/traces"
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds the HTTP exporter may spend on one request, retries included."""
+
+ANSWER_LIMIT = 64 * 1024
+"""Bytes of a collector's answer (an error page, usually) that are read; the rest is never downloaded."""
 
 _BATCH = 512  # spans per OTLP/HTTP request: small enough for any collector's default body limit
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
@@ -112,17 +120,18 @@ def to_readable_spans(spans: Sequence[SpanRecord], *, resource: Resource | None 
             if span.parent_span_id is not None
             else None
         )
+        _check_times(span)
         status = Status(StatusCode.UNSET)
         if span.status == "error":
             status = Status(StatusCode.ERROR, redact(span.status_message))
-        events = [Event(e.name, redact(dict(e.attributes)), timestamp=e.time_ns) for e in span.events]
+        events = [Event(e.name, redact(_attributes(e.attributes)), timestamp=e.time_ns) for e in span.events]
         out.append(
             ReadableSpan(
                 name=span.name,
                 context=context,
                 parent=parent,
                 resource=resource,
-                attributes=redact(dict(span.attributes)),
+                attributes=redact(_attributes(span.attributes)),
                 events=events,
                 kind=_KINDS[span.kind],
                 status=status,
@@ -132,6 +141,25 @@ def to_readable_spans(spans: Sequence[SpanRecord], *, resource: Resource | None 
             )
         )
     return out
+
+
+_UINT64_MAX = 2**64 - 1
+
+
+def _attributes(attributes: Mapping[str, object]) -> dict[str, AttributeValue]:
+    # Every value through the one path that knows OTLP's limits: an integer beyond int64 becomes
+    # text (the SDK would log a traceback and drop it), whoever set it.
+    return {key: attribute(value) for key, value in attributes.items()}
+
+
+def _check_times(span: SpanRecord) -> None:
+    times = [span.start_ns, span.end_ns, *(event.time_ns for event in span.events)]
+    for value in times:
+        if not 0 <= value <= _UINT64_MAX:
+            raise ExportError(
+                f"span {span.name!r}: time {value} ns since 1970 cannot be encoded in OTLP "
+                "(unsigned 64 bits: 1970 to 2554); `fpdebug validate` reports the record's time"
+            )
 
 
 def export_request(
@@ -186,15 +214,104 @@ def traces_endpoint(url: str) -> str:
 
 def make_exporter(
     endpoint: str, *, headers: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT
-) -> OTLPSpanExporter:
+) -> DeadlineExporter:
     """The SDK's OTLP/HTTP (protobuf) span exporter for ``endpoint`` (see :func:`traces_endpoint`).
+
+    It reads at most :data:`ANSWER_LIMIT` bytes of an answer, and each export ends within
+    ``timeout`` seconds of wall-clock time (:class:`DeadlineExporter`).
 
     Args:
         endpoint: A base or full traces URL.
         headers: Extra request headers; ``None`` lets the SDK read ``OTEL_EXPORTER_OTLP_HEADERS``.
         timeout: Seconds per request, retries included.
     """
-    return OTLPSpanExporter(endpoint=traces_endpoint(endpoint), headers=headers, timeout=timeout)
+    return DeadlineExporter(
+        OTLPSpanExporter(
+            endpoint=traces_endpoint(endpoint), headers=headers, timeout=timeout, session=_BoundedSession()
+        ),
+        timeout,
+    )
+
+
+class _BoundedSession(requests.Session):
+    """A session that reads at most :data:`ANSWER_LIMIT` bytes of an answer (a 200 MB error page costs 64 KB)."""
+
+    def request(
+        self, method: str | bytes, url: str | bytes, *args: object, **kwargs: object
+    ) -> requests.Response:
+        kwargs["stream"] = True  # headers only: the body is read below, up to the limit
+        response = super().request(method, url, *args, **kwargs)  # type: ignore[arg-type]
+        try:
+            response._content = response.raw.read(ANSWER_LIMIT, decode_content=True) or b""
+        except Exception:  # a torn answer body: its status is what matters
+            response._content = b""
+        finally:
+            response.close()
+        return response
+
+
+class DeadlineExporter(SpanExporter):
+    """Wraps a span exporter so that no :meth:`export` call outlives a wall-clock deadline.
+
+    The SDK's timeout bounds each socket read, not the request: a server that answers ``200`` and
+    then sends one header line a second holds it for as long as it likes. Here each export runs in
+    a daemon thread that is abandoned (and its spans reported as not delivered) when the deadline
+    passes. :meth:`start_deadline` lets a caller share one deadline across many exports.
+
+    Args:
+        inner: The exporter doing the work.
+        timeout: Seconds an export may take, when no shared deadline is set.
+    """
+
+    def __init__(self, inner: SpanExporter, timeout: float) -> None:
+        self.inner = inner
+        """The wrapped exporter."""
+        self.timeout = timeout
+        """Seconds an export may take."""
+        self.timed_out = False
+        """Whether an export was abandoned at its deadline."""
+        self._deadline: float | None = None
+
+    def start_deadline(self) -> None:
+        """From now on every export shares one deadline, :attr:`timeout` seconds away."""
+        self._deadline = time.monotonic() + self.timeout
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Export through the wrapped exporter; ``FAILURE`` when the deadline passes first."""
+        deadline = self._deadline if self._deadline is not None else time.monotonic() + self.timeout
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            self.timed_out = True
+            logging.getLogger("opentelemetry.fpdebug").warning(self.timeout_message())
+            return SpanExportResult.FAILURE
+        outcome: list[SpanExportResult] = []
+
+        def run() -> None:
+            try:
+                outcome.append(self.inner.export(spans))
+            except Exception:  # reported as a failed export
+                outcome.append(SpanExportResult.FAILURE)
+
+        worker = threading.Thread(target=run, name="fpdebug-otlp-export", daemon=True)
+        worker.start()
+        worker.join(remaining)
+        if not outcome:
+            self.timed_out = True
+            logging.getLogger("opentelemetry.fpdebug").warning(self.timeout_message())
+            return SpanExportResult.FAILURE
+        return outcome[0]
+
+    def timeout_message(self) -> str:
+        """Why an abandoned export failed."""
+        return f"no complete answer within the {self.timeout:g} s timeout"
+
+    def shutdown(self) -> None:
+        """Shut the wrapped exporter down (its abandoned requests stay with their daemon threads)."""
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Flush the wrapped exporter."""
+        return self.inner.force_flush(timeout_millis)
 
 
 class SdkLog(logging.Handler):
@@ -307,7 +424,7 @@ def send_spans(
         spans: The records.
         endpoint: A base URL (``http://localhost:4318``) or a full traces URL.
         headers: Extra request headers (an API key); ``None`` reads ``OTEL_EXPORTER_OTLP_HEADERS``.
-        timeout: Seconds per request, retries included.
+        timeout: Seconds the whole send may take (wall clock: every batch, retry and read).
         service_name: The ``service.name`` resource attribute.
         producer: The trace's producer, as ``fpdebug.trace.producer``.
         exporter: Use this exporter instead of a new ``OTLPSpanExporter`` (tests).
@@ -322,17 +439,22 @@ def send_spans(
     own = exporter is None
     exporter = exporter if exporter is not None else make_exporter(target, headers=headers, timeout=timeout)
     readable = to_readable_spans(spans, resource=resource_for(service_name=service_name, producer=producer))
+    if isinstance(exporter, DeadlineExporter):
+        exporter.start_deadline()  # one deadline for the whole send, not one per batch or read
     sent = 0
     try:
         with capture_sdk_log() as log:
             for start in range(0, len(readable), _BATCH):
                 batch = readable[start : start + _BATCH]
                 if exporter.export(batch) is not SpanExportResult.SUCCESS:
-                    reason = undelivered_reason(target, log)
+                    if isinstance(exporter, DeadlineExporter) and exporter.timed_out:
+                        reason: str | None = exporter.timeout_message()
+                    else:
+                        reason = undelivered_reason(target, log)
                     why = f": {reason}" if reason else ""
                     raise ExportError(
                         f"{target} did not accept spans {start + 1}-{start + len(batch)} of {len(readable)} "
-                        f"({sent} delivered){why}"
+                        f"({sent} delivered, {len(readable) - sent} not){why}"
                     )
                 sent += len(batch)
     finally:

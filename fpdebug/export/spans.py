@@ -43,6 +43,7 @@ code serves a saved trace (:func:`build_spans`) and a live run (:mod:`fpdebug.ex
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -186,7 +187,11 @@ def time_ns(ts: datetime) -> int:
 
 
 def _ms_ns(ms: float) -> int:
-    return max(round(ms * 1_000_000), 0)
+    # The schema refuses non-finite and huge durations; a record built in memory may still hold
+    # one, and a span without a width is better than an export that stops.
+    if not math.isfinite(ms):
+        return 0
+    return min(max(round(ms * 1_000_000), 0), _INT64[1])
 
 
 def attribute(value: object) -> AttributeValue:

@@ -120,6 +120,7 @@ class OtlpStreamSink:
         producer = producer or f"fpdebug {__version__}"
         self._resource = resource_for(service_name=service_name, producer=producer)
         self._closed = False
+        self._queued = 0
         self.dropped_events = 0
         """Events the span builder could not turn into spans (counted, never raised into the run)."""
 
@@ -135,7 +136,13 @@ class OtlpStreamSink:
 
     @property
     def failed(self) -> int:
-        """Spans that could not be delivered so far."""
+        """Spans that could not be delivered so far; after :meth:`close`, every span not delivered.
+
+        Closed, a span still queued when the processor gave up (its collector never answered in
+        time) counts as failed too: what was not delivered is never reported as a success.
+        """
+        if self._closed:
+            return max(self._exporter.failed, self._queued - self._exporter.exported)
         return self._exporter.failed
 
     def emit(self, event: TraceEvent) -> None:
@@ -175,6 +182,7 @@ class OtlpStreamSink:
 
     def _queue(self, spans: list[SpanRecord]) -> None:
         for span in to_readable_spans(spans, resource=self._resource):
+            self._queued += 1
             self._processor.on_end(span)
 
     def __enter__(self) -> OtlpStreamSink:

@@ -21,6 +21,7 @@ raise :class:`~fpdebug.errors.TraceError`.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
@@ -28,6 +29,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
+
+import orjson
 
 from fpdebug.errors import TraceError, TraceFormatError
 from fpdebug.trace.index import DEFAULT_CHUNK_SIZE, LineIndex
@@ -47,7 +50,7 @@ from fpdebug.trace.records import (
 )
 from fpdebug.trace.schema import TraceHeader
 
-__all__ = ["DEFAULT_CACHE_SIZE", "ProblemScanner", "TraceReader"]
+__all__ = ["DEFAULT_CACHE_SIZE", "ProblemScanner", "TraceReader", "line_form_problems"]
 
 DEFAULT_CACHE_SIZE = 4096
 """Parsed records kept by a reader (least recently used dropped first)."""
@@ -302,7 +305,9 @@ class TraceReader:
     def iter_problems(self, *, progress: Callable[[int, int], None] | None = None) -> Iterator[Problem]:
         """Refresh, then validate every line; yield each problem in file order.
 
-        Problems: invalid lines (``invalid``), unknown kinds (``unknown-kind``), places where
+        Problems: invalid lines (``invalid``, or ``non-finite`` / ``out-of-range`` when that is all
+        that is wrong), a key twice in one object (``duplicate-key``), a CRLF line end (``crlf``),
+        unknown kinds (``unknown-kind``), places where
         ``seq`` is not the previous one plus one (``seq``; a bad line whose seq cannot be read may
         account for one missing seq, so it is not reported twice), and a torn tail (``torn-tail``).
 
@@ -312,10 +317,13 @@ class TraceReader:
         self.refresh()
         total = len(self)
         scanner = ProblemScanner(self)
-        for line, record in self.iter_records(1):
+        for line, offset, raw in self.iter_raw(1):
             if progress is not None and line % 10_000 == 0:
                 progress(line, total)
+            record = classify_line(line, offset, raw)
             yield from scanner.check(line, record)
+            if not isinstance(record, InvalidRecord):
+                yield from line_form_problems(line, offset, raw)
         if progress is not None:
             progress(total, total)
         yield from scanner.finish()
@@ -444,7 +452,7 @@ class ProblemScanner:
         if isinstance(record, TraceHeader):
             return problems
         if isinstance(record, InvalidRecord):
-            problems.append(Problem(line, record.offset, "invalid", record.error))
+            problems.append(Problem(line, record.offset, record.code, record.error))
             seq = record.seq
         elif isinstance(record, OpaqueRecord):
             problems.append(
@@ -478,6 +486,62 @@ class ProblemScanner:
         """The torn tail, if the file ends with an unfinished line."""
         torn = self.reader.torn_tail()
         return [] if torn is None else [Problem(torn.line, torn.offset, "torn-tail", torn.describe())]
+
+
+def line_form_problems(line: int, offset: int, raw: bytes) -> list[Problem]:
+    """What is wrong with how a line that reads as a record is written: a CRLF end, a key twice.
+
+    fpdebug never writes either. A CRLF means another program rewrote the file; a key twice in one
+    object is read differently by different JSON parsers (fpdebug keeps the last), so what a
+    trace says would depend on who reads it. Both are problems (``validate`` exits 1).
+
+    Args:
+        line: The line number.
+        offset: The byte offset of the line.
+        raw: The line without its newline.
+    """
+    problems: list[Problem] = []
+    if raw.endswith(b"\r"):
+        problems.append(
+            Problem(line, offset, "crlf", "the line ends with CRLF, not LF (rewritten by another tool?)")
+        )
+    duplicate = _duplicate_key(raw)
+    if duplicate is not None:
+        problems.append(
+            Problem(
+                line,
+                offset,
+                "duplicate-key",
+                f"the key {duplicate!r} occurs twice in one object (JSON readers disagree on which counts; "
+                "fpdebug reads the last)",
+            )
+        )
+    return problems
+
+
+def _duplicate_key(raw: bytes) -> str | None:
+    # Fast path: what fpdebug writes reads back and re-encodes to the same bytes, which a line with a
+    # key twice cannot (the second value replaces the first and the line gets shorter).
+    try:
+        if orjson.dumps(orjson.loads(raw)) == raw:
+            return None
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        seen: set[str] = set()
+        for key, _value in items:
+            if key in seen and not found:
+                found.append(key)
+            seen.add(key)
+        return dict(items)
+
+    try:
+        json.loads(raw, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
 
 
 def _open_for_reading(path: Path) -> int:

@@ -21,6 +21,7 @@ writer writes such text the same way, so a trace never holds one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable
@@ -111,6 +112,9 @@ class InvalidRecord:
     """The ``kind`` the line claims, when it parsed far enough to tell."""
     seq: int | None = None
     """The ``seq`` the line claims, when it parsed far enough to tell."""
+    code: ProblemCode = "invalid"
+    """The problem it is: ``non-finite`` (NaN, Infinity, a number beyond a double), ``out-of-range``
+    (a time or duration no exporter can carry), else ``invalid``."""
 
 
 Record: TypeAlias = Union[TraceHeader, TraceEvent, OpaqueRecord, InvalidRecord]  # noqa: UP007
@@ -132,8 +136,10 @@ class Peek(NamedTuple):
     """The ``iteration`` field."""
 
 
-ProblemCode: TypeAlias = Literal["invalid", "unknown-kind", "seq", "torn-tail"]
-"""What kind of problem a :class:`Problem` is."""
+ProblemCode: TypeAlias = Literal[
+    "invalid", "non-finite", "out-of-range", "duplicate-key", "crlf", "unknown-kind", "seq", "torn-tail"
+]
+"""What kind of problem a :class:`Problem` is (docs/guide/reliability.md lists them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +151,8 @@ class Problem:
     offset: int
     """The byte offset of the line's first byte."""
     code: ProblemCode
-    """``invalid``, ``unknown-kind``, ``seq`` (a gap, repeat or reorder) or ``torn-tail``."""
+    """``invalid`` (or, more precisely, ``non-finite`` / ``out-of-range``), ``duplicate-key``, ``crlf``,
+    ``unknown-kind``, ``seq`` (a gap, repeat or reorder) or ``torn-tail``."""
     message: str
     """One sentence (may quote untrusted text: display through ``inert_line``)."""
 
@@ -244,21 +251,55 @@ def classify_line(line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueReco
         raw: The line without its newline.
     """
     try:
-        return EVENT_ADAPTER.validate_json(raw)
+        event = EVENT_ADAPTER.validate_json(raw)
     except ValidationError as error:
         repaired = _without_lone_surrogates(raw)
         if repaired is not None:
             try:
-                return EVENT_ADAPTER.validate_json(repaired)
+                event = EVENT_ADAPTER.validate_json(repaired)
             except ValidationError:
-                pass  # explained from the line as written
-        return _explain(line, offset, raw, error)
+                return _explain(line, offset, raw, error)  # explained from the line as written
+        else:
+            return _explain(line, offset, raw, error)
+    if _MAYBE_NON_FINITE.search(raw) is not None and _holds_non_finite(raw):
+        # pydantic's parser reads NaN, Infinity and 1e400 into free-form fields (tool arguments,
+        # options); they are not JSON, and no exporter can encode them.
+        preview = raw[:PREVIEW_BYTES].decode("utf-8", "backslashreplace")
+        message = f"{event.kind} record holds NaN, Infinity or a number beyond a double (not JSON)"
+        return InvalidRecord(line, offset, len(raw), message, preview, event.kind, event.seq, "non-finite")
+    return event
+
+
+_MAYBE_NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE]\+?[0-9]{3}")
+
+
+def _holds_non_finite(raw: bytes) -> bool:
+    found = False
+
+    def constant(_name: str) -> float:
+        nonlocal found
+        found = True
+        return 0.0
+
+    def number(text: str) -> float:
+        nonlocal found
+        value = float(text)
+        found = found or not math.isfinite(value)
+        return value
+
+    try:
+        json.loads(raw, parse_constant=constant, parse_float=number)
+    except ValueError:
+        return False  # not JSON for another reason: the validator's verdict stands
+    return found
 
 
 def _explain(line: int, offset: int, raw: bytes, error: ValidationError) -> OpaqueRecord | InvalidRecord:
-    def invalid(message: str, *, kind: str | None = None, seq: int | None = None) -> InvalidRecord:
+    def invalid(
+        message: str, *, kind: str | None = None, seq: int | None = None, code: ProblemCode = "invalid"
+    ) -> InvalidRecord:
         preview = raw[:PREVIEW_BYTES].decode("utf-8", "backslashreplace")
-        return InvalidRecord(line, offset, len(raw), message, preview, kind, seq)
+        return InvalidRecord(line, offset, len(raw), message, preview, kind, seq, code)
 
     if not raw.strip():
         return invalid("empty line")
@@ -269,7 +310,9 @@ def _explain(line: int, offset: int, raw: bytes, error: ValidationError) -> Opaq
     try:
         data = loads_lenient(raw)
     except orjson.JSONDecodeError as bad:
-        return invalid(f"not valid JSON: {bad}")
+        # NaN, Infinity or 1e400 where a number belongs is named apart (what some encoders write
+        # for a float); with anything else wrong as well, the line is just invalid.
+        return invalid(f"not valid JSON: {bad}", code=_code_of(error))
     if not isinstance(data, dict):
         return invalid(f"not a JSON object (a JSON {_json_type(data)})")
     kind = data.get("kind")
@@ -281,7 +324,19 @@ def _explain(line: int, offset: int, raw: bytes, error: ValidationError) -> Opaq
     if kind not in EVENT_KINDS:
         return OpaqueRecord(line, offset, kind, data)
     summary = _summarise(error, skip=kind)
-    return invalid(f"{kind} record does not match the schema: {summary}", kind=kind, seq=seq)
+    return invalid(
+        f"{kind} record does not match the schema: {summary}", kind=kind, seq=seq, code=_code_of(error)
+    )
+
+
+def _code_of(error: ValidationError) -> ProblemCode:
+    # The most precise code every error of the line agrees on; a mix is just "invalid".
+    types = {item["type"] for item in error.errors(include_url=False, include_input=False)}
+    if types == {"finite_number"}:
+        return "non-finite"
+    if types == {"out_of_range"}:
+        return "out-of-range"
+    return "invalid"
 
 
 def _summarise(error: ValidationError, *, skip: str | None = None, limit: int = 3) -> str:

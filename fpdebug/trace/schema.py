@@ -18,15 +18,20 @@ Bump :data:`SCHEMA_VERSION` when a change would make an older reader misread a n
 
 from __future__ import annotations
 
-from datetime import datetime
+import math
+from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic_core import PydanticCustomError
 
 __all__ = [
+    "EARLIEST",
     "EVENT_ADAPTER",
     "EVENT_KINDS",
     "FORMAT",
+    "LATEST",
+    "MAX_DURATION_MS",
     "SCHEMA_VERSION",
     "ActiveReason",
     "AnswerAssessmentRow",
@@ -38,6 +43,7 @@ __all__ = [
     "CursorMoveEvent",
     "DeclaredSource",
     "DeliveryLease",
+    "DurationMs",
     "EdgeDecl",
     "EffectJudgment",
     "EngagementChange",
@@ -89,6 +95,7 @@ __all__ = [
     "StepChange",
     "StepPointerRecord",
     "StoppedEarly",
+    "Timestamp",
     "ToolCallRecord",
     "ToolResultEvent",
     "ToolResultStatus",
@@ -153,10 +160,50 @@ def _is_empty(value: object) -> bool:
     return not value
 
 
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+"""The earliest ``ts`` a trace may hold: OTLP times are unsigned nanoseconds since 1970."""
+
+LATEST = datetime(2262, 4, 11, tzinfo=UTC)
+"""The latest ``ts`` a trace may hold: nanoseconds since 1970 still fit in 63 bits up to this day."""
+
+MAX_DURATION_MS = 1e12
+"""The longest ``latency_ms`` / ``duration_ms`` a record may hold (about 31 years)."""
+
+
+def _in_time_range(value: datetime) -> datetime:
+    # A naive time is read as UTC, as every exporter does.
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    if not EARLIEST <= aware < LATEST:
+        raise PydanticCustomError(
+            "out_of_range",
+            "time {time} is out of range (1970-01-01 to 2262-04-10: nanoseconds since 1970 in 63 bits)",
+            {"time": value.isoformat()},
+        )
+    return value
+
+
+def _in_duration_range(value: float) -> float:
+    # NaN and infinity are refused before this (allow_inf_nan=False); math.isfinite is a second guard.
+    if not (math.isfinite(value) and 0 <= value <= MAX_DURATION_MS):
+        raise PydanticCustomError(
+            "out_of_range", "duration {value} ms is out of range (0 to 1e12 ms)", {"value": value}
+        )
+    return value
+
+
+Timestamp = Annotated[datetime, AfterValidator(_in_time_range)]
+"""A ``ts``: a time OTLP can carry (see :data:`EARLIEST`, :data:`LATEST`)."""
+
+DurationMs = Annotated[float, AfterValidator(_in_duration_range)]
+"""A wall time in milliseconds: finite, from 0 to :data:`MAX_DURATION_MS`."""
+
+
 class Frozen(BaseModel):
     """Base of every record and sub-record: immutable, and strict about unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # allow_inf_nan=False: NaN and Infinity are not JSON; a number that overflows a double (1e400)
+    # is refused with them, as "finite_number" (a non-finite problem, docs/guide/reliability.md).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -938,7 +985,7 @@ class TraceHeader(Frozen):
     """The schema the file was written with."""
     producer: str
     """The writing program and version (``fpdebug 0.1.0``)."""
-    created: datetime
+    created: Timestamp
     """When the file was created (UTC, from the injected clock)."""
     source: ImportSource | None = None
     """Set only by an importer: the recording this trace was made from."""
@@ -951,7 +998,7 @@ class _Event(Frozen):
     """The record kind; first on the line so a reader can peek at it without parsing the rest."""
     seq: int = Field(ge=1)
     """Position in the trace: dense, from 1 (line 0 is the header)."""
-    ts: datetime
+    ts: Timestamp
     """When the engine emitted the event (UTC, from the injected clock)."""
     run_id: str
     """The run the event belongs to."""
@@ -1126,7 +1173,7 @@ class LlmCallEvent(_Event):
     """What came back; ``None`` when the call failed."""
     error: ErrorInfo | None = None
     """Why the call failed."""
-    latency_ms: float = 0.0
+    latency_ms: DurationMs = 0.0
     """Wall time of the call, from the injected clock."""
     route: Literal["tool-calls", "final"] | None = None
     """The route decided after the reply."""
@@ -1156,7 +1203,7 @@ class ToolResultEvent(_Event):
     """``read_skill`` calls: what the gate decided."""
     error: ErrorInfo | None = None
     """When the tool raised or timed out."""
-    duration_ms: float = 0.0
+    duration_ms: DurationMs = 0.0
     """Wall time of the call, from the injected clock."""
     coverage: str | None = None
     """The coverage the tool declared for its result (``first 50 of 300``…), when it declared one."""

@@ -22,6 +22,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.screen import Screen
 
 from fpdebug.trace.reader import TraceReader
@@ -141,6 +142,13 @@ class FpdebugApp(App[None]):
             )
         self.session = TraceSession(reader)
         """The trace."""
+
+    def get_driver_class(self) -> type[Driver]:
+        # Textual's Linux driver hangs the app for good once its terminal is closed (see
+        # fpdebug.tui.hangup); this one lets the app shut down, so a closed terminal ends the process.
+        from fpdebug.tui.hangup import hang_up_safe
+
+        return hang_up_safe(super().get_driver_class())
 
     def get_default_screen(self) -> Screen:
         return self.SCREEN_CLASS(self.session, mode=self.source.mode, source_name=self.source.path.name)

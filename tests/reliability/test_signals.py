@@ -9,6 +9,7 @@ working when SIGTERM arrives ends the same way.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
@@ -53,14 +54,21 @@ def wait_until(condition, what: str, *, timeout: float = WAIT) -> None:
 class Terminal:
     """``python -m fpdebug ARGS`` on the slave side of a pseudo-terminal; the master side is drained."""
 
-    def __init__(self, *args: str, cwd: Path) -> None:
+    def __init__(self, *args: str, cwd: Path, controlling: bool = False) -> None:
+        """``controlling``: the terminal becomes the app's controlling terminal, as in a tmux pane or an
+        ssh session, so closing it (:meth:`hang_up`) makes the kernel send SIGHUP itself."""
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
         env = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
         env.update(TERM="xterm-256color", LANG="C.UTF-8", PYTHONPATH=str(ROOT))
+
+        def take_the_terminal() -> None:  # in the child, after its setsid
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
         self.process = subprocess.Popen(
             [sys.executable, "-m", "fpdebug", *args],
             stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, start_new_session=True,
+            preexec_fn=take_the_terminal if controlling else None,
         )  # fmt: skip
         os.close(slave)
         self.output = bytearray()
@@ -153,6 +161,72 @@ def test_a_hang_up_ends_a_driven_run_with_run_end_interrupted(tmp_path: Path) ->
     finally:
         terminal.kill()
     assert_ended_interrupted(trace)
+
+
+EXIT_LIMIT = 5.0
+"""Seconds a process may take to go once its terminal is closed (it takes about one)."""
+
+
+def process_gone(process: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether ``process`` exited (and was reaped: its pid is gone) within ``timeout`` seconds."""
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return not Path(f"/proc/{process.pid}").exists()
+
+
+@pytest.mark.parametrize(
+    "command", [("run", "zone-trap", "--tui"), ("demo", "zone-trap")], ids=["run-tui", "demo"]
+)
+def test_closing_the_terminal_ends_the_process(tmp_path: Path, command: tuple[str, ...]) -> None:
+    # Issue 18, item 10: a killed tmux pane left the process alive for hours, its trace ended but
+    # its event loop blocked on the output of a terminal that no longer existed.
+    terminal = Terminal(*command, "--trace", "run.fptrace.jsonl", cwd=tmp_path, controlling=True)
+    trace = tmp_path / "run.fptrace.jsonl"
+    try:
+        wait_until(lambda: trace.exists() and ("pass", None) in kinds(trace), "the run paused at a pass")
+        wait_until(lambda: "paused at T1·I1" in terminal.text(), "the screen shows the paused run")
+        terminal.hang_up()  # the kernel hangs up: SIGHUP, and every later write fails
+        gone = process_gone(terminal.process, EXIT_LIMIT)
+        threads = "" if gone else str(os.listdir(f"/proc/{terminal.process.pid}/task"))
+        assert gone, f"the process outlived its terminal by {EXIT_LIMIT:.0f} s (threads {threads})"
+    finally:
+        terminal.kill()
+    assert terminal.process.returncode == 128 + signal.SIGHUP
+    assert_ended_interrupted(trace)
+
+
+@pytest.mark.anyio
+async def test_the_debugger_keeps_drawing_into_a_closed_terminal_without_blocking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The deterministic form of the hang above. Textual's Linux driver writes through a thread and
+    # a queue of 30; the first write to a closed terminal (EIO) ended that thread, so the 31st write
+    # blocked the app's event loop for good, and with it every signal's clean exit.
+    from textual.drivers._writer_thread import WriterThread
+
+    from fpdebug.tui.app import FpdebugApp
+
+    master, slave = pty.openpty()
+    os.close(master)  # the terminal is gone: every write to its slave side fails with EIO
+    gone = os.fdopen(slave, "w", encoding="utf-8")
+    monkeypatch.setattr(sys, "__stderr__", gone)  # where Textual's driver writes the screen
+    try:
+        app = FpdebugApp(ROOT / "sample_traces" / "support.fptrace.jsonl")
+        driver = app.driver_class(app)
+        writer = WriterThread(driver._file)  # what the driver's start_application_mode makes
+        writer.start()
+        frames = threading.Thread(
+            target=lambda: [writer.write("\x1b[H frame\n") for _ in range(200)], daemon=True
+        )
+        frames.start()
+        frames.join(timeout=10)
+        assert not frames.is_alive(), "drawing into a closed terminal blocked"
+        writer.stop()
+    finally:
+        with contextlib.suppress(OSError):
+            gone.close()
 
 
 def test_sigterm_twice_still_ends_a_driven_run_once(tmp_path: Path) -> None:
