@@ -27,8 +27,9 @@ What is matched by default (:data:`BUILTIN_RULES`):
 - the literal values of ``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY`` and of every environment variable
   named in ``FPDEBUG_REDACT_ENV`` (comma-separated) or passed as ``env_vars``, raw or spelled as JSON
   spells them (escaped quotes and backslashes, ``\uXXXX``) in JSON text held in strings down to
-  :data:`MAX_DEPTH` levels; values shorter than :data:`MIN_LITERAL` characters are ignored
-  (redacting every ``abc`` would destroy the trace);
+  :data:`MAX_DEPTH` levels (in a decoded string the value itself is matched first, so a backslash or
+  quote the string holds next to it is kept); values shorter than :data:`MIN_LITERAL` characters are
+  ignored (redacting every ``abc`` would destroy the trace);
 - user patterns: ``FPDEBUG_REDACT_PATTERNS`` (one regular expression per line) and ``patterns``.
   A pattern with a group named ``secret`` redacts that group only, otherwise the whole match.
 
@@ -128,6 +129,7 @@ MIN_LITERAL = 8
 """Shorter configured values are not redacted (they would match ordinary text everywhere)."""
 
 _V = TypeVar("_V")
+_Matcher = re.Pattern[str]
 
 
 class Redactor:
@@ -154,7 +156,16 @@ class Redactor:
         redactor.redact("Authorization: Bearer abc.def.123")  # 'Authorization: Bearer [redacted]'
     """
 
-    __slots__ = ("_builtin", "_has_form", "_literals", "_might_match", "_patterns", "replacement")
+    __slots__ = (
+        "_builtin",
+        "_forms_at",
+        "_has_form",
+        "_literals",
+        "_might_match",
+        "_patterns",
+        "_values",
+        "replacement",
+    )
 
     def __init__(
         self,
@@ -184,6 +195,9 @@ class Redactor:
             re.compile("|".join(re.escape(v) for v in spellings)) if spellings else None
         )
         self._has_form = _literal_matcher(forms)
+        self._values: _Matcher | None
+        self._forms_at: _Matcher | None
+        self._values, self._forms_at = _decoded_matchers(values, forms)
         triggers = (
             [*(lit for rule in BUILTIN_RULES for lit in rule.trigger_literals()), PEM_TRIGGER]
             if builtin
@@ -251,9 +265,13 @@ class Redactor:
         Returns:
             The text with every match replaced (the same object when nothing matched).
         """
+        return self._redact_plain(text, decoded=False)
+
+    def _redact_plain(self, text: str, *, decoded: bool) -> str:
+        """Plain text; ``decoded``: a JSON string's decoded content, its backslashes and quotes its own."""
         if self._clean(text):
             return text
-        spans = self._builtin_spans(text, in_json=False)[0] + self._other_spans(text)
+        spans = self._builtin_spans(text, in_json=False)[0] + self._other_spans(text, decoded=decoded)
         return _replace(text, spans, self.replacement) if spans else text
 
     def redact_json(self, text: str) -> str:
@@ -319,9 +337,11 @@ class Redactor:
         """A string's content: redacted as JSON when it is a JSON text (to MAX_DEPTH), else as text."""
         if self._clean(text):
             return text
-        if depth <= MAX_DEPTH and _looks_like_json(text) and _parses(text) is not False:
+        parses = _looks_like_json(text) and _parses(text) is not False
+        if parses and depth <= MAX_DEPTH:
             return self._checked(text, self._redact_json(text, depth))
-        return self.redact(text)
+        # JSON text too deep to redact as JSON keeps its escapes: an escaped spelling is the value.
+        return self._redact_plain(text, decoded=not parses)
 
     def _respelled(self, text: str, depth: int) -> str:
         """``text`` with every string that spells a name character as a \\u escape re-spelled plainly
@@ -467,11 +487,13 @@ class Redactor:
                     at = text.find(anchor, at + 1)
         return spans, quotes.deferred
 
-    def _other_spans(self, text: str) -> list[tuple[int, int]]:
+    def _other_spans(self, text: str, *, decoded: bool = False) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
         if self._builtin and PEM_TRIGGER in text:
             spans.extend(match.span("secret") for match in PEM_PRIVATE_KEY.finditer(text))
-        if self._literals is not None:
+        if decoded and self._values is not None and self._forms_at is not None:
+            spans.extend(_values_first(text, self._values, self._forms_at))
+        elif self._literals is not None:
             spans.extend(match.span() for match in self._literals.finditer(text))
         for pattern in self._patterns:
             has_group = "secret" in pattern.groupindex
@@ -480,6 +502,30 @@ class Redactor:
                 if span[0] < span[1]:
                     spans.append(span)
         return spans
+
+
+def _decoded_matchers(values: list[str], forms: list[str]) -> tuple[_Matcher | None, _Matcher | None]:
+    """The values, and their escaped spellings as a lookahead (a spelling at every start), for text
+    decoded from a JSON string; ``(None, None)`` when no value has a spelling of its own."""
+    if not values or not forms:
+        return None, None
+    spellings = "|".join(re.escape(form) for form in forms)
+    return re.compile("|".join(re.escape(value) for value in values)), re.compile(f"(?=({spellings}))")
+
+
+def _values_first(text: str, values: re.Pattern[str], forms_at: re.Pattern[str]) -> list[tuple[int, int]]:
+    """The configured values in decoded text, then their escaped spellings where they overlap none.
+
+    In a decoded string a backslash or quote is a character of the text, not an escape. An escaped spelling that starts earlier (``\\\\value`` for a value starting with a backslash,
+    ``\\"value`` for one starting with a quote) would otherwise win in ``\\`` + ``\\value`` and take
+    the backslash the text holds with the value; redacting the value itself removes that spelling too.
+    """
+    spans = [match.span() for match in values.finditer(text)]
+    for match in forms_at.finditer(text):
+        start, end = match.span(1)
+        if all(end <= a or start >= b for a, b in spans):
+            spans.append((start, end))
+    return spans
 
 
 def default_redactor() -> Redactor:

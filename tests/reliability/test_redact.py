@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fpdebug.errors import ConfigError
@@ -774,6 +774,34 @@ def test_a_configured_value_is_redacted_at_every_depth(secret: str, depth: int, 
     assert value == REPLACEMENT
 
 
+@pytest.mark.parametrize(
+    "secret",
+    ["\\\u00c4-secret-0", '"\u00c4-secret-0', 'q"\u00c4-secret-0', "\u00c4-secret-0\\", '\u00c4-secret-0"'],
+)
+@pytest.mark.parametrize("around", ["\\", '"', "\\\\", "{\\"])  # "{\\": not JSON, though it starts like it
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_the_characters_next_to_a_configured_value_are_kept(
+    secret: str, around: str, depth: int, ascii_only: bool
+) -> None:
+    """A value that starts or ends with a backslash or a quote, next to the same characters in a
+    string: the string's own characters are kept, only the value becomes the replacement (an escaped
+    spelling of the value, ``\\\\value``, must not swallow the backslash before ``\\value``)."""
+    redactor = Redactor.from_env({"DB_PASS": secret, ENV_LIST_VAR: "DB_PASS"})
+    text = around + secret + around
+    for level in range(depth):
+        text = json.dumps({"note": text, "level": level}, ensure_ascii=ascii_only)
+    line = json.dumps({"kind": "tool_result", "result": text}, ensure_ascii=ascii_only)
+    out = redactor.redact_line(line.encode())
+    value = json.loads(out)["result"]
+    for _level in range(depth):
+        value = json.loads(value)["note"]
+    assert value == around + REPLACEMENT + around
+    assert redactor.redact_value({"result": around + secret + around}) == {
+        "result": around + REPLACEMENT + around
+    }
+
+
 # ----------------------------------------------------------------------------------------------
 # The property: any characters, any key spelling, any depth
 
@@ -854,6 +882,8 @@ def _check(out: object, levels: list[dict[str, object]]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_LEVEL, min_size=1, max_size=4), _LITERAL)
+# Found by this property: a backslash the string holds before a value that starts with one.
+@example(levels=[([], [("a", "\\", True)], 0, False, False)], literal="\\\u00c4000000")
 def test_secret_values_of_any_characters_at_any_depth_leave_no_trace(
     levels: list[tuple], literal: str
 ) -> None:
