@@ -319,8 +319,8 @@ class SdkProvider(ABC):
     """The model asked."""
     base_url: str | None
     """The endpoint given to the constructor (``None``: the SDK's default)."""
-    timeout: float
-    """Seconds before a request is abandoned."""
+    timeout: float | None
+    """Seconds before a request is abandoned (``None``: the SDK's default)."""
     malformed_args: MalformedArgs
     """What to do with tool-call arguments that are not a JSON object."""
     _secret: str | None
@@ -361,7 +361,8 @@ class SdkProvider(ABC):
         except errors.status as exc:
             raise self._error(self._status_message(exc), status=getattr(exc, "status_code", None)) from None
         except errors.timeout:
-            raise self._error(f"request timed out after {self.timeout:g}s") from None
+            after = f"after {self.timeout:g}s" if self.timeout is not None else "(the SDK's default timeout)"
+            raise self._error(f"request timed out {after}") from None
         except errors.connection as exc:
             raise self._error(f"could not reach {self._client.base_url}: {_cause(exc)}") from None
         except errors.other as exc:
