@@ -57,7 +57,7 @@ def test_legacy_max_tokens_is_the_switch_for_old_servers(fake_server: FakeServer
     subject.complete(HELLO)
     body = fake_server.requests[0].json()
     assert body["max_tokens"] == 100 and "max_completion_tokens" not in body
-    assert subject.options == {"legacy_max_tokens": True}
+    assert subject.run_options == {"legacy_max_tokens": True}
 
 
 def test_openai_base_url_from_the_environment_needs_no_key(
@@ -165,7 +165,7 @@ def test_openai_reasoning_effort_is_sent_and_recorded(fake_server: FakeServer) -
     )
     subject.complete(HELLO)
     assert fake_server.requests[0].json()["reasoning_effort"] == "high"
-    assert subject.options == {"reasoning_effort": "high"}
+    assert subject.run_options == {"reasoning_effort": "high"}
 
 
 def test_anthropic_thinking_and_prompt_caching(fake_server: FakeServer) -> None:
@@ -195,4 +195,4 @@ def test_anthropic_thinking_and_prompt_caching(fake_server: FakeServer) -> None:
         {"type": "text", "text": "You are a support agent.", "cache_control": {"type": "ephemeral"}},
         {"type": "text", "text": "\n\nHeadquarters: Oslo."},
     ]
-    assert subject.options == {"thinking": thinking, "cache_prompt": True}
+    assert subject.run_options == {"thinking": thinking, "cache_prompt": True}

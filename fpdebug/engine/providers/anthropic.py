@@ -93,7 +93,7 @@ class AnthropicProvider(SdkProvider):
                 or ``keep`` them in ``raw_args`` (see :mod:`fpdebug.engine.providers.base`).
             name: the provider name recorded in the trace.
             thinking: extended thinking, sent as given (``{"type": "enabled", "budget_tokens": 2048}``)
-                and listed in :attr:`options`.
+                and listed in :attr:`run_options`.
             cache_prompt: end the stable prefix of the system prompt (the agent's own prompt, always
                 on) with a ``cache_control`` breakpoint so the API caches it (:func:`stable_prefix_length`).
 
@@ -129,7 +129,7 @@ class AnthropicProvider(SdkProvider):
         )
 
     @property
-    def options(self) -> dict[str, Any]:
+    def run_options(self) -> dict[str, Any]:
         """The settings worth recording in ``run_start.options`` (thinking, prompt caching)."""
         recorded: dict[str, Any] = {}
         if self.thinking is not None:

@@ -102,7 +102,7 @@ class OpenAIProvider(SdkProvider):
             legacy_max_tokens: send the budget as ``max_tokens`` (old servers) instead of
                 ``max_completion_tokens``.
             reasoning_effort: sent as ``reasoning_effort`` (``low``, ``medium``, ``high``) to a
-                reasoning model, and listed in :attr:`options`.
+                reasoning model, and listed in :attr:`run_options`.
 
         Raises:
             ProviderError: no key, no ``OPENAI_API_KEY`` and no base URL.
@@ -135,7 +135,7 @@ class OpenAIProvider(SdkProvider):
         self._client: openai.OpenAI = openai.OpenAI(api_key=key, base_url=self.base_url, **client_options)
 
     @property
-    def options(self) -> dict[str, Any]:
+    def run_options(self) -> dict[str, Any]:
         """The settings worth recording in ``run_start.options`` (reasoning effort, legacy budget)."""
         recorded: dict[str, Any] = {}
         if self.reasoning_effort is not None:
