@@ -86,7 +86,8 @@ def _turn_start_summary(record: TurnStartEvent) -> str:
 @_summary.register
 def _turn_end_summary(record: TurnEndEvent) -> str:
     early = f" · stopped early ({record.stopped_early.reason})" if record.stopped_early else ""
-    return f"answer: {clip(record.final_content, 300)}{early}"
+    refused = f" · REFUSED ({clip(record.refusal, 40)})" if record.refusal else ""
+    return f"answer: {clip(record.final_content, 300)}{early}{refused}"
 
 
 @_summary.register
