@@ -20,8 +20,10 @@ from tests.fakeservers import (
     FakeServer,
     RecordedRequest,
     anthropic_message,
+    anthropic_stream,
     openai_completion,
     openai_error,
+    openai_stream,
     reply_with,
 )
 
@@ -196,3 +198,43 @@ def test_anthropic_thinking_and_prompt_caching(fake_server: FakeServer) -> None:
         {"type": "text", "text": "\n\nHeadquarters: Oslo."},
     ]
     assert subject.run_options == {"thinking": thinking, "cache_prompt": True}
+
+
+def test_anthropic_streams_deltas_and_returns_the_final_reply(fake_server: FakeServer) -> None:
+    fake_server.handler = lambda request: anthropic_stream(
+        ["Hel", "lo ", "there"], input_tokens=7, output_tokens=3
+    )
+    pieces: list[str] = []
+    subject = AnthropicProvider(
+        "claude-test", api_key="k", base_url=fake_server.url, max_retries=0, on_delta=pieces.append
+    )
+    reply = subject.complete(HELLO)
+    assert pieces == ["Hel", "lo ", "there"]
+    assert fake_server.requests[0].json()["stream"] is True
+    assert (reply.content, reply.stop_reason) == ("Hello there", "end_turn")
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (7, 3)
+
+
+def test_openai_streams_deltas_and_returns_the_final_reply(fake_server: FakeServer) -> None:
+    fake_server.handler = lambda request: openai_stream(["Hel", "lo"], prompt_tokens=9, completion_tokens=2)
+    pieces: list[str] = []
+    subject = OpenAIProvider(
+        "gpt-test", api_key="k", base_url=f"{fake_server.url}/v1", max_retries=0, on_delta=pieces.append
+    )
+    reply = subject.complete(HELLO)
+    assert pieces == ["Hel", "lo"]
+    assert fake_server.requests[0].json()["stream"] is True
+    assert (reply.content, reply.stop_reason, reply.id) == ("Hello", "stop", "chatcmpl-test")
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (9, 2)
+
+
+def test_a_failing_delta_sink_does_not_fail_the_call(fake_server: FakeServer) -> None:
+    fake_server.handler = lambda request: anthropic_stream(["a", "b"])
+
+    def broken(text: str) -> None:
+        raise RuntimeError("display gone")
+
+    subject = AnthropicProvider(
+        "claude-test", api_key="k", base_url=fake_server.url, max_retries=0, on_delta=broken
+    )
+    assert subject.complete(HELLO).content == "ab"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -77,6 +78,7 @@ class AnthropicProvider(SdkProvider):
         name: str = "anthropic",
         thinking: dict[str, Any] | None = None,
         cache_prompt: bool = False,
+        on_delta: Callable[[str], None] | None = None,
     ) -> None:
         """Build the provider (no network traffic happens here).
 
@@ -96,6 +98,7 @@ class AnthropicProvider(SdkProvider):
                 and listed in :attr:`run_options`.
             cache_prompt: end the stable prefix of the system prompt (the agent's own prompt, always
                 on) with a ``cache_control`` breakpoint so the API caches it (:func:`stable_prefix_length`).
+            on_delta: stream the reply, handing each piece of text to this callback as it arrives.
 
         Raises:
             ProviderError: no key was given, ``ANTHROPIC_API_KEY`` is not set and there is no base URL.
@@ -108,6 +111,7 @@ class AnthropicProvider(SdkProvider):
         self.malformed_args = malformed_args
         self.thinking = thinking
         self.cache_prompt = cache_prompt
+        self.on_delta = on_delta
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV_VAR)
         if not key:
             if self.base_url is None:
@@ -162,7 +166,14 @@ class AnthropicProvider(SdkProvider):
         return params
 
     def _send(self, params: dict[str, Any]) -> Any:
-        return self._client.messages.create(**params)
+        if self.on_delta is None:
+            return self._client.messages.create(**params)
+        # Streamed: the text goes to the sink as it arrives; the final message is the same value a
+        # non-streamed call returns, so the recorded reply does not depend on streaming.
+        with self._client.messages.stream(**params) as stream:
+            for text in stream.text_stream:
+                self._delta(text)
+            return stream.get_final_message()
 
     def _parse(self, reply: Any) -> LlmResponse:
         """The reply: text blocks joined, tool_use blocks as tool calls, stop reason, usage."""

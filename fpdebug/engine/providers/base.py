@@ -29,7 +29,7 @@ import math
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
@@ -323,6 +323,10 @@ class SdkProvider(ABC):
     """Seconds before a request is abandoned (``None``: the SDK's default)."""
     malformed_args: MalformedArgs
     """What to do with tool-call arguments that are not a JSON object."""
+    on_delta: Callable[[str], None] | None = None
+    """Streaming: when set, the request is streamed and each piece of reply text is handed to it as it
+    arrives (the TUI's drive mode shows the reply so). The returned :class:`LlmResponse`, and so the
+    recorded ``llm_call``, is the final reply either way."""
     _secret: str | None
     """The API key, kept only to scrub it from error text (``None`` when no real key was sent)."""
     _client: _SdkClient
@@ -392,6 +396,16 @@ class SdkProvider(ABC):
     @abstractmethod
     def _status_message(exc: Any) -> str:
         """The message of an HTTP error reply (an exception of ``sdk_errors.status``)."""
+
+    def _delta(self, text: str) -> None:
+        """Hand one piece of streamed text to :attr:`on_delta`; a failing sink is dropped, never the call."""
+        sink = self.on_delta
+        if sink is None or not text:
+            return
+        try:
+            sink(text)
+        except Exception:
+            self.on_delta = None  # a display that broke must not cost the model's reply
 
     def _error(self, message: str, *, status: int | None = None) -> ProviderError:
         text = redact(message, self._secret)

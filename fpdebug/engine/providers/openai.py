@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -83,6 +84,7 @@ class OpenAIProvider(SdkProvider):
         name: str = "openai",
         legacy_max_tokens: bool = False,
         reasoning_effort: str | None = None,
+        on_delta: Callable[[str], None] | None = None,
     ) -> None:
         """Build the provider (no network traffic happens here).
 
@@ -103,6 +105,7 @@ class OpenAIProvider(SdkProvider):
                 ``max_completion_tokens``.
             reasoning_effort: sent as ``reasoning_effort`` (``low``, ``medium``, ``high``) to a
                 reasoning model, and listed in :attr:`run_options`.
+            on_delta: stream the reply, handing each piece of text to this callback as it arrives.
 
         Raises:
             ProviderError: no key, no ``OPENAI_API_KEY`` and no base URL.
@@ -116,6 +119,7 @@ class OpenAIProvider(SdkProvider):
         self.malformed_args = malformed_args
         self.legacy_max_tokens = legacy_max_tokens
         self.reasoning_effort = reasoning_effort
+        self.on_delta = on_delta
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV_VAR)
         if not key:
             if self.base_url is None:
@@ -173,7 +177,15 @@ class OpenAIProvider(SdkProvider):
         return params
 
     def _send(self, params: dict[str, Any]) -> Any:
-        return self._client.chat.completions.create(**params)
+        if self.on_delta is None:
+            return self._client.chat.completions.create(**params)
+        # Streamed: the text goes to the sink as it arrives; the accumulated completion is the same
+        # value a non-streamed call returns (usage included), so the recorded reply does not change.
+        with self._client.chat.completions.stream(**params, stream_options={"include_usage": True}) as stream:
+            for event in stream:
+                if event.type == "content.delta":
+                    self._delta(event.delta)
+            return stream.get_final_completion()
 
     def _parse(self, reply: Any) -> LlmResponse:
         """The first choice: text, tool calls, finish reason as ``stop_reason``, usage."""
