@@ -36,3 +36,24 @@ def test_a_refusal_shows_in_summary_and_the_tui_timeline(
     model.update()
     (iteration,) = model.iterations()
     assert "refused" in badges_of(model, iteration, row_facts(reader, iteration))
+
+
+def test_an_old_anthropic_calls_input_tokens_include_the_cache_in_the_tui() -> None:
+    # Written before Usage.input_includes_cache: the TUI shows the same number as summary and export.
+    from datetime import UTC, datetime
+
+    from fpdebug.trace.schema import LlmCallEvent, LlmRequest, LlmResponse, Usage
+    from fpdebug.tui.widgets.events import summarize
+
+    usage = Usage(input_tokens=20, output_tokens=5, cache_read_tokens=1000, cache_write_tokens=300)
+    call = LlmCallEvent(
+        seq=2,
+        ts=datetime(2026, 1, 1, tzinfo=UTC),
+        run_id="r",
+        call_index=1,
+        provider="anthropic",
+        model="claude",
+        request=LlmRequest(),
+        response=LlmResponse(usage=usage),
+    )
+    assert "1,320 in / 5 out" in summarize(call) or "1320 in / 5 out" in summarize(call)
