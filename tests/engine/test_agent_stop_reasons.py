@@ -167,3 +167,26 @@ def test_reasoning_settings_are_recorded_in_run_start(fake_server: FakeServer, t
     (start,) = run.of("run_start")
     assert isinstance(start, RunStartEvent)
     assert start.options["provider_options"] == {"reasoning_effort": "low"}
+
+
+def test_anthropic_cache_tokens_count_as_input_in_turn_end_run_end_and_summary(
+    fake_server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    fake_server.handler = lambda request: FakeResponse(
+        body=anthropic_message(
+            [{"type": "text", "text": "hi"}],
+            input_tokens=20,
+            output_tokens=5,
+            cache_read=1000,
+            cache_write=300,
+        )
+    )
+    run = record(Agent("a"), "hi", claude(fake_server), tmp_path)
+    (turn_end,) = run.of("turn_end")
+    (run_end,) = run.of("run_end")
+    assert isinstance(turn_end, TurnEndEvent) and isinstance(run_end, RunEndEvent)
+    assert turn_end.input_tokens == run_end.input_tokens == run.result.input_tokens == 1320
+    assert main(["summary", "--json", str(run.path)]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["input_tokens"] == 1320
