@@ -20,8 +20,10 @@ __all__ = [
     "RecordedRequest",
     "anthropic_error",
     "anthropic_message",
+    "anthropic_stream",
     "openai_completion",
     "openai_error",
+    "openai_stream",
     "reply_with",
 ]
 
@@ -56,6 +58,8 @@ class FakeResponse:
     """Extra headers."""
     delay: float = 0.0
     """Seconds to wait before answering (a slow server, for timeouts)."""
+    content_type: str = "application/json"
+    """The body's media type (``text/event-stream`` for a streamed reply)."""
 
 
 Handler = Callable[[RecordedRequest], FakeResponse]
@@ -103,7 +107,7 @@ class FakeServer:
                     response.body if isinstance(response.body, bytes) else json.dumps(response.body).encode()
                 )
                 self.send_response(response.status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", response.content_type)
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in response.headers.items():
                     self.send_header(name, value)
@@ -222,3 +226,78 @@ def openai_error(
 ) -> dict[str, Any]:
     """A Chat Completions error body."""
     return {"error": {"message": message, "type": kind, "code": code, "param": None}}
+
+
+def _sse(events: list[tuple[str | None, Any]]) -> bytes:
+    lines: list[str] = []
+    for name, data in events:
+        if name is not None:
+            lines.append(f"event: {name}")
+        lines.append(f"data: {data if isinstance(data, str) else json.dumps(data)}")
+        lines.append("")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def anthropic_stream(
+    parts: list[str], *, stop_reason: str = "end_turn", input_tokens: int = 0, output_tokens: int = 0
+) -> FakeResponse:
+    """A streamed Messages API reply: one text block sent as ``parts`` (server-sent events)."""
+    start = anthropic_message([], input_tokens=input_tokens, output_tokens=0)
+    start["stop_reason"] = None
+    events: list[tuple[str | None, Any]] = [
+        ("message_start", {"type": "message_start", "message": start}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+    ]
+    for part in parts:
+        events.append(
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": part}},
+            )
+        )
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return FakeResponse(body=_sse(events), content_type="text/event-stream")
+
+
+def openai_stream(
+    parts: list[str], *, finish_reason: str = "stop", prompt_tokens: int = 0, completion_tokens: int = 0
+) -> FakeResponse:
+    """A streamed Chat Completions reply: the text sent as ``parts``, then a usage chunk."""
+
+    def chunk(
+        delta: dict[str, Any], finish: str | None, usage: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "gpt-test",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if usage is None else [],
+            "usage": usage,
+        }
+
+    events: list[tuple[str | None, Any]] = [(None, chunk({"role": "assistant", "content": ""}, None))]
+    events += [(None, chunk({"content": part}, None)) for part in parts]
+    events.append((None, chunk({}, finish_reason)))
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    events.append((None, chunk({}, None, usage)))
+    events.append((None, "[DONE]"))
+    return FakeResponse(body=_sse(events), content_type="text/event-stream")

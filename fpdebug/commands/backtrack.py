@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--provider",
-        choices=("scripted", "anthropic", "openai"),
+        choices=("scripted", "anthropic", "openai", "openai-responses"),
         help="the model reruns use: the run's scripted model (default), or a live one "
         "(only when named here, with --model)",
     )

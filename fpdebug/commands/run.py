@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 HELP = "Run a demo scenario or your own agent module (build_agent()) and write its trace."
 
-PROVIDER_CHOICES = ("scripted", "replay", "anthropic", "openai")
+PROVIDER_CHOICES = ("scripted", "replay", "anthropic", "openai", "openai-responses")
 
 
 def positive_int(text: str) -> int:

@@ -49,6 +49,7 @@ class RunSummary(TypedDict):
     input_tokens: int
     output_tokens: int
     stopped_early: list[str]
+    refusals: list[str]
     leases: LeaseCounts
     parks: int
     reengagements: int
@@ -179,6 +180,10 @@ def _run_facts(run: Run, answers: AnswerCounts) -> RunSummary:
         "input_tokens": run.input_tokens,
         "output_tokens": run.output_tokens,
         "stopped_early": [turn.stopped_early for turn in run.turns if turn.stopped_early is not None],
+        # A refused answer is flagged, never passed off as a plain completed one (issue 17).
+        "refusals": [
+            f"turn {turn.number} ({turn.refusal})" for turn in run.turns if turn.refusal is not None
+        ],
         "leases": {
             "granted": sum(1 for lease in leases if lease.grant_line is not None),
             "pruned": sum(1 for lease in leases if not lease.alive),
@@ -237,6 +242,8 @@ def render(facts: TraceSummary) -> str:
         ]
         if run["stopped_early"]:
             lines.append(f"  stopped early: {', '.join(run['stopped_early'])}")
+        if run["refusals"]:
+            lines.append(f"  refused: {safe(', '.join(run['refusals']))}")
         leases = run["leases"]
         lines.append(
             f"  leases: {leases['granted']} granted, {leases['pruned']} pruned ({leases['spent']} spent, "

@@ -8,6 +8,7 @@ place to import its vocabulary from, and never defined twice.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -115,6 +116,10 @@ class ToolCall:
         return ToolCallRecord(id=self.id, name=self.name, args=dict(self.args))
 
 
+TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""A tool name the Anthropic and OpenAI APIs both accept (``^[a-zA-Z0-9_-]{1,64}$``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Tool:
     """A tool an injection (a skill) or the agent offers: its schema and, optionally, its code."""
@@ -138,6 +143,12 @@ class Tool:
 
     def __post_init__(self) -> None:
         require_id(self.name, "tool name")
+        if not TOOL_NAME_PATTERN.fullmatch(self.name):
+            # Both live APIs refuse the whole request over one bad name; say so when it is declared.
+            raise DefinitionError(
+                f"tool name {self.name!r} is not accepted by the model APIs: use 1 to 64 letters, "
+                "digits, '_' or '-'"
+            )
         if not isinstance(self.hides_arguments, bool):
             raise DefinitionError(
                 f"tool {self.name!r}: hides_arguments must be a bool, got {self.hides_arguments!r}"

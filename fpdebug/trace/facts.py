@@ -108,6 +108,8 @@ class TurnEndFacts(_Facts):
     """The iteration of the final pass."""
     stopped_early: StoppedEarly | None = None
     """Set when a limit cut the turn short."""
+    refusal: str | None = None
+    """Set when the final reply was a refusal."""
 
 
 class PassFacts(_Facts):
@@ -143,6 +145,8 @@ class LlmCallFacts(_Facts):
     """``llm_call``: the route and the usage (the request and the reply's text are skipped)."""
 
     kind: Literal["llm_call"]
+    provider: str
+    """The provider that answered (how to read its usage's input tokens)."""
     response: _ResponseFacts | None = None
     """The reply's usage; ``None`` when the call failed."""
     route: Literal["tool-calls", "final"] | None = None

@@ -433,6 +433,7 @@ class RunModel:
                 stopped = event.stopped_early
                 if stopped is not None:
                     turn.stopped_early = stopped.reason
+                turn.refusal = event.refusal
             case _:
                 assert_never(event)
 
@@ -446,12 +447,14 @@ class RunModel:
         response = event.response
         if response is not None:
             usage = response.usage
+            # One definition of input tokens, cache included, for old traces too (Usage.total_input_tokens).
+            input_tokens = usage.total_input_tokens(event.provider)
             if iteration is not None:
-                iteration.input_tokens += usage.input_tokens
+                iteration.input_tokens += input_tokens
                 iteration.output_tokens += usage.output_tokens
-            turn.input_tokens += usage.input_tokens
+            turn.input_tokens += input_tokens
             turn.output_tokens += usage.output_tokens
-            run.input_tokens += usage.input_tokens
+            run.input_tokens += input_tokens
             run.output_tokens += usage.output_tokens
 
     def _feed_grant(self, run: Run, turn: Turn, line: int, lease: LeaseRecord) -> None:

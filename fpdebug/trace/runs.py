@@ -219,8 +219,10 @@ class Turn:
     """The iteration of the final pass (from ``turn_end``)."""
     stopped_early: str | None = None
     """Why a limit cut the turn short (from ``turn_end``), if one did."""
+    refusal: str | None = None
+    """Set when the turn's final reply was a refusal (from ``turn_end``)."""
     input_tokens: int = 0
-    """Prompt tokens of the turn's LLM calls."""
+    """Prompt tokens of the turn's LLM calls, cache reads and writes included."""
     output_tokens: int = 0
     """Completion tokens of the turn's LLM calls."""
     highest: int = 0

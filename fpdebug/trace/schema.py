@@ -262,6 +262,9 @@ class Message(Frozen):
     """The tool a ``tool`` message comes from."""
     injection_id: str | None = None
     """The injection that delivered this message through the messages slot, if one did."""
+    is_error: bool | None = None
+    """``tool`` messages: ``True`` when the call failed or was refused (``invalid``/``failure``); sent to
+    Anthropic as ``is_error``. Absent otherwise."""
 
 
 class Usage(Frozen):
@@ -277,6 +280,24 @@ class Usage(Frozen):
     """Prompt tokens written to the provider's cache, when it reports them."""
     reasoning_tokens: int | None = None
     """Output tokens the model spent reasoning (OpenAI reasoning, Anthropic thinking), when reported."""
+    input_includes_cache: bool | None = None
+    """``True``: ``input_tokens`` already counts the cache reads and writes (the OTel GenAI definition;
+    every live provider records it so from this version on). Absent in older traces, where an
+    Anthropic call's ``input_tokens`` left them out; read through :meth:`total_input_tokens`."""
+
+    def total_input_tokens(self, provider: str) -> int:
+        """Every input token of the call, cache reads and writes included, whatever wrote the trace.
+
+        Args:
+            provider: the ``llm_call``'s provider (``anthropic`` traces written before the
+                :attr:`input_includes_cache` marker reported the cache apart).
+
+        Returns:
+            ``input_tokens``, plus the cache tokens for an unmarked Anthropic call.
+        """
+        if self.input_includes_cache or provider != "anthropic":
+            return self.input_tokens
+        return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
 
 
 class StoppedEarly(Frozen):
@@ -820,6 +841,10 @@ class LlmResponse(Frozen):
     """The provider's response id (``chatcmpl-…``, ``msg_…``), when the source recorded it."""
     model: str | None = None
     """The model that answered, as the provider named it (may differ from the requested one), when recorded."""
+    refusal: str | None = None
+    """The model's refusal, when the provider reports one apart from the text (OpenAI's ``refusal``
+    field); absent otherwise. A refusal by stop reason (``refusal``, ``content_filter``) is in
+    :attr:`stop_reason`."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1058,6 +1083,9 @@ class TurnEndEvent(_Event):
     """The iteration of the final pass."""
     stopped_early: StoppedEarly | None = None
     """Set when a limit cut the turn short."""
+    refusal: str | None = None
+    """Set when the final reply was a refusal: the provider's word (``refusal``, ``content_filter``)
+    or ``refusal`` for a reported refusal message; absent otherwise."""
 
 
 class PassEvent(_Event):
@@ -1281,6 +1309,8 @@ class RunEndEvent(_Event):
     """Prompt tokens over the run."""
     output_tokens: int = 0
     """Completion tokens over the run."""
+    refused_turns: list[int] | None = None
+    """The turns whose final reply was a refusal (see ``turn_end.refusal``); absent when none was."""
 
 
 TraceEvent = Annotated[

@@ -30,6 +30,7 @@ BADGES: tuple[str, ...] = (
     "superseded",
     "error",
     "invalid",
+    "refused",
 )
 """Every badge a timeline row can show, in display order."""
 
@@ -143,5 +144,13 @@ def badges_of(
         "superseded": iteration.has("reroute_superseded"),
         "error": facts.errors > 0,
         "invalid": invalid_near(model, iteration, found=found) > 0,
+        "refused": _refused_here(model, iteration),
     }
     return [name for name in BADGES if shown[name]]
+
+
+def _refused_here(model: RunModel, iteration: Iteration) -> bool:
+    """Whether this iteration gave its turn's final reply, and that reply was a refusal."""
+    run = model.run(iteration.run_id)
+    turn = run.turn(iteration.turn) if run is not None else None
+    return turn is not None and turn.refusal is not None and turn.iteration_count == iteration.number

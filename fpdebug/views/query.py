@@ -8,7 +8,7 @@ A query is a list of terms, all of which must hold (AND):
   ``kind:invalid`` and ``kind:opaque`` keep corrupt and unknown-kind lines;
 - ``skill:S`` keeps iterations whose cursor is on skill ``S``;
 - ``badge:B`` keeps iterations showing badge ``B`` (``grant``, ``prune``, ``park``, ``reengage``,
-  ``conflict``, ``rejected``, ``superseded``, ``invalid``, ``error``).
+  ``conflict``, ``rejected``, ``superseded``, ``invalid``, ``error``, ``refused``).
 """
 
 from __future__ import annotations

@@ -113,8 +113,13 @@ def test_a_tool_use_round_trip(fake_server: FakeServer) -> None:
     assert reply.content == "A-17 shipped. One more check."
     assert reply.tool_calls == [ToolCallRecord(id="toolu_3", name="lookup_order", args={"order_id": "B-2"})]
     assert reply.stop_reason == "tool_use"
+    # Input tokens count the cache reads and writes (issue 17: one usage definition, OTel's).
     assert reply.usage == Usage(
-        input_tokens=321, output_tokens=45, cache_read_tokens=300, cache_write_tokens=12
+        input_tokens=321 + 300 + 12,
+        output_tokens=45,
+        cache_read_tokens=300,
+        cache_write_tokens=12,
+        input_includes_cache=True,
     )
 
 
@@ -130,7 +135,7 @@ def test_a_final_answer_and_a_plain_request(fake_server: FakeServer) -> None:
     assert reply.content == "Hello!"
     assert reply.tool_calls == []
     assert reply.stop_reason == "end_turn"
-    assert reply.usage == Usage(input_tokens=9, output_tokens=2)
+    assert reply.usage == Usage(input_tokens=9, output_tokens=2, input_includes_cache=True)
 
 
 def test_the_request_budget_wins_and_unsupported_settings_are_not_sent(fake_server: FakeServer) -> None:

@@ -120,7 +120,9 @@ def test_a_tool_call_round_trip(fake_server: FakeServer) -> None:
         ToolCallRecord(id="call_d", name="ping", args={}),
     ]
     assert reply.stop_reason == "tool_calls"
-    assert reply.usage == Usage(input_tokens=250, output_tokens=30, cache_read_tokens=128)
+    assert reply.usage == Usage(
+        input_tokens=250, output_tokens=30, cache_read_tokens=128, input_includes_cache=True
+    )
 
 
 def test_a_final_answer_and_a_plain_request(fake_server: FakeServer) -> None:
@@ -132,13 +134,14 @@ def test_a_final_answer_and_a_plain_request(fake_server: FakeServer) -> None:
     assert set(body) == {"model", "messages"}
     assert body["messages"] == [{"role": "user", "content": "hi"}]
     assert (reply.content, reply.tool_calls, reply.stop_reason) == ("Hello!", [], "stop")
-    assert reply.usage == Usage(input_tokens=8, output_tokens=2)
+    assert reply.usage == Usage(input_tokens=8, output_tokens=2, input_includes_cache=True)
 
 
 def test_base_url_is_honoured_with_no_key_for_a_local_server(
     fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Ollama / vLLM: any path prefix, no key needed, `max_tokens` as compatible servers know it.
+    # Ollama / vLLM: any path prefix, no key needed; the budget goes out as `max_completion_tokens`
+    # (issue 17: a gateway in front of an o-series model refuses `max_tokens`).
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     fake_server.handler = reply_with(openai_completion(content="from llama"))
     subject = OpenAIProvider(
@@ -149,8 +152,8 @@ def test_base_url_is_honoured_with_no_key_for_a_local_server(
     assert sent.path == "/ollama/v1/chat/completions"
     assert sent.headers["authorization"] == f"Bearer {NO_KEY_PLACEHOLDER}"
     body = sent.json()
-    assert (body["model"], body["max_tokens"]) == ("llama3.2", 300)
-    assert "max_completion_tokens" not in body
+    assert (body["model"], body["max_completion_tokens"]) == ("llama3.2", 300)
+    assert "max_tokens" not in body
 
 
 def test_the_request_budget_wins_over_the_constructor(fake_server: FakeServer) -> None:
@@ -159,7 +162,7 @@ def test_the_request_budget_wins_over_the_constructor(fake_server: FakeServer) -
         LlmRequest(messages=[Message(role="user", content="hi")], max_tokens=50, temperature=0.0)
     )
     body = fake_server.requests[0].json()
-    assert (body["max_tokens"], body["temperature"]) == (50, 0.0)
+    assert (body["max_completion_tokens"], body["temperature"]) == (50, 0.0)
 
 
 def test_openai_itself_gets_max_completion_tokens(monkeypatch: pytest.MonkeyPatch) -> None:

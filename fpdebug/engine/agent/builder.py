@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Literal, TypedDict, Unpack
 from fpdebug.engine.agent.compile import Compiled, compile_spec
 from fpdebug.engine.agent.conversation import Conversation
 from fpdebug.engine.agent.results import RunResult
-from fpdebug.engine.agent.spec import AgentSpec, Continuity, HonestyHooks, MapsOptions, ToolLike
+from fpdebug.engine.agent.spec import (
+    AgentSpec,
+    Continuity,
+    HonestyHooks,
+    MapsOptions,
+    ToolLike,
+    TruncationPolicy,
+)
 from fpdebug.engine.injections import Injection
 from fpdebug.engine.sink import EventSink
 from fpdebug.engine.skillmap import SkillMap
@@ -145,6 +152,18 @@ class Agent:
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
             raise DefinitionError(f"max_tokens must be an integer, got {max_tokens!r}")
         return self._with(temperature=temperature, max_tokens=max_tokens)
+
+    def on_truncation(self, policy: TruncationPolicy) -> Agent:
+        """What a reply cut at the token limit while asking for tools leads to.
+
+        None of its calls runs: a cut call can look whole (a refund with default arguments). Each is
+        recorded as an ``invalid`` tool result saying why. Then ``reask`` (the default) lets the model
+        read those results and try again on the next iteration; ``fail`` ends the run as failed
+        (``TruncatedReply``).
+        """
+        if policy not in ("reask", "fail"):
+            raise DefinitionError(f"on_truncation must be 'reask' or 'fail', got {policy!r}")
+        return self._with(on_truncation=policy)
 
     def options(self, **values: object) -> Agent:
         """Add free-form JSON-able settings recorded in ``run_start.options`` (``scenario="support"``…)."""

@@ -113,6 +113,12 @@ class Conversation:
                 "injection_ids": list(spec.excluded_injections),
                 "tool_names": list(spec.ignored_tools),
             }
+        if spec.on_truncation != "reask":
+            recorded["on_truncation"] = spec.on_truncation
+        provider_options = getattr(self.provider, "run_options", None)
+        if isinstance(provider_options, Mapping) and provider_options:
+            # Reasoning / thinking / caching settings shape every reply: recorded with the run.
+            recorded["provider_options"] = dict(provider_options)
         recorded.update(spec.options)
         recorded.update(options or {})
         return recorded
@@ -221,6 +227,7 @@ class Conversation:
                 turns=len(self.turns),
                 input_tokens=inputs,
                 output_tokens=outputs,
+                refused_turns=list(self._result.refused_turns) or None,
             )
         except RunInterrupted:
             pass  # a gate still stopping the run: it is ending anyway, and the gate chose to drop run_end

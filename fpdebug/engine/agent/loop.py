@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 from fpdebug.engine.agent.compose import compose_request
 from fpdebug.engine.agent.failures import RunFailed, error_info
-from fpdebug.engine.agent.replies import well_formed_reply
+from fpdebug.engine.agent.replies import refusal_of, truncated_calls, well_formed_reply
 from fpdebug.engine.agent.results import RunStatus, TurnResult
 from fpdebug.engine.agent.spec import READ_SKILL
 from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls, skill_text
@@ -158,6 +158,12 @@ class TurnLoop:
             response = self._honesty_inputs(request, reply)  # what Route may dispatch
             route = self._route(response)
             self._record_llm_call(request, latency_ms=latency_ms, response=reply, route=route)
+            if truncated_calls(reply) and (route == "tool-calls" or self.spec.on_truncation == "fail"):
+                self.calls_to_run = ()  # none runs: a call cut short can look whole
+                self._honesty_inputs_record()
+                self._refuse_truncated(response, reply.stop_reason or "")
+                self.iteration += 1
+                continue
             resolved = self._resolve(route, response.tool_calls)
             self._honesty_inputs_record()
             if route == "final":
@@ -322,8 +328,38 @@ class TurnLoop:
         self.calls_to_run = resolved.calls
         return resolved
 
+    def _refuse_truncated(self, response: LlmResponse, stop_reason: str) -> None:
+        """A reply cut at the token limit while asking for tools: record each call as ``invalid``
+        (it did not run), then re-ask the model or fail the run, as ``on_truncation`` says."""
+        self.history.append(
+            Message(role="assistant", content=response.content, tool_calls=list(response.tool_calls))
+        )
+        why = (
+            f"the reply was cut at the token limit (stop_reason={stop_reason!r}) before this call was "
+            "complete, so it did not run"
+        )
+        error = ErrorInfo(type="TruncatedToolCall", message=why)
+        text = f"Error: {why}. Ask again with a shorter reply (fewer or smaller tool calls)."
+        batch = self._start_batch()
+        for call in response.tool_calls:
+            self._record_tool_result(call, text, self.recorder.now(), status="invalid", error=error)
+            batch.results.append(ToolResult(call.name, text, call.id, "invalid"))
+            batch.read(text, None)
+            self.history.append(
+                Message(role="tool", content=text, tool_call_id=call.id, tool_name=call.name, is_error=True)
+            )
+        self._end_batch(batch)
+        if self.spec.on_truncation == "fail":
+            failure = ErrorInfo(
+                type="TruncatedReply",
+                message=f"the model's reply was cut at the token limit (stop_reason={stop_reason!r}) "
+                f"with {len(response.tool_calls)} tool call(s); none ran (on_truncation='fail')",
+            )
+            raise RunFailed(failure, ProviderError(failure.message, provider=self.conversation.provider.name))
+
     def _final(self, response: LlmResponse) -> TurnResult:
         content = response.content
+        refusal = refusal_of(response)
         pending = len(response.tool_calls)
         stopped = (
             StoppedEarly(
@@ -346,6 +382,7 @@ class TurnLoop:
             output_tokens=self.output_tokens,
             iteration_count=self.iteration,
             stopped_early=stopped,
+            refusal=refusal,
         )
         return TurnResult(
             turn=self.turn,
@@ -354,6 +391,7 @@ class TurnLoop:
             iterations=self.iteration,
             status="completed",
             stopped_early=stopped,
+            refusal=refusal,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
         )
@@ -367,8 +405,18 @@ class TurnLoop:
         for position, call in enumerate(resolved.calls):
             text, coverage = self._run_call(batch, call, resolved.refused.get(position))
             batch.read(text, coverage)
-            # The model reads each result as a tool message, in call order.
-            self.history.append(Message(role="tool", content=text, tool_call_id=call.id, tool_name=call.name))
+            # The model reads each result as a tool message, in call order; a failed or refused call
+            # is flagged so a provider can say so (Anthropic's is_error).
+            failed = bool(batch.results) and batch.results[-1].status in ("invalid", "failure")
+            self.history.append(
+                Message(
+                    role="tool",
+                    content=text,
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    is_error=True if failed else None,
+                )
+            )
         self._end_batch(batch)
 
     def _start_batch(self) -> ToolBatch:

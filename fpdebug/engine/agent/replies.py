@@ -1,4 +1,5 @@
-"""The provider's reply made well formed as it arrives (lone surrogates replaced by U+FFFD)."""
+"""The provider's reply made well formed as it arrives (lone surrogates replaced by U+FFFD), and
+what its stop reason means to the loop: a truncated reply, a refusal."""
 
 from __future__ import annotations
 
@@ -37,3 +38,30 @@ def well_formed_reply(response: LlmResponse) -> LlmResponse:
     ):
         return response
     return response.model_copy(update={"content": content, "stop_reason": stop_reason, "tool_calls": calls})
+
+
+TRUNCATION_STOP_REASONS = frozenset({"max_tokens", "length", "max_output_tokens"})
+"""Stop reasons of a reply cut at the token limit: Anthropic ``max_tokens``, Chat Completions
+``length``, the Responses API's ``max_output_tokens``."""
+
+REFUSAL_STOP_REASONS = frozenset({"refusal", "content_filter"})
+"""Stop reasons of a refused reply: Anthropic ``refusal``, OpenAI ``content_filter``."""
+
+
+def truncated_calls(response: LlmResponse) -> bool:
+    """Whether the reply asks for tools but was cut at the token limit (its calls may be partial).
+
+    A call cut short can look whole (a refund with its default arguments), so none of the reply's
+    calls may run.
+    """
+    return bool(response.tool_calls) and response.stop_reason in TRUNCATION_STOP_REASONS
+
+
+def refusal_of(response: LlmResponse) -> str | None:
+    """How the reply refused, or ``None``: the stop reason (``refusal``, ``content_filter``), or
+    ``refusal`` when the provider reported a refusal message apart from the text."""
+    if response.stop_reason in REFUSAL_STOP_REASONS:
+        return response.stop_reason
+    if response.refusal is not None:
+        return "refusal"
+    return None

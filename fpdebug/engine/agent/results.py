@@ -34,6 +34,9 @@ class TurnResult:
     """Completion tokens of the turn's calls."""
     error: ErrorInfo | None = None
     """Why the run failed during this turn."""
+    refusal: str | None = None
+    """Set when the final reply was a refusal (``refusal``, ``content_filter``): the answer is the
+    model declining, not an answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,11 @@ class RunResult:
     """Completion tokens of all calls."""
     events: tuple[TraceEvent, ...] | None = None
     """The events, when the run recorded into a :class:`~fpdebug.engine.sink.MemorySink`."""
+
+    @property
+    def refused_turns(self) -> tuple[int, ...]:
+        """The turns whose final reply was a refusal."""
+        return tuple(turn.turn for turn in self.turns if turn.refusal is not None)
 
     @property
     def content(self) -> str:

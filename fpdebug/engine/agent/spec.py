@@ -31,6 +31,10 @@ DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_TOOL_TIMEOUT: float | None = 60.0
 """Seconds a tool call may take when neither the agent nor the tool says otherwise."""
 
+TruncationPolicy: TypeAlias = Literal["reask", "fail"]
+"""What the loop does with a reply cut at the token limit while asking for tools (none of its calls
+runs either way): tell the model and ask again (``reask``, the default), or fail the run (``fail``)."""
+
 Continuity: TypeAlias = Literal["turn", "conversation"]
 """Whether the skill-map cursor starts each turn afresh (``turn``) or carries over (``conversation``)."""
 
@@ -118,3 +122,6 @@ class AgentSpec:
     """The honesty layers' hooks, when armed."""
     tool_middleware: tuple[ToolMiddleware, ...] = ()
     """Before-tool middleware, in the order they run (:meth:`Agent.tool_middleware`)."""
+    on_truncation: TruncationPolicy = "reask"
+    """A reply cut at the token limit with tool calls: re-ask the model, or fail the run
+    (:meth:`Agent.on_truncation`)."""

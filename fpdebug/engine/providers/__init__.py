@@ -1,4 +1,4 @@
-"""Model providers behind one protocol: scripted, replay, Anthropic and OpenAI.
+"""Model providers behind one protocol: scripted, replay, Anthropic, OpenAI and OpenAI Responses.
 
 The live providers (:class:`AnthropicProvider`, :class:`OpenAIProvider`) are imported on first use
 (an attribute of this package, or :func:`live_provider`), so importing this package never loads a
@@ -26,6 +26,7 @@ from fpdebug.errors import ProviderError
 if TYPE_CHECKING:
     from fpdebug.engine.providers.anthropic import AnthropicProvider
     from fpdebug.engine.providers.openai import OpenAIProvider
+    from fpdebug.engine.providers.openai_responses import OpenAIResponsesProvider
 
 __all__ = [
     "BLOCK_ENV_VAR",
@@ -35,6 +36,7 @@ __all__ = [
     "LlmResponse",
     "MalformedArgs",
     "OpenAIProvider",
+    "OpenAIResponsesProvider",
     "Provider",
     "ReplayProvider",
     "ScriptedCall",
@@ -46,12 +48,13 @@ __all__ = [
     "live_provider",
 ]
 
-LIVE_PROVIDERS: tuple[str, ...] = ("anthropic", "openai")
+LIVE_PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "openai-responses")
 """The names of the providers that call a model over the network."""
 
 _LAZY = {
     "AnthropicProvider": "fpdebug.engine.providers.anthropic",
     "OpenAIProvider": "fpdebug.engine.providers.openai",
+    "OpenAIResponsesProvider": "fpdebug.engine.providers.openai_responses",
 }
 
 
@@ -68,7 +71,7 @@ def live_provider(kind: str, model: str, *, base_url: str | None = None) -> Prov
     """A live provider by name, its SDK imported only now; the key comes from the environment.
 
     Args:
-        kind: ``anthropic`` or ``openai``.
+        kind: ``anthropic``, ``openai`` (Chat Completions) or ``openai-responses`` (Responses API).
         model: The model to ask.
         base_url: Another endpoint (a proxy, an OpenAI-compatible server).
 
@@ -86,6 +89,10 @@ def live_provider(kind: str, model: str, *, base_url: str | None = None) -> Prov
         from fpdebug.engine.providers.openai import OpenAIProvider
 
         return OpenAIProvider(model, base_url=base_url)
+    if kind == "openai-responses":
+        from fpdebug.engine.providers.openai_responses import OpenAIResponsesProvider
+
+        return OpenAIResponsesProvider(model, base_url=base_url)
     raise ProviderError(
         f"unknown live provider {kind!r}; use one of {', '.join(LIVE_PROVIDERS)}", provider=kind
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -20,10 +21,14 @@ from fpdebug.engine.providers.base import (
 from fpdebug.errors import ProviderError
 from fpdebug.trace.schema import Message, ToolCallRecord, ToolSchema, Usage
 
-__all__ = ["API_KEY_ENV_VAR", "AnthropicProvider"]
+__all__ = ["API_KEY_ENV_VAR", "BASE_URL_ENV_VAR", "AnthropicProvider"]
 
 API_KEY_ENV_VAR = "ANTHROPIC_API_KEY"
 """Where the key comes from when the constructor is not given one."""
+BASE_URL_ENV_VAR = "ANTHROPIC_BASE_URL"
+"""Where the endpoint comes from when the constructor is not given one."""
+NO_KEY_PLACEHOLDER = "not-needed"
+"""Sent as the key to a ``base_url`` gateway when no key is set (a local gateway may need none)."""
 
 
 class AnthropicProvider(SdkProvider):
@@ -37,8 +42,16 @@ class AnthropicProvider(SdkProvider):
     ``{name, description, input_schema}``. ``LlmRequest.temperature`` and ``LlmRequest.seed`` are not
     sent: the Messages API of the ``anthropic`` 2.x SDK has neither parameter.
 
-    The key is read once, at construction, from ``api_key`` or ``ANTHROPIC_API_KEY``. It is handed to
-    the SDK client and appears in no repr, error message or trace.
+    A ``tool`` message recorded as failed (``Message.is_error``) becomes a ``tool_result`` with
+    ``is_error: true``. The reply's ``usage.input_tokens`` is recorded with the cache reads and writes
+    included (the OTel GenAI definition; the API reports them apart), and marked so
+    (``Usage.input_includes_cache``).
+
+    The key is read once, at construction, from ``api_key`` or ``ANTHROPIC_API_KEY``; with a base URL
+    (``base_url=`` or ``ANTHROPIC_BASE_URL``) it is optional. It is handed to the SDK client and
+    appears in no repr, error message or trace. Timeouts and retries are the SDK's own unless given
+    (its default timeout scales with ``max_tokens`` and refuses a non-streaming request that could
+    outlast it, a guard a fixed override would turn off).
     """
 
     sdk_errors = SdkErrors(
@@ -58,44 +71,76 @@ class AnthropicProvider(SdkProvider):
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = None,
         max_tokens: int = 4096,
-        max_retries: int = 2,
+        max_retries: int | None = None,
         malformed_args: MalformedArgs = "raise",
         name: str = "anthropic",
+        thinking: dict[str, Any] | None = None,
+        cache_prompt: bool = False,
+        on_delta: Callable[[str], None] | None = None,
     ) -> None:
         """Build the provider (no network traffic happens here).
 
         Args:
             model: the model id.
             api_key: the key; defaults to ``ANTHROPIC_API_KEY``.
-            base_url: another endpoint (a proxy, a gateway); defaults to the SDK's
-                (``ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com``).
-            timeout: seconds before a request is abandoned.
+            base_url: another endpoint (a proxy, a gateway); defaults to ``ANTHROPIC_BASE_URL``, then
+                the SDK's (``https://api.anthropic.com``).
+            timeout: seconds before a request is abandoned; ``None`` keeps the SDK's default.
             max_tokens: the reply budget when the request sets none.
-            max_retries: the SDK's retries on connection errors, 408/409/429 and 5xx.
+            max_retries: the SDK's retries on connection errors, 408/409/429 and 5xx; ``None`` keeps
+                the SDK's default (2).
             malformed_args: ``raise`` a ProviderError for tool arguments that are not a JSON object,
                 or ``keep`` them in ``raw_args`` (see :mod:`fpdebug.engine.providers.base`).
             name: the provider name recorded in the trace.
+            thinking: extended thinking, sent as given (``{"type": "enabled", "budget_tokens": 2048}``)
+                and listed in :attr:`run_options`.
+            cache_prompt: end the stable prefix of the system prompt (the agent's own prompt, always
+                on) with a ``cache_control`` breakpoint so the API caches it (:func:`stable_prefix_length`).
+            on_delta: stream the reply, handing each piece of text to this callback as it arrives.
 
         Raises:
-            ProviderError: no key was given and ``ANTHROPIC_API_KEY`` is not set.
+            ProviderError: no key was given, ``ANTHROPIC_API_KEY`` is not set and there is no base URL.
         """
         self.name = name
         self.model = model
-        self.base_url = base_url
+        self.base_url = base_url or os.environ.get(BASE_URL_ENV_VAR) or None
         self.timeout = timeout
         self.max_tokens = max_tokens
         self.malformed_args = malformed_args
+        self.thinking = thinking
+        self.cache_prompt = cache_prompt
+        self.on_delta = on_delta
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV_VAR)
         if not key:
-            raise ProviderError(
-                f"no Anthropic API key: pass api_key= or set {API_KEY_ENV_VAR}", provider=name
-            )
-        self._secret = key
+            if self.base_url is None:
+                raise ProviderError(
+                    f"no Anthropic API key: pass api_key= or set {API_KEY_ENV_VAR} "
+                    f"(or give base_url= / {BASE_URL_ENV_VAR} for a gateway that needs none)",
+                    provider=name,
+                )
+            key = NO_KEY_PLACEHOLDER
+        self._secret = None if key == NO_KEY_PLACEHOLDER else key
+        # Only what was asked is passed: the SDK's own defaults keep its guards (see the class doc).
+        client_options: dict[str, Any] = {}
+        if timeout is not None:
+            client_options["timeout"] = timeout
+        if max_retries is not None:
+            client_options["max_retries"] = max_retries
         self._client: anthropic.Anthropic = anthropic.Anthropic(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            api_key=key, base_url=self.base_url, **client_options
         )
+
+    @property
+    def run_options(self) -> dict[str, Any]:
+        """The settings worth recording in ``run_start.options`` (thinking, prompt caching)."""
+        recorded: dict[str, Any] = {}
+        if self.thinking is not None:
+            recorded["thinking"] = self.thinking
+        if self.cache_prompt:
+            recorded["cache_prompt"] = True
+        return recorded
 
     def build_params(self, request: LlmRequest) -> dict[str, Any]:
         """The keyword arguments ``messages.create`` receives for a request (pure; no network).
@@ -113,13 +158,22 @@ class AnthropicProvider(SdkProvider):
             "messages": messages,
         }
         if system:
-            params["system"] = system
+            params["system"] = _cached_system(request, system) if self.cache_prompt else system
         if request.tools:
             params["tools"] = [_tool(tool) for tool in request.tools]
+        if self.thinking is not None:
+            params["thinking"] = self.thinking
         return params
 
     def _send(self, params: dict[str, Any]) -> Any:
-        return self._client.messages.create(**params)
+        if self.on_delta is None:
+            return self._client.messages.create(**params)
+        # Streamed: the text goes to the sink as it arrives; the final message is the same value a
+        # non-streamed call returns, so the recorded reply does not depend on streaming.
+        with self._client.messages.stream(**params) as stream:
+            for text in stream.text_stream:
+                self._delta(text)
+            return stream.get_final_message()
 
     def _parse(self, reply: Any) -> LlmResponse:
         """The reply: text blocks joined, tool_use blocks as tool calls, stop reason, usage."""
@@ -132,16 +186,24 @@ class AnthropicProvider(SdkProvider):
             elif kind == "tool_use":
                 calls.append(self._tool_call(block))
         usage = getattr(reply, "usage", None)
+        cache_read = getattr(usage, "cache_read_input_tokens", None)
+        cache_write = getattr(usage, "cache_creation_input_tokens", None)
         return LlmResponse(
             content="".join(texts),
             tool_calls=calls,
             stop_reason=getattr(reply, "stop_reason", None),
             usage=Usage(
-                input_tokens=getattr(usage, "input_tokens", None) or 0,
+                # The API counts cache reads and writes apart; the trace counts every input token.
+                input_tokens=(getattr(usage, "input_tokens", None) or 0)
+                + (cache_read or 0)
+                + (cache_write or 0),
                 output_tokens=getattr(usage, "output_tokens", None) or 0,
-                cache_read_tokens=getattr(usage, "cache_read_input_tokens", None),
-                cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None),
+                cache_read_tokens=cache_read,
+                cache_write_tokens=cache_write,
+                input_includes_cache=True,
             ),
+            id=_text_or_none(getattr(reply, "id", None)),
+            model=_text_or_none(getattr(reply, "model", None)),
         )
 
     def _tool_call(self, block: Any) -> ToolCallRecord:
@@ -189,9 +251,14 @@ def _messages(request: LlmRequest) -> tuple[str, list[dict[str, Any]]]:
         elif message.role == "user":
             user_blocks().append({"type": "text", "text": message.content})
         elif message.role == "tool":
-            user_blocks().append(
-                {"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}
-            )
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id or "",
+                "content": message.content,
+            }
+            if message.is_error:
+                block["is_error"] = True  # the model is told the call failed, not only by its text
+            user_blocks().append(block)
         elif message.content or message.tool_calls:
             turns.append({"role": "assistant", "content": _assistant_blocks(message)})
         # else: an empty assistant turn (the model said nothing) is left out; the API refuses empty
@@ -205,4 +272,47 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls or ():
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.args})
+    return blocks
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def stable_prefix_length(request: LlmRequest) -> int:
+    """How many leading segments of the system prompt are always on (the cacheable prefix).
+
+    The agent's own prompt (source ``base``) rides every request; an injection's segment may come
+    and go from one pass to the next, and the cache matches prefixes only, so the prefix stops there.
+
+    Args:
+        request: the request.
+
+    Returns:
+        The number of leading ``base`` segments (0 when the prompt starts with an injection's).
+    """
+    count = 0
+    for segment in request.system_prompt:
+        if segment.source != "base":
+            break
+        count += 1
+    return count
+
+
+def _cached_system(request: LlmRequest, system: str) -> str | list[dict[str, Any]]:
+    """The system prompt as blocks, the stable prefix ending in a ``cache_control`` breakpoint.
+
+    The text sent is the same as without caching: the prefix block and the rest are the joined
+    segments cut at a segment boundary (the blank line between them goes with the rest).
+    """
+    stable = stable_prefix_length(request)
+    if stable == 0:
+        return system
+    prefix = "\n\n".join(segment.text for segment in request.system_prompt[:stable])
+    if not prefix or not system.startswith(prefix):
+        return system
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}}]
+    rest = system[len(prefix) :]
+    if rest.strip():
+        blocks.append({"type": "text", "text": rest})
     return blocks

@@ -29,7 +29,7 @@ import math
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
@@ -319,10 +319,14 @@ class SdkProvider(ABC):
     """The model asked."""
     base_url: str | None
     """The endpoint given to the constructor (``None``: the SDK's default)."""
-    timeout: float
-    """Seconds before a request is abandoned."""
+    timeout: float | None
+    """Seconds before a request is abandoned (``None``: the SDK's default)."""
     malformed_args: MalformedArgs
     """What to do with tool-call arguments that are not a JSON object."""
+    on_delta: Callable[[str], None] | None = None
+    """Streaming: when set, the request is streamed and each piece of reply text is handed to it as it
+    arrives (the TUI's drive mode shows the reply so). The returned :class:`LlmResponse`, and so the
+    recorded ``llm_call``, is the final reply either way."""
     _secret: str | None
     """The API key, kept only to scrub it from error text (``None`` when no real key was sent)."""
     _client: _SdkClient
@@ -361,7 +365,8 @@ class SdkProvider(ABC):
         except errors.status as exc:
             raise self._error(self._status_message(exc), status=getattr(exc, "status_code", None)) from None
         except errors.timeout:
-            raise self._error(f"request timed out after {self.timeout:g}s") from None
+            after = f"after {self.timeout:g}s" if self.timeout is not None else "(the SDK's default timeout)"
+            raise self._error(f"request timed out {after}") from None
         except errors.connection as exc:
             raise self._error(f"could not reach {self._client.base_url}: {_cause(exc)}") from None
         except errors.other as exc:
@@ -391,6 +396,16 @@ class SdkProvider(ABC):
     @abstractmethod
     def _status_message(exc: Any) -> str:
         """The message of an HTTP error reply (an exception of ``sdk_errors.status``)."""
+
+    def _delta(self, text: str) -> None:
+        """Hand one piece of streamed text to :attr:`on_delta`; a failing sink is dropped, never the call."""
+        sink = self.on_delta
+        if sink is None or not text:
+            return
+        try:
+            sink(text)
+        except Exception:
+            self.on_delta = None  # a display that broke must not cost the model's reply
 
     def _error(self, message: str, *, status: int | None = None) -> ProviderError:
         text = redact(message, self._secret)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -24,10 +25,12 @@ from fpdebug.engine.providers.base import (
 from fpdebug.errors import ProviderError
 from fpdebug.trace.schema import Message, ToolCallRecord, ToolSchema, Usage
 
-__all__ = ["API_KEY_ENV_VAR", "NO_KEY_PLACEHOLDER", "OpenAIProvider"]
+__all__ = ["API_KEY_ENV_VAR", "BASE_URL_ENV_VAR", "NO_KEY_PLACEHOLDER", "OpenAIProvider"]
 
 API_KEY_ENV_VAR = "OPENAI_API_KEY"
 """Where the key comes from when the constructor is not given one."""
+BASE_URL_ENV_VAR = "OPENAI_BASE_URL"
+"""Where the endpoint comes from when the constructor is not given one."""
 
 NO_KEY_PLACEHOLDER = "not-needed"
 """Sent as the key to a ``base_url`` server when no key is set (local servers ignore it)."""
@@ -42,12 +45,18 @@ class OpenAIProvider(SdkProvider):
     ``arguments`` are the JSON of the recorded args (or the model's own text when it was malformed and
     kept). Tool schemas become function tools. ``LlmRequest.seed`` is sent as ``seed``.
 
-    The reply budget is sent as ``max_completion_tokens`` to OpenAI and as ``max_tokens`` to a
-    ``base_url`` server, the field compatible servers have long understood.
+    The reply budget is sent as ``max_completion_tokens`` (what o-series and gpt-5 models accept,
+    and gateways in front of them); ``legacy_max_tokens=True`` sends ``max_tokens`` instead, for an
+    old server that knows only that field.
 
-    The key is read once, at construction, from ``api_key`` or ``OPENAI_API_KEY``. With a ``base_url``
-    and no key, a placeholder is sent (local servers need none). The key appears in no repr, error
-    message or trace.
+    The key is read once, at construction, from ``api_key`` or ``OPENAI_API_KEY``; the endpoint from
+    ``base_url`` or ``OPENAI_BASE_URL``. With a base URL and no key, a placeholder is sent (Ollama
+    and vLLM need none). The key appears in no repr, error message or trace. Timeouts and retries
+    are the SDK's own unless given.
+
+    Usage: ``prompt_tokens`` already counts cached tokens (the OTel GenAI definition), cached and
+    reasoning tokens are recorded apart too, with the response id and model. A ``refusal`` in the
+    reply is recorded in ``LlmResponse.refusal`` (and as the content, when there is no other text).
     """
 
     sdk_errors = SdkErrors(
@@ -67,12 +76,15 @@ class OpenAIProvider(SdkProvider):
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
-        max_retries: int = 2,
+        max_retries: int | None = None,
         malformed_args: MalformedArgs = "raise",
         name: str = "openai",
+        legacy_max_tokens: bool = False,
+        reasoning_effort: str | None = None,
+        on_delta: Callable[[str], None] | None = None,
     ) -> None:
         """Build the provider (no network traffic happens here).
 
@@ -80,29 +92,37 @@ class OpenAIProvider(SdkProvider):
             model: the model id (``gpt-…``, or the name a compatible server knows, e.g. ``llama3.2``).
             api_key: the key; defaults to ``OPENAI_API_KEY``.
             base_url: an OpenAI-compatible server, e.g. ``http://localhost:11434/v1`` (Ollama) or
-                ``http://localhost:8000/v1`` (vLLM); defaults to the SDK's (``OPENAI_BASE_URL`` or
-                OpenAI's).
-            timeout: seconds before a request is abandoned.
+                ``http://localhost:8000/v1`` (vLLM); defaults to ``OPENAI_BASE_URL``, then OpenAI's.
+            timeout: seconds before a request is abandoned; ``None`` keeps the SDK's default.
             max_tokens: the reply budget when the request sets none; ``None`` leaves it to the server.
             temperature: the sampling temperature when the request sets none.
-            max_retries: the SDK's retries on connection errors, 408/409/429 and 5xx.
+            max_retries: the SDK's retries on connection errors, 408/409/429 and 5xx; ``None`` keeps
+                the SDK's default (2).
             malformed_args: ``raise`` a ProviderError for tool arguments that are not a JSON object,
                 or ``keep`` them in ``raw_args`` (see :mod:`fpdebug.engine.providers.base`).
             name: the provider name recorded in the trace.
+            legacy_max_tokens: send the budget as ``max_tokens`` (old servers) instead of
+                ``max_completion_tokens``.
+            reasoning_effort: sent as ``reasoning_effort`` (``low``, ``medium``, ``high``) to a
+                reasoning model, and listed in :attr:`run_options`.
+            on_delta: stream the reply, handing each piece of text to this callback as it arrives.
 
         Raises:
-            ProviderError: no key, no ``OPENAI_API_KEY`` and no ``base_url``.
+            ProviderError: no key, no ``OPENAI_API_KEY`` and no base URL.
         """
         self.name = name
         self.model = model
-        self.base_url = base_url
+        self.base_url = base_url or os.environ.get(BASE_URL_ENV_VAR) or None
         self.timeout = timeout
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.malformed_args = malformed_args
+        self.legacy_max_tokens = legacy_max_tokens
+        self.reasoning_effort = reasoning_effort
+        self.on_delta = on_delta
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV_VAR)
         if not key:
-            if base_url is None:
+            if self.base_url is None:
                 raise ProviderError(
                     f"no OpenAI API key: pass api_key= or set {API_KEY_ENV_VAR} "
                     "(or give base_url= for a local OpenAI-compatible server)",
@@ -110,9 +130,23 @@ class OpenAIProvider(SdkProvider):
                 )
             key = NO_KEY_PLACEHOLDER
         self._secret = None if key == NO_KEY_PLACEHOLDER else key
-        self._client: openai.OpenAI = openai.OpenAI(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
-        )
+        # Only what was asked is passed: the SDK keeps its own timeout and retry defaults otherwise.
+        client_options: dict[str, Any] = {}
+        if timeout is not None:
+            client_options["timeout"] = timeout
+        if max_retries is not None:
+            client_options["max_retries"] = max_retries
+        self._client: openai.OpenAI = openai.OpenAI(api_key=key, base_url=self.base_url, **client_options)
+
+    @property
+    def run_options(self) -> dict[str, Any]:
+        """The settings worth recording in ``run_start.options`` (reasoning effort, legacy budget)."""
+        recorded: dict[str, Any] = {}
+        if self.reasoning_effort is not None:
+            recorded["reasoning_effort"] = self.reasoning_effort
+        if self.legacy_max_tokens:
+            recorded["legacy_max_tokens"] = True
+        return recorded
 
     def build_params(self, request: LlmRequest) -> dict[str, Any]:
         """The keyword arguments ``chat.completions.create`` receives for a request (pure; no network).
@@ -135,13 +169,23 @@ class OpenAIProvider(SdkProvider):
             params["temperature"] = temperature
         max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
         if max_tokens is not None:
-            params["max_tokens" if self.base_url else "max_completion_tokens"] = max_tokens
+            params["max_tokens" if self.legacy_max_tokens else "max_completion_tokens"] = max_tokens
         if request.seed is not None:
             params["seed"] = request.seed
+        if self.reasoning_effort is not None:
+            params["reasoning_effort"] = self.reasoning_effort
         return params
 
     def _send(self, params: dict[str, Any]) -> Any:
-        return self._client.chat.completions.create(**params)
+        if self.on_delta is None:
+            return self._client.chat.completions.create(**params)
+        # Streamed: the text goes to the sink as it arrives; the accumulated completion is the same
+        # value a non-streamed call returns (usage included), so the recorded reply does not change.
+        with self._client.chat.completions.stream(**params, stream_options={"include_usage": True}) as stream:
+            for event in stream:
+                if event.type == "content.delta":
+                    self._delta(event.delta)
+            return stream.get_final_completion()
 
     def _parse(self, reply: Any) -> LlmResponse:
         """The first choice: text, tool calls, finish reason as ``stop_reason``, usage."""
@@ -155,16 +199,23 @@ class OpenAIProvider(SdkProvider):
         ]
         usage = getattr(reply, "usage", None)
         details = getattr(usage, "prompt_tokens_details", None)
+        output_details = getattr(usage, "completion_tokens_details", None)
+        refusal = getattr(message, "refusal", None) or None
         return LlmResponse(
             # A refusal is the model's answer too; record it rather than an empty string.
-            content=message.content or getattr(message, "refusal", None) or "",
+            content=message.content or refusal or "",
             tool_calls=calls,
             stop_reason=choice.finish_reason,
             usage=Usage(
                 input_tokens=getattr(usage, "prompt_tokens", None) or 0,
                 output_tokens=getattr(usage, "completion_tokens", None) or 0,
                 cache_read_tokens=getattr(details, "cached_tokens", None),
+                reasoning_tokens=getattr(output_details, "reasoning_tokens", None),
+                input_includes_cache=True,
             ),
+            id=getattr(reply, "id", None) or None,
+            model=getattr(reply, "model", None) or None,
+            refusal=refusal if isinstance(refusal, str) else None,
         )
 
     def _tool_call(self, call: Any) -> ToolCallRecord:

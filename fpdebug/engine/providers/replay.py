@@ -75,6 +75,14 @@ def _message_view(message: Message | None) -> str:
     return _short(message.model_dump(mode="json", exclude_none=True))
 
 
+def _comparable(message: Message | None) -> Message | None:
+    """A message as a replay compares it: ``is_error`` left out, since traces written before it
+    existed flag no failed result; the failure is in the text and the tool_result either way."""
+    if message is None or message.is_error is None:
+        return message
+    return message.model_copy(update={"is_error": None})
+
+
 def _tags(request: LlmRequest) -> list[str]:
     return [f"{s.source}:{s.injection_id}" if s.injection_id else s.source for s in request.system_prompt]
 
@@ -101,7 +109,7 @@ def request_difference(recorded: LlmRequest, received: LlmRequest) -> Difference
     for index in range(max(len(old_messages), len(new_messages))):
         old = old_messages[index] if index < len(old_messages) else None
         new = new_messages[index] if index < len(new_messages) else None
-        if old != new:
+        if _comparable(old) != _comparable(new):
             return Difference(
                 f"messages (recorded {len(old_messages)}, received {len(new_messages)})",
                 _message_view(old),

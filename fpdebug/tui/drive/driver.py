@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -21,13 +22,13 @@ from typing import TYPE_CHECKING, Literal
 from textual.message import Message
 
 from fpdebug.demo.registry import Scenario, ScenarioRun, run_target
-from fpdebug.engine.providers.base import Provider
+from fpdebug.engine.providers.base import Provider, SdkProvider
 from fpdebug.engine.sink import EventSink
 from fpdebug.errors import TraceError
 from fpdebug.trace.clock import Clock
 from fpdebug.trace.inert import inert_line
 from fpdebug.trace.model import KINDS
-from fpdebug.trace.schema import RunStartEvent
+from fpdebug.trace.schema import RunStartEvent, TraceEvent
 from fpdebug.trace.writer import Durability
 from fpdebug.tui.commands import PaletteCommand
 from fpdebug.tui.drive.gate import Breakpoint, GateStatus, StepGate
@@ -154,6 +155,10 @@ class RunDriver:
         self._durability: Durability = durability
         self._wrap_sink = wrap_sink
         self._app: FpdebugApp | None = None
+        self.reply_so_far = ""
+        """The tail of the reply the model is streaming (a live provider with ``on_delta``); emptied
+        when the call's ``llm_call`` is written, so the status line shows the reply as it arrives."""
+        self._last_stream_post = 0.0
         prepare_trace_file(self.trace_path, overwrite=overwrite)
 
     # ------------------------------------------------------------------------------------------
@@ -274,6 +279,9 @@ class RunDriver:
     # The run (worker thread)
 
     def _run(self) -> None:
+        provider = self._provider
+        if isinstance(provider, SdkProvider) and provider.on_delta is None:
+            provider.on_delta = self._on_delta  # a live provider streams its reply to the status line
         try:
             self.result = run_target(
                 self.scenario,
@@ -293,7 +301,17 @@ class RunDriver:
             self._changed(self.status)
 
     def _wrap(self, sink: EventSink) -> EventSink:
-        return self.gate.attach(self._wrap_sink(sink) if self._wrap_sink is not None else sink)
+        return _ReplyDone(
+            self, self.gate.attach(self._wrap_sink(sink) if self._wrap_sink is not None else sink)
+        )
+
+    def _on_delta(self, text: str) -> None:
+        """A piece of the streamed reply (on the run's thread): keep the tail, repaint now and then."""
+        self.reply_so_far = (self.reply_so_far + text)[-_REPLY_TAIL:]
+        now = time.monotonic()
+        if now - self._last_stream_post >= _STREAM_REPAINT:
+            self._last_stream_post = now
+            self._changed(self.status)
 
     def _changed(self, status: GateStatus) -> None:
         app = self._app
@@ -326,3 +344,28 @@ class RunDriver:
 
 def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
+
+
+_REPLY_TAIL = 200
+"""Characters of the streamed reply kept for the status line."""
+_STREAM_REPAINT = 0.1
+"""Seconds between two repaints while a reply streams."""
+
+
+class _ReplyDone:
+    """Passes events on; an ``llm_call`` ends the streamed reply the status line shows."""
+
+    def __init__(self, driver: RunDriver, inner: EventSink) -> None:
+        self._driver = driver
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)  # next_seq and the like
+
+    def emit(self, event: TraceEvent) -> None:
+        if event.kind == "llm_call":
+            self._driver.reply_so_far = ""
+        self._inner.emit(event)
+
+    def close(self) -> None:
+        self._inner.close()

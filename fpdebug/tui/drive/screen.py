@@ -201,7 +201,13 @@ class DriveScreen(TraceScreen):
         driver = self.driver
         if driver is None:
             return super().run_state_text(palette)
-        return gate_text(driver.status, palette)
+        text = gate_text(driver.status, palette)
+        reply = driver.reply_so_far
+        if reply and driver.status.state == "running":
+            # The reply as it streams in (a live provider); the llm_call record is the final reply.
+            text.append(" · model: ", palette.dim)
+            text.append_text(plain("…" + reply[-80:], palette.dim, limit=82))
+        return text
 
     def on_mount(self) -> None:
         # A run may pause before this screen is up (its notice then found no screen): catch up

@@ -33,6 +33,7 @@ _BADGE_MEANING = {
     "superseded": "a pick or proposal the pass did not honour",
     "error": "the LLM call or a tool call failed",
     "invalid": "an invalid or opaque line is in or next to this iteration",
+    "refused": "the turn's final reply was a refusal (refusal or content filter), not an answer",
 }
 
 

@@ -208,9 +208,12 @@ def _call_facts(
             cache.append(f"cache read {number(usage.cache_read_tokens)}")
         if usage.cache_write_tokens is not None:
             cache.append(f"cache write {number(usage.cache_write_tokens)}")
+        if usage.reasoning_tokens is not None:
+            cache.append(f"reasoning {number(usage.reasoning_tokens)}")
+        # Input tokens count the cache, for traces written before that definition too.
         doc.fact(
             "tokens",
-            f"{number(usage.input_tokens)} in · {number(usage.output_tokens)} out",
+            f"{number(usage.total_input_tokens(call.provider))} in · {number(usage.output_tokens)} out",
             (f" ({', '.join(cache)})" if cache else "", palette.dim),
         )
     doc.fact(
@@ -232,6 +235,10 @@ def _call_facts(
     ]
     if settings:
         doc.fact("settings", (" · ".join(settings), palette.dim))
+    if response is not None and (response.id or response.model):
+        # Which reply, from which model exactly (a dated snapshot, a gateway's routing): absent in old traces.
+        answered = " · ".join(part for part in (response.model, response.id) if part)
+        doc.fact("response", (answered, palette.dim))
     if call.error is not None:
         status = f" (HTTP {call.error.status})" if call.error.status is not None else ""
         doc.fact("error", (f"{call.error.type}{status}: {call.error.message}", palette.bad))

@@ -86,7 +86,8 @@ def _turn_start_summary(record: TurnStartEvent) -> str:
 @_summary.register
 def _turn_end_summary(record: TurnEndEvent) -> str:
     early = f" · stopped early ({record.stopped_early.reason})" if record.stopped_early else ""
-    return f"answer: {clip(record.final_content, 300)}{early}"
+    refused = f" · REFUSED ({clip(record.refusal, 40)})" if record.refusal else ""
+    return f"answer: {clip(record.final_content, 300)}{early}{refused}"
 
 
 @_summary.register
@@ -133,7 +134,11 @@ def _llm_call_summary(record: LlmCallEvent) -> str:
     if record.error is not None:
         return f"call {record.call_index} failed: {record.error.type}: {record.error.message}"
     usage = record.response.usage if record.response is not None else None
-    tokens = f"{number(usage.input_tokens)} in / {number(usage.output_tokens)} out" if usage else "no reply"
+    tokens = (
+        f"{number(usage.total_input_tokens(record.provider))} in / {number(usage.output_tokens)} out"
+        if usage
+        else "no reply"
+    )
     latency = f"{number(record.latency_ms)} ms"
     return f"call {record.call_index} · {record.model} · {tokens} · {latency} · {record.route}"
 

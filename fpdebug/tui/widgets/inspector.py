@@ -712,7 +712,9 @@ def _call_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) 
     for call in calls:
         usage = call.response.usage if call.response is not None else None
         tokens = (
-            f"{number(usage.input_tokens)} in / {number(usage.output_tokens)} out" if usage else "no reply"
+            f"{number(usage.total_input_tokens(call.provider))} in / {number(usage.output_tokens)} out"
+            if usage
+            else "no reply"
         )
         doc.line(
             f"call {call.call_index} · ",

@@ -28,6 +28,7 @@ BADGE_LETTERS: dict[str, str] = {
     "superseded": "S",
     "error": "!",
     "invalid": "?",
+    "refused": "D",
 }
 """One-letter badges used when the timeline is too narrow for words (listed in the help)."""
 
@@ -109,7 +110,7 @@ def timeline_header(width: int, *, label: int = 0) -> Text:
 def _badge_style(name: str, palette: Palette) -> Style:
     if name in ("grant", "reengage"):
         return palette.good
-    if name in ("prune", "park", "error", "invalid"):
+    if name in ("prune", "park", "error", "invalid", "refused"):
         return palette.bad
     return palette.warn
 
