@@ -16,6 +16,7 @@ from fpdebug.ingest.agentfootprint import import_agentfootprint_file
 from fpdebug.ingest.otlp import import_otlp
 from fpdebug.trace.schema import ImportSource, InjectionDecl, TriggerDecl
 from fpdebug.views.source import not_recorded_by, source_honesty, trigger_not_recorded
+from tests.fakeservers import FakeResponse, FakeServer, openai_completion
 from tests.tui.helpers import opened, screen_text, wait_for
 
 pytestmark = pytest.mark.anyio
@@ -67,6 +68,23 @@ async def test_agentfootprint_engagement_says_renewal_evidence_not_recorded(tmp_
         text = await _show(pilot, "1", "Engagement")
         assert "renewal evidence not recorded" in text
         assert "no renewal evidence on this pass" not in text
+
+
+async def test_the_debugger_never_reruns_an_imported_call_live(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Even with the SDK's endpoint pointing at a server that would answer, the pane's ablation
+    # refuses (an imported run has no scripted model) and names the shell command instead.
+    trace = tmp_path / "run.fptrace.jsonl"
+    import_otlp([FIXTURES / "otlp" / "openai_v2_latest.otlp.pb"], trace)
+    with FakeServer(lambda request: FakeResponse(200, openai_completion(content="x"))) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+        async with opened(trace) as (pilot, _screen):
+            await _show(pilot, "7", "imported from otlp")
+            text = await _show(pilot, "a", "never a live one")
+            assert "--ablate --provider PROVIDER --model MODEL" in text
+        assert server.requests == []
 
 
 def test_the_words_come_from_the_header_source() -> None:
