@@ -282,6 +282,10 @@ class RecordedCallRunner:
         """Reruns made."""
         self.last_request: LlmRequest | None = None
         """The request of the latest rerun."""
+        self.input_tokens = 0
+        """Input tokens the reruns' replies reported, in all (what a live rerun costs)."""
+        self.output_tokens = 0
+        """Output tokens the reruns' replies reported, in all."""
 
     def __call__(self, specs: Sequence[AblationSpec], *, seed: int) -> RunOutput:
         """Rerun the call once with ``specs`` applied and ``seed`` set.
@@ -300,6 +304,8 @@ class RecordedCallRunner:
             response = provider.complete(request)
         self.calls += 1
         usage = response.usage
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
         return RunOutput(
             output=render_answer(response), cost=RunCost(tokens=usage.input_tokens + usage.output_tokens)
         )

@@ -41,7 +41,13 @@ from fpdebug.backtrack.flip import (
 from fpdebug.backtrack.probe import ProbeStats, Runner, RunOutput, resolve_samples, run_ablation_probe
 from fpdebug.backtrack.provenance import Provenance, trace_provenance
 from fpdebug.backtrack.report import BacktrackReport, BisectSummary, build_report
-from fpdebug.backtrack.rerun import ModuleLoader, RerunProvider, rerun_provider_for, runner_for
+from fpdebug.backtrack.rerun import (
+    ModuleLoader,
+    RecordedCallRunner,
+    RerunProvider,
+    rerun_provider_for,
+    runner_for,
+)
 from fpdebug.backtrack.sidecar import SidecarWriter
 from fpdebug.backtrack.suspects import AblationSpec, Suspect, SuspectRanking, rank_pieces, token_set
 from fpdebug.errors import BacktrackCancelled, BacktrackError, FpdebugError
@@ -54,6 +60,7 @@ __all__ = [
     "Backtrack",
     "Cancelled",
     "FlipTest",
+    "LiveCalls",
     "Progress",
     "backtrack",
     "explain",
@@ -91,6 +98,42 @@ class Backtrack:
     """The baseline probe of ``ablate`` / ``restore``."""
     bisect: BisectResult | None = None
     """The bisection, when one ran."""
+    live_calls: LiveCalls | None = None
+    """What the reruns sent to a live model cost (``None`` when no live model was asked for)."""
+
+
+@dataclass
+class LiveCalls:
+    """The live calls of a backtrack's reruns: how many, to whom, and their tokens as the API reported.
+
+    Dollars are not computed: fpdebug keeps no price list (the tokens are what a bill is made of).
+    """
+
+    provider: str
+    """The live model, as the report names it (``openai model gpt-4o (live, as asked)``)."""
+    calls: int = 0
+    """Live calls made (one per rerun)."""
+    input_tokens: int = 0
+    """Input tokens of all of them."""
+    output_tokens: int = 0
+    """Output tokens of all of them."""
+
+    @property
+    def tokens(self) -> int:
+        """Input and output tokens, in all."""
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def per_rerun(self) -> float:
+        """Tokens per rerun, on average (0 before any)."""
+        return self.tokens / self.calls if self.calls else 0.0
+
+    def words(self) -> str:
+        """``6 live calls · 660 tokens in all (600 in / 60 out) · 110 per rerun``."""
+        return (
+            f"{self.calls} live call{'s' if self.calls != 1 else ''} · {self.tokens} tokens in all "
+            f"({self.input_tokens} in / {self.output_tokens} out) · {self.per_rerun:.0f} per rerun"
+        )
 
 
 def flip_test_for(
@@ -316,9 +359,22 @@ def backtrack(
     )
     watched = _Watched(runner, total=plan.total_runs, progress=progress, cancelled=cancelled)
     status = _watched_run(result, watched, writer, plan)
+    result.live_calls = _live_calls(rerun, runner)
     if status == "complete" and progress is not None:
         progress(watched.done, watched.done)
     return result
+
+
+def _live_calls(rerun: RerunProvider | None, runner: Runner) -> LiveCalls | None:
+    """The live calls the reruns made, with their tokens; ``None`` unless a live model was asked for."""
+    if rerun is None or not rerun.live or not isinstance(runner, RecordedCallRunner):
+        return None
+    return LiveCalls(
+        provider=rerun.description,
+        calls=runner.calls,
+        input_tokens=runner.input_tokens,
+        output_tokens=runner.output_tokens,
+    )
 
 
 def _answer_changed(

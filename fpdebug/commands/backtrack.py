@@ -123,10 +123,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if progress is not None:
         print(file=sys.stderr)
+    source_note = _source_note(trace)
     if args.json:
-        print(json.dumps(_as_json(result), indent=2, ensure_ascii=True))
+        print(json.dumps(_as_json(result, source_note), indent=2, ensure_ascii=True))
     else:
-        sys.stdout.write(render(result))
+        sys.stdout.write(render(result, source_note=source_note))
     return 1 if result.report.target_note else 0
 
 
@@ -134,7 +135,16 @@ def _progress(done: int, total: int) -> None:
     print(f"\r  reruns {done}/{total}", end="", file=sys.stderr, flush=True)
 
 
-def _as_json(result: Backtrack) -> dict[str, object]:
+def _source_note(trace: Path) -> str | None:
+    """What an imported trace's source did not record (``None`` for fpdebug's own traces)."""
+    from fpdebug.trace.reader import TraceReader
+    from fpdebug.views.source import import_source, source_honesty
+
+    with TraceReader(trace, index=False) as reader:
+        return source_honesty(import_source(reader))
+
+
+def _as_json(result: Backtrack, source_note: str | None = None) -> dict[str, object]:
     context = [
         {
             "id": piece.id,
@@ -153,8 +163,20 @@ def _as_json(result: Backtrack) -> dict[str, object]:
         candidate.model_dump(mode="json", exclude_none=True) for candidate in result.provenance.missing
     ]
     report = result.report.model_dump(mode="json", exclude_none=True)
-    report["honesty"] = result.report.honesty
+    report["honesty"] = ([f"⚠ {source_note}"] if source_note else []) + result.report.honesty
+    extra: dict[str, object] = {}
+    if result.live_calls is not None:
+        live = result.live_calls
+        extra["live_calls"] = {
+            "provider": live.provider,
+            "calls": live.calls,
+            "input_tokens": live.input_tokens,
+            "output_tokens": live.output_tokens,
+            "tokens": live.tokens,
+            "tokens_per_rerun": round(live.per_rerun, 1),
+        }
     return {
+        **extra,
         "report": report,
         "context": context,
         "available_not_sent": missing,
@@ -166,8 +188,10 @@ def _as_json(result: Backtrack) -> dict[str, object]:
 # Text
 
 
-def render(result: Backtrack) -> str:
-    """The report as text; every line passes through ``inert_line`` (trace text is untrusted)."""
+def render(result: Backtrack, *, source_note: str | None = None) -> str:
+    """The report as text; every line passes through ``inert_line`` (trace text is untrusted).
+
+    ``source_note``: what an imported trace's source did not record, first of the honesty lines."""
     from fpdebug.trace.inert import inert_line
 
     report = result.report
@@ -180,8 +204,12 @@ def render(result: Backtrack) -> str:
     lines += _suspects(report)
     lines += _missing(report, result.provenance.missing)
     lines += _verdicts(report)
+    if result.live_calls is not None:
+        lines += ["", f"live calls (sent to {result.live_calls.provider})", f"  {result.live_calls.words()}"]
     lines += _assessment(report)
     lines += ["", "honesty"]
+    if source_note:
+        lines.append(f"  ⚠ {source_note}")
     lines += [f"  {line}" for line in report.honesty]
     if result.sidecar is not None:
         lines += ["", f"saved to {result.sidecar}"]

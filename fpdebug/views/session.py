@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from fpdebug.trace.model import KIND_CODES, Iteration, LeaseLifetime, Run, RunModel
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.records import InvalidRecord, Record, classify_line
-from fpdebug.trace.schema import RunStartEvent
+from fpdebug.trace.schema import ImportSource, RunStartEvent
 from fpdebug.views.facts import RowFacts, badges_of, invalid_near, row_facts
 from fpdebug.views.query import Query
+from fpdebug.views.source import import_source, not_recorded_by
 
 __all__ = ["CHECK_SLICE", "FIRST_SLICE", "MODEL_SLICE", "RUN_START_CACHE", "TraceSession"]
 
@@ -208,6 +209,15 @@ class TraceSession:
 
     # ------------------------------------------------------------------------------------------
     # Lookups (UI thread)
+
+    @property
+    def source(self) -> ImportSource | None:
+        """Where an imported trace came from (its header's ``source``); ``None`` for fpdebug's own."""
+        return import_source(self.reader)
+
+    def not_recorded(self, kind: str) -> str | None:
+        """``"not recorded by otlp"`` when this trace's source cannot hold ``kind`` records, else ``None``."""
+        return not_recorded_by(self.source, kind)
 
     def run_of(self, iteration: Iteration) -> Run | None:
         """The run an iteration belongs to."""

@@ -54,6 +54,7 @@ from fpdebug.tui.widgets.bars import TextBar
 from fpdebug.tui.widgets.document import Block
 from fpdebug.tui.widgets.link_document import LinkDocument
 from fpdebug.views.session import TraceSession
+from fpdebug.views.source import source_honesty
 
 __all__ = ["BacktrackDocument", "BacktrackPane"]
 
@@ -552,7 +553,14 @@ class BacktrackPane(Vertical):
                 assessment = find_assessment(self.session, self.report.call_line)
             except Exception:
                 assessment = None
-        return backtrack_document(self.report, self.state, assessment, palette, trace_name=self.trace.name)
+        return backtrack_document(
+            self.report,
+            self.state,
+            assessment,
+            palette,
+            trace_name=self.trace.name,
+            source_note=source_honesty(self.session.source),
+        )
 
     def state_text(self) -> Text:
         """The one-line state bar."""

@@ -204,6 +204,7 @@ def backtrack_document(
     palette: Palette,
     *,
     trace_name: str = "TRACE",
+    source_note: str | None = None,
 ) -> list[Block]:
     """The pane's document.
 
@@ -213,6 +214,7 @@ def backtrack_document(
         assessment: The answer layer's assessment of the answer, when the trace has one.
         palette: Styles.
         trace_name: The trace's file name (for the command line the pane suggests).
+        source_note: What an imported trace's source did not record (``views.source.source_honesty``).
     """
     doc = DocBuilder(palette)
     if report is None:
@@ -228,6 +230,8 @@ def backtrack_document(
     _suspects_section(doc, report)
     _missing_section(doc, report)
     doc.heading("Honesty")
+    if source_note:
+        doc.line((f"⚠ {source_note}", palette.warn), indent=2, hang=2)
     for line in report.honesty:
         doc.line((line, palette.warn if line.startswith("⚠") else palette.dim), indent=2, hang=2)
     return doc.blocks

@@ -366,6 +366,11 @@ class DiffView(LinkDocument):
     def build(self) -> list[Block]:
         doc = DocBuilder(self.palette)
         rows = self.session.iterations
+        missing = self.session.not_recorded("pass")
+        if missing is not None and rows:
+            doc.line(Text("Diff of two passes", style=self.palette.heading))
+            doc.line((f"Passes are {missing}: there is no pass to compare.", self.palette.dim), indent=2)
+            return doc.blocks
         if self.pair is None:
             if not rows:
                 doc.line(("No iteration yet.", self.palette.dim))

@@ -51,6 +51,7 @@ from fpdebug.tui.text import Palette, clip, compact_json, number
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 from fpdebug.views.session import TraceSession
+from fpdebug.views.source import evidence_not_recorded, trigger_not_recorded
 
 __all__ = ["LADDER", "PassInspector", "inspect_iteration", "ladder_text", "reason_text", "tool_result_head"]
 
@@ -243,7 +244,9 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
     move = _one(session, iteration.cursor_line, CursorMoveEvent)
     doc.heading("Cursor")
     if move is None:
-        doc.line(("no cursor move recorded (no skill map mounted)", palette.dim), indent=2)
+        missing = session.not_recorded("cursor_move")
+        words = f"cursor moves {missing}" if missing else "no cursor move recorded (no skill map mounted)"
+        doc.line((words, palette.dim), indent=2)
         return
     doc.fact(
         "move",
@@ -285,7 +288,13 @@ def _pass_section(
     record = _one(session, iteration.pass_line, PassEvent)
     if record is None:
         doc.heading("Active injections")
-        doc.line(("no pass record in this iteration", doc.palette.dim), indent=2)
+        missing = session.not_recorded("pass")
+        words = (
+            f"passes {missing}: why each piece rode is unknown"
+            if missing
+            else "no pass record in this iteration"
+        )
+        doc.line((words, doc.palette.dim), indent=2)
         return
     _active_injections(doc, record, start)
     _skipped_injections(doc, record)
@@ -323,7 +332,7 @@ def _active_injections(doc: DocBuilder, record: PassEvent, start: RunStartEvent 
     for number_, id_ in enumerate(rows, 1):
         decl = catalog.get(id_)
         flavor = decl.flavor if decl is not None else ("steering" if id_ in reasons else "?")
-        trigger = decl.trigger.kind if decl is not None else None
+        trigger = "not recorded" if trigger_not_recorded(decl) else decl.trigger.kind if decl else None
         doc.line(
             f"{number_:>2} ",
             (f"{clip(id_, width):<{width}}", palette.accent),
@@ -397,6 +406,7 @@ def _lease_section(doc: DocBuilder, session: TraceSession, iteration: Iteration)
     run = session.run_of(iteration)
     serving = run.leases_serving(iteration.turn, iteration.number) if run is not None else []
     if not (grants or prunes or iteration.lease_served or serving):
+        _not_recorded(doc, "Leases", "leases", session.not_recorded("lease_grant"))
         return
     doc.heading("Leases")
     unexplained = [
@@ -435,6 +445,7 @@ def _engagement_section(doc: DocBuilder, session: TraceSession, iteration: Itera
     palette = doc.palette
     record = _one(session, iteration.engagement_line, EngagementEvent)
     if record is None:
+        _not_recorded(doc, "Engagement", "engagement", session.not_recorded("engagement"))
         return
     doc.heading("Engagement", ("  the mount kernel's pass (docs §6)", palette.dim))
     _engagement_pass_facts(doc, record.pass_facts)
@@ -443,7 +454,7 @@ def _engagement_section(doc: DocBuilder, session: TraceSession, iteration: Itera
     map_ids = list(dict.fromkeys([*evidence, *(r.map_id for r in record.records), *changes]))
     for map_id in map_ids:
         doc.line(("map ", palette.key), (map_id, palette.accent), indent=2)
-        _map_evidence(doc, evidence.get(map_id))
+        _map_evidence(doc, evidence.get(map_id), unrecorded=evidence_not_recorded(session.source))
         change = changes.get(map_id)
         if change is not None:
             _map_change(doc, change)
@@ -476,14 +487,25 @@ def _engagement_pass_facts(doc: DocBuilder, facts: EngagementPassFacts) -> None:
         doc.fact("served last", (", ".join(facts.served_last_pass), palette.dim))
 
 
-def _map_evidence(doc: DocBuilder, found: MapEvidence | None) -> None:
-    """A map's renewal evidence on the ladder, then one row per item."""
+def _not_recorded(doc: DocBuilder, heading: str, what: str, missing: str | None) -> None:
+    """``Leases / leases not recorded by otlp`` when the source cannot hold them (else nothing)."""
+    if missing is not None:
+        doc.heading(heading)
+        doc.line((f"{what} {missing}", doc.palette.dim), indent=2)
+
+
+def _map_evidence(doc: DocBuilder, found: MapEvidence | None, *, unrecorded: bool = False) -> None:
+    """A map's renewal evidence on the ladder, then one row per item.
+
+    ``unrecorded``: the source keeps no renewal evidence (agentfootprint), so an empty list says
+    nothing about this pass."""
     palette = doc.palette
     items: list[EvidenceItem] = found.items if found is not None else []
     strongest = found.strongest if found is not None else None
     doc.fact("evidence", ladder_text([item.strength for item in items], strongest, palette), indent=4)
     if not items:
-        doc.line(("no renewal evidence on this pass", palette.dim), indent=17)
+        words = "renewal evidence not recorded" if unrecorded else "no renewal evidence on this pass"
+        doc.line((words, palette.dim), indent=17)
     for item in items:
         what = item.tool_name or item.by or item.skill_id or ""
         doc.line(

@@ -282,6 +282,12 @@ class LeaseDetail(DocumentView):
     def build(self) -> list[Block]:
         if self.index is None or self.index >= len(self.session.leases):
             doc = DocBuilder(self.palette)
+            missing = self.session.not_recorded("lease_grant")
+            if missing is not None and not self.session.leases:
+                doc.line(
+                    (f"Leases {missing}: its runs' leases, if any, are not in this trace.", self.palette.dim)
+                )
+                return doc.blocks
             doc.line(
                 (
                     "No lease in this trace yet: a tool grants one with a require-instruction effect.",

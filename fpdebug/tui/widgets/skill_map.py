@@ -319,6 +319,10 @@ def skill_map_document(
     skill_map = start.skill_map
     if skill_map is None:
         doc.line(Text("Skill map", style=palette.heading), " · run ", (run_id, palette.accent))
+        missing = session.not_recorded("cursor_move")
+        if missing is not None:
+            doc.line((f"The skill map and cursor moves are {missing}: none is shown.", palette.dim), indent=2)
+            return doc.blocks
         doc.line(("This run declares no skill map: there is no cursor to follow.", palette.dim), indent=2)
         doc.line(
             ("Its context is chosen by each injection's trigger alone (see the Passes view).", palette.dim),

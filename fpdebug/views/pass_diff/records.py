@@ -13,6 +13,7 @@ from fpdebug.trace.model import Iteration, LeaseLifetime, Run
 from fpdebug.trace.schema import ActiveReason, InjectionDecl, LlmCallEvent, PassEvent
 from fpdebug.views.pass_diff.model import ACTIVE, SLOTS
 from fpdebug.views.session import TraceSession
+from fpdebug.views.source import trigger_not_recorded
 
 _Record = TypeVar("_Record")
 
@@ -64,6 +65,8 @@ def describe_reason(reason: ActiveReason | None, decl: InjectionDecl | None) -> 
         decl: Its declaration in ``run_start``.
     """
     if reason is None:
+        if trigger_not_recorded(decl):
+            return "its trigger is not recorded"
         if decl is not None:
             return f"its trigger is {decl.trigger.kind}"
         return "the pass records no reason"

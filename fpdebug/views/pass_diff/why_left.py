@@ -12,6 +12,7 @@ from fpdebug.trace.model import Iteration, LeaseLifetime, Run
 from fpdebug.trace.schema import ActiveReason, EngagementEvent, LeasePruneEvent
 from fpdebug.views.pass_diff.records import Step, Walk, prune_words, record, serving_lease
 from fpdebug.views.session import TraceSession
+from fpdebug.views.source import trigger_not_recorded
 
 
 def why_left(walk: Walk, index: int, id_: str) -> str:
@@ -110,6 +111,8 @@ def _did_not_fire(walk: Walk, step: Step, previous: Step | None, id_: str) -> st
     if previous is not None and previous.iteration.turn != iteration.turn:
         return f"a new turn started (turn {iteration.turn}); its trigger did not fire on this pass"
     decl = walk.catalog.get(id_)
+    if trigger_not_recorded(decl):
+        return "its trigger is not recorded; it did not ride this pass"
     trigger = decl.trigger.kind if decl is not None else "?"
     return f"its trigger ({trigger}) did not fire on this pass"
 
