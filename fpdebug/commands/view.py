@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-HELP = "Open a trace in the terminal debugger (timeline, pass inspector, leases, calls, events)."
+HELP = "Open a trace in the terminal debugger (passes, leases, calls, events, skill map, diff, backtrack)."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
