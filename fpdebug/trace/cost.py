@@ -36,9 +36,12 @@ __all__ = [
     "UNKNOWN_PRICE",
     "CallCost",
     "CostTotal",
+    "InjectionCost",
     "InjectionShare",
+    "RunCosts",
     "TokenCounts",
     "call_cost",
+    "costs_of",
     "format_dollars",
     "injection_shares",
     "usage_of",
@@ -249,3 +252,64 @@ def injection_shares(request: LlmRequest, cost: CallCost) -> dict[str, Injection
         dollars = cost.input_dollars * fraction if cost.input_dollars is not None else None
         shares[injection_id] = InjectionShare(chars, float(fraction) * cost.tokens.input_total, dollars)
     return shares
+
+
+@dataclass(slots=True)
+class InjectionCost:
+    """What one injection's segments took across a run (sum of its :class:`InjectionShare` s)."""
+
+    tokens: float = 0.0
+    """Estimated input tokens (its character share of each call's input tokens)."""
+    cost: CostTotal = field(default_factory=CostTotal)
+    """Its share of each call's input-side dollars; unpriced calls counted by reason."""
+    calls: int = 0
+    """Calls its segments rode."""
+
+    def as_json(self) -> dict[str, object]:
+        """``{"tokens": int, "calls": n, "cost": {…}}`` (tokens rounded: an estimate)."""
+        return {"tokens": round(self.tokens), "calls": self.calls, "cost": self.cost.as_json()}
+
+
+@dataclass(slots=True)
+class RunCosts:
+    """A run's costs: per call (by line), per iteration, per turn, for the run, and per injection."""
+
+    run: CostTotal = field(default_factory=CostTotal)
+    """Every call of the run."""
+    turns: dict[int, CostTotal] = field(default_factory=dict)
+    """Per turn number."""
+    iterations: dict[tuple[int, int], CostTotal] = field(default_factory=dict)
+    """Per ``(turn, iteration)``."""
+    calls: dict[int, CallCost] = field(default_factory=dict)
+    """Per ``llm_call`` line."""
+    injections: dict[str, InjectionCost] = field(default_factory=dict)
+    """Per injection id, in order of first appearance."""
+
+    def add(self, line: int, event: LlmCallEvent) -> CallCost:
+        """Count one call (its line in the trace) everywhere it belongs; return its cost."""
+        cost = call_cost(event)
+        self.calls[line] = cost
+        self.run.add(cost)
+        if event.turn is not None:
+            self.turns.setdefault(event.turn, CostTotal()).add(cost)
+            if event.iteration is not None:
+                self.iterations.setdefault((event.turn, event.iteration), CostTotal()).add(cost)
+        for injection_id, share in injection_shares(event.request, cost).items():
+            total = self.injections.setdefault(injection_id, InjectionCost())
+            total.tokens += share.tokens
+            total.calls += 1
+            total.cost.add(CallCost(cost.tokens, share.dollars, share.dollars, cost.unpriced))
+        return cost
+
+    def injections_by_cost(self) -> list[tuple[str, InjectionCost]]:
+        """Injections, the most expensive first (by dollars, then by tokens)."""
+        return sorted(self.injections.items(), key=lambda item: (-item[1].cost.dollars, -item[1].tokens))
+
+
+def costs_of(events: Iterable[tuple[int, object]]) -> RunCosts:
+    """The costs of the ``llm_call`` records among ``(line, record)`` pairs (other records are skipped)."""
+    costs = RunCosts()
+    for line, record in events:
+        if isinstance(record, LlmCallEvent):
+            costs.add(line, record)
+    return costs
