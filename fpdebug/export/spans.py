@@ -552,6 +552,10 @@ class SpanBuilder:
         if event.turn is not None:
             state.turn_costs.setdefault(event.turn, CostTotal()).add(cost)
         _put_cost(attrs, CostTotal.of([cost]))
+        if cost.dollars is not None:
+            # Langfuse reads a call's cost from gen_ai.usage.cost (its documented OTel property mapping);
+            # only on chat spans, so a backend that sums spans does not count a turn's or a run's twice.
+            attrs["gen_ai.usage.cost"] = float(cost.dollars)
         put_position(attrs, event)
         attrs["fpdebug.call_index"] = event.call_index
         if event.route is not None:

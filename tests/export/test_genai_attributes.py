@@ -122,6 +122,8 @@ def test_a_known_model_has_a_cost_on_its_call_its_turn_and_its_run() -> None:
     spans = by_name(one_call(usage=CACHED))
     # 500 uncached at $3/M + 200 read at $0.30/M + 300 written at $3.75/M + 100 out at $15/M.
     assert spans["chat"]["fpdebug.cost.usd"] == pytest.approx(0.004185)
+    assert spans["chat"]["gen_ai.usage.cost"] == pytest.approx(0.004185)  # what Langfuse reads
+    assert "gen_ai.usage.cost" not in spans["run"]
     assert spans["invoke_agent"]["fpdebug.cost.usd"] == pytest.approx(0.004185)
     assert spans["run"]["fpdebug.cost.usd"] == pytest.approx(0.004185)
 
@@ -129,7 +131,7 @@ def test_a_known_model_has_a_cost_on_its_call_its_turn_and_its_run() -> None:
 def test_an_unknown_model_says_unknown_price_never_zero() -> None:
     spans = by_name(one_call(provider="openai", model="no-such-model-x", usage=CACHED))
     for name in ("chat", "invoke_agent", "run"):
-        assert "fpdebug.cost.usd" not in spans[name]
+        assert "fpdebug.cost.usd" not in spans[name] and "gen_ai.usage.cost" not in spans[name]
         assert spans[name]["fpdebug.cost.unpriced"] == "unknown price"
 
 
