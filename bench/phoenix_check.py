@@ -112,33 +112,39 @@ def check(base: str, trace_files: dict[str, Path]) -> list[str]:
     verdict = "ok  " if len(traces) == len(trace_files) else "FAIL"
     out.append(f"{verdict} one trace per exported file ({len(trace_files)} files: {', '.join(trace_files)})")
     for trace_id, members in sorted(traces.items(), key=lambda item: -len(item[1])):
-        llm = [span for span in members if span["spanKind"] == "llm"]
-        with_messages = with_tokens = with_cost = 0
-        for span in llm:
-            attributes = json.loads(span["attributes"])
-            llm_attrs = attributes.get("llm", {})
-            if llm_attrs.get("input_messages") and llm_attrs.get("output_messages"):
-                with_messages += 1
-            if span["tokenCountPrompt"] and span["tokenCountCompletion"] is not None:
-                with_tokens += 1
-            phoenix_cost = (span["costSummary"] or {}).get("total", {}).get("cost")
-            ours = attributes.get("fpdebug", {}).get("cost", {})
-            if phoenix_cost is not None or ours:
-                with_cost += 1
-            out.append(
-                f"     {span['name']}: prompt {span['tokenCountPrompt']} / completion {span['tokenCountCompletion']}, "
-                f"Phoenix cost {phoenix_cost}, fpdebug cost {ours.get('usd', ours.get('unpriced'))}"
-            )
-        root = next((span["name"] for span in members if span["name"].startswith("run ")), "?")
-        provider = next(
-            (json.loads(s["attributes"]).get("gen_ai", {}).get("provider", {}).get("name") for s in llm), None
-        )
-        out.append(
-            f"trace {trace_id} ({root}, provider {provider}): {len(members)} spans, {len(llm)} LLM spans"
-        )
-        for label, count in (("messages", with_messages), ("tokens", with_tokens), ("a cost", with_cost)):
-            verdict = "ok  " if llm and count == len(llm) else "FAIL"
-            out.append(f"{verdict} {count}/{len(llm)} LLM spans show {label}")
+        out += check_trace(trace_id, members)
+    return out
+
+
+def llm_span_line(span: dict[str, Any]) -> tuple[str, bool, bool, bool]:
+    """One LLM span's line, and whether it shows messages, tokens and a cost."""
+    attributes = json.loads(span["attributes"])
+    llm_attrs = attributes.get("llm", {})
+    messages = bool(llm_attrs.get("input_messages") and llm_attrs.get("output_messages"))
+    tokens = bool(span["tokenCountPrompt"]) and span["tokenCountCompletion"] is not None
+    phoenix_cost = (span["costSummary"] or {}).get("total", {}).get("cost")
+    ours = attributes.get("fpdebug", {}).get("cost", {})
+    line = (
+        f"     {span['name']}: prompt {span['tokenCountPrompt']} / completion {span['tokenCountCompletion']}, "
+        f"Phoenix cost {phoenix_cost}, fpdebug cost {ours.get('usd', ours.get('unpriced'))}"
+    )
+    return line, messages, tokens, phoenix_cost is not None or bool(ours)
+
+
+def check_trace(trace_id: str, members: list[dict[str, Any]]) -> list[str]:
+    """One trace's LLM spans: each one's numbers, then how many show messages, tokens and a cost."""
+    llm = [span for span in members if span["spanKind"] == "llm"]
+    checked = [llm_span_line(span) for span in llm]
+    out = [line for line, *_ in checked]
+    root = next((span["name"] for span in members if span["name"].startswith("run ")), "?")
+    provider = next(
+        (json.loads(s["attributes"]).get("gen_ai", {}).get("provider", {}).get("name") for s in llm), None
+    )
+    out.append(f"trace {trace_id} ({root}, provider {provider}): {len(members)} spans, {len(llm)} LLM spans")
+    for index, label in ((1, "messages"), (2, "tokens"), (3, "a cost")):
+        count = sum(1 for row in checked if row[index])
+        verdict = "ok  " if llm and count == len(llm) else "FAIL"
+        out.append(f"{verdict} {count}/{len(llm)} LLM spans show {label}")
     return out
 
 

@@ -357,6 +357,20 @@ def _iteration_cost(costs: RunCosts, turn: int, iteration: int) -> str | None:
     return total.text() if total is not None else None
 
 
+def _injection_cost_rows(costs: RunCosts) -> list[InjectionCostRow]:
+    """Each injection's share of the run's prompts, the most expensive first."""
+    return [
+        {
+            "injection_id": injection_id,
+            "tokens": round(total.tokens),
+            "calls": total.calls,
+            "cost": total.cost.text(),
+            "usd": total.cost.usd(),
+        }
+        for injection_id, total in costs.injections_by_cost()
+    ]
+
+
 def _run_costs(model: RunModel, run: Run) -> RunCosts:
     """The run's calls priced (fpdebug/trace/cost.py), iteration by iteration."""
     return costs_of(
@@ -560,16 +574,7 @@ def _run_report(model: RunModel, run: Run) -> RunReport:
         "input_tokens": run.input_tokens,
         "output_tokens": run.output_tokens,
         "cost": costs.run.as_json(),
-        "injection_costs": [
-            {
-                "injection_id": injection_id,
-                "tokens": round(total.tokens),
-                "calls": total.calls,
-                "cost": total.cost.text(),
-                "usd": total.cost.usd(),
-            }
-            for injection_id, total in costs.injections_by_cost()
-        ],
+        "injection_costs": _injection_cost_rows(costs),
         "started": _ts(model, run.start_line if run.start_line is not None else run.first_line),
         "ended": _ts(model, run.end_line),
         "stopped_early": [

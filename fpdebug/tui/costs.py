@@ -24,6 +24,6 @@ def run_costs(session: TraceSession, run: Run) -> RunCosts:
     if cached is not None and cached[0] == run.last_line:
         return cached[1]
     lines = [line for iteration in run.iterations() for line in iteration.llm_lines]
-    costs = costs_of((line, session.model.record(line)) for line in lines)
+    costs = costs_of((line, session.record(line)) for line in lines)
     per_session[run.run_id] = (run.last_line, costs)
     return costs

@@ -22,7 +22,6 @@ from typing import TypeVar
 from rich.style import Style
 from rich.text import Text
 
-from fpdebug.trace.cost import call_cost, format_dollars, injection_shares
 from fpdebug.trace.model import Iteration
 from fpdebug.trace.records import InvalidRecord, OpaqueRecord
 from fpdebug.trace.schema import (
@@ -48,9 +47,9 @@ from fpdebug.trace.schema import (
     StepPointerRecord,
     ToolResultEvent,
 )
-from fpdebug.tui.costs import run_costs
 from fpdebug.tui.session import TraceSession
 from fpdebug.tui.text import Palette, clip, compact_json, number
+from fpdebug.tui.widgets.context_cost import call_cost_text, injection_cost_section
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 
@@ -290,7 +289,7 @@ def _pass_section(
         doc.line(("no pass record in this iteration", doc.palette.dim), indent=2)
         return
     _active_injections(doc, record, start)
-    _injection_costs(doc, session, iteration, record)
+    injection_cost_section(doc, session, iteration, _active_rows(record))
     _skipped_injections(doc, record)
     _pass_facts(doc, record)
     _slot_delta(doc, record)
@@ -337,41 +336,6 @@ def _active_injections(doc: DocBuilder, record: PassEvent, start: RunStartEvent 
             reason_text(reasons.get(id_), trigger, palette),
             indent=1,
             hang=width + slot_width + 19,
-        )
-
-
-def _injection_costs(doc: DocBuilder, session: TraceSession, iteration: Iteration, record: PassEvent) -> None:
-    """What each active injection's segments took of this call and of the whole run (by characters)."""
-    run = session.run_of(iteration)
-    calls = _records(session, iteration.llm_lines, LlmCallEvent)
-    if run is None or not calls:
-        return
-    palette = doc.palette
-    costs = run_costs(session, run)
-    here: dict[str, float] = {}
-    for line, call in zip(iteration.llm_lines, calls, strict=False):
-        cost = costs.calls.get(line) or call_cost(call)
-        for injection_id, share in injection_shares(call.request, cost).items():
-            here[injection_id] = here.get(injection_id, 0.0) + share.tokens
-    doc.heading(
-        "Context cost",
-        (
-            "  ≈ input tokens by the segments' share of the request's characters: this call · the run",
-            palette.dim,
-        ),
-    )
-    rows = [id_ for id_ in _active_rows(record) if id_ in here or id_ in costs.injections]
-    if not rows:
-        doc.line(("no active injection put text in the request", palette.dim), indent=2)
-    width = min(max((len(id_) for id_ in rows), default=4), 26)
-    for id_ in rows:
-        total = costs.injections.get(id_)
-        across = f"≈{number(round(total.tokens))} tokens, {total.cost.text()}" if total is not None else "—"
-        doc.line(
-            (f"{clip(id_, width):<{width}}", palette.accent),
-            f"  ≈{number(round(here.get(id_, 0.0)))} · ",
-            (across, palette.key),
-            indent=2,
         )
 
 
@@ -741,14 +705,6 @@ def _routing_section(doc: DocBuilder, session: TraceSession, iteration: Iteratio
         doc.line(("finding ", palette.key), f"{finding.layer} layer: {len(finding.rows)} row(s)", indent=2)
 
 
-def _cost_text(call: LlmCallEvent) -> str:
-    """One call's cost: dollars, ``unknown price`` or ``no price: scripted`` (never $0 for no price)."""
-    cost = call_cost(call)
-    if cost.dollars is None:
-        return cost.unpriced or "unknown price"
-    return format_dollars(cost.dollars)
-
-
 def _call_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
     palette = doc.palette
     calls = _records(session, iteration.llm_lines, LlmCallEvent)
@@ -763,7 +719,7 @@ def _call_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) 
         doc.line(
             f"call {call.call_index} · ",
             (f"{call.provider}/{call.model}", palette.accent),
-            f" · {tokens} · {_cost_text(call)} · {number(call.latency_ms)} ms · route ",
+            f" · {tokens} · {call_cost_text(call)} · {number(call.latency_ms)} ms · route ",
             (call.route or "—", palette.key),
             indent=2,
         )
