@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -36,8 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--endpoint",
         metavar="URL",
-        help="send the spans over OTLP/HTTP (protobuf) to this collector, e.g. "
-        "http://localhost:4318 (/v1/traces is added to a URL without a path)",
+        nargs="?",
+        const="",
+        help="send the spans over OTLP/HTTP (protobuf) to this collector: a base URL as "
+        "OTEL_EXPORTER_OTLP_ENDPOINT is (/v1/traces is appended unless the path already ends with it), "
+        "e.g. http://localhost:4318; --endpoint alone takes OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (as given) "
+        "or OTEL_EXPORTER_OTLP_ENDPOINT (base URL) from the environment",
     )
     parser.add_argument(
         "--header",
@@ -70,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read the trace once into spans, then write them as OTLP/JSON and/or send them over OTLP/HTTP."""
     from fpdebug.errors import ExportError
-    from fpdebug.export.spans import build_spans
+    from fpdebug.export.spans import build_spans, trace_salt
     from fpdebug.trace.reader import TraceReader
 
     headers = _headers(args.header)
@@ -82,12 +87,12 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError(
             f"OpenTelemetry is not installed ({error.name}); install the extra: pip install 'fpdebug[otel]'"
         ) from error
-    if args.endpoint is not None:
-        otlp.traces_endpoint(args.endpoint)  # a bad URL fails before the trace is read
+    target = _target(otlp, args.endpoint)  # a bad URL fails before the trace is read
     with TraceReader(args.trace) as reader:
         producer = reader.header.producer
         events = _Events(reader)
-        spans = build_spans(events, include_content=args.include_content)
+        salt = trace_salt(reader.header.model_dump_json())
+        spans = build_spans(events, include_content=args.include_content, id_salt=salt)
     if events.skipped:
         from fpdebug.commands import terminal_text  # a file name can hold escape sequences too
 
@@ -96,21 +101,41 @@ def run(args: argparse.Namespace) -> int:
             "were left out (`fpdebug validate` lists them)",
             file=sys.stderr,
         )
-    if args.endpoint is None or args.output is not None:
+    if target is None or args.output is not None:
         document = otlp.otlp_json(spans, service_name=args.service_name, producer=producer)
         _write(document, args.output, trace=args.trace)
-    if args.endpoint is not None:
+    if target is not None:
         sent = otlp.send_spans(
             spans,
-            args.endpoint,
+            target,
             headers=headers,
             timeout=args.timeout,
             service_name=args.service_name,
             producer=producer,
+            as_given=True,
         )
-        target = otlp.traces_endpoint(args.endpoint)
         print(f"fpdebug export: sent {sent} span(s) to {target}", file=sys.stderr)
     return 0
+
+
+def _target(otlp: ModuleType, endpoint: str | None) -> str | None:
+    """The traces URL to send to: ``--endpoint URL`` as a base URL, bare ``--endpoint`` from the
+    environment by the SDK's rules, no ``--endpoint`` none (the spans go to a file or stdout)."""
+    import os
+
+    from fpdebug.errors import ExportError
+
+    if endpoint is None:
+        return None
+    if endpoint:
+        return str(otlp.traces_endpoint(endpoint))
+    target = otlp.endpoint_from_env(os.environ)
+    if target is None:
+        raise ExportError(
+            "--endpoint without a URL reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or "
+            "OTEL_EXPORTER_OTLP_ENDPOINT, and neither is set"
+        )
+    return str(target)
 
 
 def _headers(pairs: list[str]) -> dict[str, str] | None:

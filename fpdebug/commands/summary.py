@@ -11,6 +11,7 @@ import json
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
+    from fpdebug.trace.cost import RunCosts
     from fpdebug.trace.model import Run, RunModel
     from fpdebug.trace.reader import TraceReader
 
@@ -48,6 +49,7 @@ class RunSummary(TypedDict):
     tool_results: int
     input_tokens: int
     output_tokens: int
+    cost: dict[str, object]
     stopped_early: list[str]
     refusals: list[str]
     leases: LeaseCounts
@@ -99,17 +101,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the trace once (building the model and finding problems in the same sweep) and print."""
+    from fpdebug.trace.cost import RunCosts
     from fpdebug.trace.model import RunModel
     from fpdebug.trace.reader import ProblemScanner, TraceReader
-    from fpdebug.trace.schema import AnswerAssessmentRow, FindingEvent
+    from fpdebug.trace.schema import AnswerAssessmentRow, FindingEvent, LlmCallEvent
 
     with TraceReader(args.trace) as reader:
         model = RunModel(reader)
         scanner = ProblemScanner(reader)
         problems: dict[str, int] = {}
         answers: dict[str, AnswerCounts] = {}
+        costs: dict[str, RunCosts] = {}
         for line, record in reader.iter_records(0):
             model.feed(line, record)
+            if isinstance(record, LlmCallEvent):
+                costs.setdefault(record.run_id, RunCosts()).add(line, record)
             for problem in scanner.check(line, record):
                 problems[problem.code] = problems.get(problem.code, 0) + 1
             if isinstance(record, FindingEvent) and record.layer == "answer":
@@ -120,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
                         counted["unsupported"] += sum(1 for value in row.values if not value.supported)
         for problem in scanner.finish():
             problems[problem.code] = problems.get(problem.code, 0) + 1
-        facts = summarise(args.trace, reader, model, problems, answers=answers)
+        facts = summarise(args.trace, reader, model, problems, answers=answers, costs=costs)
     if args.json:
         # ensure_ascii: every control or bidi character from the trace comes out escaped.
         print(json.dumps(facts, indent=2, ensure_ascii=True))
@@ -136,13 +142,17 @@ def summarise(
     problems: dict[str, int],
     *,
     answers: dict[str, AnswerCounts] | None = None,
+    costs: dict[str, RunCosts] | None = None,
 ) -> TraceSummary:
     """The summary as plain data (what ``--json`` prints); lists of lines are capped at 100.
 
     ``answers`` holds each run's answer assessments counted (run id → counts); a run without any
-    counts zero.
+    counts zero. ``costs`` holds each run's calls priced (run id → costs, :mod:`fpdebug.trace.cost`).
     """
+    from fpdebug.trace.cost import RunCosts
+
     answers = answers or {}
+    costs = costs or {}
     header = reader.header
     return {
         "trace": path,
@@ -159,12 +169,17 @@ def summarise(
         "opaque_lines": model.opaque_lines[:100],
         "counts": dict(sorted(model.counts.items())),
         "runs": [
-            _run_facts(run, answers.get(run.run_id, {"assessed": 0, "unsupported": 0})) for run in model.runs
+            _run_facts(
+                run,
+                answers.get(run.run_id, {"assessed": 0, "unsupported": 0}),
+                costs.get(run.run_id, RunCosts()),
+            )
+            for run in model.runs
         ],
     }
 
 
-def _run_facts(run: Run, answers: AnswerCounts) -> RunSummary:
+def _run_facts(run: Run, answers: AnswerCounts, costs: RunCosts) -> RunSummary:
     leases = run.leases
     return {
         "run_id": run.run_id,
@@ -179,6 +194,7 @@ def _run_facts(run: Run, answers: AnswerCounts) -> RunSummary:
         "tool_results": run.counts.get("tool_result", 0),
         "input_tokens": run.input_tokens,
         "output_tokens": run.output_tokens,
+        "cost": costs.run.as_json(),
         "stopped_early": [turn.stopped_early for turn in run.turns if turn.stopped_early is not None],
         # A refused answer is flagged, never passed off as a plain completed one (issue 17).
         "refusals": [
@@ -238,7 +254,7 @@ def render(facts: TraceSummary) -> str:
             f"model {safe(str(run['model']))}, agent {safe(str(run['agent_name']))}",
             f"  {_plural(run['turns'], 'turn')}, {_plural(run['iterations'], 'iteration')}, "
             f"{_plural(run['llm_calls'], 'LLM call')}, {_plural(run['tool_results'], 'tool result')}, "
-            f"tokens {run['input_tokens']} in / {run['output_tokens']} out",
+            f"tokens {run['input_tokens']} in / {run['output_tokens']} out, cost {safe(str(run['cost']['text']))}",
         ]
         if run["stopped_early"]:
             lines.append(f"  stopped early: {', '.join(run['stopped_early'])}")

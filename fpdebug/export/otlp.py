@@ -47,11 +47,15 @@ __all__ = [
     "ANSWER_LIMIT",
     "DEFAULT_SERVICE_NAME",
     "DEFAULT_TIMEOUT",
+    "ENDPOINT_ENV",
+    "SCHEMA_URL",
     "SCOPE_NAME",
+    "TRACES_ENDPOINT_ENV",
     "TRACES_PATH",
     "DeadlineExporter",
     "SdkLog",
     "capture_sdk_log",
+    "endpoint_from_env",
     "export_request",
     "make_exporter",
     "otlp_json",
@@ -70,7 +74,16 @@ SCOPE_NAME = "fpdebug.export"
 """The instrumentation scope every exported span carries."""
 
 TRACES_PATH = "/v1/traces"
-"""The OTLP/HTTP traces path, appended to an endpoint given without a path."""
+"""The OTLP/HTTP traces path, appended to a base URL."""
+
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+"""The semantic-conventions version the attributes follow (GenAI messages as JSON strings, cache_write)."""
+
+ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
+"""A base URL: ``/v1/traces`` is appended to it, whatever its path (the SDK's rule)."""
+
+TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+"""A full traces URL: used as given (the SDK's rule); it wins over :data:`ENDPOINT_ENV`."""
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds the HTTP exporter may spend on one request, retries included."""
@@ -93,11 +106,11 @@ def resource_for(*, service_name: str = DEFAULT_SERVICE_NAME, producer: str | No
     attributes: dict[str, str] = {"service.name": service_name}
     if producer:
         attributes["fpdebug.trace.producer"] = producer
-    return Resource(attributes)
+    return Resource(attributes, schema_url=SCHEMA_URL)
 
 
 def _scope() -> InstrumentationScope:
-    return InstrumentationScope(SCOPE_NAME, __version__)
+    return InstrumentationScope(SCOPE_NAME, __version__, schema_url=SCHEMA_URL)
 
 
 def to_readable_spans(spans: Sequence[SpanRecord], *, resource: Resource | None = None) -> list[ReadableSpan]:
@@ -197,10 +210,13 @@ def otlp_json(
     return request_to_json(export_request(spans, service_name=service_name, producer=producer))
 
 
-def traces_endpoint(url: str) -> str:
-    """The OTLP/HTTP traces URL for ``url``: a base URL (``http://host:4318``) gets ``/v1/traces``.
+def traces_endpoint(url: str, *, as_given: bool = False) -> str:
+    """The OTLP/HTTP traces URL for ``url``, a base URL as ``OTEL_EXPORTER_OTLP_ENDPOINT`` is.
 
-    A URL that already has a path is used as given (``https://cloud.example/api/otel/v1/traces``).
+    ``/v1/traces`` is appended to the path (``http://host:4318`` → ``http://host:4318/v1/traces``,
+    Langfuse's ``https://cloud.langfuse.com/api/public/otel`` → ``…/api/public/otel/v1/traces``),
+    unless the path already ends with it: a full traces URL given to ``--endpoint`` still works.
+    With ``as_given`` (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) the URL is used exactly as given.
 
     Raises:
         ExportError: Not an ``http``/``https`` URL with a host.
@@ -208,12 +224,36 @@ def traces_endpoint(url: str) -> str:
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ExportError(f"not an OTLP/HTTP endpoint: {url!r} (expected http://HOST:PORT or https://…)")
-    path = parts.path if parts.path not in ("", "/") else TRACES_PATH
+    path = parts.path
+    if not as_given and not path.rstrip("/").endswith(TRACES_PATH):
+        path = path.rstrip("/") + TRACES_PATH
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+def endpoint_from_env(environ: Mapping[str, str]) -> str | None:
+    """The traces URL the OTel environment names, by the SDK's rules, or ``None`` when it names none.
+
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is used as given; else ``OTEL_EXPORTER_OTLP_ENDPOINT`` is
+    a base URL that gets ``/v1/traces``.
+    """
+    traces = environ.get(TRACES_ENDPOINT_ENV, "").strip()
+    if traces:
+        return traces_endpoint(traces, as_given=True)
+    base = environ.get(ENDPOINT_ENV, "").strip()
+    if base:
+        parts = urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return traces_endpoint(base)  # raises the usual message
+        return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + TRACES_PATH, parts.query, ""))
+    return None
+
+
 def make_exporter(
-    endpoint: str, *, headers: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT
+    endpoint: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    as_given: bool = False,
 ) -> DeadlineExporter:
     """The SDK's OTLP/HTTP (protobuf) span exporter for ``endpoint`` (see :func:`traces_endpoint`).
 
@@ -224,10 +264,14 @@ def make_exporter(
         endpoint: A base or full traces URL.
         headers: Extra request headers; ``None`` lets the SDK read ``OTEL_EXPORTER_OTLP_HEADERS``.
         timeout: Seconds per request, retries included.
+        as_given: Use ``endpoint`` exactly as given (a ``..._TRACES_ENDPOINT`` URL).
     """
     return DeadlineExporter(
         OTLPSpanExporter(
-            endpoint=traces_endpoint(endpoint), headers=headers, timeout=timeout, session=_BoundedSession()
+            endpoint=traces_endpoint(endpoint, as_given=as_given),
+            headers=headers,
+            timeout=timeout,
+            session=_BoundedSession(),
         ),
         timeout,
     )
@@ -373,7 +417,7 @@ def undelivered_reason(endpoint: str, log: SdkLog, *, connect_timeout: float = 2
 
 
 def _connect_error(endpoint: str, timeout: float) -> str | None:
-    parts = urlsplit(traces_endpoint(endpoint))
+    parts = urlsplit(traces_endpoint(endpoint, as_given=True))  # only the host and port matter here
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
@@ -417,6 +461,7 @@ def send_spans(
     service_name: str = DEFAULT_SERVICE_NAME,
     producer: str | None = None,
     exporter: SpanExporter | None = None,
+    as_given: bool = False,
 ) -> int:
     """Send the spans to an OTLP/HTTP collector (Jaeger, Tempo, Phoenix, Langfuse…) with the SDK's exporter.
 
@@ -428,6 +473,7 @@ def send_spans(
         service_name: The ``service.name`` resource attribute.
         producer: The trace's producer, as ``fpdebug.trace.producer``.
         exporter: Use this exporter instead of a new ``OTLPSpanExporter`` (tests).
+        as_given: Use ``endpoint`` exactly as given, not as a base URL (see :func:`traces_endpoint`).
 
     Returns:
         How many spans were delivered.
@@ -435,9 +481,10 @@ def send_spans(
     Raises:
         ExportError: The endpoint is invalid, or a batch was refused or could not be delivered.
     """
-    target = traces_endpoint(endpoint)
+    target = traces_endpoint(endpoint, as_given=as_given)
     own = exporter is None
-    exporter = exporter if exporter is not None else make_exporter(target, headers=headers, timeout=timeout)
+    if exporter is None:
+        exporter = make_exporter(target, headers=headers, timeout=timeout, as_given=True)
     readable = to_readable_spans(spans, resource=resource_for(service_name=service_name, producer=producer))
     if isinstance(exporter, DeadlineExporter):
         exporter.start_deadline()  # one deadline for the whole send, not one per batch or read

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
 from fpdebug.backtrack.sidecar import SavedBacktrack, Sidecar, load_sidecar, sidecar_path_for
+from fpdebug.trace.cost import RunCosts, costs_of
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
     FindingEvent,
@@ -102,7 +103,18 @@ class TimelineRow(TypedDict):
     route: str | None
     input_tokens: int
     output_tokens: int
+    cost: str | None
     badges: list[str]
+
+
+class InjectionCostRow(TypedDict):
+    """What one injection's segments took across a run (fpdebug/trace/cost.py: by characters)."""
+
+    injection_id: str
+    tokens: int
+    calls: int
+    cost: str
+    usd: float | None
 
 
 class LeaseRow(TypedDict):
@@ -275,6 +287,8 @@ class RunReport(TypedDict):
     tool_calls: int
     input_tokens: int
     output_tokens: int
+    cost: dict[str, object]
+    injection_costs: list[InjectionCostRow]
     started: str | None
     ended: str | None
     stopped_early: list[str]
@@ -338,7 +352,33 @@ def _records(model: RunModel, run: Run, kind: str) -> Iterator[Record]:
         yield model.record(line)
 
 
-def _timeline(model: RunModel, run: Run) -> list[TimelineRow]:
+def _iteration_cost(costs: RunCosts, turn: int, iteration: int) -> str | None:
+    total = costs.iterations.get((turn, iteration))
+    return total.text() if total is not None else None
+
+
+def _injection_cost_rows(costs: RunCosts) -> list[InjectionCostRow]:
+    """Each injection's share of the run's prompts, the most expensive first."""
+    return [
+        {
+            "injection_id": injection_id,
+            "tokens": round(total.tokens),
+            "calls": total.calls,
+            "cost": total.cost.text(),
+            "usd": total.cost.usd(),
+        }
+        for injection_id, total in costs.injections_by_cost()
+    ]
+
+
+def _run_costs(model: RunModel, run: Run) -> RunCosts:
+    """The run's calls priced (fpdebug/trace/cost.py), iteration by iteration."""
+    return costs_of(
+        (line, model.record(line)) for iteration in run.iterations() for line in iteration.llm_lines
+    )
+
+
+def _timeline(model: RunModel, run: Run, costs: RunCosts) -> list[TimelineRow]:
     rows: list[TimelineRow] = []
     several_maps = len(run.maps) > 1
     positions: list[str] = []
@@ -395,6 +435,7 @@ def _timeline(model: RunModel, run: Run) -> list[TimelineRow]:
                     "route": iteration.route,
                     "input_tokens": iteration.input_tokens,
                     "output_tokens": iteration.output_tokens,
+                    "cost": _iteration_cost(costs, turn.number, iteration.number),
                     "badges": badges,
                 }
             )
@@ -452,6 +493,7 @@ def _leases(run: Run) -> list[LeaseRow]:
 
 
 def _run_report(model: RunModel, run: Run) -> RunReport:
+    costs = _run_costs(model, run)
     changes: list[MapChangeRow] = []
     for timeline in run.maps.values():
         for point in timeline.changes:
@@ -531,6 +573,8 @@ def _run_report(model: RunModel, run: Run) -> RunReport:
         "tool_calls": run.counts.get("tool_result", 0),
         "input_tokens": run.input_tokens,
         "output_tokens": run.output_tokens,
+        "cost": costs.run.as_json(),
+        "injection_costs": _injection_cost_rows(costs),
         "started": _ts(model, run.start_line if run.start_line is not None else run.first_line),
         "ended": _ts(model, run.end_line),
         "stopped_early": [
@@ -539,7 +583,7 @@ def _run_report(model: RunModel, run: Run) -> RunReport:
             if turn.stopped_early is not None
         ],
         "answer_layer": _answer_layer(model, run),
-        "timeline": _timeline(model, run),
+        "timeline": _timeline(model, run, costs),
         "leases": _leases(run),
         "maps": [
             {

@@ -83,6 +83,7 @@ def _header_markdown(run: RunReport) -> list[str]:
             "tool calls",
             "tokens in",
             "tokens out",
+            "cost",
         ],
         [
             [
@@ -97,6 +98,7 @@ def _header_markdown(run: RunReport) -> list[str]:
                 str(run["tool_calls"]),
                 str(run["input_tokens"]),
                 str(run["output_tokens"]),
+                md_cell(str(run["cost"]["text"])),
             ]
         ],
     )
@@ -117,7 +119,17 @@ def _timeline_markdown(run: RunReport) -> list[str]:
     if not run["timeline"]:
         return ["_No iterations._"]
     return _table(
-        ["turn.iter", "cursor", "active", "leases served", "tool calls", "route", "tokens in/out", "badges"],
+        [
+            "turn.iter",
+            "cursor",
+            "active",
+            "leases served",
+            "tool calls",
+            "route",
+            "tokens in/out",
+            "cost",
+            "badges",
+        ],
         [
             [
                 _where(row["turn"], row["iteration"]),
@@ -127,11 +139,29 @@ def _timeline_markdown(run: RunReport) -> list[str]:
                 _ids([name + (" ✗" if name in row["failed_tools"] else "") for name in row["tool_calls"]]),
                 md_cell(row["route"]),
                 f"{row['input_tokens']}/{row['output_tokens']}",
+                md_cell(row["cost"]) if row["cost"] is not None else "–",
                 _ids(row["badges"]),
             ]
             for row in run["timeline"]
         ],
     )
+
+
+def _injection_costs_markdown(run: RunReport) -> list[str]:
+    if not run["injection_costs"]:
+        return ["_No injection rode a call._"]
+    note = (
+        "Each injection's share of every prompt it rode, by its segments' share of the request's "
+        "characters (an estimate, no tokenizer), summed over the run."
+    )
+    table = _table(
+        ["injection", "calls", "≈ input tokens", "cost"],
+        [
+            [md_cell(row["injection_id"]), str(row["calls"]), str(row["tokens"]), md_cell(row["cost"])]
+            for row in run["injection_costs"]
+        ],
+    )
+    return [note, "", *table]
 
 
 def _leases_markdown(run: RunReport) -> list[str]:
@@ -274,6 +304,7 @@ def _unsupported_markdown(run: RunReport) -> list[str]:
 
 _RUN_SECTIONS: tuple[tuple[str, Callable[[RunReport], list[str]]], ...] = (
     ("Timeline", _timeline_markdown),
+    ("Context cost by injection", _injection_costs_markdown),
     ("Lease lifetimes", _leases_markdown),
     ("Parks and re-engagements", _maps_markdown),
     ("Route conflicts", _conflicts_markdown),

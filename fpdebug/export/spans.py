@@ -43,6 +43,7 @@ code serves a saved trace (:func:`build_spans`) and a live run (:mod:`fpdebug.ex
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias
 
 from fpdebug.export.span_facts import fact_attributes, put_position
+from fpdebug.trace.cost import CostTotal, call_cost, usage_of
 from fpdebug.trace.schema import (
     ErrorInfo,
     LlmCallEvent,
@@ -63,7 +65,6 @@ from fpdebug.trace.schema import (
     TraceEvent,
     TurnEndEvent,
     TurnStartEvent,
-    Usage,
 )
 
 __all__ = [
@@ -77,9 +78,11 @@ __all__ = [
     "SpanRole",
     "attribute",
     "build_spans",
+    "finish_reason",
     "span_id_for",
     "time_ns",
     "trace_id_for",
+    "trace_salt",
 ]
 
 AttributeValue: TypeAlias = (
@@ -169,14 +172,28 @@ def _digest(*parts: str, size: int) -> int:
     return value or 1  # an all-zero id is invalid in OTLP
 
 
-def trace_id_for(run_id: str) -> int:
-    """The OTel trace id of a run: 128 bits of SHA-256 over the run id."""
-    return _digest("fpdebug.trace", run_id, size=16)
+def trace_id_for(run_id: str, salt: str = "") -> int:
+    """The OTel trace id of a run: 128 bits of SHA-256 over the run id (and the export's salt, if any)."""
+    return _digest("fpdebug.trace", run_id, *_salted(salt), size=16)
 
 
-def span_id_for(run_id: str, role: SpanRole, seq: int) -> int:
-    """The OTel span id of the span a record opened: 64 bits of SHA-256 over run id, role and seq."""
-    return _digest("fpdebug.span", run_id, role, str(seq), size=8)
+def span_id_for(run_id: str, role: SpanRole, seq: int, salt: str = "") -> int:
+    """The OTel span id of the span a record opened: 64 bits of SHA-256 over run id, role, seq (and salt)."""
+    return _digest("fpdebug.span", run_id, role, str(seq), *_salted(salt), size=8)
+
+
+def _salted(salt: str) -> tuple[str, ...]:
+    # No salt keeps the ids every earlier export had (a live stream, the API's default).
+    return (salt,) if salt else ()
+
+
+def trace_salt(header_line: str) -> str:
+    """The id salt of one trace file: a digest of its header line (producer, creation time, import source).
+
+    Two exports of one file get the same ids (re-sending is idempotent); a replay or rerun writes a new
+    file with its own header, so its spans never collide with the original run's, even under one run id.
+    """
+    return hashlib.sha256(header_line.strip().encode()).hexdigest()[:16]
 
 
 def time_ns(ts: datetime) -> int:
@@ -207,16 +224,35 @@ def attribute(value: object) -> AttributeValue:
     return str(value)
 
 
-def _input_tokens(provider: str, usage: Usage) -> int:
-    """``gen_ai.usage.input_tokens``: every input token, cached ones included, as the conventions ask.
+FINISH_REASONS: dict[str, str] = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "length": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_call",
+    "tool_calls": "tool_call",
+    "function_call": "tool_call",
+    "refusal": "content_filter",
+    "content_filter": "content_filter",
+    "error": "error",
+}
+"""Provider stop reasons (Anthropic's, OpenAI's) → the GenAI convention's finish reasons."""
 
-    OpenAI's prompt tokens already include the cached ones; Anthropic reports cache reads and cache
-    writes apart from ``input_tokens``, so they are added back (the trace keeps the provider's own
-    split, and the cache attributes carry it too).
-    """
-    if provider != "anthropic":
-        return usage.input_tokens
-    return usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+
+def finish_reason(stop_reason: str | None) -> str:
+    """The convention's finish reason (``stop``, ``length``, ``content_filter``, ``tool_call``,
+    ``error``) for a provider's stop reason; one it does not know is passed through as recorded."""
+    if not stop_reason:
+        return "stop"
+    return FINISH_REASONS.get(stop_reason.lower(), stop_reason)
+
+
+def _json(value: object) -> str:
+    """A structured attribute as the JSON string backends parse (Phoenix, Langfuse): compact, keys kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _message_parts(message: Message) -> list[AttributeValue]:
@@ -249,7 +285,11 @@ class _RunState:
     tool_descriptions: dict[str, str] = field(default_factory=dict)
     stop_reasons: dict[int, str] = field(default_factory=dict)
     cached_input: dict[int, int] = field(default_factory=dict)
-    """Per turn: cache tokens a provider reported apart from its input tokens (see _input_tokens)."""
+    """Per turn: cache tokens a provider reported apart from its input tokens (see usage_of)."""
+    run_cost: CostTotal = field(default_factory=CostTotal)
+    """The run's calls, priced."""
+    turn_costs: dict[int, CostTotal] = field(default_factory=dict)
+    """Per turn: its calls, priced."""
 
 
 class SpanBuilder:
@@ -263,9 +303,12 @@ class SpanBuilder:
         include_content: Export prompts, replies, tool arguments and results (see the module doc).
     """
 
-    def __init__(self, *, include_content: bool = False) -> None:
+    def __init__(self, *, include_content: bool = False, id_salt: str = "") -> None:
         self.include_content = include_content
         """Whether content-bearing attributes are exported."""
+        self.id_salt = id_salt
+        """Mixed into every trace and span id (:func:`trace_salt`): one file's export never collides
+        with another file's, a replay's included."""
         self._runs: dict[str, _RunState] = {}
         self._order = 0
 
@@ -332,7 +375,7 @@ class SpanBuilder:
             seq=seq,
             order=self._order,
             trace_id=state.trace_id,
-            span_id=span_id_for(state.run_id, role, seq),
+            span_id=span_id_for(state.run_id, role, seq, self.id_salt),
             parent_span_id=parent.span_id if parent is not None else None,
             name=name,
             kind=kind,
@@ -344,7 +387,7 @@ class SpanBuilder:
         state = self._runs.get(event.run_id)
         if state is None:
             now = time_ns(event.ts)
-            trace_id = trace_id_for(event.run_id)
+            trace_id = trace_id_for(event.run_id, self.id_salt)
             self._order += 1
             root = SpanRecord(
                 run_id=event.run_id,
@@ -352,7 +395,7 @@ class SpanBuilder:
                 seq=event.seq,
                 order=self._order,
                 trace_id=trace_id,
-                span_id=span_id_for(event.run_id, "run", event.seq),
+                span_id=span_id_for(event.run_id, "run", event.seq, self.id_salt),
                 parent_span_id=None,
                 name="run agent",
                 kind="internal",
@@ -383,7 +426,7 @@ class SpanBuilder:
             attrs["fpdebug.run.maps"] = [mounted.id for mounted in event.maps.maps]
             attrs["fpdebug.run.renewal_grace"] = event.maps.renewal_grace
         if self.include_content and event.system_prompt:
-            attrs["gen_ai.system_instructions"] = [{"type": "text", "content": event.system_prompt}]
+            attrs["gen_ai.system_instructions"] = _json([{"type": "text", "content": event.system_prompt}])
 
     def _run_end(self, state: _RunState, event: RunEndEvent, now: int) -> list[SpanRecord]:
         done: list[SpanRecord] = []
@@ -402,6 +445,7 @@ class SpanBuilder:
         attrs["fpdebug.run.turns"] = event.turns
         attrs["fpdebug.run.input_tokens"] = event.input_tokens
         attrs["fpdebug.run.output_tokens"] = event.output_tokens
+        _put_cost(attrs, state.run_cost)
         if event.status == "failed":
             self._fail(root, event.error, now, fallback="run failed")
         done.append(root)
@@ -447,9 +491,9 @@ class SpanBuilder:
                 done.append(state.turns.pop(other))
         span = self._turn_span(state, number, event.seq, now)
         if self.include_content:
-            span.attributes["gen_ai.input.messages"] = [
-                {"role": "user", "parts": [{"type": "text", "content": event.user_message}]}
-            ]
+            span.attributes["gen_ai.input.messages"] = _json(
+                [{"role": "user", "parts": [{"type": "text", "content": event.user_message}]}]
+            )
         return done
 
     def _turn_end(self, state: _RunState, event: TurnEndEvent, now: int) -> list[SpanRecord]:
@@ -464,13 +508,16 @@ class SpanBuilder:
             attrs["fpdebug.turn.stopped_early"] = event.stopped_early.reason
             attrs["fpdebug.turn.pending_tool_calls"] = event.stopped_early.pending_tool_calls
         if self.include_content:
-            attrs["gen_ai.output.messages"] = [
-                {
-                    "role": "assistant",
-                    "parts": [{"type": "text", "content": event.final_content}],
-                    "finish_reason": state.stop_reasons.get(number, "stop"),
-                }
-            ]
+            attrs["gen_ai.output.messages"] = _json(
+                [
+                    {
+                        "role": "assistant",
+                        "parts": [{"type": "text", "content": event.final_content}],
+                        "finish_reason": finish_reason(state.stop_reasons.get(number)),
+                    }
+                ]
+            )
+        _put_cost(attrs, state.turn_costs.pop(number, CostTotal()))
         del state.turns[number]
         return [span]
 
@@ -505,6 +552,15 @@ class SpanBuilder:
         response = event.response
         if response is not None:
             self._put_reply(state, attrs, event, response)
+        cost = call_cost(event)
+        state.run_cost.add(cost)
+        if event.turn is not None:
+            state.turn_costs.setdefault(event.turn, CostTotal()).add(cost)
+        _put_cost(attrs, CostTotal.of([cost]))
+        if cost.dollars is not None:
+            # Langfuse reads a call's cost from gen_ai.usage.cost (its documented OTel property mapping);
+            # only on chat spans, so a backend that sums spans does not count a turn's or a run's twice.
+            attrs["gen_ai.usage.cost"] = float(cost.dollars)
         put_position(attrs, event)
         attrs["fpdebug.call_index"] = event.call_index
         if event.route is not None:
@@ -528,22 +584,31 @@ class SpanBuilder:
     def _put_reply(
         state: _RunState, attrs: dict[str, AttributeValue], event: LlmCallEvent, response: LlmResponse
     ) -> None:
-        """The reply's finish reason and usage (input tokens include cache reads and writes)."""
+        """The reply's id, model, finish reason and usage (input tokens include cache reads and writes)."""
+        if response.id:
+            attrs["gen_ai.response.id"] = response.id
+        if response.model:
+            attrs["gen_ai.response.model"] = response.model
         if response.stop_reason:
-            attrs["gen_ai.response.finish_reasons"] = [response.stop_reason]
+            attrs["gen_ai.response.finish_reasons"] = [finish_reason(response.stop_reason)]
+            attrs["fpdebug.response.stop_reason"] = response.stop_reason
             if event.turn is not None:
                 state.stop_reasons[event.turn] = response.stop_reason
         usage = response.usage
-        input_tokens = _input_tokens(event.provider, usage)
-        attrs["gen_ai.usage.input_tokens"] = input_tokens
-        if event.turn is not None and input_tokens != usage.input_tokens:
-            extra = input_tokens - usage.input_tokens
+        tokens = usage_of(event.provider, usage)
+        attrs["gen_ai.usage.input_tokens"] = tokens.input_total
+        if event.turn is not None and tokens.input_total != usage.input_tokens:
+            extra = tokens.input_total - usage.input_tokens
             state.cached_input[event.turn] = state.cached_input.get(event.turn, 0) + extra
         attrs["gen_ai.usage.output_tokens"] = usage.output_tokens
         if usage.cache_read_tokens is not None:
             attrs["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
         if usage.cache_write_tokens is not None:
+            # Both names while the conventions rename cache_creation to cache_write.
             attrs["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+            attrs["gen_ai.usage.cache_write.input_tokens"] = usage.cache_write_tokens
+        if usage.reasoning_tokens is not None:
+            attrs["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
 
     def _tool(self, state: _RunState, event: ToolResultEvent, now: int) -> SpanRecord:
         parent = self._host(state, event, now)
@@ -578,7 +643,7 @@ class SpanBuilder:
         if event.coverage is not None:
             attrs["fpdebug.tool.coverage"] = event.coverage
         if self.include_content:
-            attrs["gen_ai.tool.call.arguments"] = attribute(event.args)
+            attrs["gen_ai.tool.call.arguments"] = _json(event.args)
             attrs["gen_ai.tool.call.result"] = event.result
         if event.error is not None or event.status in _FAILED_TOOL_STATUSES:
             fallback = f"the tool returned status {event.status}" if event.status else "the tool failed"
@@ -609,37 +674,67 @@ class SpanBuilder:
 def _put_chat_content(
     attrs: dict[str, AttributeValue], request: LlmRequest, response: LlmResponse | None
 ) -> None:
-    """The call's messages, under ``include_content``: instructions, input and output messages."""
-    attrs["gen_ai.system_instructions"] = [
-        {"type": "text", "content": segment.text} for segment in request.system_prompt
-    ]
-    attrs["gen_ai.input.messages"] = [
-        {"role": message.role, "parts": _message_parts(message)} for message in request.messages
-    ]
+    """The call's messages, under ``include_content``: instructions, tool definitions, input and output
+    messages, each a JSON string (the conventions mark all of them opt-in)."""
+    if request.tools:
+        attrs["gen_ai.tool.definitions"] = _json(
+            [
+                {
+                    "type": "function",
+                    "name": schema.name,
+                    "description": schema.description,
+                    "parameters": schema.parameters,
+                }
+                for schema in request.tools
+            ]
+        )
+    attrs["gen_ai.system_instructions"] = _json(
+        [{"type": "text", "content": segment.text} for segment in request.system_prompt]
+    )
+    attrs["gen_ai.input.messages"] = _json(
+        [{"role": message.role, "parts": _message_parts(message)} for message in request.messages]
+    )
     if response is not None:
         assistant = Message(
             role="assistant", content=response.content, tool_calls=list(response.tool_calls) or None
         )
-        attrs["gen_ai.output.messages"] = [
-            {
-                "role": "assistant",
-                "parts": _message_parts(assistant),
-                "finish_reason": response.stop_reason or "stop",
-            }
-        ]
+        attrs["gen_ai.output.messages"] = _json(
+            [
+                {
+                    "role": "assistant",
+                    "parts": _message_parts(assistant),
+                    "finish_reason": finish_reason(response.stop_reason),
+                }
+            ]
+        )
 
 
-def build_spans(events: Iterable[TraceEvent], *, include_content: bool = False) -> list[SpanRecord]:
+def _put_cost(attrs: dict[str, AttributeValue], cost: CostTotal) -> None:
+    """``fpdebug.cost.usd`` when every call was priced; else ``fpdebug.cost.unpriced`` says why (never $0)."""
+    if cost.priced == 0 and not cost.unpriced:
+        return
+    if cost.known:
+        attrs["fpdebug.cost.usd"] = float(cost.dollars)
+    else:
+        attrs["fpdebug.cost.unpriced"] = cost.text()
+        if cost.priced:
+            attrs["fpdebug.cost.priced_usd"] = float(cost.dollars)
+
+
+def build_spans(
+    events: Iterable[TraceEvent], *, include_content: bool = False, id_salt: str = ""
+) -> list[SpanRecord]:
     """Every span of every run in ``events`` (file order), parents before children.
 
     Args:
         events: Trace events in file order (invalid and opaque records left out by the caller).
         include_content: Export prompts, replies, tool arguments and results.
+        id_salt: Mixed into every id (:func:`trace_salt`); empty keeps the run-id-only ids.
 
     Returns:
         The spans, sorted by when the builder opened them (a run, its turns, each turn's calls).
     """
-    builder = SpanBuilder(include_content=include_content)
+    builder = SpanBuilder(include_content=include_content, id_salt=id_salt)
     spans: list[SpanRecord] = []
     for event in events:
         spans.extend(builder.feed(event))

@@ -35,6 +35,7 @@ CONTENT_KEYS = frozenset(
         "gen_ai.system_instructions",
         "gen_ai.input.messages",
         "gen_ai.output.messages",
+        "gen_ai.tool.definitions",
         "gen_ai.tool.call.arguments",
         "gen_ai.tool.call.result",
         "fpdebug.cursor.witness.text",

@@ -11,8 +11,11 @@ from google.protobuf.json_format import MessageToDict
 
 from fpdebug.errors import ExportError
 from fpdebug.export.otlp import (
+    ENDPOINT_ENV,
+    TRACES_ENDPOINT_ENV,
     SdkLog,
     capture_sdk_log,
+    endpoint_from_env,
     export_request,
     send_spans,
     traces_endpoint,
@@ -165,6 +168,12 @@ def records_run_id(path: Path) -> str:
             "https://cloud.example/api/public/otel/v1/traces",
             "https://cloud.example/api/public/otel/v1/traces",
         ),
+        # Langfuse's documented base URL: a base URL with a path still gets /v1/traces (the SDK's rule).
+        (
+            "https://cloud.langfuse.com/api/public/otel",
+            "https://cloud.langfuse.com/api/public/otel/v1/traces",
+        ),
+        ("http://localhost:6006/", "http://localhost:6006/v1/traces"),
     ],
 )
 def test_a_base_url_gets_the_traces_path(url: str, expected: str) -> None:
@@ -175,3 +184,24 @@ def test_a_base_url_gets_the_traces_path(url: str, expected: str) -> None:
 def test_a_bad_endpoint_is_refused(url: str) -> None:
     with pytest.raises(ExportError, match="not an OTLP/HTTP endpoint"):
         traces_endpoint(url)
+
+
+def test_the_environment_follows_the_sdk_endpoint_rules() -> None:
+    base = "https://cloud.langfuse.com/api/public/otel"
+    assert endpoint_from_env({ENDPOINT_ENV: base}) == base + "/v1/traces"
+    # The signal-specific variable is used exactly as given, and wins over the base URL.
+    assert (
+        endpoint_from_env({ENDPOINT_ENV: base, TRACES_ENDPOINT_ENV: "http://h:1/custom"})
+        == "http://h:1/custom"
+    )
+    assert endpoint_from_env({}) is None
+    with pytest.raises(ExportError, match="not an OTLP/HTTP endpoint"):
+        endpoint_from_env({ENDPOINT_ENV: "localhost:4318"})
+
+
+def test_a_traces_endpoint_given_as_is_is_posted_to_as_is() -> None:
+    spans = build_spans(trace_events(SAMPLES[0]))
+    with OtlpReceiver() as receiver:
+        with pytest.raises(ExportError, match="did not accept"):
+            send_spans(spans, receiver.endpoint + "/custom", as_given=True, timeout=2)
+        assert [request.path for request in receiver.requests] == ["/custom"]

@@ -11,7 +11,7 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from fpdebug.export.otlp import otlp_json
-from fpdebug.export.spans import FACT_KINDS, build_spans
+from fpdebug.export.spans import FACT_KINDS, build_spans, finish_reason
 from tests.export.otlp_helpers import (
     CONTENT_KEYS,
     SAMPLES,
@@ -97,7 +97,9 @@ def test_chat_spans_carry_the_gen_ai_attributes_of_each_llm_call(sample: Path) -
         assert got["gen_ai.usage.input_tokens"] == call["response"]["usage"]["input_tokens"]
         assert got["gen_ai.usage.output_tokens"] == call["response"]["usage"]["output_tokens"]
         if call["response"].get("stop_reason"):
-            assert got["gen_ai.response.finish_reasons"] == [call["response"]["stop_reason"]]
+            # The convention's value (tool_use → tool_call); the provider's own word is kept beside it.
+            assert got["gen_ai.response.finish_reasons"] == [finish_reason(call["response"]["stop_reason"])]
+            assert got["fpdebug.response.stop_reason"] == call["response"]["stop_reason"]
         assert got["fpdebug.iteration"] == call["iteration"]
         assert got["fpdebug.route"] == call["route"]
         assert got["fpdebug.pass.active_ids"] == passes[(call["turn"], call["iteration"])]["active_ids"]
@@ -205,12 +207,26 @@ def test_no_content_leaves_the_trace_unless_asked(sample: Path) -> None:
             assert json.dumps(record["result"])[1:-1] not in text
 
 
+JSON_KEYS = frozenset(
+    {
+        "gen_ai.system_instructions",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.tool.definitions",
+    }
+)
+
+
 def test_content_is_exported_on_request_in_the_gen_ai_message_shapes(sample: Path) -> None:
     records = raw_records(sample)
     tree = Tree(export(sample, include_content=True))
     calls = {r["call_index"]: r for r in records if r["kind"] == "llm_call"}
     for span in tree.op("chat"):
-        got = tree.attrs[span.span_id]
+        # Message attributes are JSON strings: what Phoenix and Langfuse parse.
+        got = {
+            key: json.loads(value) if key in JSON_KEYS else value
+            for key, value in tree.attrs[span.span_id].items()
+        }
         call = calls[got["fpdebug.call_index"]]
         assert [part["content"] for part in got["gen_ai.system_instructions"]] == [
             segment["text"] for segment in call["request"]["system_prompt"]
@@ -239,7 +255,7 @@ def test_content_is_exported_on_request_in_the_gen_ai_message_shapes(sample: Pat
         got = tree.attrs[span.span_id]
         result = results[got["gen_ai.tool.call.id"]]
         assert got["gen_ai.tool.call.result"] == result["result"]
-        assert got["gen_ai.tool.call.arguments"] == result["args"]
+        assert json.loads(got["gen_ai.tool.call.arguments"]) == result["args"]
 
 
 def test_the_export_follows_the_otlp_json_encoding(sample: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -229,7 +230,8 @@ def test_input_tokens_include_the_cached_ones_as_the_conventions_ask() -> None:
 
 def test_integers_beyond_int64_are_kept_as_text() -> None:
     ((_, tool_attrs),) = tree(small_run(), include_content=True)["execute_tool"]
-    assert tool_attrs["gen_ai.tool.call.arguments"] == {"n": str(2**70)}
+    # Arguments are a JSON string now, and JSON keeps any integer exactly.
+    assert json.loads(tool_attrs["gen_ai.tool.call.arguments"]) == {"n": 2**70}
 
 
 def test_every_kind_without_content_carries_no_text_from_the_trace() -> None:
@@ -253,10 +255,11 @@ def test_every_kind_with_content_exports_the_witness_and_the_values() -> None:
     assert events["fpdebug.skill_rejected"]["fpdebug.skill.requested_id"] == "faq"
     assert events["fpdebug.route_conflict"]["fpdebug.route_conflict.loser_targets"] == ["faq"]
     assert events["fpdebug.reroute_superseded"]["fpdebug.reroute.won_id"] == "billing"
-    assert turn_attrs["gen_ai.input.messages"] == [
+    assert json.loads(turn_attrs["gen_ai.input.messages"]) == [
         {"role": "user", "parts": [{"type": "text", "content": "help me with a refund ünïcödé \u202e"}]}
     ]
-    assert turn_attrs["gen_ai.output.messages"][0]["parts"] == [{"type": "text", "content": "Refunded."}]
+    output = json.loads(turn_attrs["gen_ai.output.messages"])
+    assert output[0]["parts"] == [{"type": "text", "content": "Refunded."}]
 
 
 def test_facts_without_a_turn_go_on_the_run_span() -> None:

@@ -14,6 +14,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Label
 
 from fpdebug.trace.model import Run
+from fpdebug.tui.costs import run_costs
 from fpdebug.tui.text import Palette, clip, number, plain
 from fpdebug.views.session import TraceSession
 
@@ -91,6 +92,8 @@ def header_text(
     text.append(f"{number(iterations)} iteration{'s' if iterations != 1 else ''}")
     text.append(" · ", palette.dim)
     text.append(f"{number(run.input_tokens)} in / {number(run.output_tokens)} out tokens")
+    text.append(" · ", palette.dim)
+    text.append(run_costs(session, run).run.text())
     text.append(" · ", palette.dim)
     if run.status == "completed":
         text.append("■ completed", palette.good)

@@ -48,6 +48,7 @@ from fpdebug.trace.schema import (
     ToolResultEvent,
 )
 from fpdebug.tui.text import Palette, clip, compact_json, number
+from fpdebug.tui.widgets.context_cost import call_cost_text, injection_cost_section
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 from fpdebug.views.session import TraceSession
@@ -297,6 +298,7 @@ def _pass_section(
         doc.line((words, doc.palette.dim), indent=2)
         return
     _active_injections(doc, record, start)
+    injection_cost_section(doc, session, iteration, _active_rows(record))
     _skipped_injections(doc, record)
     _pass_facts(doc, record)
     _slot_delta(doc, record)
@@ -741,7 +743,7 @@ def _call_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) 
         doc.line(
             f"call {call.call_index} · ",
             (f"{call.provider}/{call.model}", palette.accent),
-            f" · {tokens} · {number(call.latency_ms)} ms · route ",
+            f" · {tokens} · {call_cost_text(call)} · {number(call.latency_ms)} ms · route ",
             (call.route or "—", palette.key),
             indent=2,
         )
