@@ -11,6 +11,13 @@ call. Bytes after the last newline are ignored until their newline arrives; when
 gone they are a *torn tail* (:meth:`TraceReader.torn_tail`, and a problem in
 :meth:`TraceReader.problems`).
 
+**Identity.** A followed file is the file that was opened: its device and inode, and the bytes of
+its header line. Each refresh compares ``stat(path)`` with ``fstat(fd)`` and re-reads the header
+and the last bytes already indexed; a replacement (``mv other X``), a copy-over (``cp other X``:
+same inode, new bytes) or a truncation raises :class:`~fpdebug.errors.TraceReplacedError` and
+nothing of the new content is indexed. Not detected: a copy-over by a file at least as long whose
+bytes agree with the old ones at both places re-read.
+
 **Threads.** One thread may call :meth:`~TraceReader.refresh` (the TUI's tail worker) while
 others read (``reader[i]``, :meth:`~TraceReader.peek`, :meth:`~TraceReader.raw`,
 :meth:`~TraceReader.iter_records`): the line index only grows and its entries never change, reads
@@ -29,7 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
-from fpdebug.errors import TraceError, TraceFormatError
+from fpdebug.errors import TraceError, TraceFormatError, TraceReplacedError
 from fpdebug.trace.index import DEFAULT_CHUNK_SIZE, LineIndex
 from fpdebug.trace.records import (
     HEADER_LIMIT,
@@ -54,6 +61,7 @@ DEFAULT_CACHE_SIZE = 4096
 
 _BATCH_BYTES = 4 * 1024 * 1024  # iter_records reads consecutive lines in blocks of about this size
 _BATCH_LINES = 4096
+_END_MARK_BYTES = 256  # re-read on each refresh to tell an append from a copy-over
 
 
 class TraceReader:
@@ -92,9 +100,13 @@ class TraceReader:
         self._cache_lock = threading.Lock()
         self._refresh_lock = threading.Lock()
         self._size = 0
+        self._header_bytes: bytes | None = None
+        self._end_mark: tuple[int, bytes | None] = (0, None)
         self._fd: int | None = _open_for_reading(self.path)
         try:
-            self._size = os.fstat(self._fd).st_size
+            opened = os.fstat(self._fd)
+            self._identity = (opened.st_dev, opened.st_ino)
+            self._size = opened.st_size
             if not self._check_header(self._size) and not wait_for_header:
                 self._raise_no_header(self._size)
             if index:
@@ -148,23 +160,32 @@ class TraceReader:
             How many lines were added (0 while the header has not arrived).
 
         Raises:
-            TraceError: The file shrank (truncated or replaced) or the reader is closed.
+            TraceReplacedError: The path now names another file, or the file was copied over or
+                truncated (it shrank, or its header changed); nothing new was indexed.
+            TraceError: The reader is closed.
             TraceFormatError: Line 0 arrived and is not a valid header.
         """
         with self._refresh_lock:
             fd = self._require_fd()
             size = _fstat_size(fd, self.path)
+            self._check_identity(fd)
             if size < self.index.indexed_size:
-                raise TraceError(
-                    f"{self.path}: the file shrank from {self.index.indexed_size} to {size} bytes while "
-                    "it was being read (truncated or re-created); open it again"
+                raise TraceReplacedError(
+                    f"{self.path}: the file was replaced: it shrank from {self.index.indexed_size} to {size} "
+                    "bytes while it was being read (truncated or re-created); open it again"
                 )
+            self._check_same_content(fd)
             self._size = size
             if self._header is None and not self._check_header(size):
                 if size >= HEADER_LIMIT:
                     self._raise_no_header(size)
                 return 0
-            return self.index.update(fd, size, chunk_size=chunk_size, progress=progress, cancelled=cancelled)
+            try:
+                return self.index.update(
+                    fd, size, chunk_size=chunk_size, progress=progress, cancelled=cancelled
+                )
+            finally:
+                self._mark_end()
 
     def torn_tail(self) -> TornTail | None:
         """The bytes after the last indexed line, if any (call :meth:`refresh` first to be exact).
@@ -370,7 +391,45 @@ class TraceReader:
         if first is None:
             return False
         self._header = parse_header(first, str(self.path))
+        self._header_bytes = first + b"\n"
         return True
+
+    def _check_identity(self, fd: int) -> None:
+        """Raise when the path no longer names the opened file (``mv other X``, or X removed)."""
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            raise TraceReplacedError(
+                f"{self.path}: the file was replaced: it was removed or renamed while it was being read; "
+                "open it again"
+            ) from None
+        except OSError as error:
+            raise TraceError(f"{self.path}: cannot stat: {error.strerror or error}") from error
+        if (now.st_dev, now.st_ino) != self._identity:
+            raise TraceReplacedError(
+                f"{self.path}: the file was replaced by another file while it was being read; open it again"
+            )
+
+    def _check_same_content(self, fd: int) -> None:
+        """Raise when bytes already read changed (``cp other X`` keeps the inode, rewrites the bytes).
+
+        Two places are re-read: line 0 (the header) and the last bytes of the last indexed line,
+        so a copy-over by a file with the same header (every demo trace has the same one) is caught
+        too unless its bytes agree at both places.
+        """
+        for offset, known in ((0, self._header_bytes), self._end_mark):
+            if known is not None and self._pread_raw(fd, offset, len(known)) != known:
+                raise TraceReplacedError(
+                    f"{self.path}: the file was replaced: bytes already read changed (copied over); "
+                    "open it again"
+                )
+
+    def _mark_end(self) -> None:
+        """Remember the last bytes of the indexed lines (see :meth:`_check_same_content`)."""
+        end = self.index.indexed_size
+        start = max(end - _END_MARK_BYTES, 0)
+        if end > start:
+            self._end_mark = (start, self._pread_raw(self._require_fd(), start, end - start))
 
     def _raise_no_header(self, size: int) -> None:
         if size == 0:
@@ -398,6 +457,12 @@ class TraceReader:
         if fd is None:
             raise TraceError(f"{self.path}: the trace reader is closed")
         return fd
+
+    def _pread_raw(self, fd: int, offset: int, length: int) -> bytes:
+        try:
+            return os.pread(fd, length, offset)
+        except OSError as error:
+            raise TraceError(f"{self.path}: cannot read: {error.strerror or error}") from error
 
     def _pread(self, offset: int, length: int) -> bytes:
         fd = self._require_fd()

@@ -32,7 +32,9 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Input, Tab, Tabs
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew
+from fpdebug.errors import TraceReplacedError
+from fpdebug.trace.inert import inert_line
+from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew, TraceReplaced
 from fpdebug.tui.query import Query
 from fpdebug.tui.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
 from fpdebug.tui.text import Palette, counted, human_bytes, number, plain
@@ -278,6 +280,8 @@ class TraceScreen(Screen[None]):
         super().__init__()
         self.session = session
         """The trace."""
+        self.replaced = False
+        """The followed file was replaced (or copied over, or truncated): what is shown is the old one."""
         self.mode: Mode = mode
         """How the trace is read."""
         self.source_name = source_name or session.reader.path.name
@@ -418,7 +422,12 @@ class TraceScreen(Screen[None]):
         worker = get_current_worker()
         session = self.session
         while not worker.is_cancelled and not self._stop.is_set():
-            lines, _rows = session.poll()
+            try:
+                lines, _rows = session.poll()
+            except TraceReplacedError as error:
+                # Another file now has the name: show what was read, never splice the new content.
+                self.post_message(TraceReplaced(str(error)))
+                return
             if lines:
                 # Before any checking: the whole-file check of a big trace takes seconds, and new
                 # events must show within a tick of being written.
@@ -844,8 +853,19 @@ class TraceScreen(Screen[None]):
             for document in documents:
                 document.expanded = expanded
 
+    @on(TraceReplaced)
+    def _trace_replaced(self, message: TraceReplaced) -> None:
+        self.replaced = True
+        self.following = False
+        reason = inert_line(message.reason)
+        self.app.notify(f"The file was replaced: following stopped. {reason}", timeout=8, markup=False)
+        self._refresh_bars()
+
     def action_toggle_follow(self) -> None:
         """Turn follow mode on or off."""
+        if self.replaced:
+            self.app.notify("The file was replaced: open it again to follow the new one.", timeout=3)
+            return
         if self.mode == "replay":
             self.app.notify("This trace is a saved file: open it with --follow to follow it.", timeout=3)
             return
@@ -900,9 +920,14 @@ class TraceScreen(Screen[None]):
         session = self.session
         text = Text(no_wrap=True, end="")
         mode = {"replay": "replay", "follow": "follow", "drive": "drive"}[self.mode]
-        if self.mode != "replay":
-            mode += " ●" if self.following else " ‖ paused" if self.mode == "follow" else " ○ not following"
-        text.append(mode, palette.accent)
+        if self.replaced:
+            text.append(f"{mode} ✗ the file was replaced (reopen it to read the new one)", palette.bad)
+        else:
+            if self.mode != "replay":
+                mode += (
+                    " ●" if self.following else " ‖ paused" if self.mode == "follow" else " ○ not following"
+                )
+            text.append(mode, palette.accent)
         text.append("  ")
         if not session.index_done:
             share = session.scanned / session.total if session.total else 1.0
