@@ -41,10 +41,12 @@ from fpdebug.trace.index import DEFAULT_CHUNK_SIZE, LineIndex
 from fpdebug.trace.records import (
     HEADER_LIMIT,
     PEEK_PREFIX,
+    PREVIEW_BYTES,
     InvalidRecord,
     OpaqueRecord,
     Peek,
     Problem,
+    ProblemCode,
     Record,
     TornTail,
     classify_line,
@@ -54,10 +56,23 @@ from fpdebug.trace.records import (
 )
 from fpdebug.trace.schema import TraceHeader
 
-__all__ = ["DEFAULT_CACHE_SIZE", "ProblemScanner", "TraceReader"]
+__all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "DEFAULT_MAX_LINE_BYTES",
+    "MAX_LINE_BYTES_ENV_VAR",
+    "ProblemScanner",
+    "TraceReader",
+    "max_line_bytes_from_env",
+]
 
 DEFAULT_CACHE_SIZE = 4096
 """Parsed records kept by a reader (least recently used dropped first)."""
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A line longer than this (newline excluded) is reported and skipped, never read into memory."""
+
+MAX_LINE_BYTES_ENV_VAR = "FPDEBUG_MAX_LINE_BYTES"
+"""The environment variable that overrides :data:`DEFAULT_MAX_LINE_BYTES` (a number of bytes)."""
 
 _BATCH_BYTES = 4 * 1024 * 1024  # iter_records reads consecutive lines in blocks of about this size
 _BATCH_LINES = 4096
@@ -74,6 +89,9 @@ class TraceReader:
         cache_size: How many parsed records to keep.
         wait_for_header: Accept an empty file or an unfinished line 0 (a trace whose writer has
             just created it); the header is then checked by the :meth:`refresh` that sees it.
+        max_line_bytes: A longer line is an :class:`InvalidRecord` with ``too_long`` (problem
+            ``line-too-long``) whose bytes are never read: ``raw()`` and ``iter_raw()`` give
+            ``b""`` for it. Default: ``FPDEBUG_MAX_LINE_BYTES``, else 64 MiB.
 
     Raises:
         TraceError: The path does not exist, is a directory or cannot be read.
@@ -88,8 +106,11 @@ class TraceReader:
         index: bool = True,
         cache_size: int = DEFAULT_CACHE_SIZE,
         wait_for_header: bool = False,
+        max_line_bytes: int | None = None,
     ) -> None:
         self.path = Path(path)
+        self.max_line_bytes = max_line_bytes if max_line_bytes is not None else max_line_bytes_from_env()
+        """Lines longer than this are reported and skipped unread."""
         """The trace file."""
         self.index = LineIndex()
         """The line index (read it; only :meth:`refresh` extends it)."""
@@ -223,12 +244,16 @@ class TraceReader:
         if line == 0:
             return self.header
         with self._cache_lock:
-            record = self._cache.get(line)
-            if record is not None:
+            cached = self._cache.get(line)
+            if cached is not None:
                 self._cache.move_to_end(line)
-                return record
+                return cached
         start, end = self.index.span(line)
-        record = classify_line(line, start, self._pread(start, end - start).removesuffix(b"\n"))
+        record: Record
+        if end - start - 1 > self.max_line_bytes:
+            record = self._too_long(line, start, end)
+        else:
+            record = classify_line(line, start, self._pread(start, end - start).removesuffix(b"\n"))
         if self.cache_size:
             with self._cache_lock:
                 self._cache[line] = record
@@ -247,6 +272,8 @@ class TraceReader:
             IndexError: The line is not indexed.
         """
         start, end = self.index.span(self._normalise(line))
+        if end - start - 1 > self.max_line_bytes:
+            return b""  # over the maximum line size: never read (``reader[line]`` says so)
         return self._pread(start, end - start).removesuffix(b"\n")
 
     def offset(self, line: int) -> int:
@@ -264,6 +291,8 @@ class TraceReader:
         if line == 0:
             return Peek("trace_header", None, None, None, None)
         start, end = self.index.span(line)
+        if end - start - 1 > self.max_line_bytes:
+            return Peek("invalid", None, None, None, None)
         prefix = self._pread(start, min(end - start, PEEK_PREFIX))
         return peek_line(prefix, lambda: self._pread(start, end - start).removesuffix(b"\n"))
 
@@ -279,8 +308,11 @@ class TraceReader:
         """
         if start <= 0 and len(self.index) and (stop is None or stop > 0):
             yield 0, self.header
-        for line, offset, raw in self.iter_raw(max(start, 1), stop=stop):
-            yield line, classify_line(line, offset, raw)
+        for line, offset, raw in self._iter_lines(max(start, 1), stop):
+            if raw is None:
+                yield line, self._too_long(line, offset, self.index.offset(line + 1))
+            else:
+                yield line, classify_line(line, offset, raw)
 
     def iter_raw(self, start: int = 1, *, stop: int | None = None) -> Iterator[tuple[int, int, bytes]]:
         """Yield ``(line, offset, bytes without the newline)`` of event lines, read in blocks; nothing parsed.
@@ -292,6 +324,11 @@ class TraceReader:
             start: The first line.
             stop: Stop before this line (default: the end of the index, as it grows).
         """
+        for line, offset, raw in self._iter_lines(start, stop):
+            yield line, offset, b"" if raw is None else raw
+
+    def _iter_lines(self, start: int, stop: int | None) -> Iterator[tuple[int, int, bytes | None]]:
+        """:meth:`iter_raw`, with ``None`` for a line over the maximum line size (never read)."""
         line = max(start, 1)
         index = self.index
         while True:
@@ -302,13 +339,18 @@ class TraceReader:
             first_offset = index.offset(line)
             while block_end > line + 1 and index.offset(block_end) - first_offset > _BATCH_BYTES:
                 block_end = line + max((block_end - line) // 2, 1)
+            if block_end == line + 1 and index.offset(block_end) - first_offset - 1 > self.max_line_bytes:
+                yield line, first_offset, None
+                line += 1
+                continue
             starts = index.offsets(line, block_end)
             data = self._pread(first_offset, starts[-1] - first_offset)
             begin = 0
+            limit = self.max_line_bytes
             for k in range(1, len(starts)):
                 end = starts[k] - first_offset
                 # Every indexed line ends with its newline: drop it by slicing, not by searching.
-                yield line, first_offset + begin, data[begin : end - 1]
+                yield line, first_offset + begin, data[begin : end - 1] if end - begin - 1 <= limit else None
                 begin = end
                 line += 1
 
@@ -458,6 +500,16 @@ class TraceReader:
             raise TraceError(f"{self.path}: the trace reader is closed")
         return fd
 
+    def _too_long(self, line: int, start: int, end: int) -> InvalidRecord:
+        """The record of a line over the maximum line size: only its first bytes are read, as a preview."""
+        length = end - start - 1
+        preview = self._pread(start, PREVIEW_BYTES).decode("utf-8", "backslashreplace")
+        message = (
+            f"line of {length} bytes is over the maximum line size ({self.max_line_bytes} bytes; "
+            f"set {MAX_LINE_BYTES_ENV_VAR} to change it): skipped, not read"
+        )
+        return InvalidRecord(line, start, length, message, preview, too_long=True)
+
     def _pread_raw(self, fd: int, offset: int, length: int) -> bytes:
         try:
             return os.pread(fd, length, offset)
@@ -509,7 +561,8 @@ class ProblemScanner:
         if isinstance(record, TraceHeader):
             return problems
         if isinstance(record, InvalidRecord):
-            problems.append(Problem(line, record.offset, "invalid", record.error))
+            code: ProblemCode = "line-too-long" if record.too_long else "invalid"
+            problems.append(Problem(line, record.offset, code, record.error))
             seq = record.seq
         elif isinstance(record, OpaqueRecord):
             problems.append(
@@ -543,6 +596,24 @@ class ProblemScanner:
         """The torn tail, if the file ends with an unfinished line."""
         torn = self.reader.torn_tail()
         return [] if torn is None else [Problem(torn.line, torn.offset, "torn-tail", torn.describe())]
+
+
+def max_line_bytes_from_env(environ: dict[str, str] | None = None) -> int:
+    """The maximum line size: ``FPDEBUG_MAX_LINE_BYTES`` when it is a positive integer, else 64 MiB.
+
+    Raises:
+        TraceError: The variable is set to something that is not a positive integer.
+    """
+    value = (os.environ if environ is None else environ).get(MAX_LINE_BYTES_ENV_VAR, "").strip()
+    if not value:
+        return DEFAULT_MAX_LINE_BYTES
+    try:
+        limit = int(value.replace("_", ""))
+    except ValueError:
+        limit = 0
+    if limit <= 0:
+        raise TraceError(f"{MAX_LINE_BYTES_ENV_VAR}={value!r}: expected a positive number of bytes")
+    return limit
 
 
 def _open_for_reading(path: Path) -> int:

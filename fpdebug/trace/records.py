@@ -111,6 +111,8 @@ class InvalidRecord:
     """The ``kind`` the line claims, when it parsed far enough to tell."""
     seq: int | None = None
     """The ``seq`` the line claims, when it parsed far enough to tell."""
+    too_long: bool = False
+    """The line is over the maximum line size: it was skipped, never read (problem ``line-too-long``)."""
 
 
 Record: TypeAlias = Union[TraceHeader, TraceEvent, OpaqueRecord, InvalidRecord]  # noqa: UP007
@@ -132,7 +134,7 @@ class Peek(NamedTuple):
     """The ``iteration`` field."""
 
 
-ProblemCode: TypeAlias = Literal["invalid", "unknown-kind", "seq", "torn-tail"]
+ProblemCode: TypeAlias = Literal["invalid", "line-too-long", "unknown-kind", "seq", "torn-tail"]
 """What kind of problem a :class:`Problem` is."""
 
 
@@ -145,7 +147,7 @@ class Problem:
     offset: int
     """The byte offset of the line's first byte."""
     code: ProblemCode
-    """``invalid``, ``unknown-kind``, ``seq`` (a gap, repeat or reorder) or ``torn-tail``."""
+    """``invalid``, ``line-too-long``, ``unknown-kind``, ``seq`` (a gap, repeat or reorder) or ``torn-tail``."""
     message: str
     """One sentence (may quote untrusted text: display through ``inert_line``)."""
 
