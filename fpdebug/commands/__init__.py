@@ -8,7 +8,10 @@ import json
 import os
 import stat
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from fpdebug.trace.redact import Redactor
 
 __all__ = ["RedactingStream", "terminal_text", "write_output"]
 
@@ -41,21 +44,32 @@ class RedactingStream(io.TextIOBase):
         super().__init__()
         self.inner = inner
         self._pending = ""
+        self._redactor: Redactor | None = None
 
     def write(self, text: str) -> int:
         """Pass on every complete line of ``text`` (and what was held before it), redacted."""
         self._pending += text
         if "\n" in text:
             done, _, self._pending = self._pending.rpartition("\n")
-            self.inner.write(_redacted(done + "\n"))
+            self.inner.write(self._redacted(done + "\n"))
         return len(text)
 
     def flush(self) -> None:
         """Pass on the held partial line too (a prompt, a progress line), redacted, and flush."""
         if self._pending:
             pending, self._pending = self._pending, ""
-            self.inner.write(_redacted(pending))
+            self.inner.write(self._redacted(pending))
         self.inner.flush()
+
+    def _redacted(self, text: str) -> str:
+        # The redactor is looked up once per stream (one per command): reading the environment
+        # for every printed line cost more than the redaction itself (``validate`` prints a line
+        # per problem, a million for a file of blank lines).
+        if self._redactor is None:
+            from fpdebug.trace.redact import default_redactor
+
+            self._redactor = default_redactor()
+        return _redacted(text, self._redactor)
 
     def isatty(self) -> bool:
         return self.inner.isatty()
@@ -75,10 +89,7 @@ class RedactingStream(io.TextIOBase):
         return self.inner.errors
 
 
-def _redacted(text: str) -> str:
-    from fpdebug.trace.redact import default_redactor
-
-    redactor = default_redactor()
+def _redacted(text: str, redactor: Redactor) -> str:
     stripped = text.lstrip()
     if stripped[:1] in ("{", "["):
         try:
