@@ -62,6 +62,11 @@ class TraceError(FpdebugError):
     """A trace file cannot be opened, locked or written."""
 
 
+class TraceReplacedError(TraceError):
+    """A followed trace is no longer the file that was opened: replaced (``mv``), copied over
+    (``cp``) or truncated. The reader never splices the new content onto the old; open it again."""
+
+
 class TraceLockedError(TraceError):
     """Another writer already holds the exclusive lock on this trace file."""
 

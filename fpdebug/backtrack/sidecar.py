@@ -173,8 +173,9 @@ def sidecar_path_for(trace: str | os.PathLike[str]) -> Path:
 class SidecarWriter:
     """Appends one backtrack's records to the sidecar beside a trace (never the trace itself).
 
-    The file is opened per record with ``O_APPEND`` (created ``0600``), so a crash loses at most the
-    record being written, and several backtracks may append to one file in turn.
+    The file is opened per record with ``O_APPEND`` (created ``0600``; never through a symbolic
+    link), so a crash loses at most the record being written, and several backtracks may append to
+    one file in turn.
 
     Args:
         trace: The trace path.
@@ -183,7 +184,8 @@ class SidecarWriter:
         backtrack_id: The backtrack's id (random by default).
 
     Raises:
-        BacktrackError: The sidecar path is the trace itself, or cannot be written.
+        BacktrackError: The sidecar path is the trace itself, a symbolic link, not a regular file,
+            or cannot be written.
     """
 
     def __init__(
@@ -219,12 +221,8 @@ class SidecarWriter:
         """
         data = _json_line(record.model_dump(mode="json", exclude_none=True))
         data = default_redactor().redact_line(data)  # rerun answers may echo secrets: same redactor as traces
+        fd = _open_implicit_output(self.path)
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise BacktrackError(f"cannot write the backtrack sidecar {self.path}: {exc.strerror}") from exc
-        try:
-            _owner_only(fd)
             if _ends_torn(fd):
                 # A crashed writer left half a line: start ours on a line of its own.
                 data = b"\n" + data
@@ -272,17 +270,31 @@ class SidecarWriter:
         self.append(EndRecord(id=self.id, status=status, runs_used=runs_used, error=error, **self._call))
 
 
-def _owner_only(fd: int) -> None:
-    """Make the sidecar readable by its owner only (rerun answers may quote the trace's content).
+def _open_implicit_output(path: Path) -> int:
+    """Open the sidecar for appending, refusing anything but a regular file that is not a link.
 
-    The mode ``os.open`` creates with applies to a new file only; a sidecar that already exists
-    (made by ``touch``, or by an older version) keeps its own, so it is set on every open.
+    The sidecar's name is predictable, so whoever can write the trace's directory could plant a
+    link there: ``O_NOFOLLOW`` refuses it (a link to a file would be appended to, a dangling one
+    would create its target). ``O_NONBLOCK`` keeps a planted FIFO from blocking the open. A new
+    file is created ``0600`` by the open itself; an existing one keeps the mode its owner gave it
+    (fpdebug never changes the mode of a file it did not create).
+
+    Raises:
+        BacktrackError: The path is a link or not a regular file, or cannot be opened.
     """
-    if stat.S_ISREG(os.fstat(fd).st_mode):
-        try:
-            os.fchmod(fd, 0o600)
-        except PermissionError:
-            pass  # not our file: it stays as restrictive as its owner made it
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise BacktrackError(
+                f"refusing the backtrack sidecar {path}: it is a symbolic link (remove it, or pass another path)"
+            ) from None
+        raise BacktrackError(f"cannot write the backtrack sidecar {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BacktrackError(f"refusing the backtrack sidecar {path}: not a regular file")
+    return fd
 
 
 def _json_line(data: object) -> bytes:

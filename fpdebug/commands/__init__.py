@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import stat
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from fpdebug.trace.redact import Redactor
 
 __all__ = ["RedactingStream", "terminal_text", "write_output"]
 
@@ -40,21 +44,32 @@ class RedactingStream(io.TextIOBase):
         super().__init__()
         self.inner = inner
         self._pending = ""
+        self._redactor: Redactor | None = None
 
     def write(self, text: str) -> int:
         """Pass on every complete line of ``text`` (and what was held before it), redacted."""
         self._pending += text
         if "\n" in text:
             done, _, self._pending = self._pending.rpartition("\n")
-            self.inner.write(_redacted(done + "\n"))
+            self.inner.write(self._redacted(done + "\n"))
         return len(text)
 
     def flush(self) -> None:
         """Pass on the held partial line too (a prompt, a progress line), redacted, and flush."""
         if self._pending:
             pending, self._pending = self._pending, ""
-            self.inner.write(_redacted(pending))
+            self.inner.write(self._redacted(pending))
         self.inner.flush()
+
+    def _redacted(self, text: str) -> str:
+        # The redactor is looked up once per stream (one per command): reading the environment
+        # for every printed line cost more than the redaction itself (``validate`` prints a line
+        # per problem, a million for a file of blank lines).
+        if self._redactor is None:
+            from fpdebug.trace.redact import default_redactor
+
+            self._redactor = default_redactor()
+        return _redacted(text, self._redactor)
 
     def isatty(self) -> bool:
         return self.inner.isatty()
@@ -74,10 +89,7 @@ class RedactingStream(io.TextIOBase):
         return self.inner.errors
 
 
-def _redacted(text: str) -> str:
-    from fpdebug.trace.redact import default_redactor
-
-    redactor = default_redactor()
+def _redacted(text: str, redactor: Redactor) -> str:
     stripped = text.lstrip()
     if stripped[:1] in ("{", "["):
         try:
@@ -90,12 +102,15 @@ def _redacted(text: str) -> str:
 
 
 def write_output(text: str, output: str | None, *, trace: str, encoding: str = "utf-8") -> None:
-    """Write a command's document to ``output`` (``0600``), or to stdout for ``None``/``-``.
+    """Write a command's document to ``output`` (a new ``0600`` file), or to stdout for ``None``/``-``.
 
     Reports and exports quote trace content, so the file is as private as the trace it came from:
-    created ``0600`` whatever the umask, and an existing regular file is made ``0600`` before
-    anything is written to it (as the trace writer does). A device or pipe (``/dev/stdout``) is
-    written as it is, its mode untouched; a file of another owner keeps the mode its owner gave it.
+    a new file is created ``0600`` whatever the umask. An existing regular file is never
+    ``chmod``-ed (fpdebug does not change the mode of a file it did not create): it is replaced
+    atomically by a new ``0600`` file written beside it, so its other hard links keep their old
+    content and mode. A link, device or pipe (``/dev/stdout``, a FIFO) is the user's explicit
+    choice and is written through as it is, its mode untouched; so is a regular file in a
+    directory fpdebug may not create files in.
 
     Raises:
         ExportError: ``output`` is the trace itself, or it cannot be written.
@@ -107,15 +122,42 @@ def write_output(text: str, output: str | None, *, trace: str, encoding: str = "
         return
     if os.path.exists(output) and os.path.samefile(output, trace):
         raise ExportError(f"refusing to overwrite the trace itself: {terminal_text(output)}")
+    data = text.encode(encoding)
     try:
-        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w", encoding=encoding) as handle:
-            # The open mode is filtered by the umask, and an overwritten file keeps its old mode.
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                try:
-                    os.fchmod(fd, 0o600)
-                except PermissionError:
-                    pass  # not our file: it stays as restrictive as its owner made it
-            handle.write(text)
+        if not (_is_plain_file(output) and _replace_atomically(output, data)):
+            fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
     except OSError as error:
         raise ExportError(f"cannot write {terminal_text(output)}: {error.strerror or error}") from error
+
+
+def _is_plain_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _replace_atomically(path: str, data: bytes) -> bool:
+    """Write ``data`` to a new ``0600`` file beside ``path`` and rename it over ``path``.
+
+    Returns:
+        False when the directory refuses a new file (the caller then writes in place).
+    """
+    import tempfile
+
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)  # 0600
+    except PermissionError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return True

@@ -11,6 +11,13 @@ call. Bytes after the last newline are ignored until their newline arrives; when
 gone they are a *torn tail* (:meth:`TraceReader.torn_tail`, and a problem in
 :meth:`TraceReader.problems`).
 
+**Identity.** A followed file is the file that was opened: its device and inode, and the bytes of
+its header line. Each refresh compares ``stat(path)`` with ``fstat(fd)`` and re-reads the header
+and the last bytes already indexed; a replacement (``mv other X``), a copy-over (``cp other X``:
+same inode, new bytes) or a truncation raises :class:`~fpdebug.errors.TraceReplacedError` and
+nothing of the new content is indexed. Not detected: a copy-over by a file at least as long whose
+bytes agree with the old ones at both places re-read.
+
 **Threads.** One thread may call :meth:`~TraceReader.refresh` (the TUI's tail worker) while
 others read (``reader[i]``, :meth:`~TraceReader.peek`, :meth:`~TraceReader.raw`,
 :meth:`~TraceReader.iter_records`): the line index only grows and its entries never change, reads
@@ -32,15 +39,17 @@ from types import TracebackType
 
 import orjson
 
-from fpdebug.errors import TraceError, TraceFormatError
+from fpdebug.errors import TraceError, TraceFormatError, TraceReplacedError
 from fpdebug.trace.index import DEFAULT_CHUNK_SIZE, LineIndex
 from fpdebug.trace.records import (
     HEADER_LIMIT,
     PEEK_PREFIX,
+    PREVIEW_BYTES,
     InvalidRecord,
     OpaqueRecord,
     Peek,
     Problem,
+    ProblemCode,
     Record,
     TornTail,
     classify_line,
@@ -50,13 +59,28 @@ from fpdebug.trace.records import (
 )
 from fpdebug.trace.schema import TraceHeader
 
-__all__ = ["DEFAULT_CACHE_SIZE", "ProblemScanner", "TraceReader", "line_form_problems"]
+__all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "DEFAULT_MAX_LINE_BYTES",
+    "MAX_LINE_BYTES_ENV_VAR",
+    "ProblemScanner",
+    "TraceReader",
+    "line_form_problems",
+    "max_line_bytes_from_env",
+]
 
 DEFAULT_CACHE_SIZE = 4096
 """Parsed records kept by a reader (least recently used dropped first)."""
 
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A line longer than this (newline excluded) is reported and skipped, never read into memory."""
+
+MAX_LINE_BYTES_ENV_VAR = "FPDEBUG_MAX_LINE_BYTES"
+"""The environment variable that overrides :data:`DEFAULT_MAX_LINE_BYTES` (a number of bytes)."""
+
 _BATCH_BYTES = 4 * 1024 * 1024  # iter_records reads consecutive lines in blocks of about this size
 _BATCH_LINES = 4096
+_END_MARK_BYTES = 256  # re-read on each refresh to tell an append from a copy-over
 
 
 class TraceReader:
@@ -69,6 +93,9 @@ class TraceReader:
         cache_size: How many parsed records to keep.
         wait_for_header: Accept an empty file or an unfinished line 0 (a trace whose writer has
             just created it); the header is then checked by the :meth:`refresh` that sees it.
+        max_line_bytes: A longer line is an :class:`InvalidRecord` with ``too_long`` (problem
+            ``line-too-long``) whose bytes are never read: ``raw()`` and ``iter_raw()`` give
+            ``b""`` for it. Default: ``FPDEBUG_MAX_LINE_BYTES``, else 64 MiB.
 
     Raises:
         TraceError: The path does not exist, is a directory or cannot be read.
@@ -83,8 +110,11 @@ class TraceReader:
         index: bool = True,
         cache_size: int = DEFAULT_CACHE_SIZE,
         wait_for_header: bool = False,
+        max_line_bytes: int | None = None,
     ) -> None:
         self.path = Path(path)
+        self.max_line_bytes = max_line_bytes if max_line_bytes is not None else max_line_bytes_from_env()
+        """Lines longer than this are reported and skipped unread."""
         """The trace file."""
         self.index = LineIndex()
         """The line index (read it; only :meth:`refresh` extends it)."""
@@ -95,9 +125,13 @@ class TraceReader:
         self._cache_lock = threading.Lock()
         self._refresh_lock = threading.Lock()
         self._size = 0
+        self._header_bytes: bytes | None = None
+        self._end_mark: tuple[int, bytes | None] = (0, None)
         self._fd: int | None = _open_for_reading(self.path)
         try:
-            self._size = os.fstat(self._fd).st_size
+            opened = os.fstat(self._fd)
+            self._identity = (opened.st_dev, opened.st_ino)
+            self._size = opened.st_size
             if not self._check_header(self._size) and not wait_for_header:
                 self._raise_no_header(self._size)
             if index:
@@ -151,23 +185,32 @@ class TraceReader:
             How many lines were added (0 while the header has not arrived).
 
         Raises:
-            TraceError: The file shrank (truncated or replaced) or the reader is closed.
+            TraceReplacedError: The path now names another file, or the file was copied over or
+                truncated (it shrank, or its header changed); nothing new was indexed.
+            TraceError: The reader is closed.
             TraceFormatError: Line 0 arrived and is not a valid header.
         """
         with self._refresh_lock:
             fd = self._require_fd()
             size = _fstat_size(fd, self.path)
+            self._check_identity(fd)
             if size < self.index.indexed_size:
-                raise TraceError(
-                    f"{self.path}: the file shrank from {self.index.indexed_size} to {size} bytes while "
-                    "it was being read (truncated or re-created); open it again"
+                raise TraceReplacedError(
+                    f"{self.path}: the file was replaced: it shrank from {self.index.indexed_size} to {size} "
+                    "bytes while it was being read (truncated or re-created); open it again"
                 )
+            self._check_same_content(fd)
             self._size = size
             if self._header is None and not self._check_header(size):
                 if size >= HEADER_LIMIT:
                     self._raise_no_header(size)
                 return 0
-            return self.index.update(fd, size, chunk_size=chunk_size, progress=progress, cancelled=cancelled)
+            try:
+                return self.index.update(
+                    fd, size, chunk_size=chunk_size, progress=progress, cancelled=cancelled
+                )
+            finally:
+                self._mark_end()
 
     def torn_tail(self) -> TornTail | None:
         """The bytes after the last indexed line, if any (call :meth:`refresh` first to be exact).
@@ -205,12 +248,16 @@ class TraceReader:
         if line == 0:
             return self.header
         with self._cache_lock:
-            record = self._cache.get(line)
-            if record is not None:
+            cached = self._cache.get(line)
+            if cached is not None:
                 self._cache.move_to_end(line)
-                return record
+                return cached
         start, end = self.index.span(line)
-        record = classify_line(line, start, self._pread(start, end - start).removesuffix(b"\n"))
+        record: Record
+        if end - start - 1 > self.max_line_bytes:
+            record = self._too_long(line, start, end)
+        else:
+            record = classify_line(line, start, self._pread(start, end - start).removesuffix(b"\n"))
         if self.cache_size:
             with self._cache_lock:
                 self._cache[line] = record
@@ -229,6 +276,8 @@ class TraceReader:
             IndexError: The line is not indexed.
         """
         start, end = self.index.span(self._normalise(line))
+        if end - start - 1 > self.max_line_bytes:
+            return b""  # over the maximum line size: never read (``reader[line]`` says so)
         return self._pread(start, end - start).removesuffix(b"\n")
 
     def offset(self, line: int) -> int:
@@ -246,6 +295,8 @@ class TraceReader:
         if line == 0:
             return Peek("trace_header", None, None, None, None)
         start, end = self.index.span(line)
+        if end - start - 1 > self.max_line_bytes:
+            return Peek("invalid", None, None, None, None)
         prefix = self._pread(start, min(end - start, PEEK_PREFIX))
         return peek_line(prefix, lambda: self._pread(start, end - start).removesuffix(b"\n"))
 
@@ -261,8 +312,11 @@ class TraceReader:
         """
         if start <= 0 and len(self.index) and (stop is None or stop > 0):
             yield 0, self.header
-        for line, offset, raw in self.iter_raw(max(start, 1), stop=stop):
-            yield line, classify_line(line, offset, raw)
+        for line, offset, raw in self._iter_lines(max(start, 1), stop):
+            if raw is None:
+                yield line, self._too_long(line, offset, self.index.offset(line + 1))
+            else:
+                yield line, classify_line(line, offset, raw)
 
     def iter_raw(self, start: int = 1, *, stop: int | None = None) -> Iterator[tuple[int, int, bytes]]:
         """Yield ``(line, offset, bytes without the newline)`` of event lines, read in blocks; nothing parsed.
@@ -274,6 +328,11 @@ class TraceReader:
             start: The first line.
             stop: Stop before this line (default: the end of the index, as it grows).
         """
+        for line, offset, raw in self._iter_lines(start, stop):
+            yield line, offset, b"" if raw is None else raw
+
+    def _iter_lines(self, start: int, stop: int | None) -> Iterator[tuple[int, int, bytes | None]]:
+        """:meth:`iter_raw`, with ``None`` for a line over the maximum line size (never read)."""
         line = max(start, 1)
         index = self.index
         while True:
@@ -284,13 +343,18 @@ class TraceReader:
             first_offset = index.offset(line)
             while block_end > line + 1 and index.offset(block_end) - first_offset > _BATCH_BYTES:
                 block_end = line + max((block_end - line) // 2, 1)
+            if block_end == line + 1 and index.offset(block_end) - first_offset - 1 > self.max_line_bytes:
+                yield line, first_offset, None
+                line += 1
+                continue
             starts = index.offsets(line, block_end)
             data = self._pread(first_offset, starts[-1] - first_offset)
             begin = 0
+            limit = self.max_line_bytes
             for k in range(1, len(starts)):
                 end = starts[k] - first_offset
                 # Every indexed line ends with its newline: drop it by slicing, not by searching.
-                yield line, first_offset + begin, data[begin : end - 1]
+                yield line, first_offset + begin, data[begin : end - 1] if end - begin - 1 <= limit else None
                 begin = end
                 line += 1
 
@@ -378,7 +442,45 @@ class TraceReader:
         if first is None:
             return False
         self._header = parse_header(first, str(self.path))
+        self._header_bytes = first + b"\n"
         return True
+
+    def _check_identity(self, fd: int) -> None:
+        """Raise when the path no longer names the opened file (``mv other X``, or X removed)."""
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            raise TraceReplacedError(
+                f"{self.path}: the file was replaced: it was removed or renamed while it was being read; "
+                "open it again"
+            ) from None
+        except OSError as error:
+            raise TraceError(f"{self.path}: cannot stat: {error.strerror or error}") from error
+        if (now.st_dev, now.st_ino) != self._identity:
+            raise TraceReplacedError(
+                f"{self.path}: the file was replaced by another file while it was being read; open it again"
+            )
+
+    def _check_same_content(self, fd: int) -> None:
+        """Raise when bytes already read changed (``cp other X`` keeps the inode, rewrites the bytes).
+
+        Two places are re-read: line 0 (the header) and the last bytes of the last indexed line,
+        so a copy-over by a file with the same header (every demo trace has the same one) is caught
+        too unless its bytes agree at both places.
+        """
+        for offset, known in ((0, self._header_bytes), self._end_mark):
+            if known is not None and self._pread_raw(fd, offset, len(known)) != known:
+                raise TraceReplacedError(
+                    f"{self.path}: the file was replaced: bytes already read changed (copied over); "
+                    "open it again"
+                )
+
+    def _mark_end(self) -> None:
+        """Remember the last bytes of the indexed lines (see :meth:`_check_same_content`)."""
+        end = self.index.indexed_size
+        start = max(end - _END_MARK_BYTES, 0)
+        if end > start:
+            self._end_mark = (start, self._pread_raw(self._require_fd(), start, end - start))
 
     def _raise_no_header(self, size: int) -> None:
         if size == 0:
@@ -406,6 +508,22 @@ class TraceReader:
         if fd is None:
             raise TraceError(f"{self.path}: the trace reader is closed")
         return fd
+
+    def _too_long(self, line: int, start: int, end: int) -> InvalidRecord:
+        """The record of a line over the maximum line size: only its first bytes are read, as a preview."""
+        length = end - start - 1
+        preview = self._pread(start, PREVIEW_BYTES).decode("utf-8", "backslashreplace")
+        message = (
+            f"line of {length} bytes is over the maximum line size ({self.max_line_bytes} bytes; "
+            f"set {MAX_LINE_BYTES_ENV_VAR} to change it): skipped, not read"
+        )
+        return InvalidRecord(line, start, length, message, preview, too_long=True)
+
+    def _pread_raw(self, fd: int, offset: int, length: int) -> bytes:
+        try:
+            return os.pread(fd, length, offset)
+        except OSError as error:
+            raise TraceError(f"{self.path}: cannot read: {error.strerror or error}") from error
 
     def _pread(self, offset: int, length: int) -> bytes:
         fd = self._require_fd()
@@ -452,7 +570,8 @@ class ProblemScanner:
         if isinstance(record, TraceHeader):
             return problems
         if isinstance(record, InvalidRecord):
-            problems.append(Problem(line, record.offset, record.code, record.error))
+            code: ProblemCode = "line-too-long" if record.too_long else record.code
+            problems.append(Problem(line, record.offset, code, record.error))
             seq = record.seq
         elif isinstance(record, OpaqueRecord):
             problems.append(
@@ -542,6 +661,24 @@ def _duplicate_key(raw: bytes) -> str | None:
     except (ValueError, RecursionError):
         return None
     return found[0] if found else None
+
+
+def max_line_bytes_from_env(environ: dict[str, str] | None = None) -> int:
+    """The maximum line size: ``FPDEBUG_MAX_LINE_BYTES`` when it is a positive integer, else 64 MiB.
+
+    Raises:
+        TraceError: The variable is set to something that is not a positive integer.
+    """
+    value = (os.environ if environ is None else environ).get(MAX_LINE_BYTES_ENV_VAR, "").strip()
+    if not value:
+        return DEFAULT_MAX_LINE_BYTES
+    try:
+        limit = int(value.replace("_", ""))
+    except ValueError:
+        limit = 0
+    if limit <= 0:
+        raise TraceError(f"{MAX_LINE_BYTES_ENV_VAR}={value!r}: expected a positive number of bytes")
+    return limit
 
 
 def _open_for_reading(path: Path) -> int:

@@ -115,6 +115,8 @@ class InvalidRecord:
     code: ProblemCode = "invalid"
     """The problem it is: ``non-finite`` (NaN, Infinity, a number beyond a double), ``out-of-range``
     (a time or duration no exporter can carry), else ``invalid``."""
+    too_long: bool = False
+    """The line is over the maximum line size: it was skipped, never read (problem ``line-too-long``)."""
 
 
 Record: TypeAlias = Union[TraceHeader, TraceEvent, OpaqueRecord, InvalidRecord]  # noqa: UP007
@@ -137,7 +139,15 @@ class Peek(NamedTuple):
 
 
 ProblemCode: TypeAlias = Literal[
-    "invalid", "non-finite", "out-of-range", "duplicate-key", "crlf", "unknown-kind", "seq", "torn-tail"
+    "invalid",
+    "non-finite",
+    "out-of-range",
+    "line-too-long",
+    "duplicate-key",
+    "crlf",
+    "unknown-kind",
+    "seq",
+    "torn-tail",
 ]
 """What kind of problem a :class:`Problem` is (docs/guide/reliability.md lists them)."""
 
@@ -151,8 +161,8 @@ class Problem:
     offset: int
     """The byte offset of the line's first byte."""
     code: ProblemCode
-    """``invalid`` (or, more precisely, ``non-finite`` / ``out-of-range``), ``duplicate-key``, ``crlf``,
-    ``unknown-kind``, ``seq`` (a gap, repeat or reorder) or ``torn-tail``."""
+    """``invalid`` (or, more precisely, ``non-finite`` / ``out-of-range``), ``line-too-long``,
+    ``duplicate-key``, ``crlf``, ``unknown-kind``, ``seq`` (a gap, repeat or reorder) or ``torn-tail``."""
     message: str
     """One sentence (may quote untrusted text: display through ``inert_line``)."""
 
@@ -250,6 +260,10 @@ def classify_line(line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueReco
         offset: The byte offset of the line.
         raw: The line without its newline.
     """
+    if not raw or raw.isspace():
+        # Before the schema: a file of blank lines is a million of these, and building and
+        # explaining a pydantic error for each made validate take seconds per megabyte.
+        return InvalidRecord(line, offset, len(raw), "empty line", raw[:PREVIEW_BYTES].decode("ascii"))
     try:
         event = EVENT_ADAPTER.validate_json(raw)
     except ValidationError as error:

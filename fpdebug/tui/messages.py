@@ -71,3 +71,15 @@ class FilterGrew(Message):
             and message.target == self.target
             and message.generation == self.generation
         )
+
+
+class TraceReplaced(Message):
+    """The followed file was replaced, copied over or truncated: following stopped (nothing spliced).
+
+    Args:
+        reason: The reader's message.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason

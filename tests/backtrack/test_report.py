@@ -175,13 +175,15 @@ def test_unsupported_values_become_suspects_of_their_own_kind(tmp_path: Path) ->
 # The session and its sidecar
 
 
-def test_an_existing_sidecar_with_a_loose_mode_is_made_owner_only(tmp_path: Path) -> None:
+def test_an_existing_sidecar_keeps_the_mode_its_owner_gave_it(tmp_path: Path) -> None:
+    # Issue 18 item 2: fpdebug never chmods a file it did not create (this test used to assert
+    # that an existing 0644 sidecar was tightened to 0600). A new sidecar is still created 0600.
     path = planted_trace(tmp_path)
     sidecar = sidecar_path_for(path)
     sidecar.touch()
-    sidecar.chmod(0o644)  # made by `touch` or an older version: readable by everyone
+    sidecar.chmod(0o644)  # made by `touch`: the owner's choice
     backtrack(path, load_module=demo_loader)
-    assert stat.S_IMODE(sidecar.stat().st_mode) == 0o600
+    assert stat.S_IMODE(sidecar.stat().st_mode) == 0o644
     assert records(sidecar)[0]["record"] == "report"
 
 

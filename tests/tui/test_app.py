@@ -459,6 +459,23 @@ class TestFollow:
             await pilot.press("f")
             assert screen.following and screen.selected == screen.timeline.total - 1
 
+    @pytest.mark.parametrize("how", ["mv", "cp"])
+    async def test_a_replaced_file_is_reported_in_the_status_line(self, tmp_path: Path, how: str) -> None:
+        # Issue 18 item 4: the old code kept "follow ●" over the old content (mv) or spliced the
+        # new file's lines onto the old ones (cp).
+        path = _copy("leases", tmp_path, drop_last=2)
+        other = _copy("support", tmp_path)
+        async with opened(path, follow=True) as (pilot, screen):
+            assert await wait_for(pilot, lambda: "run in progress" in screen_text(pilot.app))
+            lines = screen.session.lines
+            if how == "mv":
+                other.replace(path)
+            else:
+                shutil.copyfile(other, path)
+            assert await wait_for(pilot, lambda: "the file was replaced" in screen_text(pilot.app))
+            assert "follow ●" not in screen_text(pilot.app)
+            assert screen.session.lines == lines and not screen.following
+
     async def test_follow_a_file_whose_header_has_not_arrived(self, tmp_path: Path) -> None:
         path = tmp_path / "empty.fptrace.jsonl"
         path.touch()

@@ -15,7 +15,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from fpdebug.tui.messages import LoadFinished, TraceChecked, TraceGrew
+from fpdebug.errors import TraceReplacedError
+from fpdebug.tui.messages import LoadFinished, TraceChecked, TraceGrew, TraceReplaced
 from fpdebug.views.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
 
 __all__ = [
@@ -116,7 +117,12 @@ class TraceLoader:
         worker = get_current_worker()
         session = self._session
         while not worker.is_cancelled and not self._stop.is_set():
-            lines, _rows = session.poll()
+            try:
+                lines, _rows = session.poll()
+            except TraceReplacedError as error:
+                # Another file now has the name: show what was read, never splice the new content.
+                self._post(TraceReplaced(str(error)))
+                return
             if lines:
                 # Before any checking: the whole-file check of a big trace takes seconds, and new
                 # events must show within a tick of being written.

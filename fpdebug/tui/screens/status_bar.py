@@ -49,6 +49,9 @@ def status_text(screen: TraceScreen, palette: Palette) -> Text:
 def _mode(text: Text, screen: TraceScreen, palette: Palette) -> None:
     """``replay``, ``follow ●``, ``follow ‖ paused``, ``drive ○ not following``…"""
     mode = {"replay": "replay", "follow": "follow", "drive": "drive"}[screen.mode]
+    if screen.replaced:
+        text.append(f"{mode} ✗ the file was replaced (reopen it to read the new one)", palette.bad)
+        return
     if screen.mode != "replay":
         stopped = " ‖ paused" if screen.mode == "follow" else " ○ not following"
         mode += " ●" if screen.following else stopped

@@ -37,7 +37,8 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Input, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
-from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew
+from fpdebug.trace.inert import inert_line
+from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew, TraceReplaced
 from fpdebug.tui.screens.filters import RowFilters
 from fpdebug.tui.screens.loader import TraceLoader
 from fpdebug.tui.screens.status_bar import TraceStatusBar
@@ -268,6 +269,8 @@ class TraceScreen(Screen[None]):
         super().__init__()
         self.session = session
         """The trace."""
+        self.replaced = False
+        """The followed file was replaced (or copied over, or truncated): what is shown is the old one."""
         self.mode: Mode = mode
         """How the trace is read."""
         self.source_name = source_name or session.reader.path.name
@@ -659,8 +662,19 @@ class TraceScreen(Screen[None]):
             for document in documents:
                 document.expanded = expanded
 
+    @on(TraceReplaced)
+    def _trace_replaced(self, message: TraceReplaced) -> None:
+        self.replaced = True
+        self.following = False
+        reason = inert_line(message.reason)
+        self.app.notify(f"The file was replaced: following stopped. {reason}", timeout=8, markup=False)
+        self._refresh_bars()
+
     def action_toggle_follow(self) -> None:
         """Turn follow mode on or off."""
+        if self.replaced:
+            self.app.notify("The file was replaced: open it again to follow the new one.", timeout=3)
+            return
         if self.mode == "replay":
             self.app.notify("This trace is a saved file: open it with --follow to follow it.", timeout=3)
             return
