@@ -381,9 +381,12 @@ class TraceReader:
         self.refresh()
         total = len(self)
         scanner = ProblemScanner(self)
-        for line, offset, raw in self.iter_raw(1):
+        for line, offset, raw in self._iter_lines(1, None):
             if progress is not None and line % 10_000 == 0:
                 progress(line, total)
+            if raw is None:  # over the maximum line size: skipped, never read
+                yield from scanner.check(line, self._too_long(line, offset, self.index.offset(line + 1)))
+                continue
             record = classify_line(line, offset, raw)
             yield from scanner.check(line, record)
             if not isinstance(record, InvalidRecord):
