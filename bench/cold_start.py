@@ -36,8 +36,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["ColdStart", "TARGET_S", "figure", "main", "measure"]
+if TYPE_CHECKING:
+    from bench.run import Figure
+
+__all__ = ["TARGET_S", "ColdStart", "figure", "main", "measure"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_TRACE = ROOT / "sample_traces" / "support.fptrace.jsonl"
@@ -191,9 +195,9 @@ def measure(trace: Path = SMALL_TRACE, *, repeat: int = 10) -> ColdStart:
     )
 
 
-def figure(trace: Path = SMALL_TRACE, *, repeat: int = 10):  # type: ignore[no-untyped-def]
-    """The row of ``python -m bench``'s table (a :class:`bench.run.Figure`)."""
-    from bench.run import Figure
+def figure(trace: Path = SMALL_TRACE, *, repeat: int = 10) -> Figure:
+    """The row of ``python -m bench``'s table."""
+    from bench.run import Figure  # at run time: bench.run imports the trace generators
 
     result = measure(trace, repeat=repeat)
     return Figure(
