@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "trace",
         metavar="TRACE",
         nargs="?",
-        help="the trace to open (default: run the demo and open its trace)",
+        help="the trace to open (default: each tab drives the demo, its trace in ~/.cache/fpdebug/serve)",
     )
     parser.add_argument(
         "--host",
