@@ -7,7 +7,7 @@ Usage::
 
 The synthetic traces are generated on first use and cached under ``bench/out/`` (see
 :mod:`bench.gen_trace`). Each figure runs in child processes (:mod:`bench.probes`,
-:mod:`bench.tui_probes`) so that memory and caches of one do not leak into the next; the file is
+:mod:`bench.tui_probes`, :mod:`bench.cold_start`) so that memory and caches of one do not leak into the next; the file is
 read once first so that every figure, the baselines included, reads it from the page cache. A
 fixed piece of work is timed as the best of several runs (other processes on a shared machine
 only ever add time); latencies are medians and 95th percentiles of many samples. The table goes
@@ -277,6 +277,7 @@ def measure(*, quick: bool, seed: int, repeat: int, log: Callable[[str], None]) 
     steps: list[tuple[str, Callable[[], list[Figure]]]] = [
         ("index", lambda: [figure_index(big, repeat=max(repeat, 5))]),
         ("tui", lambda: _tui_figures(traces["small"], big, repeat)),
+        ("cold start", lambda: [_cold_start_figure(max(repeat, 10))]),
         (
             "recording",
             lambda: [
@@ -296,6 +297,12 @@ def measure(*, quick: bool, seed: int, repeat: int, log: Callable[[str], None]) 
             figures.append(Figure("!", f"{name}: failed", f"{type(error).__name__}: {error}"[:200], ""))
         log(f"{name}: {time.perf_counter() - started:.1f} s")
     return sorted(figures, key=lambda f: (f.number.rstrip("abc"), f.number))
+
+
+def _cold_start_figure(repeat: int) -> Figure:
+    from bench import cold_start
+
+    return cold_start.figure(repeat=repeat)
 
 
 def _tui_figures(small: Path, big: Path, repeat: int) -> list[Figure]:

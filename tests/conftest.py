@@ -58,6 +58,7 @@ SLOW_MODULES = frozenset(
         "tests/bench/test_gen_trace.py",
         "tests/demo/test_honesty_interrupted_consumers.py",
         "tests/cli/test_export_report_serve.py",
+        "tests/cli/test_serve_demo.py",
     }
 )
 

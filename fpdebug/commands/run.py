@@ -188,9 +188,22 @@ def _exit_if_stuck(run_ended: threading.Event, left: threading.Event, status: in
     threading.Thread(target=watch, name="fpdebug-exit-watch", daemon=True).start()
 
 
+WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
+"""The Textual driver textual-serve names in ``TEXTUAL_DRIVER`` for the process of each browser tab."""
+
+
+def served_in_browser() -> bool:
+    """Whether textual-serve runs this process for a browser tab (its web driver draws the screen)."""
+    return os.environ.get("TEXTUAL_DRIVER") == WEB_DRIVER
+
+
 def is_terminal() -> bool:
-    """Whether stdin and stdout are a terminal (the debugger needs both)."""
-    return sys.stdin.isatty() and sys.stdout.isatty()
+    """Whether the debugger has a screen: stdin and stdout are a terminal, or a browser tab serves it.
+
+    textual-serve (``fpdebug serve``) runs each tab's command on pipes, with its web driver named in
+    ``TEXTUAL_DRIVER``: that driver draws the app in the browser, so the pipes are no obstacle.
+    """
+    return (sys.stdin.isatty() and sys.stdout.isatty()) or served_in_browser()
 
 
 def drive_in_debugger(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import shlex
 import sys
+from pathlib import Path
 
 HELP = "Serve the debugger in a browser (textual-serve) on loopback: fpdebug view TRACE, or the demo."
 
@@ -22,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "trace",
         metavar="TRACE",
         nargs="?",
-        help="the trace to open (default: run the demo and open its trace)",
+        help="the trace to open (default: each tab drives the demo, its trace in ~/.cache/fpdebug/serve)",
     )
     parser.add_argument(
         "--host",
@@ -60,18 +62,34 @@ def is_loopback(host: str) -> bool:
         return False  # any other name may resolve anywhere: treat it as remote
 
 
-def view_command(trace: str | None) -> str:
-    """The shell command textual-serve runs per browser tab (this Python, so the same installation)."""
+def view_command(trace: str | None, demo_dir: str | None = None) -> str:
+    """The shell command textual-serve runs per browser tab (this Python, so the same installation).
+
+    With a trace, ``fpdebug view TRACE``. Without one, the driven demo (the debugger runs it under
+    its step gate, in the browser as on a terminal), started in ``demo_dir`` so that each tab's
+    trace (a new ``support-TIMESTAMP.fptrace.jsonl``) and any sidecar land there, not in the
+    directory the server was started from.
+    """
     python = shlex.quote(sys.executable)
-    if trace is None:
-        return f"{python} -m fpdebug demo"
-    return f"{python} -m fpdebug view {shlex.quote(trace)}"
+    if trace is not None:
+        return f"{python} -m fpdebug view {shlex.quote(trace)}"
+    demo = f"{python} -m fpdebug demo"
+    return demo if demo_dir is None else f"cd {shlex.quote(demo_dir)} && exec {demo}"
+
+
+def demo_dir() -> Path:
+    """Where a bare ``serve`` keeps the demo traces of its tabs: ``$XDG_CACHE_HOME/fpdebug/serve``.
+
+    Created private (0700), as the traces hold the demo's prompts.
+    """
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = Path(base) / "fpdebug" / "serve"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
 
 
 def run(args: argparse.Namespace) -> int:
     """Check the host, port and trace, then serve until interrupted."""
-    import os
-
     from fpdebug.errors import ExportError
 
     if not is_loopback(args.host) and not args.allow_remote:
@@ -98,8 +116,17 @@ def run(args: argparse.Namespace) -> int:
     url_host = f"[{host}]" if ":" in host else host
     public_url = args.public_url or f"http://{url_host}:{args.port}"
     title = f"fpdebug {os.path.basename(trace)}" if trace else "fpdebug demo"
+    traces = None
+    if trace is None:
+        traces = str(demo_dir())
+        print(f"fpdebug serve: each tab runs the demo; its trace goes to {traces}", flush=True)
     server = GuardedServer(
-        view_command(trace), token=new_token(), host=host, port=args.port, title=title, public_url=public_url
+        view_command(trace, traces),
+        token=new_token(),
+        host=host,
+        port=args.port,
+        title=title,
+        public_url=public_url,
     )
     try:
         server.serve()

@@ -87,17 +87,35 @@ def _trace_to_open(path: Path, *, follow: bool) -> Path:
     """
     from fpdebug.commands import terminal_text
     from fpdebug.errors import FpdebugError
-    from fpdebug.ingest.detect import UnknownFormatError, cached_import, detect
-    from fpdebug.ingest.otlp import OtlpDecodeError, looks_like_otlp_json
+    from fpdebug.ingest.detect import UnknownFormatError, detect
 
     try:
         if not path.is_file() or path.stat().st_size == 0 or detect(path) == "fpdebug":
             return path
-        if follow:
-            raise FpdebugError(
-                f"{terminal_text(str(path))}: --follow needs an fpdebug trace; for a live OTel run use "
-                "fpdebug collect and follow the file it writes"
-            )
+    except UnknownFormatError:
+        return path  # neither a trace nor a recording: the reader says what is wrong with it as a trace
+    except OSError as error:
+        raise FpdebugError(f"cannot open {terminal_text(str(path))}: {error.strerror or error}") from error
+    if follow:
+        raise FpdebugError(
+            f"{terminal_text(str(path))}: --follow needs an fpdebug trace; for a live OTel run use "
+            "fpdebug collect and follow the file it writes"
+        )
+    return _imported(path)
+
+
+def _imported(path: Path) -> Path:
+    """The cached import of the foreign file ``path`` (the importers load only for such a file).
+
+    Raises:
+        FpdebugError: A file that cannot be imported.
+    """
+    from fpdebug.commands import terminal_text
+    from fpdebug.errors import FpdebugError
+    from fpdebug.ingest.detect import UnknownFormatError, cached_import
+    from fpdebug.ingest.otlp import OtlpDecodeError, looks_like_otlp_json
+
+    try:
         trace, _kind = cached_import(path)
     except UnknownFormatError:
         return path  # neither a trace nor a recording: the reader says what is wrong with it as a trace

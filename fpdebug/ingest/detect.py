@@ -22,7 +22,6 @@ from typing import Literal, TypeAlias
 import orjson
 
 from fpdebug.errors import FpdebugError
-from fpdebug.ingest.otlp import looks_like_otlp
 
 __all__ = [
     "SourceKind",
@@ -65,6 +64,8 @@ def detect(path: Path) -> SourceKind:
         return "fpdebug"
     if not head.strip():
         raise UnknownFormatError(f"{path.name}: empty file")
+    from fpdebug.ingest.otlp import looks_like_otlp  # the OTel protobufs: not for an fpdebug trace
+
     if looks_like_otlp(head):
         return "otlp"
     # JSON without OTLP's first key: it must be read whole to be judged.

@@ -29,7 +29,6 @@ from fpdebug.trace.reader import TraceReader
 from fpdebug.tui.commands import PaletteCommand, TraceCommands, fixed_commands
 from fpdebug.tui.screens.help_screen import HelpScreen, KeyGroup
 from fpdebug.tui.screens.trace_screen import Mode, TraceScreen
-from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.bars import SearchBar
 from fpdebug.tui.widgets.document import DocumentView
 from fpdebug.tui.widgets.link_document import LinkDocument
@@ -166,6 +165,10 @@ class FpdebugApp(App[None]):
     @classmethod
     def binding_groups(cls) -> list[KeyGroup]:
         """Every binding of the debugger, grouped for the help."""
+        from fpdebug.tui.widgets.backtrack_pane import (
+            BacktrackPane,
+        )  # the backtracker: not for the first screen
+
         screen = cls.SCREEN_CLASS
         return [
             ("Anywhere", [*cls.BINDINGS, *screen.BINDINGS]),

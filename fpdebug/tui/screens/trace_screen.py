@@ -313,7 +313,8 @@ class TraceScreen(Screen[None]):
         yield Tabs(*(Tab(f"{view.key} {view.title}", id=f"tab-{view.id}") for view in self.VIEWS), id="tabs")
         with ContentSwitcher(initial=f"view-{self.VIEWS[0].id}", id="views"):
             for view in self.VIEWS:
-                yield self.compose_view(view)
+                if not self.handlers[view.id].deferred:  # mounted when first needed (cold start)
+                    yield self.compose_view(view)
         yield SearchBar(id="search-bar")
         yield TraceStatusBar(id="status")
         yield KeysFooter()
@@ -385,7 +386,7 @@ class TraceScreen(Screen[None]):
             self.selected = max(timeline.cursor, 0)
         self.show_selection(refresh=True)
         if self.loaded and self.mode != "replay":
-            self.handler("backtrack", BacktrackHandler).pane.trace_grew()
+            self.handler("backtrack", BacktrackHandler).trace_grew()
         self._refresh_bars()
         if not self.first_paint.is_set():
             self.call_after_refresh(self.first_paint.set)
@@ -406,6 +407,14 @@ class TraceScreen(Screen[None]):
             self.new_rows = 0
         if self.mode != "replay":
             self.loader.start_tail()
+        # The first screen is up: build the views it left out now, so a palette command or a key
+        # finds them ready (a view needed before this is mounted on demand).
+        self.call_after_refresh(self._mount_deferred_views)
+
+    @while_showing
+    def _mount_deferred_views(self) -> None:
+        for handler in self.handlers.values():
+            handler.mount()
 
     @on(TraceChecked)
     @while_showing
@@ -503,16 +512,20 @@ class TraceScreen(Screen[None]):
 
     @while_showing
     def watch_view(self, view: str) -> None:
+        handler = self.handlers.get(view)
+        if handler is not None:
+            handler.mount()  # a deferred view's widget, the first time it is shown
         self.query_one(ContentSwitcher).current = f"view-{view}"
         if self.tabs_widget.active != f"tab-{view}":
             self.tabs_widget.active = f"tab-{view}"
         self.show_selection()
-        handler = self.handlers.get(view)
         focus = handler.focus if handler is not None else None
-        if focus is not None and not self.has_class("-searching"):
+        if handler is not None and focus is not None and not self.has_class("-searching"):
             # Now, not after the queue (Widget.focus defers): a key typed right after the view's
-            # key is already queued and must reach the new view, not the one it replaced.
-            self.set_focus(self.query_one(focus))
+            # key is already queued and must reach the new view, not the one it replaced. (A
+            # deferred view shown before its widget was mounted takes the focus once it is.)
+            selector: str = focus
+            handler.when_ready(lambda: self.set_focus(self.query_one(selector)))
         self._refresh_bars()
 
     def show_selection(self, *, refresh: bool = False) -> None:

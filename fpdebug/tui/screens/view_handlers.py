@@ -8,12 +8,12 @@ view id in :data:`HANDLERS`; a screen that adds a view adds a handler for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.containers import Horizontal, Vertical
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 
-from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.bars import TextBar
 from fpdebug.tui.widgets.calls import CallView
 from fpdebug.tui.widgets.diff import DiffView
@@ -26,6 +26,7 @@ from fpdebug.tui.widgets.timeline import IterationTimeline
 
 if TYPE_CHECKING:
     from fpdebug.tui.screens.trace_screen import TraceScreen
+    from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 
 __all__ = [
     "HANDLERS",
@@ -50,8 +51,43 @@ class ViewHandler:
     focus: ClassVar[str | None] = None
     """The selector of the widget that takes the focus when the view is shown."""
 
+    deferred: ClassVar[bool] = False
+    """The widget is not composed with the screen but mounted the first time it is needed
+    (:meth:`mount`): its module imports what the first screen does not need (cold start)."""
+
     def __init__(self, screen: TraceScreen) -> None:
         self.screen = screen
+        self._widget: Widget | None = None
+        self._mounting: AwaitMount | None = None
+
+    @property
+    def built(self) -> bool:
+        """The view's widget exists (always, unless the view is :attr:`deferred` and not yet needed)."""
+        return not self.deferred or self._widget is not None
+
+    def mount(self) -> None:
+        """Mount a deferred view's widget, hidden, into the view switcher (once; no-op otherwise)."""
+        if self.built:
+            return
+        from textual.widgets import ContentSwitcher
+
+        widget = self._widget = self.compose()
+        widget.display = False  # the switcher shows it when it becomes the current view
+        self._mounting = self.screen.query_one(ContentSwitcher).mount(widget)
+
+    def when_ready(self, act: Callable[[], None]) -> None:
+        """Run ``act`` once the view's widget is mounted with its children (now, if it is)."""
+        self.mount()
+        widget, mounting = self._widget, self._mounting
+        if widget is None or mounting is None or widget.is_mounted:
+            act()
+            return
+
+        async def after_mount() -> None:
+            await mounting
+            act()
+
+        self.screen.call_later(after_mount)
 
     def compose(self) -> Widget:
         """The view's widget (its id is ``view-<id>``)."""
@@ -258,20 +294,35 @@ class DiffHandler(_TimelineFiltered):
 
 
 class BacktrackHandler(ViewHandler):
-    """From an answer back to its causes: chains, suspects and causal reruns of one LLM call."""
+    """From an answer back to its causes: chains, suspects and causal reruns of one LLM call.
+
+    Deferred: the pane's module imports the backtracker, and through it the engine and the
+    providers, which cost a viewer's first screen most of its start-up time.
+    """
 
     focus = "#backtrack-doc"
+    deferred = True
 
     def compose(self) -> Widget:
+        from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
+
         return BacktrackPane(self.screen.session, id="view-backtrack")
 
     @property
     def pane(self) -> BacktrackPane:
-        """The backtrack pane."""
+        """The backtrack pane (mounted now if it was not yet; its children come with the next mount)."""
+        from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
+
+        self.mount()
         return self.screen.query_one("#view-backtrack", BacktrackPane)
 
     def show(self, row: int | None) -> None:
-        self.pane.ensure_open()
+        self.when_ready(lambda: self.pane.ensure_open())
+
+    def trace_grew(self) -> None:
+        """The followed trace grew: let a pane that was opened trace the new answer."""
+        if self.built:
+            self.when_ready(lambda: self.pane.trace_grew())
 
     def backtrack(self, row: int) -> None:
         """Backtrack the last LLM call of timeline row ``row`` (or say it made none)."""
@@ -282,7 +333,7 @@ class BacktrackHandler(ViewHandler):
             label = screen.session.label(iteration)
             screen.app.notify(f"{label} made no LLM call: there is no answer to backtrack.", timeout=3)
             return
-        self.pane.open(lines[-1])
+        self.when_ready(lambda: self.pane.open(lines[-1]))
         screen.view = "backtrack"
 
 

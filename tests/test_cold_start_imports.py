@@ -1,0 +1,68 @@
+"""Viewing a trace imports neither the engine, the providers, the OTel SDK nor the backtracker (issue 20).
+
+They cost the viewer's first screen most of its start-up time and no view of the first screen uses
+them: the Backtrack view (which needs the backtracker, and through its reruns the engine) is
+mounted after the first load, or when first shown; the OTLP importer only for a foreign file.
+``python -m bench.cold_start`` measures what this buys.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("anthropic", "openai", "opentelemetry", "google.protobuf", "fpdebug.engine", "fpdebug.backtrack")
+"""Module prefixes the viewer's first screen must not import."""
+
+_LIST_HEAVY = f"import sys; print(sorted(m for m in sys.modules if m.startswith({HEAVY!r})))"
+
+
+def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
+    environment = dict(env or os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), environment.get("PYTHONPATH"))))
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_the_view_command_and_the_app_import_nothing_heavy() -> None:
+    code = f"import fpdebug.cli, fpdebug.commands.view, fpdebug.tui.app; {_LIST_HEAVY}"
+    assert _python(code) == "[]"
+
+
+# The first screen of `fpdebug view` itself, up to its first paint (the bench's stamp), headless.
+_FIRST_SCREEN = f"""
+import os, sys
+from fpdebug.tui.screens.loader import TraceLoader
+_init = TraceLoader.__init__
+def _noting_init(self, *args, **kwargs):
+    _init(self, *args, **kwargs)
+    def painted():
+        {_LIST_HEAVY.replace("; ", chr(10) + " " * 8)}
+        sys.stdout.flush()
+        os._exit(0)
+    self.first_paint.set = painted
+TraceLoader.__init__ = _noting_init
+from fpdebug.cli import main
+main(["view", sys.argv[1]])
+"""
+
+
+@pytest.mark.slow
+def test_fpdebug_view_reaches_its_first_screen_without_them() -> None:
+    env = dict(os.environ, TEXTUAL_DRIVER="textual.drivers.headless_driver:HeadlessDriver")
+    trace = ROOT / "sample_traces" / "support.fptrace.jsonl"
+    assert _python(_FIRST_SCREEN, str(trace), env=env) == "[]"
