@@ -37,8 +37,10 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Input, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
+from fpdebug.tui.commands import go_prompt_text, parametric_command
 from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew
 from fpdebug.tui.screens.filters import RowFilters
+from fpdebug.tui.screens.go_prompt import GoPrompt
 from fpdebug.tui.screens.loader import TraceLoader
 from fpdebug.tui.screens.status_bar import TraceStatusBar
 from fpdebug.tui.screens.view_handlers import (
@@ -178,6 +180,23 @@ class TraceScreen(Screen[None]):
             "Search",
             id="search",
             tooltip="Filter the current view's rows: words, kind:K, skill:S, badge:B.",
+        ),
+        Binding(
+            "colon",
+            "go_to('')",
+            "Go to",
+            show=False,
+            id="go-to",
+            key_display=":",
+            tooltip="Go to a place: call N, iter N, seq N (a bare number is a seq), line N.",
+        ),
+        Binding(
+            "c",
+            "go_to('call ')",
+            "Go to call",
+            show=False,
+            id="go-to-call",
+            tooltip="Go to LLM call N: its exact prompt in the Calls view (c 3 enter).",
         ),
         Binding(
             "n",
@@ -658,6 +677,21 @@ class TraceScreen(Screen[None]):
             expanded = not documents[0].expanded
             for document in documents:
                 document.expanded = expanded
+
+    def action_go_to(self, typed: str) -> None:
+        """Open the ``:`` prompt (with ``typed`` in it) and go where it names."""
+        self.app.push_screen(GoPrompt(typed), self._go_typed)
+
+    def _go_typed(self, typed: str | None) -> None:
+        if typed is None:
+            return
+        command = parametric_command(self, go_prompt_text(typed))
+        if command is None:
+            self.app.notify(
+                f"Cannot go to {typed!r}: type call N, iter N, seq N or line N.", severity="warning"
+            )
+            return
+        command.callback()
 
     def action_toggle_follow(self) -> None:
         """Turn follow mode on or off."""
