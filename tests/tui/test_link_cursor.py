@@ -32,6 +32,11 @@ def drawn_rows(app: App[object]) -> list[tuple[str, set[str]]]:
     return rows
 
 
+def row_backgrounds(app: App[object], text: str) -> set[str]:
+    """The backgrounds of the first screen row containing ``text`` (empty when none does)."""
+    return next((backgrounds for row, backgrounds in drawn_rows(app) if text in row), set())
+
+
 def cursor_rows(app: App[object], link_text: str) -> list[str]:
     """The screen rows containing ``link_text`` drawn with a background no row without it has."""
     rows = drawn_rows(app)

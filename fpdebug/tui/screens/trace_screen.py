@@ -568,6 +568,11 @@ class TraceScreen(Screen[None]):
         if row is not None and jump.view != "events":
             self.select_row(row)
             self.view = jump.view
+            if jump.anchor is not None:
+                anchor = jump.anchor
+                self.call_after_refresh(
+                    self.reveal, f"#view-{jump.view}", lambda row: row.lstrip().startswith(anchor)
+                )
             return
         events = self.handler("events", EventsHandler).events
         self.view = "events"
@@ -677,6 +682,11 @@ class TraceScreen(Screen[None]):
             expanded = not documents[0].expanded
             for document in documents:
                 document.expanded = expanded
+
+    def reveal(self, selector: str, match: Callable[[str], bool]) -> None:
+        """Scroll the document ``selector`` to its first row ``match`` accepts and highlight it."""
+        for document in self.query(selector).results(DocumentView):
+            document.reveal(match)
 
     def action_go_to(self, typed: str) -> None:
         """Open the ``:`` prompt (with ``typed`` in it) and go where it names."""

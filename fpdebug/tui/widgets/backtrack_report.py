@@ -21,6 +21,7 @@ Trace text (answers, chains, suspect texts, values) is shown through :func:`~fpd
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 _CALL_VERBS = frozenset({"READ", "ASKED"})
+_SEGMENT = re.compile(r"^system-prompt segment (\d+)\b")  # the Calls view numbers segments [1]…
 
 
 @dataclass(frozen=True)
@@ -284,7 +286,8 @@ def _landed_jump(card: SuspectCard) -> Jump | None:
     """The Calls view of the call the culprit landed in (its LANDED hop, else its first hop with a line)."""
     for hop in card.chain:
         if hop.verb == "LANDED" and hop.line is not None:
-            return Jump(hop.line, "calls")
+            segment = _SEGMENT.search(hop.text)
+            return Jump(hop.line, "calls", anchor=f"[{segment.group(1)}] " if segment else None)
     return next((Jump(hop.line, "calls") for hop in card.chain if hop.line is not None), None)
 
 

@@ -40,6 +40,8 @@ class Jump:
     opens the Events view on it)."""
     view: JumpView = "passes"
     """The view to show it in when it is inside an iteration."""
+    anchor: str | None = None
+    """The start of the row to scroll to and highlight there (``[4] `` for a system-prompt segment)."""
 
 
 class LinkBlock(TextBlock):
