@@ -356,6 +356,22 @@ class DocumentView(LineView, can_focus=True):
             tooltip="Scroll to the bottom of the document.",
         ),
         Binding(
+            "pagedown,ctrl+d",
+            "page_down",
+            "Page down",
+            show=False,
+            id="scroll-page-down",
+            tooltip="Scroll the document one screen down (as ctrl+d moves a list's cursor).",
+        ),
+        Binding(
+            "pageup,ctrl+u",
+            "page_up",
+            "Page up",
+            show=False,
+            id="scroll-page-up",
+            tooltip="Scroll the document one screen up (as ctrl+u moves a list's cursor).",
+        ),
+        Binding(
             "e",
             "toggle_expand",
             "Expand",
