@@ -4,7 +4,9 @@ Fixed commands are offered on an empty prompt and matched fuzzily; commands with
 recognised from what is typed:
 
 - ``go: iteration 12`` (in the selected iteration's turn first), ``go: turn 2 iteration 3``,
-  ``go: line 120`` (the Events view), ``go: first`` / ``go: last``;
+  ``go: call 3`` (the Calls view of the iteration holding LLM call #3), ``go: seq 17`` and
+  ``go: line 120`` (the Events view), ``go: first`` / ``go: last``; the ``:`` prompt takes the same
+  without ``go:`` (``call 3``, ``c3``, ``iter 2``, ``seq 17``, a bare number is a seq);
 - ``filter: <query>`` filters the current view (``filter: kind lease_prune`` is ``kind:lease_prune``);
 - ``view: <name>`` for every view;
 - ``diff: iteration 3 vs 7`` (also ``diff: 3 vs 7``, ``diff: turn 1 iteration 2 vs turn 2 iteration 1``;
@@ -40,11 +42,24 @@ __all__ = [
     "diff_backtrack_commands",
     "diff_command",
     "filter_query",
+    "go_command",
+    "go_prompt_text",
     "parametric_command",
 ]
 
 _GO_ITERATION = re.compile(r"^go:?\s*(?:turn\s+(\d+)\s*,?\s*)?iter(?:ation)?\s+(\d+)\s*$", re.IGNORECASE)
 _GO_LINE = re.compile(r"^go:?\s*line\s+(\d+)\s*$", re.IGNORECASE)
+_GO_CALL = re.compile(r"^go:?\s*(?:llm[_ ]?)?c(?:all)?\s*#?\s*(\d+)\s*$", re.IGNORECASE)
+_GO_SEQ = re.compile(r"^go:?\s*s(?:eq)?\s*(\d+)\s*$", re.IGNORECASE)
+_GO_SHORT = re.compile(r"^:?\s*(c|call|i|it|iter|iteration|s|seq|l|line)?\s*#?\s*(\d+)\s*$", re.IGNORECASE)
+_SHORT_WORDS = {
+    "c": "call",
+    "i": "iteration",
+    "it": "iteration",
+    "iter": "iteration",
+    "s": "seq",
+    "l": "line",
+}
 _FILTER = re.compile(r"^filter:\s*(.+)$", re.IGNORECASE)
 
 
@@ -155,6 +170,20 @@ def fixed_commands(screen: TraceScreen) -> list[PaletteCommand]:
             "Select the previous iteration",
             partial(screen.action_step_iteration, -1),
         ),
+        # The argument-taking ones open the ``:`` prompt with the word typed (or type ``go: call 3``).
+        PaletteCommand(
+            "go: call N",
+            "The exact prompt of LLM call #N (keys: c N enter)",
+            partial(screen.action_go_to, "call "),
+        ),
+        PaletteCommand(
+            "go: iteration N", "Select iteration N (keys: : i N enter)", partial(screen.action_go_to, "iter ")
+        ),
+        PaletteCommand(
+            "go: seq N",
+            "The record numbered N in Events (keys: : N enter)",
+            partial(screen.action_go_to, "seq "),
+        ),
     ]
     target = _filtered(screen)
     if target is not None:
@@ -235,11 +264,86 @@ def _go_line(screen: TraceScreen, line: int) -> None:
         events.move_to_row(line, center=True)
 
 
+def _call_row(screen: TraceScreen, number: int) -> int | None:
+    """The timeline row holding LLM call ``#number`` (``call_index``), in the selected run first."""
+    session = screen.session
+    selected = session.iterations[screen.selected] if 0 <= screen.selected < len(session.iterations) else None
+    found: int | None = None
+    for row, iteration in enumerate(session.iterations):
+        for line, kind in zip(iteration.lines, iteration.kinds, strict=True):
+            if kind != "llm_call" or getattr(session.record(line), "call_index", None) != number:
+                continue
+            if selected is None or iteration.run_id == selected.run_id:
+                return row
+            found = row if found is None else found
+    return found
+
+
+def _go_call(screen: TraceScreen, number: int) -> None:
+    row = _call_row(screen, number)
+    if row is None:
+        screen.app.notify(f"No LLM call #{number} in this trace.", severity="warning", timeout=3)
+        return
+    screen.select_row(row)
+    screen.action_show_view("calls")
+
+
+def _seq_line(screen: TraceScreen, seq: int) -> int | None:
+    """The line of the record numbered ``seq`` (line ``seq`` in a one-run trace; searched otherwise)."""
+    session = screen.session
+    candidates = [seq] if 0 <= seq < session.lines else []
+    candidates += [line for line in range(session.lines) if line != seq]
+    for line in candidates:
+        if session.is_invalid(line):
+            continue
+        if getattr(session.record(line), "seq", None) == seq:
+            return line
+    return None
+
+
+def _go_seq(screen: TraceScreen, seq: int) -> None:
+    line = _seq_line(screen, seq)
+    if line is None:
+        screen.app.notify(f"No record with seq {seq} in this trace.", severity="warning", timeout=3)
+        return
+    _go_line(screen, line)
+
+
+def go_prompt_text(typed: str) -> str:
+    """What the ``:`` prompt means in palette words: ``c3`` → ``go: call 3``, ``17`` → ``go: seq 17``."""
+    typed = typed.strip()
+    if match := _GO_SHORT.match(typed):
+        word = (match.group(1) or "seq").lower()
+        return f"go: {_SHORT_WORDS.get(word, word)} {match.group(2)}"
+    return typed if typed.lower().startswith(("go", "diff", "filter")) else f"go: {typed.lstrip(':')}"
+
+
+def go_command(screen: TraceScreen, typed: str) -> PaletteCommand | None:
+    """``go: call N``, ``go: seq N`` (the two kinds of place the palette and the ``:`` prompt share)."""
+    if match := _GO_CALL.match(typed):
+        number = int(match.group(1))
+        return PaletteCommand(
+            f"go: call {number}",
+            "Show the exact prompt and reply of LLM call #N (the Calls view)",
+            partial(_go_call, screen, number),
+        )
+    if match := _GO_SEQ.match(typed):
+        seq = int(match.group(1))
+        return PaletteCommand(
+            f"go: seq {seq}",
+            "Show the record with this seq in the Events view",
+            partial(_go_seq, screen, seq),
+        )
+    return None
+
+
 def parametric_command(screen: TraceScreen, typed: str) -> PaletteCommand | None:
     """The command an argument-taking prompt names (``go: iteration 12``…), if it names one."""
     typed = typed.strip()
     if (diff := diff_command(screen, typed)) is not None:
         return diff
+    if (go := go_command(screen, typed)) is not None:
+        return go
     if match := _GO_ITERATION.match(typed):
         turn = int(match.group(1)) if match.group(1) else None
         number = int(match.group(2))

@@ -307,6 +307,13 @@ class BreakpointsScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,b", "close", "Close", id="breakpoints-close", tooltip="Close the breakpoints menu."),
+        # The list keys of every other list (the SelectionList itself knows only the arrows).
+        Binding("j", "menu('cursor_down')", "Down", show=False, id="breakpoints-down", tooltip="Next entry."),
+        Binding("k", "menu('cursor_up')", "Up", show=False, id="breakpoints-up", tooltip="Previous entry."),
+        Binding("g", "menu('first')", "First", show=False, id="breakpoints-first", tooltip="First entry."),
+        Binding("G", "menu('last')", "Last", show=False, id="breakpoints-last", tooltip="Last entry."),
+        Binding("ctrl+d", "menu('page_down')", "Page down", show=False, id="breakpoints-page-down"),
+        Binding("ctrl+u", "menu('page_up')", "Page up", show=False, id="breakpoints-page-up"),
     ]
 
     def __init__(self, driver: RunDriver, choices: list[tuple[Breakpoint, str]]) -> None:
@@ -339,6 +346,10 @@ class BreakpointsScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one(SelectionList).focus()
+
+    def action_menu(self, action: str) -> None:
+        """Move the menu's highlight (``cursor_down``, ``first``… of its SelectionList)."""
+        getattr(self.query_one(SelectionList), f"action_{action}")()
 
     @on(SelectionList.SelectionToggled)
     def _toggled(self, event: SelectionList.SelectionToggled[int]) -> None:

@@ -38,9 +38,12 @@ from textual.widgets import ContentSwitcher, Input, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
 from fpdebug.trace.inert import inert_line
+from fpdebug.tui.commands import go_prompt_text, parametric_command
 from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew, TraceReplaced
 from fpdebug.tui.screens.filters import RowFilters
+from fpdebug.tui.screens.go_prompt import GoPrompt
 from fpdebug.tui.screens.loader import TraceLoader
+from fpdebug.tui.screens.screen_keys import TRACE_SCREEN_KEYS
 from fpdebug.tui.screens.status_bar import TraceStatusBar
 from fpdebug.tui.screens.view_handlers import (
     HANDLERS,
@@ -155,103 +158,7 @@ class TraceScreen(Screen[None]):
         source_name: What the header calls the trace (the file name).
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        *view_bindings(VIEWS),
-        Binding(
-            "left_square_bracket",
-            "step_iteration(-1)",
-            "Prev iter",
-            id="prev-iteration",
-            key_display="[",
-            tooltip="Select the previous iteration (of the filtered timeline).",
-        ),
-        Binding(
-            "right_square_bracket",
-            "step_iteration(1)",
-            "Next iter",
-            id="next-iteration",
-            key_display="]",
-            tooltip="Select the next iteration (of the filtered timeline).",
-        ),
-        Binding(
-            "slash",
-            "search",
-            "Search",
-            id="search",
-            tooltip="Filter the current view's rows: words, kind:K, skill:S, badge:B.",
-        ),
-        Binding(
-            "n",
-            "next_match",
-            "Next match",
-            show=False,
-            id="next-match",
-            tooltip="Move to the next row that matches the filter.",
-        ),
-        Binding(
-            "N",
-            "previous_match",
-            "Prev match",
-            show=False,
-            id="previous-match",
-            tooltip="Move to the previous row that matches the filter.",
-        ),
-        Binding(
-            "escape",
-            "clear_filter",
-            "Clear filter",
-            show=False,
-            id="clear-filter",
-            tooltip="Show every row again.",
-        ),
-        Binding(
-            "e",
-            "toggle_expand",
-            "Expand",
-            id="expand",
-            tooltip="Expand (or collapse) long prompts, replies and results in this view.",
-        ),
-        Binding(
-            "f",
-            "toggle_follow",
-            "Follow",
-            show=False,
-            id="toggle-follow",
-            tooltip="Follow mode: keep the cursor on the newest iteration as the file grows.",
-        ),
-        Binding(
-            "m",
-            "mark_diff",
-            "Mark A",
-            show=False,
-            id="mark-diff",
-            tooltip="Mark the selected iteration as A of the Diff view (B is the selected iteration).",
-        ),
-        Binding(
-            "B",
-            "backtrack_call",
-            "Backtrack",
-            show=False,
-            id="backtrack-call",
-            tooltip="Backtrack the selected iteration's LLM call in the Backtrack view.",
-        ),
-        Binding(
-            "tab",
-            "app.focus_next",
-            "Next pane",
-            show=False,
-            id="focus-next",
-            tooltip="Move the focus to the next pane.",
-        ),
-        Binding(
-            "shift+tab",
-            "app.focus_previous",
-            "Previous pane",
-            show=False,
-            id="focus-previous",
-            tooltip="Move the focus to the previous pane.",
-        ),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*view_bindings(VIEWS), *TRACE_SCREEN_KEYS]
 
     VIEWS: tuple[ViewSpec, ...] = VIEWS
     """The views this screen shows (subclasses may extend)."""
@@ -565,6 +472,11 @@ class TraceScreen(Screen[None]):
         if row is not None and jump.view != "events":
             self.select_row(row)
             self.view = jump.view
+            if jump.anchor is not None:
+                anchor = jump.anchor
+                self.call_after_refresh(
+                    self.reveal, f"#view-{jump.view}", lambda row: row.lstrip().startswith(anchor)
+                )
             return
         events = self.handler("events", EventsHandler).events
         self.view = "events"
@@ -682,6 +594,26 @@ class TraceScreen(Screen[None]):
         reason = inert_line(message.reason)
         self.app.notify(f"The file was replaced: following stopped. {reason}", timeout=8, markup=False)
         self._refresh_bars()
+
+    def reveal(self, selector: str, match: Callable[[str], bool]) -> None:
+        """Scroll the document ``selector`` to its first row ``match`` accepts and highlight it."""
+        for document in self.query(selector).results(DocumentView):
+            document.reveal(match)
+
+    def action_go_to(self, typed: str) -> None:
+        """Open the ``:`` prompt (with ``typed`` in it) and go where it names."""
+        self.app.push_screen(GoPrompt(typed), self._go_typed)
+
+    def _go_typed(self, typed: str | None) -> None:
+        if typed is None:
+            return
+        command = parametric_command(self, go_prompt_text(typed))
+        if command is None:
+            self.app.notify(
+                f"Cannot go to {typed!r}: type call N, iter N, seq N or line N.", severity="warning"
+            )
+            return
+        command.callback()
 
     def action_toggle_follow(self) -> None:
         """Turn follow mode on or off."""

@@ -171,12 +171,25 @@ class LeasesHandler(ViewHandler):
         self.screen.query_one("#lease-detail", LeaseDetail).show(row)
 
     def opened(self, row: int) -> None:
-        """Lease ``row`` was opened: go to the pass that pruned it (or granted it) in the Passes view."""
+        """Lease ``row`` was opened: go to the pass that pruned it (or granted it) in the Passes view,
+        the inspector scrolled to that lease's row of its Leases section, highlighted."""
         span = self.gantt.span(row)
         target = span.prune if span.prune is not None else span.grant
-        if target is not None:
-            self.screen.select_row(target)
-            self.screen.view = "passes"
+        if target is None:
+            return
+        lease = self.screen.session.leases[row]
+        phrase = f" {lease.instruction_id} {lease.delivery_lease} granted by {lease.tool_name} "
+        pruned = span.prune is not None
+
+        def is_its_row(text: str) -> bool:
+            # A prune row starts with its reason (spent, tenure-ended); served and granted rows say so.
+            verb = text.lstrip().partition(" ")[0]
+            wanted = verb not in ("served", "granted") if pruned else verb == "granted"
+            return wanted and phrase in text
+
+        self.screen.select_row(target)
+        self.screen.view = "passes"
+        self.screen.call_after_refresh(self.screen.reveal, "#inspector", is_its_row)
 
 
 class CallsHandler(_TimelineFiltered):

@@ -49,7 +49,7 @@ from fpdebug.backtrack import (
 )
 from fpdebug.errors import BacktrackError, FpdebugError
 from fpdebug.tui.text import Palette, plain
-from fpdebug.tui.widgets.backtrack_report import PaneState, backtrack_document, find_assessment
+from fpdebug.tui.widgets.backtrack_report import PaneState, VerdictBlock, backtrack_document, find_assessment
 from fpdebug.tui.widgets.bars import TextBar
 from fpdebug.tui.widgets.document import Block
 from fpdebug.tui.widgets.link_document import LinkDocument
@@ -87,6 +87,14 @@ class BacktrackDocument(LinkDocument):
 
     def build(self) -> list[Block]:
         return self.pane.document(self.palette)
+
+    def set_blocks(self, blocks: list[Block], *, keep_scroll: bool = False) -> None:
+        """Show ``blocks``; a report with a confirmed culprit opens with the cursor on its verdict."""
+        super().set_blocks(blocks, keep_scroll=keep_scroll)
+        if self.link < 0:
+            pinned = [i for i, index in enumerate(self.links) if isinstance(self.blocks[index], VerdictBlock)]
+            if pinned:
+                self.link = pinned[0]
 
 
 class BacktrackPane(Vertical):

@@ -21,6 +21,7 @@ Trace text (answers, chains, suspect texts, values) is shown through :func:`~fpd
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -37,7 +38,7 @@ from fpdebug.trace.schema import (
 )
 from fpdebug.tui.text import Palette, clip, compact_json
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
-from fpdebug.tui.widgets.link_document import Jump, link_line
+from fpdebug.tui.widgets.link_document import Jump, LinkBlock, link_line
 from fpdebug.views.session import TraceSession
 
 __all__ = [
@@ -45,12 +46,14 @@ __all__ = [
     "Assessment",
     "PaneState",
     "SupportRef",
+    "VerdictBlock",
     "backtrack_document",
     "find_assessment",
     "hop_jump",
 ]
 
 _CALL_VERBS = frozenset({"READ", "ASKED"})
+_SEGMENT = re.compile(r"^system-prompt segment (\d+)\b")  # the Calls view numbers segments [1]…
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,7 @@ def backtrack_document(
             doc.line(("Tracing the provenance of the answer…", palette.dim))
         return doc.blocks
     _head(doc, report, state, trace_name)
+    _convicted_section(doc, report)
     _assessment_section(doc, report, assessment)
     _verdicts_section(doc, report, state)
     _suspects_section(doc, report)
@@ -276,6 +280,61 @@ def _head(doc: DocBuilder, report: BacktrackReport, state: PaneState, trace_name
         doc.fact(
             "keys", ("c", palette.key), " or ", ("esc", palette.key), " cancel (finished verdicts are kept)"
         )
+
+
+class VerdictBlock(LinkBlock):
+    """A confirmed culprit's verdict line, pinned first; ``enter`` opens the call where it landed."""
+
+
+def _landed_jump(card: SuspectCard) -> Jump | None:
+    """The Calls view of the call the culprit landed in (its LANDED hop, else its first hop with a line)."""
+    for hop in card.chain:
+        if hop.verb == "LANDED" and hop.line is not None:
+            segment = _SEGMENT.search(hop.text)
+            return Jump(hop.line, "calls", anchor=f"[{segment.group(1)}] " if segment else None)
+    return next((Jump(hop.line, "calls") for hop in card.chain if hop.line is not None), None)
+
+
+def _chain_lines(doc: DocBuilder, card: SuspectCard) -> None:
+    palette = doc.palette
+    for hop in card.chain:
+        seq = [(f"  seq {hop.seq}", palette.dim)] if hop.seq is not None else []
+        link_line(
+            doc,
+            hop_jump(hop),
+            ("   " * hop.level, ""),
+            (f"← {hop.verb:<9}", palette.key),
+            (hop.text, ""),
+            *seq,
+            indent=7,
+            hang=11,
+        )
+
+
+def _convicted_section(doc: DocBuilder, report: BacktrackReport) -> None:
+    """Culprits that reruns confirmed, first of all (docs/backtracking.md §9): the verdict, then the chain."""
+    palette = doc.palette
+    convicted = [
+        card for card in report.cards if card.verdict is not None and card.verdict.kind == "confirmed"
+    ]
+    if not convicted:
+        return
+    doc.heading("Convicted by reruns", ("  CAUSAL: ablating it flipped the answer", palette.dim))
+    for card in convicted:
+        assert card.verdict is not None
+        parts = doc.compose(
+            ("CONFIRMED ", palette.good),
+            (card.label, palette.accent),
+            (f"  {card.verdict.flips}/{card.verdict.samples} flipped  ·  ", palette.dim),
+            ("enter", palette.key),
+            (" opens the call where it landed", palette.dim),
+        )
+        jump = _landed_jump(card)
+        if jump is None:
+            doc.line(parts, indent=2, hang=4)
+        else:
+            doc.blocks.append(VerdictBlock(parts, jump, indent=2, hang=4))
+        _chain_lines(doc, card)
 
 
 def _confirmed(report: BacktrackReport, palette: Palette) -> list[Part]:
@@ -446,18 +505,7 @@ def _suspects_section(doc: DocBuilder, report: BacktrackReport) -> None:
         reason = card.reason.removeprefix("rode because ")
         doc.line(("rode because ", palette.dim), (reason, ""), indent=5, hang=5)
         doc.line(("ANSWER   ", palette.key), ("'" + clip(report.answer, 80) + "'", palette.dim), indent=7)
-        for hop in card.chain:
-            seq = [(f"  seq {hop.seq}", palette.dim)] if hop.seq is not None else []
-            link_line(
-                doc,
-                hop_jump(hop),
-                ("   " * hop.level, ""),
-                (f"← {hop.verb:<9}", palette.key),
-                (hop.text, ""),
-                *seq,
-                indent=7,
-                hang=11,
-            )
+        _chain_lines(doc, card)
     if report.folded:
         doc.line((report.folded, palette.dim), indent=2, hang=4)
     if report.score_note:

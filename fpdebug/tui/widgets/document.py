@@ -13,11 +13,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from array import array
 from bisect import bisect_right
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import ClassVar
 
 from rich.cells import chop_cells
 from rich.console import Console
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -355,6 +356,22 @@ class DocumentView(LineView, can_focus=True):
             tooltip="Scroll to the bottom of the document.",
         ),
         Binding(
+            "pagedown,ctrl+d",
+            "page_down",
+            "Page down",
+            show=False,
+            id="scroll-page-down",
+            tooltip="Scroll the document one screen down (as ctrl+d moves a list's cursor).",
+        ),
+        Binding(
+            "pageup,ctrl+u",
+            "page_up",
+            "Page up",
+            show=False,
+            id="scroll-page-up",
+            tooltip="Scroll the document one screen up (as ctrl+u moves a list's cursor).",
+        ),
+        Binding(
             "e",
             "toggle_expand",
             "Expand",
@@ -374,6 +391,7 @@ class DocumentView(LineView, can_focus=True):
         self._layout_key: tuple[int, int, bool] | None = None
         self._offsets: array[int] = array("q", [0])
         self._cache: LRUCache[Hashable, Strip] = LRUCache(512)
+        self._revealed: tuple[int, int, int] | None = None  # (generation, first block, end block)
 
     def build(self) -> list[Block]:
         """The blocks of the document (subclasses override; called by :meth:`rebuild`)."""
@@ -465,6 +483,30 @@ class DocumentView(LineView, can_focus=True):
     def on_resize(self) -> None:
         self._relayout()
 
+    def reveal(self, match: Callable[[str], bool]) -> bool:
+        """Scroll the first row whose text ``match`` accepts to the top and highlight it.
+
+        The highlight covers that row's block and the content right under it (a segment's label
+        and its text); it lasts until the document is built again. Returns whether a row matched.
+        """
+        for index, block in enumerate(self.blocks):
+            if isinstance(block, TextBlock) and match(block.text.plain):
+                end = index + 1
+                if end < len(self.blocks) and isinstance(self.blocks[end], ContentBlock):
+                    end += 1
+                self._relayout()
+                self._revealed = (self._generation, index, end)
+                self.scroll_to(0, self._offsets[index], animate=False, immediate=True)
+                self.refresh()
+                return True
+        return False
+
+    def _revealed_rows(self) -> tuple[int, int] | None:
+        revealed = self._revealed
+        if revealed is None or revealed[0] != self._generation:
+            return None
+        return self._offsets[revealed[1]], self._offsets[revealed[2]]
+
     def watch_expanded(self) -> None:
         self._cache.clear()
         self._relayout()
@@ -507,4 +549,9 @@ class DocumentView(LineView, can_focus=True):
                 message = f"⚠ could not show this row: {type(error).__name__}: {error}"
                 text = plain(message, self.palette.bad)
             strip = self._cache[key] = self.text_strip(text, width).apply_style(self.base_style())
+        rows = self._revealed_rows()
+        if rows is not None and rows[0] <= position < rows[1]:
+            # On top of the row's own styles, like the link cursor (Strip.apply_style goes under).
+            match = self.get_component_rich_style("document--match", partial=True)
+            strip = Strip(Segment.apply_style(strip, post_style=match), strip.cell_length)
         return strip

@@ -14,6 +14,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from rich.segment import Segment
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
@@ -39,6 +40,8 @@ class Jump:
     opens the Events view on it)."""
     view: JumpView = "passes"
     """The view to show it in when it is inside an iteration."""
+    anchor: str | None = None
+    """The start of the row to scroll to and highlight there (``[4] `` for a system-prompt segment)."""
 
 
 class LinkBlock(TextBlock):
@@ -217,8 +220,10 @@ class LinkDocument(DocumentView):
             position = int(self.scroll_offset.y) + y
             start, end = self._block_rows(links[self.link])
             if start <= position < end:
+                # On top of the row: every segment already carries the view's own background,
+                # which a style applied underneath (``Strip.apply_style``) would never show through.
                 cursor = self.get_component_rich_style("link-document--cursor", partial=True)
-                strip = strip.apply_style(cursor)
+                strip = Strip(Segment.apply_style(strip, post_style=cursor), strip.cell_length)
         return strip
 
     def _link_at(self, position: int) -> int | None:
