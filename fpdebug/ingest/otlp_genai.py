@@ -251,9 +251,10 @@ def _request(attrs: dict[str, Any], inputs: list[Message] | None, invocation: di
 def _stop_reason(attrs: dict[str, Any], log_finish: str | None) -> str | None:
     """The provider's own stop reason when the span has it, else the conventions' first finish reason."""
     finish_reasons = attrs.get("gen_ai.response.finish_reasons")
-    stop = first_of(attrs, "anthropic.message.stop_reason", "llm.finish_reason") or (
-        finish_reasons[0] if isinstance(finish_reasons, list) and finish_reasons else None
-    )
+    # fpdebug's own export keeps the provider's word beside the convention's mapped value.
+    stop = first_of(
+        attrs, "fpdebug.response.stop_reason", "anthropic.message.stop_reason", "llm.finish_reason"
+    ) or (finish_reasons[0] if isinstance(finish_reasons, list) and finish_reasons else None)
     stop = stop or finish_reason_of(attrs.get("gen_ai.output.messages")) or log_finish
     return str(stop) if stop is not None else None
 

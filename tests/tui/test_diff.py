@@ -372,8 +372,11 @@ class TestDiffView:
             await pilot.pause()
             assert screen.query_one(DiffView).pair == (0, 4)
             await run_palette(pilot, "diff: iteration 9 vs 2", offered="diff: iteration 9 vs iteration 2")
+            # The refusal is a notification, posted after the palette closes: wait for it.
+            assert await wait_for(
+                pilot, lambda: any("No iteration 9" in str(n.message) for n in pilot.app._notifications)
+            )
             assert screen.query_one(DiffView).pair == (0, 4)  # nothing changed
-            assert any("No iteration 9" in str(n.message) for n in pilot.app._notifications)
 
     async def test_the_same_iteration_twice_says_identical(self) -> None:
         async with opened(sample("support")) as (pilot, screen):

@@ -48,10 +48,11 @@ class TestRunHeader:
         first, second = text.plain.split("\n")
         assert len(first) <= 98 and len(second) <= 98
         assert "run sample-support" in first and first.startswith("fpdebug a-very-long")
-        assert second.endswith("■ completed")  # a completed run: the state is for a running one
+        # A completed run: the state is for a running one. The price comes last, after the status.
+        assert second.endswith("■ completed · no price: scripted") and "paused" not in second
         run.status = "running"
         second = header_text(session, run, name, Palette(), state=state, width=98).plain.split("\n")[1]
-        assert second.endswith("‖ paused at T1·I4")
+        assert second.endswith("‖ paused at T1·I4 · no price: scripted")
 
     def test_a_run_not_read_to_its_end_is_still_loading(self, many_runs: Path) -> None:
         early = TraceSession(TraceReader(many_runs, index=False))

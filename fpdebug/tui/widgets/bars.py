@@ -93,8 +93,6 @@ def header_text(
     text.append(" · ", palette.dim)
     text.append(f"{number(run.input_tokens)} in / {number(run.output_tokens)} out tokens")
     text.append(" · ", palette.dim)
-    text.append(run_costs(session, run).run.text())
-    text.append(" · ", palette.dim)
     if run.status == "completed":
         text.append("■ completed", palette.good)
     elif run.status == "running":
@@ -107,6 +105,9 @@ def header_text(
     if run.error:
         text.append(": ", palette.bad)
         text.append_text(plain(run.error, palette.bad, limit=200))
+    # The price last: on a narrow screen the status and its error are what must stay in sight.
+    text.append(" · ", palette.dim)
+    text.append(run_costs(session, run).run.text())
     return fit_lines(text, width)
 
 

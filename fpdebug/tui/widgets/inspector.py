@@ -228,6 +228,7 @@ def inspect_iteration(session: TraceSession, iteration: Iteration, palette: Pale
         ("the tool batch", lambda: _tool_section(doc, session, iteration)),
         ("the routing events", lambda: _routing_section(doc, session, iteration)),
         ("the call", lambda: _call_section(doc, session, iteration)),
+        ("the context cost", lambda: _context_cost_section(doc, session, iteration)),
         ("the bad lines", lambda: _bad_lines_section(doc, session, iteration)),
     )
     for what, build in sections:
@@ -283,6 +284,13 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
         doc.fact("closed", (", ".join(move.guards_closed), palette.dim))
 
 
+def _context_cost_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
+    # After the call: what each injection cost is read once why it rode and what it did are known.
+    record = _one(session, iteration.pass_line, PassEvent)
+    if record is not None:
+        injection_cost_section(doc, session, iteration, _active_rows(record))
+
+
 def _pass_section(
     doc: DocBuilder, session: TraceSession, iteration: Iteration, start: RunStartEvent | None
 ) -> None:
@@ -298,7 +306,6 @@ def _pass_section(
         doc.line((words, doc.palette.dim), indent=2)
         return
     _active_injections(doc, record, start)
-    injection_cost_section(doc, session, iteration, _active_rows(record))
     _skipped_injections(doc, record)
     _pass_facts(doc, record)
     _slot_delta(doc, record)
