@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -99,16 +98,8 @@ def test_progress_bar_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "importing [" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("fpdebug.ingest.agentfootprint") is None,
-    reason="the agentfootprint importer is another module (issue 16)",
-)
 def test_agentfootprint_recording_is_detected_and_imported(tmp_path: Path) -> None:
     recording = AGENTFOOTPRINT / "support-refund.recording.json"
-    if not recording.exists():
-        recording = Path("/work/shared/fixtures/agentfootprint/support-refund.recording.json")
-    if not recording.exists():
-        pytest.skip("no agentfootprint recording at hand")
     disguised = tmp_path / "recording.bin"
     shutil.copy(recording, disguised)
     out = tmp_path / "af.fptrace.jsonl"

@@ -8,6 +8,7 @@ view id in :data:`HANDLERS`; a screen that adds a view adds a handler for it.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 
-class ViewHandler:
+class ViewHandler(ABC):
     """What the trace screen asks of one view.
 
     Args:
@@ -89,15 +90,15 @@ class ViewHandler:
 
         self.screen.call_later(after_mount)
 
+    @abstractmethod
     def compose(self) -> Widget:
         """The view's widget (its id is ``view-<id>``)."""
-        raise NotImplementedError
 
     def row_list(self) -> RowList | None:
         """The list ``/``, ``n`` and ``N`` act on in this view (``None``: nothing to filter)."""
         return None
 
-    def show(self, row: int | None) -> None:
+    def show(self, row: int | None) -> None:  # noqa: B027 - a hook: a view with nothing to update keeps it
         """Bring the view up to date with the selected timeline row (``None``: no row yet)."""
 
 
