@@ -309,8 +309,10 @@ class TestRefusalsAndBadTraces:
             await pilot.pause()
             assert not pane.running
             await pilot.press("1", "B")
-            await pilot.pause()
-            assert any("made no LLM call" in str(n.message) for n in app._notifications)
+            # The key reaches the passes view only once the view switch has drawn; wait for it.
+            assert await wait_for(
+                pilot, lambda: any("made no LLM call" in str(n.message) for n in app._notifications)
+            )
 
     async def test_a_hostile_trace_never_reaches_the_terminal_raw(
         self, hostile_trace: tuple[Path, dict[str, int]]
