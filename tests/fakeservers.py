@@ -18,9 +18,11 @@ __all__ = [
     "FakeResponse",
     "FakeServer",
     "RecordedRequest",
+    "anthropic_block_stream",
     "anthropic_error",
     "anthropic_message",
     "anthropic_stream",
+    "anthropic_thinking_rule",
     "openai_completion",
     "openai_error",
     "openai_stream",
@@ -187,6 +189,62 @@ def anthropic_error(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
+def anthropic_thinking_rule(body: dict[str, Any], issued: dict[str, str]) -> FakeResponse | None:
+    """The Messages API's rule for extended thinking with tools, as the real API enforces it.
+
+    With ``thinking`` enabled, the assistant turn that made the last ``tool_use`` must be sent back
+    starting with its thinking blocks, unchanged: a ``thinking`` block's signature must be one the
+    server issued for exactly that text, a ``redacted_thinking`` block's data one it issued.
+
+    Args:
+        body: the request body.
+        issued: what the server handed out: signature -> thinking text, and data -> ``""`` for
+            redacted blocks.
+
+    Returns:
+        The 400 the real API answers with, or ``None`` when the request follows the rule.
+    """
+    if (body.get("thinking") or {}).get("type") != "enabled":
+        return None
+    turns = body.get("messages") or []
+    tool_turns = [
+        index
+        for index, turn in enumerate(turns)
+        if turn["role"] == "assistant"
+        and isinstance(turn["content"], list)
+        and any(block.get("type") == "tool_use" for block in turn["content"])
+    ]
+    if not tool_turns:
+        return None
+    index = tool_turns[-1]
+    blocks = turns[index]["content"]
+    if blocks[0].get("type") not in ("thinking", "redacted_thinking"):
+        return FakeResponse(
+            400,
+            anthropic_error(
+                "invalid_request_error",
+                f"messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+                f"`{blocks[0].get('type')}`. When `thinking` is enabled, a final `assistant` message must "
+                "start with a thinking block (preceeding the lastmost set of `tool_use` and "
+                "`tool_result` blocks).",
+            ),
+        )
+    for position, block in enumerate(blocks):
+        kind = block.get("type")
+        forged = (kind == "thinking" and issued.get(block.get("signature", "")) != block.get("thinking")) or (
+            kind == "redacted_thinking" and block.get("data") not in issued
+        )
+        if forged:
+            return FakeResponse(
+                400,
+                anthropic_error(
+                    "invalid_request_error",
+                    f"messages.{index}.content.{position}: Invalid `signature` in `thinking` block",
+                ),
+            )
+    return None
+
+
 def openai_completion(
     *,
     content: str | None = None,
@@ -266,6 +324,55 @@ def anthropic_stream(
                 "type": "message_delta",
                 "delta": {"stop_reason": stop_reason, "stop_sequence": None},
                 "usage": {"output_tokens": output_tokens},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return FakeResponse(body=_sse(events), content_type="text/event-stream")
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str | None, Any]]:
+    """The server-sent events of one content block: its start (empty), its deltas, its stop."""
+    kind = block["type"]
+    empty = {
+        "text": {"type": "text", "text": ""},
+        "thinking": {"type": "thinking", "thinking": "", "signature": ""},
+        "tool_use": {"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": {}},
+    }.get(kind, block)  # a redacted_thinking block arrives whole in its start event
+    deltas = {
+        "text": [{"type": "text_delta", "text": block.get("text")}],
+        "thinking": [
+            {"type": "thinking_delta", "thinking": block.get("thinking")},
+            {"type": "signature_delta", "signature": block.get("signature")},
+        ],
+        "tool_use": [{"type": "input_json_delta", "partial_json": json.dumps(block.get("input"))}],
+    }.get(kind, [])
+    events: list[tuple[str | None, Any]] = [
+        ("content_block_start", {"type": "content_block_start", "index": index, "content_block": empty})
+    ]
+    for delta in deltas:
+        events.append(
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+        )
+    events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return events
+
+
+def anthropic_block_stream(blocks: list[dict[str, Any]], *, stop_reason: str = "end_turn") -> FakeResponse:
+    """A streamed Messages API reply of any content blocks (text, thinking with its signature,
+    redacted thinking, tool use), each sent as the real API streams it."""
+    start = anthropic_message([])
+    start["stop_reason"] = None
+    events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(blocks):
+        events += _block_events(index, block)
+    events += [
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": 1},
             },
         ),
         ("message_stop", {"type": "message_stop"}),

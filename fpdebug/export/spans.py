@@ -262,6 +262,10 @@ def _message_parts(message: Message) -> list[AttributeValue]:
             {"type": "tool_call_response", "id": message.tool_call_id or "", "response": message.content}
         )
         return parts
+    # The conventions' ReasoningPart: readable thinking only (a signature or redacted data is opaque).
+    for block in message.thinking or ():
+        if block.type == "thinking" and block.thinking:
+            parts.append({"type": "reasoning", "content": block.thinking})
     if message.content:
         parts.append({"type": "text", "content": message.content})
     for call in message.tool_calls or ():
@@ -279,6 +283,8 @@ class _RunState:
     agent_name: str = "agent"
     provider: str | None = None
     model: str | None = None
+    server: tuple[str, int] | None = None
+    """The host and port the run's live provider talked to (``run_start.server_address`` / ``_port``)."""
     turns: dict[int, SpanRecord] = field(default_factory=dict)
     last_ns: int = 0
     active_ids: dict[tuple[int | None, int | None], list[str]] = field(default_factory=dict)
@@ -408,6 +414,8 @@ class SpanBuilder:
 
     def _run_start(self, state: _RunState, event: RunStartEvent) -> None:
         state.agent_name, state.provider, state.model = event.agent_name, event.provider, event.model
+        if event.server_address and event.server_port is not None:
+            state.server = (event.server_address, event.server_port)
         for schema in event.tools:
             if schema.description:
                 state.tool_descriptions[schema.name] = schema.description
@@ -539,6 +547,8 @@ class SpanBuilder:
         attrs["gen_ai.provider.name"] = event.provider
         attrs["gen_ai.request.model"] = event.model
         attrs["gen_ai.conversation.id"] = state.run_id
+        if state.server is not None and event.provider == state.provider:
+            attrs["server.address"], attrs["server.port"] = state.server
         request = event.request
         if request.temperature is not None:
             attrs["gen_ai.request.temperature"] = request.temperature
@@ -696,7 +706,10 @@ def _put_chat_content(
     )
     if response is not None:
         assistant = Message(
-            role="assistant", content=response.content, tool_calls=list(response.tool_calls) or None
+            role="assistant",
+            content=response.content,
+            tool_calls=list(response.tool_calls) or None,
+            thinking=response.thinking,
         )
         attrs["gen_ai.output.messages"] = _json(
             [

@@ -38,6 +38,7 @@ __all__ = [
     "ArgumentRow",
     "AssumedValue",
     "BasisRow",
+    "CachePrefix",
     "ConflictParty",
     "ContextSource",
     "CursorMoveEvent",
@@ -95,6 +96,7 @@ __all__ = [
     "StepChange",
     "StepPointerRecord",
     "StoppedEarly",
+    "ThinkingBlock",
     "Timestamp",
     "ToolCallRecord",
     "ToolResultEvent",
@@ -247,6 +249,23 @@ class ToolCallRecord(Frozen):
     """The argument text as the model sent it, kept only when it was not valid JSON."""
 
 
+class ThinkingBlock(Frozen):
+    """One thinking block of an assistant reply (Anthropic extended thinking), kept as it came.
+
+    The API wants the assistant turn that asked for tools sent back with its thinking blocks,
+    signatures intact, before the tool results; the conversation keeps them so, and the trace
+    records them."""
+
+    type: Literal["thinking", "redacted_thinking"]
+    """``thinking`` (readable text and its signature) or ``redacted_thinking`` (encrypted ``data``)."""
+    thinking: str | None = None
+    """``thinking``: the model's reasoning text."""
+    signature: str | None = None
+    """``thinking``: the provider's signature over the text, sent back unchanged."""
+    data: str | None = None
+    """``redacted_thinking``: the encrypted reasoning, sent back unchanged."""
+
+
 class Message(Frozen):
     """One message of the conversation as sent to the model."""
 
@@ -265,6 +284,9 @@ class Message(Frozen):
     is_error: bool | None = None
     """``tool`` messages: ``True`` when the call failed or was refused (``invalid``/``failure``); sent to
     Anthropic as ``is_error``. Absent otherwise."""
+    thinking: list[ThinkingBlock] | None = None
+    """``assistant`` messages: the reply's thinking blocks, sent back to Anthropic before the text and
+    tool calls (other providers leave them out). Absent when the reply had none."""
 
 
 class Usage(Frozen):
@@ -809,6 +831,19 @@ class PromptSegment(Frozen):
     """The exact text."""
 
 
+class CachePrefix(Frozen):
+    """Where the stable, cacheable prefix of a request ends (recorded only when prompt caching is on).
+
+    Stable means on every call unchanged: the agent's own prompt and tools, and the segments and
+    tools of always-on injections that are not templates. A provider that caches (Anthropic's
+    ``cache_prompt``) puts its breakpoints at these ends."""
+
+    system_segments: int = Field(ge=0)
+    """How many leading segments of ``system_prompt`` are stable."""
+    tools: int = Field(ge=0)
+    """How many leading ``tools`` are stable."""
+
+
 class LlmRequest(Frozen):
     """Exactly what was sent to the model."""
 
@@ -824,6 +859,8 @@ class LlmRequest(Frozen):
     """Reply budget, when set."""
     seed: int | None = None
     """The seed of a seeded rerun, when there is one."""
+    cache_prefix: CachePrefix | None = None
+    """The stable prefix a caching provider marked for its cache; absent when caching is off."""
 
 
 class LlmResponse(Frozen):
@@ -845,6 +882,9 @@ class LlmResponse(Frozen):
     """The model's refusal, when the provider reports one apart from the text (OpenAI's ``refusal``
     field); absent otherwise. A refusal by stop reason (``refusal``, ``content_filter``) is in
     :attr:`stop_reason`."""
+    thinking: list[ThinkingBlock] | None = None
+    """The reply's thinking blocks (Anthropic extended thinking), in order, signatures intact; absent
+    when there were none."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1059,6 +1099,11 @@ class RunStartEvent(_Event):
     """The honesty arms, when any is armed."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Other settings worth seeing (temperature, scenario name…), redacted."""
+    server_address: str | None = None
+    """The host a live provider talked to (no scheme, credentials, path or query); absent for the
+    scripted and replay providers."""
+    server_port: int | None = Field(default=None, ge=0, le=65535)
+    """The port a live provider talked to (the scheme's default when the URL names none)."""
 
 
 class TurnStartEvent(_Event):

@@ -18,6 +18,7 @@ from fpdebug.trace.schema import (
     PromptSegment,
     RunEndEvent,
     RunStartEvent,
+    ThinkingBlock,
     ToolSchema,
     TraceEvent,
     TurnEndEvent,
@@ -116,6 +117,36 @@ def test_messages_and_tool_definitions_are_json_strings() -> None:
         {"type": "function", "name": "lookup", "description": "Look up.", "parameters": {"type": "object"}}
     ]
     assert "gen_ai.tool.definitions" not in by_name(one_call(usage=CACHED))["chat"]
+
+
+def test_the_recorded_server_is_on_every_chat_span_and_an_old_trace_has_none() -> None:
+    events = one_call(usage=CACHED)
+    start = events[0]
+    assert isinstance(start, RunStartEvent)
+    events[0] = start.model_copy(update={"server_address": "gateway.example.com", "server_port": 8443})
+    chat = by_name(events)["chat"]
+    assert (chat["server.address"], chat["server.port"]) == ("gateway.example.com", 8443)
+    assert "server.address" not in by_name(one_call(usage=CACHED))["chat"]
+
+
+def test_thinking_is_a_reasoning_part_and_its_signature_is_never_exported() -> None:
+    events = one_call(usage=CACHED)
+    call = next(event for event in events if isinstance(event, LlmCallEvent))
+    assert call.response is not None
+    thinking = [
+        ThinkingBlock(type="thinking", thinking="Greet them back.", signature="sig-opaque-123"),
+        ThinkingBlock(type="redacted_thinking", data="redacted-opaque-456"),
+    ]
+    events[events.index(call)] = call.model_copy(
+        update={"response": call.response.model_copy(update={"thinking": thinking})}
+    )
+    chat = by_name(events, content=True)["chat"]
+    (output,) = json.loads(chat["gen_ai.output.messages"])
+    assert output["parts"] == [
+        {"type": "reasoning", "content": "Greet them back."},
+        {"type": "text", "content": "hello"},
+    ]
+    assert not any("opaque" in str(value) for value in chat.values())
 
 
 def test_a_known_model_has_a_cost_on_its_call_its_turn_and_its_run() -> None:

@@ -4,6 +4,10 @@ The system prompt is the base segment then each active injection's segment; the 
 conversation then the injected messages; the tools are the agent's, the active injections', a step
 in progress narrowed to its current step (docs/context-model.md §5.6), ``read_skill`` and
 ``skip_step``, less the parked maps' tools (docs/context-model.md §6).
+
+For a provider that caches (``cache_prompt``), the request also says where its stable prefix ends
+(:class:`~fpdebug.trace.schema.CachePrefix`): the leading system segments and tools that ride every
+call unchanged. Nothing is reordered for it: the prefix is what already leads.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from fpdebug.engine.steps import (
     skip_step_schema,
     step_banner_prefix,
 )
-from fpdebug.trace.schema import LlmRequest, Message, PromptSegment, ToolSchema
+from fpdebug.trace.schema import CachePrefix, LlmRequest, Message, PromptSegment, ToolSchema
 
 
 def compose_request(
@@ -30,6 +34,8 @@ def compose_request(
     result: PassResult,
     history: Sequence[Message],
     step_pointer: tuple[StepPointer, ...] | None,
+    *,
+    mark_cache_prefix: bool = False,
 ) -> LlmRequest:
     """The request for this iteration's LLM call, composed from the pass ``result``.
 
@@ -39,6 +45,8 @@ def compose_request(
         result: The Evaluate pass of this iteration.
         history: The conversation so far.
         step_pointer: The procedures in progress after the pass.
+        mark_cache_prefix: Record where the stable prefix ends (``LlmRequest.cache_prefix``), for a
+            provider that caches it.
 
     Returns:
         The request, its tools in offer order.
@@ -55,13 +63,49 @@ def compose_request(
     if procedure is not None:
         tools.setdefault(SKIP_STEP, skip_step_schema(procedure[0], procedure[1]))
     parked = set(result.parked_tool_names or ())
+    system_prompt = _system_prompt(spec, result)
+    offered = [schema for name, schema in tools.items() if name not in parked]
     return LlmRequest(
-        system_prompt=_system_prompt(spec, result),
+        system_prompt=system_prompt,
         messages=[*history, *injected],
-        tools=[schema for name, schema in tools.items() if name not in parked],
+        tools=offered,
         temperature=spec.temperature,
         max_tokens=spec.max_tokens,
+        cache_prefix=_cache_prefix(compiled, result, system_prompt, offered) if mark_cache_prefix else None,
     )
+
+
+def _cache_prefix(
+    compiled: Compiled, result: PassResult, system_prompt: list[PromptSegment], tools: list[ToolSchema]
+) -> CachePrefix:
+    """How many leading segments and tools ride every call unchanged.
+
+    Stable: the agent's own prompt, its own tools as declared (not a step's narrowed copy) and
+    ``read_skill``, and the segments and tools of injections active ``always`` whose prompt is not
+    a template. A triggered injection, a lease or a park card may come and go from one call to the
+    next, and a cache matches prefixes only, so the prefix stops at the first of them.
+    """
+    stable_ids = {
+        reason.id
+        for reason in result.reasons
+        if reason.via == "always"
+        and (injection := compiled.catalog_by_id.get(reason.id)) is not None
+        and not injection.templated
+    }
+    segments = 0
+    for segment in system_prompt:
+        if not (segment.source == "base" or segment.injection_id in stable_ids):
+            break
+        segments += 1
+    own = {schema.name: schema for schema in compiled.agent_tools}
+    if compiled.read_skill is not None:
+        own[compiled.read_skill.name] = compiled.read_skill
+    count = 0
+    for schema in tools:
+        if not (own.get(schema.name) == schema or (schema.injection_id or "") in stable_ids):
+            break
+        count += 1
+    return CachePrefix(system_segments=segments, tools=count)
 
 
 def _system_prompt(spec: AgentSpec, result: PassResult) -> list[PromptSegment]:

@@ -48,6 +48,8 @@ class Conversation:
         """The agent."""
         self.provider = check_provider(provider)
         """The model."""
+        self.caches_prompt: bool = getattr(provider, "cache_prompt", False) is True
+        """The provider caches the stable prefix (``cache_prompt``): each request records where it ends."""
         self.compiled = agent._compile()
         self.sink: EventSink = sink if sink is not None else MemorySink()
         """Where the events go."""
@@ -84,6 +86,7 @@ class Conversation:
     def _write_run_start(self, options: Mapping[str, object] | None) -> None:
         """Write ``run_start``: the declaration as compiled, and the options recorded for this run."""
         spec, compiled = self.agent.spec, self.compiled
+        address, port = self._server()
         self.recorder.emit(
             RunStartEvent,
             agent_name=spec.name,
@@ -97,7 +100,23 @@ class Conversation:
             maps=compiled.plan.declaration() if compiled.plan is not None else None,
             honesty=spec.honesty.run_arms(self) if spec.honesty is not None else None,
             options=self._recorded_options(options),
+            server_address=address,
+            server_port=port,
         )
+
+    def _server(self) -> tuple[str | None, int | None]:
+        """The host and port a live provider talks to (its ``server``), else ``(None, None)``."""
+        server = getattr(self.provider, "server", None)
+        if (
+            isinstance(server, tuple)
+            and len(server) == 2
+            and isinstance(server[0], str)
+            and server[0]
+            and isinstance(server[1], int)
+            and 0 <= server[1] <= 65535
+        ):
+            return server[0], server[1]
+        return None, None
 
     def _recorded_options(self, options: Mapping[str, object] | None) -> dict[str, object]:
         """``run_start.options``: the loop's settings, what ``without()`` left out, then the agent's

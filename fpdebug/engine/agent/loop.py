@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 from fpdebug.engine.agent.compose import compose_request
 from fpdebug.engine.agent.failures import RunFailed, error_info
-from fpdebug.engine.agent.replies import refusal_of, truncated_calls, well_formed_reply
+from fpdebug.engine.agent.replies import assistant_turn, refusal_of, truncated_calls, well_formed_reply
 from fpdebug.engine.agent.results import RunStatus, TurnResult
 from fpdebug.engine.agent.spec import READ_SKILL
 from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls, skill_text
@@ -153,7 +153,14 @@ class TurnLoop:
         while True:
             self._honesty_loop_head()
             result = self._evaluate()
-            request = compose_request(self.spec, self.compiled, result, self.history, self.step_pointer)
+            request = compose_request(
+                self.spec,
+                self.compiled,
+                result,
+                self.history,
+                self.step_pointer,
+                mark_cache_prefix=self.conversation.caches_prompt,
+            )
             reply, latency_ms = self._call(request)
             response = self._honesty_inputs(request, reply)  # what Route may dispatch
             route = self._route(response)
@@ -169,9 +176,7 @@ class TurnLoop:
             if route == "final":
                 return self._final(response)
             # The model's own request stays in the history; the tool messages say what ran.
-            self.history.append(
-                Message(role="assistant", content=response.content, tool_calls=list(response.tool_calls))
-            )
+            self.history.append(assistant_turn(response))
             self._dispatch(resolved)
             self.iteration += 1
 
@@ -331,9 +336,7 @@ class TurnLoop:
     def _refuse_truncated(self, response: LlmResponse, stop_reason: str) -> None:
         """A reply cut at the token limit while asking for tools: record each call as ``invalid``
         (it did not run), then re-ask the model or fail the run, as ``on_truncation`` says."""
-        self.history.append(
-            Message(role="assistant", content=response.content, tool_calls=list(response.tool_calls))
-        )
+        self.history.append(assistant_turn(response))
         why = (
             f"the reply was cut at the token limit (stop_reason={stop_reason!r}) before this call was "
             "complete, so it did not run"
@@ -373,7 +376,7 @@ class TurnLoop:
         )
         self.stopped_early = stopped
         self._honesty_answer(content)
-        self.history.append(Message(role="assistant", content=content))
+        self.history.append(Message(role="assistant", content=content, thinking=response.thinking))
         self.recorder.emit(
             TurnEndEvent,
             turn=self.turn,

@@ -4,7 +4,7 @@ what its stop reason means to the loop: a truncated reply, a refusal."""
 from __future__ import annotations
 
 from fpdebug.trace.records import well_formed_text, well_formed_value
-from fpdebug.trace.schema import LlmResponse, ToolCallRecord
+from fpdebug.trace.schema import LlmResponse, Message, ToolCallRecord
 
 
 def well_formed_call(call: ToolCallRecord) -> ToolCallRecord:
@@ -65,3 +65,18 @@ def refusal_of(response: LlmResponse) -> str | None:
     if response.refusal is not None:
         return "refusal"
     return None
+
+
+def assistant_turn(response: LlmResponse) -> Message:
+    """The reply as the assistant message the conversation keeps: text, tool calls and thinking.
+
+    The thinking blocks ride along unchanged: with Anthropic's extended thinking, the turn that asked
+    for tools must go back with them (signatures intact) before its tool results, or the API
+    refuses the next call. Their text is not repaired like the reply's: the signature covers it.
+    """
+    return Message(
+        role="assistant",
+        content=response.content,
+        tool_calls=list(response.tool_calls),
+        thinking=response.thinking,
+    )

@@ -19,7 +19,7 @@ from fpdebug.engine.providers.base import (
     system_text,
 )
 from fpdebug.errors import ProviderError
-from fpdebug.trace.schema import Message, ToolCallRecord, ToolSchema, Usage
+from fpdebug.trace.schema import Message, ThinkingBlock, ToolCallRecord, ToolSchema, Usage
 
 __all__ = ["API_KEY_ENV_VAR", "BASE_URL_ENV_VAR", "AnthropicProvider"]
 
@@ -43,7 +43,9 @@ class AnthropicProvider(SdkProvider):
     sent: the Messages API of the ``anthropic`` 2.x SDK has neither parameter.
 
     A ``tool`` message recorded as failed (``Message.is_error``) becomes a ``tool_result`` with
-    ``is_error: true``. The reply's ``usage.input_tokens`` is recorded with the cache reads and writes
+    ``is_error: true``. An assistant message's thinking blocks (``Message.thinking``) lead its turn,
+    unchanged: with extended thinking on, the API checks their signatures on the turn that asked for
+    tools. The reply's ``usage.input_tokens`` is recorded with the cache reads and writes
     included (the OTel GenAI definition; the API reports them apart), and marked so
     (``Usage.input_includes_cache``).
 
@@ -95,9 +97,13 @@ class AnthropicProvider(SdkProvider):
                 or ``keep`` them in ``raw_args`` (see :mod:`fpdebug.engine.providers.base`).
             name: the provider name recorded in the trace.
             thinking: extended thinking, sent as given (``{"type": "enabled", "budget_tokens": 2048}``)
-                and listed in :attr:`run_options`.
-            cache_prompt: end the stable prefix of the system prompt (the agent's own prompt, always
-                on) with a ``cache_control`` breakpoint so the API caches it (:func:`stable_prefix_length`).
+                and listed in :attr:`run_options`. The reply's thinking blocks are kept
+                (``LlmResponse.thinking``) and sent back with the assistant turn, as the API requires.
+            cache_prompt: end the stable prefix (``LlmRequest.cache_prefix``: the agent's own prompt
+                and tools, the always-on injections) with ``cache_control`` breakpoints, one on the
+                last stable tool and one on the stable system prompt, so the API caches it
+                (:func:`stable_prefix_length`). The loop marks the prefix for a provider whose
+                ``cache_prompt`` is true.
             on_delta: stream the reply, handing each piece of text to this callback as it arrives.
 
         Raises:
@@ -161,6 +167,8 @@ class AnthropicProvider(SdkProvider):
             params["system"] = _cached_system(request, system) if self.cache_prompt else system
         if request.tools:
             params["tools"] = [_tool(tool) for tool in request.tools]
+            if self.cache_prompt:
+                _mark_cached_tools(request, params["tools"])
         if self.thinking is not None:
             params["thinking"] = self.thinking
         return params
@@ -176,15 +184,19 @@ class AnthropicProvider(SdkProvider):
             return stream.get_final_message()
 
     def _parse(self, reply: Any) -> LlmResponse:
-        """The reply: text blocks joined, tool_use blocks as tool calls, stop reason, usage."""
+        """The reply: text blocks joined, tool_use blocks as tool calls, thinking blocks kept as they
+        came, stop reason, usage."""
         texts: list[str] = []
         calls: list[ToolCallRecord] = []
+        thinking: list[ThinkingBlock] = []
         for block in getattr(reply, "content", None) or ():
             kind = getattr(block, "type", None)
             if kind == "text":
                 texts.append(block.text)
             elif kind == "tool_use":
                 calls.append(self._tool_call(block))
+            elif kind in ("thinking", "redacted_thinking"):
+                thinking.append(_thinking_block(block))
         usage = getattr(reply, "usage", None)
         cache_read = getattr(usage, "cache_read_input_tokens", None)
         cache_write = getattr(usage, "cache_creation_input_tokens", None)
@@ -204,6 +216,7 @@ class AnthropicProvider(SdkProvider):
             ),
             id=_text_or_none(getattr(reply, "id", None)),
             model=_text_or_none(getattr(reply, "model", None)),
+            thinking=thinking or None,
         )
 
     def _tool_call(self, block: Any) -> ToolCallRecord:
@@ -266,8 +279,28 @@ def _messages(request: LlmRequest) -> tuple[str, list[dict[str, Any]]]:
     return "\n\n".join(part for part in system_parts if part), turns
 
 
+def _thinking_block(block: Any) -> ThinkingBlock:
+    """A reply's ``thinking`` / ``redacted_thinking`` block as recorded (signature, data unchanged)."""
+    if block.type == "redacted_thinking":
+        return ThinkingBlock(type="redacted_thinking", data=getattr(block, "data", None) or "")
+    return ThinkingBlock(
+        type="thinking",
+        thinking=getattr(block, "thinking", None) or "",
+        signature=getattr(block, "signature", None) or "",
+    )
+
+
+def _thinking_param(block: ThinkingBlock) -> dict[str, Any]:
+    """A recorded thinking block as the API wants it back: exactly the fields it came with."""
+    if block.type == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data or ""}
+    return {"type": "thinking", "thinking": block.thinking or "", "signature": block.signature or ""}
+
+
 def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+    # With extended thinking on, the API wants the tool_use turn to start with its thinking blocks,
+    # unchanged (their signatures are checked); they came first in the reply too.
+    blocks: list[dict[str, Any]] = [_thinking_param(block) for block in message.thinking or ()]
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls or ():
@@ -279,24 +312,47 @@ def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def stable_prefix_length(request: LlmRequest) -> int:
-    """How many leading segments of the system prompt are always on (the cacheable prefix).
+CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
+"""The breakpoint put on the last block of the stable prefix (the API's default, five-minute cache)."""
 
-    The agent's own prompt (source ``base``) rides every request; an injection's segment may come
-    and go from one pass to the next, and the cache matches prefixes only, so the prefix stops there.
+MAX_BREAKPOINTS = 4
+"""The Messages API refuses a request with more ``cache_control`` blocks; fpdebug puts at most two
+(the stable tools, the stable system prompt)."""
+
+
+def stable_prefix_length(request: LlmRequest) -> int:
+    """How many leading segments of the system prompt are stable (the cacheable prefix).
+
+    The request says so when the loop composed it for a caching provider
+    (``LlmRequest.cache_prefix``: the agent's own prompt, then the always-on injections that are not
+    templates). Without it, only the agent's own prompt (source ``base``) counts: an injection's
+    segment may come and go from one pass to the next, and the cache matches prefixes only.
 
     Args:
         request: the request.
 
     Returns:
-        The number of leading ``base`` segments (0 when the prompt starts with an injection's).
+        The number of leading stable segments (0 when the prompt starts with one that varies).
     """
+    if request.cache_prefix is not None:
+        return min(request.cache_prefix.system_segments, len(request.system_prompt))
     count = 0
     for segment in request.system_prompt:
         if segment.source != "base":
             break
         count += 1
     return count
+
+
+def _mark_cached_tools(request: LlmRequest, tools: list[dict[str, Any]]) -> None:
+    """Put a breakpoint on the last stable tool, when the request says which lead (``cache_prefix``).
+
+    The API caches tools, then the system prompt, then the messages, in that order: this breakpoint
+    keeps the agent's own tools cached while an injection's tools come and go after them.
+    """
+    stable = min(request.cache_prefix.tools, len(tools)) if request.cache_prefix is not None else 0
+    if stable:
+        tools[stable - 1]["cache_control"] = dict(CACHE_CONTROL)
 
 
 def _cached_system(request: LlmRequest, system: str) -> str | list[dict[str, Any]]:
@@ -311,7 +367,7 @@ def _cached_system(request: LlmRequest, system: str) -> str | list[dict[str, Any
     prefix = "\n\n".join(segment.text for segment in request.system_prompt[:stable])
     if not prefix or not system.startswith(prefix):
         return system
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}}]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": prefix, "cache_control": dict(CACHE_CONTROL)}]
     rest = system[len(prefix) :]
     if rest.strip():
         blocks.append({"type": "text", "text": rest})

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
+from urllib.parse import urlsplit
 
 from fpdebug.errors import DefinitionError, LiveCallRefusedError, ProviderError
 from fpdebug.trace.schema import LlmRequest, LlmResponse, ToolCallRecord, ToolSchema
@@ -53,6 +54,7 @@ __all__ = [
     "parameters_schema",
     "parse_tool_arguments",
     "redact",
+    "server_of",
     "system_text",
 ]
 
@@ -340,6 +342,20 @@ class SdkProvider(ABC):
         """Release the SDK client's connections."""
         self._client.close()
 
+    @property
+    def server(self) -> tuple[str, int] | None:
+        """The host and port the SDK client talks to, as ``run_start`` records them.
+
+        Read from the client's resolved base URL (the SDK's default endpoint when none was given).
+        Only the host and the port: the scheme, any credentials in the URL, its path and query are
+        left out, so nothing secret can reach the trace or the export through them.
+
+        Returns:
+            ``(host, port)``, the port the scheme's default when the URL names none; ``None`` when
+            the URL has no host.
+        """
+        return server_of(str(self._client.base_url))
+
     def complete(self, request: LlmRequest) -> LlmResponse:
         """Send one request through the SDK and read the reply.
 
@@ -424,6 +440,30 @@ class SdkProvider(ABC):
             raise self._error(
                 f"malformed tool-call arguments: call {call_id!r} to {name!r} {exc}: {text[:_EXCERPT]!r}"
             ) from None
+
+
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
+def server_of(url: str) -> tuple[str, int] | None:
+    """The host and port of an endpoint URL (the OTel ``server.address`` / ``server.port``).
+
+    Args:
+        url: the endpoint, e.g. ``https://user:secret@gateway.example:8443/v1?key=…``.
+
+    Returns:
+        ``(host, port)`` (``("gateway.example", 8443)``), the port the scheme's default when the URL
+        names none; ``None`` when the URL has no host or an unknown scheme and no port.
+    """
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port out of range or not a number: no server worth recording
+        return None
+    if not host:
+        return None
+    port = port if port is not None else _DEFAULT_PORTS.get(parts.scheme.lower())
+    return (host, port) if port is not None else None
 
 
 def _cause(exc: BaseException) -> str:
