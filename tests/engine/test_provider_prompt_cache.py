@@ -13,6 +13,7 @@ from fpdebug.engine.agent import Agent
 from fpdebug.engine.injections import OnToolReturn, define_injection, define_instruction, define_steering
 from fpdebug.engine.providers.anthropic import MAX_BREAKPOINTS, AnthropicProvider
 from fpdebug.engine.providers.openai import OpenAIProvider
+from fpdebug.engine.providers.replay import ReplayProvider
 from fpdebug.trace.schema import CachePrefix, LlmCallEvent, ToolSchema, TurnEndEvent
 from tests.engine.test_agent import echo, record
 from tests.fakeservers import FakeResponse, FakeServer, RecordedRequest, anthropic_message, openai_completion
@@ -94,6 +95,12 @@ def test_the_always_on_prefix_carries_the_breakpoints_and_the_cache_tokens_are_r
     assert (read.cache_read_tokens, read.cache_write_tokens, read.input_tokens) == (1500, None, 1540)
     (end,) = run.of("turn_end")
     assert isinstance(end, TurnEndEvent) and end.input_tokens == 3060
+    # A replay caches nothing and marks nothing, yet reproduces the run: the prefix is not compared.
+    replayed = record(
+        _agent(ALWAYS, TRIGGERED), "say ping", ReplayProvider.from_trace(run.path), tmp_path, name="replay"
+    )
+    assert replayed.result.content == "pong"
+    assert [call.request.cache_prefix for call in replayed.of("llm_call")] == [None, None]
 
 
 @pytest.mark.parametrize(
