@@ -187,7 +187,7 @@ def call_cost(event: LlmCallEvent) -> CallCost:
         return CallCost(tokens, None, unpriced=NO_PRICE_SCRIPTED)
     if event.response is None:  # pricing the empty usage would say $0 for tokens nobody counted
         return CallCost(tokens, None, unpriced=NO_USAGE)
-    model = (event.response.model if event.response is not None else None) or event.model
+    model = event.response.model or event.model
     priced = _dollars(_PROVIDER_IDS.get(event.provider), model, tokens, event.ts)
     if priced is None:
         return CallCost(tokens, None, unpriced=UNKNOWN_PRICE)
