@@ -65,6 +65,7 @@ SLOW_MODULES = frozenset(
         "tests/tui/test_link_cursor.py",
         "tests/tui/test_keys_everywhere.py",
         "tests/tui/test_refusal.py",
+        "tests/tui/test_cost_agreement.py",
         "tests/ingest/test_not_recorded_tui.py",
         "tests/ingest/test_otlp_tui.py",
         "tests/ingest/test_collect.py",

@@ -292,6 +292,8 @@ class _RunState:
     stop_reasons: dict[int, str] = field(default_factory=dict)
     cached_input: dict[int, int] = field(default_factory=dict)
     """Per turn: cache tokens a provider reported apart from its input tokens (see usage_of)."""
+    run_cached_input: int = 0
+    """The same over the whole run: run_end's input tokens summed the calls' reported input."""
     run_cost: CostTotal = field(default_factory=CostTotal)
     """The run's calls, priced."""
     turn_costs: dict[int, CostTotal] = field(default_factory=dict)
@@ -451,7 +453,8 @@ class SpanBuilder:
         attrs = root.attributes
         attrs["fpdebug.run.status"] = event.status
         attrs["fpdebug.run.turns"] = event.turns
-        attrs["fpdebug.run.input_tokens"] = event.input_tokens
+        # One usage definition (usage_of): the cache tokens an older call record left out count here too.
+        attrs["fpdebug.run.input_tokens"] = event.input_tokens + state.run_cached_input
         attrs["fpdebug.run.output_tokens"] = event.output_tokens
         _put_cost(attrs, state.run_cost)
         if event.status == "failed":
@@ -607,8 +610,9 @@ class SpanBuilder:
         usage = response.usage
         tokens = usage_of(event.provider, usage)
         attrs["gen_ai.usage.input_tokens"] = tokens.input_total
-        if event.turn is not None and tokens.input_total != usage.input_tokens:
-            extra = tokens.input_total - usage.input_tokens
+        extra = tokens.input_total - usage.input_tokens
+        state.run_cached_input += extra
+        if event.turn is not None and extra:
             state.cached_input[event.turn] = state.cached_input.get(event.turn, 0) + extra
         attrs["gen_ai.usage.output_tokens"] = usage.output_tokens
         if usage.cache_read_tokens is not None:

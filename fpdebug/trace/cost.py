@@ -12,7 +12,8 @@ export) goes through it.
 price table, bundled in the package: no network). A call costs its uncached input at the input price,
 its cache reads at the cache-read price, its cache writes at the cache-write price and its output at
 the output price (the table's tiers apply). A model the table does not know has an *unknown price*,
-never $0; the in-process providers (``scripted``, ``replay``) have *no price*.
+never $0; the in-process providers (``scripted``, ``replay``) have *no price*, and a call that got no
+reply (it failed) has *no usage recorded*: its tokens are unknown, not zero.
 
 **Per injection** (docs/context-model.md §3.4: each segment of a request names the injection that
 contributed it): an injection's share of a call is the characters of its segments (system-prompt
@@ -33,6 +34,7 @@ from fpdebug.trace.schema import LlmCallEvent, LlmRequest, Usage
 
 __all__ = [
     "NO_PRICE_SCRIPTED",
+    "NO_USAGE",
     "UNKNOWN_PRICE",
     "CallCost",
     "CostTotal",
@@ -52,6 +54,9 @@ UNKNOWN_PRICE = "unknown price"
 
 NO_PRICE_SCRIPTED = "no price: scripted"
 """What a call answered in process (scripted or replayed) costs."""
+
+NO_USAGE = "no usage recorded"
+"""What a call that got no reply (a timeout, an HTTP error) costs: the trace has no tokens to price."""
 
 _IN_PROCESS = frozenset({"scripted", "replay"})
 _PROVIDER_IDS = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai"}
@@ -105,7 +110,7 @@ class CallCost:
     input_dollars: Decimal | None = None
     """The input side (uncached input, cache reads and writes)."""
     unpriced: str | None = None
-    """:data:`UNKNOWN_PRICE` or :data:`NO_PRICE_SCRIPTED` when there is no number."""
+    """:data:`UNKNOWN_PRICE`, :data:`NO_PRICE_SCRIPTED` or :data:`NO_USAGE` when there is no number."""
 
 
 @dataclass(slots=True)
@@ -180,7 +185,9 @@ def call_cost(event: LlmCallEvent) -> CallCost:
     tokens = usage_of(event.provider, usage)
     if event.provider in _IN_PROCESS:
         return CallCost(tokens, None, unpriced=NO_PRICE_SCRIPTED)
-    model = (event.response.model if event.response is not None else None) or event.model
+    if event.response is None:  # pricing the empty usage would say $0 for tokens nobody counted
+        return CallCost(tokens, None, unpriced=NO_USAGE)
+    model = event.response.model or event.model
     priced = _dollars(_PROVIDER_IDS.get(event.provider), model, tokens, event.ts)
     if priced is None:
         return CallCost(tokens, None, unpriced=UNKNOWN_PRICE)

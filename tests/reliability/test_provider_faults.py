@@ -220,7 +220,7 @@ async def test_the_debugger_shows_a_failed_call_and_the_failed_run(
     # (An OpenAI error message starts with its type: "rate_limit_error: Rate limit reached".)
     said = r"(?:\w+: )?" + re.escape(message)
     assert re.search(r"■ failed: ProviderError: " + said, passes), passes
-    assert "T1·I2 — 0/0 · · · — error" in passes
+    assert "T1·I2 — 0/0 · · · — — error" in passes  # no route, no usage to price (never $0)
     assert re.search(r"error ProviderError: (?:\w+: )?" + re.escape(message[:20]), passes)  # it wraps
     http = f" \\(HTTP {status}\\)" if status is not None else ""
     assert re.search(f"error ProviderError{http}: " + said, calls), calls

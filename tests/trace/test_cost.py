@@ -12,6 +12,7 @@ import pytest
 
 from fpdebug.trace.cost import (
     NO_PRICE_SCRIPTED,
+    NO_USAGE,
     UNKNOWN_PRICE,
     CostTotal,
     RunCosts,
@@ -165,3 +166,11 @@ def test_summary_shows_the_cost_in_text_and_json(tmp_path: Path) -> None:
         "unpriced_calls": {},
         "text": "$0.004185",
     }
+
+
+def test_a_call_that_got_no_reply_has_no_usage_to_price_never_zero() -> None:
+    failed = call().model_copy(update={"response": None})
+    cost = call_cost(failed)
+    assert cost.dollars is None and cost.unpriced == NO_USAGE
+    total = CostTotal.of([call_cost(call()), cost])
+    assert total.text() == "$0.004185 + no usage recorded (1 call)" and total.usd() is None

@@ -1,22 +1,28 @@
-"""IterationTimeline: one row per iteration (cursor skill, active count, leases, parks, tools, route, badges).
+"""IterationTimeline: one row per iteration (cursor skill, active count, leases, parks, tools, route, cost,
+badges).
 
 Rows come from the model's compact facts plus a few facts peeked with orjson from the lines of
-the rows on screen (:mod:`fpdebug.views.facts`); no pydantic model is built for a row.
+the rows on screen (:mod:`fpdebug.views.facts`); no pydantic model is built for a row. A row's cost
+is its iteration's entry in the run's priced calls (:func:`fpdebug.tui.costs.run_costs`, kept per
+run and shared with the header, so the rows add up to the header's total).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from decimal import Decimal
 from typing import NamedTuple
 
 from rich.style import Style
 from rich.text import Text
 
+from fpdebug.trace.cost import CostTotal
+from fpdebug.tui.costs import run_costs
 from fpdebug.tui.text import Palette, clip, plain
 from fpdebug.tui.widgets.row_list import RowList
 from fpdebug.views.session import TraceSession
 
-__all__ = ["BADGE_LETTERS", "IterationTimeline", "timeline_header"]
+__all__ = ["BADGE_LETTERS", "IterationTimeline", "compact_dollars", "timeline_header"]
 
 BADGE_LETTERS: dict[str, str] = {
     "grant": "g",
@@ -41,6 +47,7 @@ class _Columns(NamedTuple):
     parked: int
     tools: int
     route: int
+    cost: int = 0
 
     @property
     def fixed(self) -> int:
@@ -50,6 +57,7 @@ class _Columns(NamedTuple):
 
 _WIDE = _Columns(9, 13, 5, 3, 3, 3, 5)
 _NARROW = _Columns(7, 10, 3, 2, 2, 2, 5)
+_COSTS = (7, 6)  # "$0.0042", else "$.0042": the iteration's dollars (compact_dollars)
 _WIDE_MIN = 8  # badge room below which the narrow columns are used
 _WORDS_MIN = 14  # below this much room, badges are letters
 _BADGE_ROOM = 4  # letters the narrow layout keeps for badges (the columns give way, see _columns)
@@ -61,16 +69,22 @@ def _columns(width: int, label: int) -> tuple[_Columns, bool]:
     """The column widths for a timeline ``width`` wide whose longest label has ``label`` characters.
 
     The label column fits the longest label (``T·I`` is never cut: it is what tells rows
-    apart). In the narrow layout the other columns give way, one after another, until a few
-    badge letters fit: the cursor column shrinks, the route becomes a letter, then the parked
-    column goes (the ``P`` badge still says a map parked), then the leases-served one. Badges
-    outlast the counts because they are what the timeline is scanned for.
+    apart). The cost column is the first to go: it is drawn only while the wide layout keeps room
+    for badges as words beside it (seven characters, else six). In the narrow layout the other
+    columns give way, one after another, until a few badge letters fit: the cursor column shrinks,
+    the route becomes a letter, then the parked column goes (the ``P`` badge still says a map
+    parked), then the leases-served one. Badges outlast the counts because they are what the
+    timeline is scanned for.
 
     Returns:
         The columns, and whether they are the wide layout.
     """
     label = max(label, len("iter"))
     wide = _WIDE._replace(label=label)
+    for cost in _COSTS:
+        priced = wide._replace(cost=cost)
+        if width - priced.fixed >= _WORDS_MIN:
+            return priced, True
     if width - wide.fixed >= _WIDE_MIN:
         return wide, True
     narrow = _NARROW._replace(label=label)
@@ -103,7 +117,10 @@ def timeline_header(width: int, *, label: int = 0) -> Text:
         text += f"{'ls':>{c.leases}} "
     if c.parked:
         text += f"{'pk':>{c.parked}} "
-    text += f"{'tl':>{c.tools}} {_route_word('route', c.route):<{c.route}} {badges}"
+    text += f"{'tl':>{c.tools}} {_route_word('route', c.route):<{c.route}} "
+    if c.cost:
+        text += f"{'cost':>{c.cost}} "
+    text += badges
     return Text(text, no_wrap=True, end="")
 
 
@@ -145,6 +162,7 @@ class IterationTimeline(RowList):
             served = len(iteration.lease_served)
             tools = len(iteration.tool_result_lines)
             route = iteration.route
+            key = (iteration.turn, iteration.number)
         facts = session.facts(row)
         badges = session.badges(row)
 
@@ -159,6 +177,10 @@ class IterationTimeline(RowList):
         text.append(f"{clip(active, c.active):>{c.active}} ")
         _count_cells(text, c, served, facts.parked_maps, tools, palette)
         _route_cell(text, route, c.route, palette)
+        if c.cost:
+            run = session.run_of(iteration)
+            cost = run_costs(session, run).iterations.get(key) if run is not None else None
+            _cost_cell(text, cost, c.cost, palette)
         _badge_cells(text, badges, words, palette)
         return text
 
@@ -194,6 +216,36 @@ def _route_cell(text: Text, route: str | None, width: int, palette: Palette) -> 
         text.append(f"{_route_word('final', width):<{width}} ", palette.good)
     else:
         text.append(f"{'—':<{width}} ", palette.dim)
+
+
+def compact_dollars(dollars: Decimal, width: int = 7) -> str:
+    """Dollars for a column ``width`` (6 or 7) wide: ``$0.0042``, ``$1.23``, ``$123``, ``$4e-05``.
+
+    Below a dollar four decimals stay (they line up down the column), and at six characters the
+    leading zero goes (``$.0042``); below $0.0001 the figure is in scientific notation rather than
+    rounded to a made-up zero.
+    """
+    if dollars == 0:
+        return "$0"
+    cents4 = dollars.quantize(Decimal("0.0001"))
+    if cents4 == 0:
+        return f"${float(dollars):.0e}"
+    if cents4 < 1:
+        shown = f"{cents4:.4f}"
+        return "$" + (shown if width > 6 else shown.removeprefix("0"))
+    if dollars < Decimal("99.995"):
+        return f"${dollars:.2f}"
+    return f"${dollars:.0f}"
+
+
+def _cost_cell(text: Text, cost: CostTotal | None, width: int, palette: Palette) -> None:
+    """The iteration's dollars; a dim ``—`` when a call of it has no price (never $0); ``·`` for no call."""
+    if cost is None:
+        text.append(f"{'·':>{width}} ", palette.dim)
+    elif cost.known:
+        text.append(f"{compact_dollars(cost.dollars, width):>{width}} ")
+    else:
+        text.append(f"{'—':>{width}} ", palette.dim)
 
 
 def _badge_cells(text: Text, badges: list[str], words: bool, palette: Palette) -> None:
