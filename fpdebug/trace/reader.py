@@ -407,6 +407,17 @@ class TraceReader:
         """Whether :meth:`close` was called."""
         return self._fd is None
 
+    def stat(self) -> os.stat_result:
+        """``fstat`` of the open file (its inode, size and last write time, whatever the path names now).
+
+        Raises:
+            TraceError: The reader is closed, or the file cannot be stat'ed.
+        """
+        try:
+            return os.fstat(self._require_fd())
+        except OSError as error:
+            raise TraceError(f"{self.path}: cannot stat: {error.strerror or error}") from error
+
     def close(self) -> None:
         """Close the file. Idempotent."""
         fd, self._fd = self._fd, None

@@ -22,6 +22,7 @@ from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.records import InvalidRecord, Record, classify_line
 from fpdebug.trace.schema import ImportSource, RunStartEvent
 from fpdebug.views.facts import RowFacts, badges_of, invalid_near, row_facts
+from fpdebug.views.liveness import WriterWatch
 from fpdebug.views.query import Query
 from fpdebug.views.source import import_source, not_recorded_by
 
@@ -60,6 +61,8 @@ class TraceSession:
         """The reader (the one file descriptor of this trace)."""
         self.model = RunModel(reader)
         """The projections (runs, turns, iterations, leases, maps)."""
+        self.writer = WriterWatch(reader)
+        """What is known of the file's writer (a followed run without ``run_end`` asks it)."""
         self.iterations: list[Iteration] = []
         """Timeline rows: every iteration, in order of its first line."""
         self.leases: list[LeaseLifetime] = []

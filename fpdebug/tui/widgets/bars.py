@@ -113,7 +113,8 @@ def header_text(
 
 def _unended(session: TraceSession, run: Run, *, live: bool) -> str:
     if live:
-        return "● running"
+        # Not "running" on trust: a writer that stopped (paused, or killed before run_end) is said so.
+        return session.writer.state().header_words()
     if not session.model_done:
         # Its run_end may be in the part of the file not read yet.
         return "… still loading (run_end not read yet)"
