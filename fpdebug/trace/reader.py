@@ -225,6 +225,14 @@ class TraceReader:
             return None
         return TornTail(len(self.index), indexed, size - indexed)
 
+    def torn_bytes(self, torn: TornTail, limit: int = PREVIEW_BYTES) -> bytes:
+        """The first ``limit`` bytes of a torn tail (what there is of the record so far)."""
+        fd = self._require_fd()
+        try:
+            return os.pread(fd, min(torn.length, limit), torn.offset)
+        except OSError as error:
+            raise TraceError(f"{self.path}: cannot read: {error.strerror or error}") from error
+
     # ------------------------------------------------------------------------------------------
     # Random access
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from fpdebug.trace.model import KIND_CODES, Iteration, LeaseLifetime, Run, RunModel
 from fpdebug.trace.reader import TraceReader
-from fpdebug.trace.records import InvalidRecord, Record, classify_line
+from fpdebug.trace.records import InvalidRecord, Record, TornTail, classify_line
 from fpdebug.trace.schema import ImportSource, RunStartEvent
 from fpdebug.views.facts import RowFacts, badges_of, invalid_near, row_facts
 from fpdebug.views.liveness import WriterWatch
@@ -73,6 +73,8 @@ class TraceSession:
         """Bytes of the file scanned by the first full scan."""
         self.total = reader.size
         """Bytes the first full scan has to cover."""
+        self.torn: TornTail | None = None
+        """Bytes after the last newline (a record being written, or cut by a crash), as of the last step."""
         self.found_invalid: list[int] = []
         """Lines the model took as events from their facts, found invalid when read in full (sorted)."""
         self.checked = 1
@@ -111,6 +113,7 @@ class TraceSession:
             self.index_done = True
         if self.index_done:
             self.scanned = self.total = size
+            self.torn = self.reader.torn_tail()
         return added
 
     def model_step(self, *, limit: int = MODEL_SLICE) -> int:
@@ -172,6 +175,7 @@ class TraceSession:
         """
         rows = len(self.iterations)
         added = self.reader.refresh()
+        self.torn = self.reader.torn_tail()
         while self.model_step(limit=MODEL_SLICE):
             pass
         return added, len(self.iterations) - rows
