@@ -19,6 +19,18 @@ def t0() -> datetime:
     return T0
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Point ``$XDG_CACHE_HOME`` at a scratch directory for the whole run (child processes inherit it).
+
+    The cache holds the sidecars of tracked traces (the samples): a user's own backtracks of the
+    samples must not show up in the tests, nor the tests' in the user's cache.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _no_live_model_calls() -> Iterator[None]:
     """Block live model calls in every test; fake-server fixtures re-allow them for loopback."""
@@ -41,6 +53,8 @@ SLOW_MODULES = frozenset(
         "tests/tui/test_invalid_lines.py",
         "tests/tui/test_layout.py",
         "tests/tui/test_liveness.py",
+        "tests/tui/test_follow_honest.py",
+        "tests/tui/test_tour_clean.py",
         "tests/tui/test_skill_map.py",
         "tests/tui/test_skill_map_snapshots.py",
         "tests/tui/test_snapshots.py",

@@ -116,6 +116,7 @@ from fpdebug.backtrack.sidecar import (
     load_sidecar,
     sidecar_path_for,
 )
+from fpdebug.backtrack.sidecar_place import cached_sidecar_path, sidecar_where, tracked_by_git
 from fpdebug.backtrack.suspects import (
     DEFAULT_WEIGHTS,
     PERSIST_THRESHOLD,
@@ -238,6 +239,7 @@ __all__ = [
     "backtrack",
     "bisect_culprits",
     "build_report",
+    "cached_sidecar_path",
     "default_call",
     "default_call_line",
     "describe",
@@ -272,12 +274,14 @@ __all__ = [
     "score_influence",
     "scripted_rerun_provider",
     "sidecar_path_for",
+    "sidecar_where",
     "similarity_changed",
     "spec_label",
     "suspect_label",
     "token_set",
     "tokenize",
     "trace_provenance",
+    "tracked_by_git",
     "unknown",
     "value_or",
     "verdict_for",

@@ -1,7 +1,8 @@
 """The sidecar beside a trace: one backtrack's records, appended as they complete, and read back.
 
 **The sidecar** is ``<trace path>.backtrack.jsonl`` beside the trace (a backtrack never opens the
-trace for writing; ARCHITECTURE §2). It is append-only, created with mode ``0600``, one JSON object
+trace for writing; ARCHITECTURE §2), or, for a trace in a read-only directory or tracked by git, a
+file in ``$XDG_CACHE_HOME/fpdebug/sidecars`` (:mod:`~fpdebug.backtrack.sidecar_place`). It is append-only, created with mode ``0600``, one JSON object
 per line, each line written by one ``write()``:
 
 - ``{"record": "report", …}``: the report as it stands before any rerun (correlational);
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from fpdebug.backtrack.ablation import AblationVerdict, SuspectProbe
 from fpdebug.backtrack.probe import ProbeStats
 from fpdebug.backtrack.report import BacktrackReport, BisectSummary, probe_verdict_of
+from fpdebug.backtrack.sidecar_place import SIDECAR_SUFFIX, sidecar_path_for
 from fpdebug.errors import BacktrackError
 from fpdebug.trace.redact import default_redactor
 
@@ -52,9 +54,6 @@ __all__ = [
     "load_sidecar",
     "sidecar_path_for",
 ]
-
-SIDECAR_SUFFIX = ".backtrack.jsonl"
-"""Appended to the trace's file name: ``run.fptrace.jsonl`` → ``run.fptrace.jsonl.backtrack.jsonl``."""
 
 
 class _Frozen(BaseModel):
@@ -164,12 +163,6 @@ _RECORD: TypeAdapter[SidecarRecord] = TypeAdapter(SidecarRecord)
 _AnyRecord: TypeAlias = ReportRecord | BaselineRecord | VerdictRecord | BisectRecord | EndRecord
 
 
-def sidecar_path_for(trace: str | os.PathLike[str]) -> Path:
-    """``<trace path>.backtrack.jsonl``, beside the trace."""
-    path = Path(trace)
-    return path.with_name(path.name + SIDECAR_SUFFIX)
-
-
 class SidecarWriter:
     """Appends one backtrack's records to the sidecar beside a trace (never the trace itself).
 
@@ -200,6 +193,12 @@ class SidecarWriter:
         """The trace (only its name is used)."""
         self.path = Path(path) if path is not None else sidecar_path_for(trace)
         """The sidecar file."""
+        if path is None and not self.path.parent.is_dir():
+            # The cache's sidecars directory, made on first use (private: the records hold prompts).
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError as exc:
+                raise BacktrackError(f"cannot create {self.path.parent}: {exc.strerror or exc}") from exc
         if self.path.resolve() == self.trace.resolve():
             raise BacktrackError(f"refusing to write backtrack records into the trace itself ({self.trace})")
         self.id = backtrack_id or uuid.uuid4().hex[:12]

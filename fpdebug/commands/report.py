@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backtrack",
         metavar="FILE",
-        help="the backtrack sidecar to include (default: TRACE.backtrack.jsonl if it exists)",
+        help="the backtrack sidecar to include (default: TRACE.backtrack.jsonl if it exists, or the one in "
+        "$XDG_CACHE_HOME/fpdebug/sidecars for a read-only or git-tracked trace)",
     )
     parser.epilog = (
         "The report holds ids, names, counts and states, never a prompt, reply or tool output (from a "

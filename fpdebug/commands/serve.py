@@ -82,10 +82,9 @@ def demo_dir() -> Path:
 
     Created private (0700), as the traces hold the demo's prompts.
     """
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = Path(base) / "fpdebug" / "serve"
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return path
+    from fpdebug.trace.cachedir import cache_dir
+
+    return cache_dir("serve", create=True)
 
 
 def run(args: argparse.Namespace) -> int:

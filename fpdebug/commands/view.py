@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--follow",
         "-f",
         action="store_true",
-        help="follow the file as another process writes it (new events show within 100 ms)",
+        help="follow the file as another process writes it (new events show within 100 ms); a file that "
+        "does not exist yet is waited for",
     )
     parser.add_argument(
         "--keymap",
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         TraceError: The file is missing, unreadable, not a trace, or from a newer schema.
         ConfigError: The keymap file is invalid, or ``--force-module`` without ``--module``.
     """
+    import os
     from pathlib import Path
 
     from fpdebug.errors import ConfigError
@@ -72,8 +74,18 @@ def run(args: argparse.Namespace) -> int:
     keymap = load_keymap(keymap_path, known_ids=keymap_ids()) if keymap_path is not None else {}
     mode: Mode = "follow" if args.follow else "replay"
     trace = _trace_to_open(Path(args.trace), follow=args.follow)
+    source = TraceSource(trace, mode, rerun_module=args.module, force_module=args.force_module)
+    if args.follow and not os.path.lexists(trace):
+        # Started before the writer: the app waits for the file ("waiting for the writer") and
+        # opens it when it appears. Without --follow a missing file is the reader's clear error.
+        app = FpdebugApp(source, keymap=keymap)
+        try:
+            app.run()
+        finally:
+            if not app.waiting:
+                app.session.reader.close()
+        return 0
     with TraceReader(trace, index=False, cache_size=READER_CACHE, wait_for_header=args.follow) as reader:
-        source = TraceSource(trace, mode, rerun_module=args.module, force_module=args.force_module)
         app = FpdebugApp(source, reader=reader, keymap=keymap)
         app.run()
     return 0

@@ -132,8 +132,9 @@ def _import_agentfootprint(source: Path, out: Path) -> str:
 
 def cache_dir() -> Path:
     """Where ``fpdebug view`` keeps imports of foreign files: ``$XDG_CACHE_HOME/fpdebug/imports``."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "fpdebug" / "imports"
+    from fpdebug.trace.cachedir import cache_dir as fpdebug_cache
+
+    return fpdebug_cache("imports")
 
 
 def _cache_key(path: Path) -> str:

@@ -225,6 +225,14 @@ class TraceReader:
             return None
         return TornTail(len(self.index), indexed, size - indexed)
 
+    def torn_bytes(self, torn: TornTail, limit: int = PREVIEW_BYTES) -> bytes:
+        """The first ``limit`` bytes of a torn tail (what there is of the record so far)."""
+        fd = self._require_fd()
+        try:
+            return os.pread(fd, min(torn.length, limit), torn.offset)
+        except OSError as error:
+            raise TraceError(f"{self.path}: cannot read: {error.strerror or error}") from error
+
     # ------------------------------------------------------------------------------------------
     # Random access
 
@@ -406,6 +414,17 @@ class TraceReader:
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._fd is None
+
+    def stat(self) -> os.stat_result:
+        """``fstat`` of the open file (its inode, size and last write time, whatever the path names now).
+
+        Raises:
+            TraceError: The reader is closed, or the file cannot be stat'ed.
+        """
+        try:
+            return os.fstat(self._require_fd())
+        except OSError as error:
+            raise TraceError(f"{self.path}: cannot stat: {error.strerror or error}") from error
 
     def close(self) -> None:
         """Close the file. Idempotent."""

@@ -135,12 +135,45 @@ class FpdebugApp(App[None]):
         """The user's key remapping (binding id → keys)."""
         self.controller = controller
         """The run controller (drive mode), if any."""
-        if reader is None:
-            reader = TraceReader(
-                source.path, index=False, cache_size=READER_CACHE, wait_for_header=mode != "replay"
-            )
-        self.session = TraceSession(reader)
-        """The trace."""
+        self._session: TraceSession | None = None
+        if reader is None and mode == "follow" and not os.path.lexists(source.path):
+            pass  # --follow before the writer created the file: the waiting screen opens it later
+        else:
+            if reader is None:
+                reader = self._open_reader(source.path)
+            self._session = TraceSession(reader)
+
+    @property
+    def session(self) -> TraceSession:
+        """The trace.
+
+        Raises:
+            RuntimeError: The followed file does not exist yet (the app is waiting for its writer).
+        """
+        if self._session is None:
+            raise RuntimeError(f"{self.source.path} is not open yet: waiting for its writer to create it")
+        return self._session
+
+    @property
+    def waiting(self) -> bool:
+        """The followed file does not exist yet: the app waits for its writer to create it."""
+        return self._session is None
+
+    def _open_reader(self, path: Path) -> TraceReader:
+        return TraceReader(
+            path, index=False, cache_size=READER_CACHE, wait_for_header=self.source.mode != "replay"
+        )
+
+    def _writer_created(self, reader: TraceReader) -> None:
+        """The followed file appeared: open it and replace the waiting screen with the trace screen."""
+        self._session = TraceSession(reader)
+        # A mode of its own, so the trace screen is the base of the stack (as when the file was
+        # there from the start); the default screen cannot be switched away from.
+        self.add_mode("trace", self._trace_screen)
+        self.switch_mode("trace")
+
+    def _trace_screen(self) -> TraceScreen:
+        return self.SCREEN_CLASS(self.session, mode=self.source.mode, source_name=self.source.path.name)
 
     def get_driver_class(self) -> type[Driver]:
         # Textual's Linux driver hangs the app for good once its terminal is closed (see
@@ -150,7 +183,11 @@ class FpdebugApp(App[None]):
         return hang_up_safe(super().get_driver_class())
 
     def get_default_screen(self) -> Screen:
-        return self.SCREEN_CLASS(self.session, mode=self.source.mode, source_name=self.source.path.name)
+        if self._session is None:
+            from fpdebug.tui.screens.waiting import WaitingScreen
+
+            return WaitingScreen(self.source.path, self._open_reader, self._writer_created)
+        return self._trace_screen()
 
     def on_mount(self) -> None:
         if self.keymap:

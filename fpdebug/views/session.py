@@ -19,9 +19,10 @@ from collections.abc import Iterator
 
 from fpdebug.trace.model import KIND_CODES, Iteration, LeaseLifetime, Run, RunModel
 from fpdebug.trace.reader import TraceReader
-from fpdebug.trace.records import InvalidRecord, Record, classify_line
+from fpdebug.trace.records import InvalidRecord, Record, TornTail, classify_line
 from fpdebug.trace.schema import ImportSource, RunStartEvent
 from fpdebug.views.facts import RowFacts, badges_of, invalid_near, row_facts
+from fpdebug.views.liveness import WriterWatch
 from fpdebug.views.query import Query
 from fpdebug.views.source import import_source, not_recorded_by
 
@@ -60,6 +61,8 @@ class TraceSession:
         """The reader (the one file descriptor of this trace)."""
         self.model = RunModel(reader)
         """The projections (runs, turns, iterations, leases, maps)."""
+        self.writer = WriterWatch(reader)
+        """What is known of the file's writer (a followed run without ``run_end`` asks it)."""
         self.iterations: list[Iteration] = []
         """Timeline rows: every iteration, in order of its first line."""
         self.leases: list[LeaseLifetime] = []
@@ -70,6 +73,8 @@ class TraceSession:
         """Bytes of the file scanned by the first full scan."""
         self.total = reader.size
         """Bytes the first full scan has to cover."""
+        self.torn: TornTail | None = None
+        """Bytes after the last newline (a record being written, or cut by a crash), as of the last step."""
         self.found_invalid: list[int] = []
         """Lines the model took as events from their facts, found invalid when read in full (sorted)."""
         self.checked = 1
@@ -108,6 +113,7 @@ class TraceSession:
             self.index_done = True
         if self.index_done:
             self.scanned = self.total = size
+            self.torn = self.reader.torn_tail()
         return added
 
     def model_step(self, *, limit: int = MODEL_SLICE) -> int:
@@ -169,6 +175,7 @@ class TraceSession:
         """
         rows = len(self.iterations)
         added = self.reader.refresh()
+        self.torn = self.reader.torn_tail()
         while self.model_step(limit=MODEL_SLICE):
             pass
         return added, len(self.iterations) - rows

@@ -32,7 +32,7 @@ from fpdebug.tui.widgets.diff import DiffView, diff_document
 from fpdebug.views.pass_diff import ACTIVE, Change, PassDiff, iter_changes, pass_diff
 from fpdebug.views.session import TraceSession
 from tests.trace.samples import Script, support_run
-from tests.tui.helpers import document_text, load_session, opened, run_palette, wait_for
+from tests.tui.helpers import document_text, load_session, opened, run_palette, screen_text, wait_for
 from tests.tui.traces import sample
 
 
@@ -243,6 +243,24 @@ class TestPassDiff:
         assert not any(diff.slots.values())
         assert diff.messages  # the conversation grew: the reply and the tool result
 
+    def test_tools_offered_on_both_calls_are_named_not_called_nothing(self) -> None:
+        # planted-fact I1 → I2: no injection is routed to the tools slot, yet lookup_order is on both calls.
+        session = load_session(sample("planted-fact"))
+        diff = pass_diff(session, 0, 1)
+        assert diff.tools == [] and diff.tools_same == ["lookup_order"]
+        words = " ".join(_words(session, diff).split())
+        assert "tools no injection on either side; offered on both calls: lookup_order" in words
+        assert "tools offered on both calls: lookup_order" in words
+        assert "nothing on either side" not in words
+
+    def test_tools_on_one_call_only_still_name_those_on_both(self) -> None:
+        session = load_session(sample("support"))
+        diff = pass_diff(session, 0, 1)  # billing brings check_policy and fetch_invoice
+        words = " ".join(_words(session, diff).split())
+        assert diff.tools_same == ["lookup_order", "read_skill"]
+        assert "tools offered on both calls: lookup_order, read_skill" in words
+        assert "+ check_policy offered by billing" in words
+
     def test_across_turns_is_labelled_and_walked(self, tmp_path: Path) -> None:
         path = tmp_path / "two.fptrace.jsonl"
         write_two_turns(path)
@@ -383,6 +401,14 @@ class TestDiffView:
             screen.compare(2, 2)
             await pilot.pause()
             assert "Identical A and B are the same pass" in _diff_text(screen)
+
+    async def test_the_screen_names_the_tools_offered_on_both_calls(self) -> None:
+        async with opened(sample("planted-fact")) as (pilot, _screen):
+            await pilot.press("j", "6")
+            assert await wait_for(pilot, lambda: "tools offered" in screen_text(pilot.app))
+            drawn = screen_text(pilot.app)
+            assert "no injection on either side; offered on both calls: lookup_order" in drawn
+            assert "tools offered  on both calls: lookup_order" in drawn
 
     async def test_enter_on_a_why_row_jumps_to_its_pass(self) -> None:
         async with opened(sample("support")) as (pilot, screen):

@@ -117,13 +117,14 @@ class TraceLoader:
         worker = get_current_worker()
         session = self._session
         while not worker.is_cancelled and not self._stop.is_set():
+            torn = session.torn
             try:
                 lines, _rows = session.poll()
             except TraceReplacedError as error:
                 # Another file now has the name: show what was read, never splice the new content.
                 self._post(TraceReplaced(str(error)))
                 return
-            if lines:
+            if lines or session.torn != torn:  # a torn tail that grew or went is a row that changed
                 # Before any checking: the whole-file check of a big trace takes seconds, and new
                 # events must show within a tick of being written.
                 self._post(TraceGrew(lines))

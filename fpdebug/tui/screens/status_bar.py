@@ -78,6 +78,9 @@ def _progress(text: Text, screen: TraceScreen, palette: Palette) -> None:
         text.append(f" · checking {share:.0%}", palette.warn)
     if opaque:
         text.append(f" · {number(opaque)} opaque", palette.warn)
+    torn = session.torn
+    if torn is not None and torn.line == session.lines:
+        text.append(f" · torn tail ({counted(torn.length, 'byte')} after the last newline)", palette.warn)
 
 
 def _filter(text: Text, target: RowList, palette: Palette) -> None:

@@ -75,6 +75,9 @@ Mode = Literal["replay", "follow", "drive"]
 
 _Handler = TypeVar("_Handler", bound=ViewHandler)
 
+WRITER_LOOK_EVERY = 1.0
+"""Seconds between two redraws of the bars of a followed file (what is known of its writer changes)."""
+
 
 def while_showing(handler: Callable[..., None]) -> Callable[..., None]:
     """Skip ``handler`` once the screen's widgets are gone.
@@ -261,6 +264,10 @@ class TraceScreen(Screen[None]):
         self.timeline.focus()
         self._refresh_bars()
         self.loader.start_load()
+        if self.mode == "follow":
+            # A writer that stops writes nothing to redraw on: look again now and then, so the
+            # header stops saying "running" once the file has been quiet for a while.
+            self.set_interval(WRITER_LOOK_EVERY, self._refresh_bars)
 
     def on_unmount(self) -> None:
         self.loader.stop()
@@ -684,7 +691,7 @@ class TraceScreen(Screen[None]):
                     f"  run ended: {run.status}", palette.good if run.status == "completed" else palette.bad
                 )
             else:
-                text.append("  run in progress", palette.warn)
+                text.append(f"  {session.writer.state().status_words()}", palette.warn)
         elif self.loaded and run is not None and not run.ended:
             text.append("  no run_end: the run was cut short or is still writing", palette.warn)
         return text

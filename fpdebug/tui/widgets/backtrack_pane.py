@@ -46,6 +46,7 @@ from fpdebug.backtrack import (
     explain,
     load_sidecar,
     sidecar_path_for,
+    sidecar_where,
 )
 from fpdebug.errors import BacktrackError, FpdebugError
 from fpdebug.tui.text import Palette, plain
@@ -151,6 +152,7 @@ class BacktrackPane(Vertical):
             saved: SavedBacktrack | None,
             error: str | None,
             note: str | None = None,
+            where: str = "beside the trace",
         ) -> None:
             self.token = token
             """Which request this answers (a newer choice makes it stale)."""
@@ -162,6 +164,8 @@ class BacktrackPane(Vertical):
             """Why there is no report."""
             self.note = note
             """A remark (an unreadable sidecar)."""
+            self.where = where
+            """Where the call's sidecar is (beside the trace, or in fpdebug's cache)."""
             super().__init__()
 
     class Progressed(Message):
@@ -346,7 +350,8 @@ class BacktrackPane(Vertical):
                 saved = load_sidecar(sidecar).latest(call_seq=result.report.call_seq)
             except BacktrackError as error:
                 note = f"the saved backtracks could not be read: {error}"
-        self.post_message(self.Explained(token, result.report, saved, None, note))
+        where = sidecar_where(self.trace, sidecar)
+        self.post_message(self.Explained(token, result.report, saved, None, note, where))
 
     @on(Explained)
     def _explained(self, message: Explained) -> None:
@@ -355,6 +360,7 @@ class BacktrackPane(Vertical):
         message.stop()
         if message.note:
             self.state.notes.append(message.note)
+        self.state.saved_where = message.where
         if message.report is None:
             self.state.error = message.error
         elif message.saved is not None:
@@ -388,7 +394,11 @@ class BacktrackPane(Vertical):
         # reruns refused before the first one leave the saved (or traced) report as it was.
         before = self.state
         self.state = PaneState(
-            origin=before.origin, saved_at=before.saved_at, saved_status=before.saved_status, running=True
+            origin=before.origin,
+            saved_at=before.saved_at,
+            saved_status=before.saved_status,
+            saved_where=before.saved_where,
+            running=True,
         )
         self.set_class(True, "-running")
         self.query_one(ProgressBar).update(total=None, progress=0)
@@ -509,7 +519,7 @@ class BacktrackPane(Vertical):
         self._refresh()
 
     def _mark_live(self) -> None:
-        """The report on show is this session's reruns' own (saved beside the trace as they ran)."""
+        """The report on show is this session's reruns' own (saved to the sidecar as they ran)."""
         self._reran = True
         self.state.origin = "live"
         self.state.saved_at = None
@@ -525,7 +535,9 @@ class BacktrackPane(Vertical):
         self.state.running = False
         self.state.notes = []
         if message.report.status == "cancelled":
-            self.state.notes = ["cancelled: the verdicts that finished are kept and saved beside the trace"]
+            self.state.notes = [
+                f"cancelled: the verdicts that finished are kept and saved {self.state.saved_where}"
+            ]
         self.set_class(False, "-running")
         self._refresh()
 

@@ -105,6 +105,8 @@ class PaneState:
     """When the saved backtrack started."""
     saved_status: str | None = None
     """Its end status (``complete``, ``cancelled``, ``failed``, ``unfinished``)."""
+    saved_where: str = "beside the trace"
+    """Where the sidecar is: ``beside the trace``, or ``in fpdebug's cache`` (a read-only or tracked trace)."""
     running: bool = False
     """Reruns are in progress."""
     done: int = 0
@@ -355,13 +357,13 @@ def _state_parts(report: BacktrackReport, state: PaneState, palette: Palette) ->
         status = state.saved_status or report.status
         return [
             ("SAVED", palette.accent),
-            f" beside the trace on {when} · {status} · {report.runs_used} reruns",
+            f" {state.saved_where} on {when} · {status} · {report.runs_used} reruns",
             *_confirmed(report, palette),
             ("  (press a to run them again)", palette.dim),
         ]
     if state.origin == "live":
         style = palette.good if report.status == "complete" else palette.warn
-        words = f" in this session · {report.runs_used} reruns · saved beside the trace"
+        words = f" in this session · {report.runs_used} reruns · saved {state.saved_where}"
         return [(report.status, style), words, *_confirmed(report, palette)]
     return [("none yet", palette.dim), ("  (chains and rankings only; nothing was rerun)", palette.dim)]
 

@@ -64,7 +64,17 @@ def header_text(
         text.append("fpdebug ", palette.heading)
         text.append_text(plain(source_name, palette.accent))
         text.append("\n")
-        text.append("no run yet" if session.model_done else "reading the trace…", palette.dim)
+        if live and not session.reader.has_header:
+            # An empty followed file: say what is awaited rather than show a blank screen.
+            text.append_text(
+                plain(f"waiting for the writer: {source_name} (nothing written yet)", palette.warn)
+            )
+        elif live and session.model_done:
+            text.append_text(
+                plain(f"waiting for the writer: {source_name} (no run has started yet)", palette.warn)
+            )
+        else:
+            text.append("no run yet" if session.model_done else "reading the trace…", palette.dim)
         return fit_lines(text, width)
     runs = len(session.model.runs)
     text.append("  run ", palette.dim)
@@ -113,7 +123,8 @@ def header_text(
 
 def _unended(session: TraceSession, run: Run, *, live: bool) -> str:
     if live:
-        return "● running"
+        # Not "running" on trust: a writer that stopped (paused, or killed before run_end) is said so.
+        return session.writer.state().header_words()
     if not session.model_done:
         # Its run_end may be in the part of the file not read yet.
         return "… still loading (run_end not read yet)"

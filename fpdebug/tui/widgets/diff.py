@@ -107,12 +107,24 @@ def _slots_section(doc: DocBuilder, diff: PassDiff) -> None:
         if kept:
             summary += [("kept ", palette.dim), (", ".join(kept), "")]
         elif not changes:
-            summary += [("nothing on either side", palette.dim)]
+            summary += [(_empty_slot(slot, diff), palette.dim)]
         else:
             summary += [("nothing kept", palette.dim)]
         doc.line(*summary, indent=2, hang=15)
         for change in changes:
             _change_rows(doc, change)
+
+
+def _empty_slot(slot: str, diff: PassDiff) -> str:
+    """What a slot with no injection on either side says.
+
+    Not "nothing": the conversation and the agent's own tools are in no slot, yet on the wire.
+    """
+    if slot == ACTIVE:
+        return "nothing on either side"
+    if slot == "tools" and diff.tools_same:
+        return f"no injection on either side; offered on both calls: {', '.join(diff.tools_same)}"
+    return "no injection on either side"
 
 
 def _change_rows(doc: DocBuilder, change: Change) -> None:
@@ -275,13 +287,7 @@ def _request_section(doc: DocBuilder, diff: PassDiff) -> None:
             indent=4,
             hang=4,
         )
-    if diff.tools:
-        doc.line(("tools offered", palette.key), indent=2)
-        for tool in diff.tools:
-            sign, style = ("+ ", palette.good) if tool.change == "entered" else ("− ", palette.bad)
-            doc.line(
-                (sign, style), (tool.name, palette.accent), "  ", (tool.why, palette.dim), indent=4, hang=4
-            )
+    _tools_offered(doc, diff)
     doc.line(
         ("system prompt", palette.key),
         (f"  {diff.segments_same} segment(s) the same", palette.dim),
@@ -391,3 +397,16 @@ class DiffView(LinkDocument):
             return doc.blocks
         self.diff = pass_diff(self.session, a, b)
         return diff_document(self.session, self.diff, self.palette, marked=self.mark is not None)
+
+
+def _tools_offered(doc: DocBuilder, diff: PassDiff) -> None:
+    """The tools of the two calls: those on both (named, so "same" is checkable), then those on one only."""
+    palette = doc.palette
+    if diff.tools_same:
+        both = f"  on both calls: {', '.join(diff.tools_same)}"
+    else:
+        both = "  none on both calls" if diff.tools else "  none on either call"
+    doc.line(("tools offered", palette.key), (both, palette.dim), indent=2)
+    for tool in diff.tools:
+        sign, style = ("+ ", palette.good) if tool.change == "entered" else ("− ", palette.bad)
+        doc.line((sign, style), (tool.name, palette.accent), "  ", (tool.why, palette.dim), indent=4, hang=4)

@@ -13,7 +13,8 @@ from functools import singledispatch
 
 from rich.text import Text
 
-from fpdebug.trace.records import InvalidRecord, OpaqueRecord, Record
+from fpdebug.errors import TraceError
+from fpdebug.trace.records import InvalidRecord, OpaqueRecord, Record, TornTail
 from fpdebug.trace.schema import (
     CursorMoveEvent,
     EngagementEvent,
@@ -37,7 +38,15 @@ from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView, Part
 from fpdebug.tui.widgets.row_list import RowList
 from fpdebug.views.session import TraceSession
 
-__all__ = ["EventDetail", "EventList", "event_document", "summarize"]
+__all__ = [
+    "EventDetail",
+    "EventList",
+    "event_document",
+    "summarize",
+    "torn_document",
+    "torn_tail_at",
+    "torn_words",
+]
 
 _MAX_DEPTH = 12
 _MAX_ITEMS = 200
@@ -203,13 +212,25 @@ class EventList(RowList):
         """The trace."""
 
     def total_rows(self) -> int:
-        return self.session.lines
+        # One more row for a torn tail: the bytes after the last newline are not a record (yet).
+        return self.session.lines + (1 if torn_tail_at(self.session, self.session.lines) else 0)
 
     def row_version(self, row: int) -> Hashable:
+        torn = torn_tail_at(self.session, row)
+        if torn is not None:
+            return ("torn", torn.length)  # it grows while its writer writes, then becomes a record
         return None  # a line never changes once it is indexed
 
     def render_row(self, row: int, width: int) -> Text:
         palette = self.palette
+        torn = torn_tail_at(self.session, row)
+        if torn is not None:
+            text = Text(no_wrap=True, end="")
+            text.append(f"{row:>7} {'':>6} ", palette.dim)
+            text.append(f"{'TORN TAIL':<18} ", palette.warn)
+            text.append(f"{'':<8} ")
+            text.append(torn_words(torn), palette.warn)
+            return text
         record = self.session.record(row)
         text = Text(no_wrap=True, end="")
         text.append(f"{row:>7} ", palette.dim)
@@ -226,6 +247,49 @@ class EventList(RowList):
         text.append(f"{_where(record):<8} ")
         text.append_text(plain(summarize(record)))
         return text
+
+
+def torn_tail_at(session: TraceSession, row: int) -> TornTail | None:
+    """The torn tail, when ``row`` is its row (the one after the last complete line)."""
+    torn = session.torn
+    lines = session.lines
+    if torn is None or row != lines or torn.line != lines:
+        return None  # no tail, another row, or a tail the index has overtaken since it was seen
+    return torn
+
+
+def torn_words(torn: TornTail) -> str:
+    """``torn tail: 23 bytes at line 29, not yet a record (…)``: the row of a torn tail."""
+    return (
+        f"torn tail: {counted(torn.length, 'byte')} at line {torn.line}, not yet a record "
+        "(no newline: still being written, or its writer stopped mid-record)"
+    )
+
+
+def torn_document(session: TraceSession, torn: TornTail, palette: Palette) -> list[Block]:
+    """What a torn tail holds so far: where it is, why it is not a record, its first bytes (escaped)."""
+    doc = DocBuilder(palette)
+    doc.line(
+        Text(f"Line {torn.line}", style=palette.heading),
+        " · ",
+        ("torn tail", palette.warn),
+        (f"   byte {number(torn.offset)} · {counted(torn.length, 'byte')}", palette.dim),
+    )
+    doc.line(("the file ends without a newline: these bytes are not a record yet", palette.dim))
+    doc.line(
+        (
+            "while the file is followed they become one when their newline arrives; a writer that was "
+            "killed mid-record leaves them for good (fpdebug validate reports a torn-tail)",
+            palette.dim,
+        )
+    )
+    doc.heading("First bytes", ("  as written so far, escapes shown", palette.dim))
+    try:
+        preview = session.reader.torn_bytes(torn).decode("utf-8", "backslashreplace")
+    except TraceError as error:
+        preview = f"(cannot read them: {error})"
+    doc.content(preview, indent=2)
+    return doc.blocks
 
 
 def event_document(session: TraceSession, line: int, palette: Palette) -> list[Block]:
@@ -359,15 +423,22 @@ class EventDetail(DocumentView):
         """The trace."""
         self.line: int | None = None
         """The line shown."""
+        self._torn: int | None = None  # the length of the torn tail shown on ``line``, if it is one
 
     def show(self, line: int | None) -> None:
-        """Show ``line``."""
-        if line == self.line:
+        """Show ``line`` (again when it was a torn tail that grew or became a record)."""
+        torn = torn_tail_at(self.session, line) if line is not None else None
+        length = torn.length if torn is not None else None
+        if line == self.line and length == self._torn:
             return
         self.line = line
+        self._torn = length
         self.rebuild()
 
     def build(self) -> list[Block]:
+        torn = torn_tail_at(self.session, self.line) if self.line is not None else None
+        if torn is not None:
+            return torn_document(self.session, torn, self.palette)
         if self.line is None or self.line >= self.session.lines:
             doc = DocBuilder(self.palette)
             doc.line(("No line selected.", self.palette.dim))

@@ -205,6 +205,8 @@ class PassDiff:
     """How many messages each request had."""
     tools: list[ToolChange] = field(default_factory=list)
     """Tool schemas offered on one call only."""
+    tools_same: list[str] = field(default_factory=list)
+    """Tools offered on both calls (B's order): an agent tool is in no slot, yet it is on the wire."""
     segments: list[SegmentChange] = field(default_factory=list)
     """System-prompt segments added, removed or rewritten."""
     segments_same: int = 0

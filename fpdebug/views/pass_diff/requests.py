@@ -29,7 +29,7 @@ _SegmentKey = tuple[str, str | None, int]
 def request_changes(
     diff: PassDiff, walk: Walk, a: LlmRequest, b: LlmRequest, b_pass: PassEvent | None
 ) -> None:
-    """Fill ``diff.messages``, ``diff.tools`` and ``diff.segments`` from A's request and B's."""
+    """Fill ``diff.messages``, ``diff.tools`` (and ``tools_same``) and ``diff.segments`` from the two requests."""
     _message_changes(diff, walk, a, b)
     _tool_changes(diff, walk, a, b, b_pass)
     _segment_changes(diff, a, b)
@@ -140,6 +140,7 @@ def _tool_changes(diff: PassDiff, walk: Walk, a: LlmRequest, b: LlmRequest, b_pa
     engagement = record(walk.session, walk.steps[-1].iteration.engagement_line, EngagementEvent)
     if engagement is not None:
         parked_tools = set(engagement.parked_tool_names)
+    diff.tools_same = [name for name in b_tools if name in a_tools]
     for name, schema in b_tools.items():
         if name not in a_tools:
             why = f"offered by {schema.injection_id}" if schema.injection_id else "an agent tool"
