@@ -37,9 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_json(path: str, what: str) -> object:
+    import os
+    import stat
+
     from fpdebug.errors import ConfigError
 
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
+            raise ConfigError(f"cannot read {what} {path}: not a regular file")
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except (OSError, ValueError) as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from decimal import Decimal
 from pathlib import Path
 
@@ -159,13 +160,17 @@ def test_a_folder_with_junk_reports_each_file_and_goes_on(demo_dir: Path, tmp_pa
     (tmp_path / "writing.jsonl").write_text("".join(good.splitlines(keepends=True)[:6]), encoding="utf-8")
     (tmp_path / "empty.jsonl").write_bytes(b"")
     (tmp_path / "a-trace.jsonl.backtrack.jsonl").write_text("{}\n", encoding="utf-8")
+    (tmp_path / "older").mkdir()
+    os.mkfifo(tmp_path / "pipe.jsonl")
     ledger = build_ledger([str(tmp_path), str(tmp_path / "gone.jsonl")])
     assert ledger.runs_metered == 1
     assert [(r.run_id, r.reason) for r in ledger.refused] == [
         ("run-leases", "still being written (no run_end yet)")
     ]
     skipped = {Path(s.path).name: s.reason for s in ledger.skipped}
-    assert set(skipped) == {"notes.txt", "empty.jsonl", "gone.jsonl"}
+    assert set(skipped) == {"notes.txt", "empty.jsonl", "gone.jsonl", "older", "pipe.jsonl"}
+    assert "not a regular file" in skipped["pipe.jsonl"]
+    assert "not searched recursively" in skipped["older"]
     assert "not an fpdebug trace" in skipped["notes.txt"]
     assert skipped["gone.jsonl"] == "no such file or folder"
 

@@ -256,27 +256,29 @@ class Ledger:
 
 
 def trace_files(paths: Iterable[str]) -> tuple[list[str], list[SkippedFile]]:
-    """The files to read: each file named, and every visible file of each folder named (sorted).
+    """The files to read: each path named, and every visible entry of each folder named (sorted).
 
-    Backtrack sidecars (``*.backtrack.jsonl``) are left out without a word: they belong to a trace.
+    Folders are not searched recursively (a sub-folder is reported); a FIFO or a device is handed on
+    so the trace reader refuses it, without waiting, with its own reason. Backtrack sidecars
+    (``*.backtrack.jsonl``) are left out without a word: they belong to a trace.
     """
     files: list[str] = []
-    missing: list[SkippedFile] = []
+    skipped: list[SkippedFile] = []
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            files.extend(
-                str(child)
-                for child in sorted(path.iterdir())
-                if child.is_file()
-                and not child.name.startswith(".")
-                and not child.name.endswith(".backtrack.jsonl")
-            )
-        elif path.is_file():
+            for child in sorted(path.iterdir()):
+                if child.name.startswith(".") or child.name.endswith(".backtrack.jsonl"):
+                    continue
+                if child.is_dir():
+                    skipped.append(SkippedFile(str(child), "a folder: folders are not searched recursively"))
+                else:
+                    files.append(str(child))
+        elif path.exists() or path.is_symlink():
             files.append(str(path))
         else:
-            missing.append(SkippedFile(name, "no such file or folder"))
-    return files, missing
+            skipped.append(SkippedFile(name, "no such file or folder"))
+    return files, skipped
 
 
 def build_ledger(paths: Iterable[str], *, imports: Iterable[object] = ()) -> Ledger:
