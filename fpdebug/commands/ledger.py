@@ -105,7 +105,11 @@ def render(ledger: Ledger, *, kind: str | None = None) -> str:
     from fpdebug.trace.inert import inert_line as safe
 
     rows = [row for row in ledger.rows() if kind is None or row.kind == kind]
-    lines = [f"context ledger: {ledger.runs_metered} runs metered, {len(rows)} rows (worst earn rate first)"]
+    runs, count = ledger.runs_metered, len(rows)
+    lines = [
+        f"context ledger: {runs} run{'' if runs == 1 else 's'} metered, "
+        f"{count} row{'' if count == 1 else 's'} (worst earn rate first)"
+    ]
     if rows:
         width = min(max(len(safe(row.id)) for row in rows), 32)
         lines.append(

@@ -161,7 +161,7 @@ class LedgerGate:
     def skip_for(self, decision: LedgerDecision) -> Skipped:
         """The ``ledger-demoted`` skip a demotion records, its numbers in one sentence."""
         every = self.policy.refresh_every
-        parole = f"; parole every {every}th demotion" if every is not None else "; no parole"
+        parole = f"; parole once every {every} demotions" if every is not None else "; no parole"
         return Skipped(
             id=decision.id,
             reason="ledger-demoted",
