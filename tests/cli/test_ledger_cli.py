@@ -82,3 +82,16 @@ def test_an_import_of_another_version_is_ignored_with_a_warning(
 def test_nothing_to_read_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ledger"]) == 2
     assert "give trace files or folders" in capsys.readouterr().err
+
+
+def test_a_secret_in_a_trace_is_redacted_on_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "sk-proj-" + "Ab9_" * 12
+    text = (SAMPLES / "leases.fptrace.jsonl").read_text(encoding="utf-8").replace("sample-leases", secret)
+    (tmp_path / "leaky.jsonl").write_text(
+        text.replace('"kind":"llm_call"', '"kind":"llm_cal"'), encoding="utf-8"
+    )
+    assert main(["ledger", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "refused run [redacted] in " in out and secret not in out
