@@ -28,6 +28,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "export",
     "backtrack",
+    "ledger",
     "report",
     "serve",
     "import",

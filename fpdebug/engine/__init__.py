@@ -68,6 +68,7 @@ from fpdebug.engine.leases import (
     prune_leases,
     tenant_of,
 )
+from fpdebug.engine.ledger_gate import LedgerGate, LedgerPolicy, ledger_gated
 from fpdebug.engine.sink import EventSink, MemorySink, NullSink, Recorder, TraceFileSink
 from fpdebug.engine.skillmap import (
     CursorMove,
@@ -104,6 +105,8 @@ __all__ = [
     "Injection",
     "InjectionContext",
     "InstructionLease",
+    "LedgerGate",
+    "LedgerPolicy",
     "LlmActivated",
     "MapEngagementRecord",
     "MemorySink",
@@ -147,6 +150,7 @@ __all__ = [
     "gate_skill_pick",
     "is_tentative",
     "judge_effects",
+    "ledger_gated",
     "park_card",
     "parked_member_ids",
     "parse_envelope",

@@ -279,6 +279,7 @@ class PassResult:
             "active_ids": list(self.evaluation.active_ids),
             "reasons": list(self.reasons),
             "skipped": list(self.evaluation.skipped),
+            "ledger": list(self.evaluation.ledger) or None,
             "evaluated_total": self.evaluated_total,
             "trigger_kind_counts": dict(self.trigger_kind_counts),
             "lease_active_ids": _listed(self.lease_active_ids),

@@ -46,6 +46,7 @@ __all__ = [
     "costs_of",
     "format_dollars",
     "injection_shares",
+    "input_price_per_token",
     "usage_of",
 ]
 
@@ -193,6 +194,24 @@ def call_cost(event: LlmCallEvent) -> CallCost:
         return CallCost(tokens, None, unpriced=UNKNOWN_PRICE)
     input_dollars, output_dollars = priced
     return CallCost(tokens, input_dollars + output_dollars, input_dollars)
+
+
+def input_price_per_token(event: LlmCallEvent) -> tuple[Decimal | None, str | None]:
+    """The plain input price of one token at this call's model (the context ledger prices its rows with it).
+
+    Returns:
+        ``(dollars per token, None)``, or ``(None, reason)``: :data:`NO_PRICE_SCRIPTED` for an
+        in-process provider, :data:`UNKNOWN_PRICE` for a model the table does not know. A failed
+        call is priced at the requested model: what was offered to it was sent all the same.
+    """
+    if event.provider in _IN_PROCESS:
+        return None, NO_PRICE_SCRIPTED
+    model = (event.response.model if event.response is not None else None) or event.model
+    tokens = TokenCounts(1_000_000, 0, 0, 0, None)
+    priced = _dollars(_PROVIDER_IDS.get(event.provider), model, tokens, event.ts)
+    if priced is None:
+        return None, UNKNOWN_PRICE
+    return priced[0] / _MILLION, None
 
 
 def _dollars(

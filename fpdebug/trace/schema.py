@@ -65,6 +65,7 @@ __all__ = [
     "LeaseGrantEvent",
     "LeasePruneEvent",
     "LeaseRecord",
+    "LedgerDecision",
     "LlmCallEvent",
     "LlmRequest",
     "LlmResponse",
@@ -136,8 +137,11 @@ ContextSource: TypeAlias = Literal[
 ]
 """Where a piece of context came from: engineered flavors first, then the baseline sources."""
 
-SkipReason: TypeAlias = Literal["predicate-threw", "unknown-trigger-kind", "unknown-fact", "parked"]
-"""Why the evaluator left an injection out of a pass (closed set, docs/context-model.md §2.1)."""
+SkipReason: TypeAlias = Literal[
+    "predicate-threw", "unknown-trigger-kind", "unknown-fact", "parked", "ledger-demoted"
+]
+"""Why the evaluator left an injection out of a pass (closed set, docs/context-model.md §2.1;
+``ledger-demoted``: the context ledger's gate demoted it, docs/backtracking.md §9.10)."""
 
 ToolResultStatus: TypeAlias = Literal[
     "success", "failure", "denied", "invalid", "partial", "pending", "absent"
@@ -520,9 +524,30 @@ class Skipped(Frozen):
     id: str
     """The injection id."""
     reason: SkipReason
-    """One of the four closed skip reasons."""
+    """One of the closed skip reasons."""
     error: str | None = None
-    """The predicate's exception message, or the fixed sentence for ``parked``/``unknown-fact``."""
+    """The predicate's exception message, or the fixed sentence for ``parked``/``unknown-fact``,
+    or the ledger's numbers for ``ledger-demoted``."""
+
+
+class LedgerDecision(Frozen):
+    """One verdict of the context ledger's gate on a pass (docs/backtracking.md §9.10)."""
+
+    id: str
+    """The gated injection id."""
+    kind: Literal["injection", "skill"]
+    """The ledger row it was judged by (a skill-flavored injection is judged as a skill)."""
+    verdict: Literal["included", "demoted", "paroled"]
+    """Whether it rode: ``paroled`` is a demotion let through (every ``refresh_every``-th)."""
+    why: Literal["unknown", "few-offers", "earning", "below-floor"]
+    """The policy rule that decided: not in the ledger, offered fewer than ``min_offers`` times,
+    earn rate at or above the floor, or below it (demoted or paroled)."""
+    offered: int = 0
+    """The row's offers in the snapshot the gate holds (0 when unknown)."""
+    earn_rate: float = 0.0
+    """The row's earn rate in that snapshot."""
+    demotions: int = 0
+    """Demotion decisions so far for this piece by this gate, this one included (0 unless below the floor)."""
 
 
 class ActiveReason(Frozen):
@@ -1143,6 +1168,9 @@ class PassEvent(_Event):
     """Why each active id rode, in the same order (the park card row last, when present)."""
     skipped: list[Skipped] = Field(default_factory=list)
     """Injections left out, with the reason."""
+    ledger: list[LedgerDecision] | None = None
+    """The context ledger gate's verdicts this pass, one per gated injection whose own trigger
+    admitted it; absent when no gate decided."""
     evaluated_total: int
     """How many injections were evaluated."""
     trigger_kind_counts: dict[str, int] = Field(default_factory=dict)

@@ -20,6 +20,7 @@ from fpdebug.engine.agent.spec import (
     TruncationPolicy,
 )
 from fpdebug.engine.injections import Injection
+from fpdebug.engine.ledger_gate import LedgerGate, LedgerPolicy, ledger_gated
 from fpdebug.engine.sink import EventSink
 from fpdebug.engine.skillmap import SkillMap
 from fpdebug.engine.tool_middleware import ToolMiddleware, check_tool_middleware
@@ -285,6 +286,41 @@ class Agent:
             A new agent.
         """
         return self._arm(answer=True, standing_line=standing_line)
+
+    def ledger_gate(
+        self,
+        rows: Iterable[Mapping[str, object]],
+        *,
+        policy: LedgerPolicy | None = None,
+        injection_ids: Iterable[str] | None = None,
+    ) -> Agent:
+        """Gate injections on the context ledger's verdict (docs/backtracking.md §9.10, ``ledgerGated``).
+
+        Every ``always`` injection (or only those named) becomes a rule on the verdict, every
+        ``rule`` becomes ``original AND verdict``; ``on-tool-return`` and ``llm-activated`` ones are
+        untouched. Call it after the injections are declared; skill-map nodes are not gated.
+
+        Args:
+            rows: The ledger's rows as data (``Ledger.snapshot()``, or the ``rows`` of an exported
+                ledger JSON): dicts with ``kind``, ``id``, ``offered``, ``earn_rate``.
+            policy: The knobs (``min_offers=5, earn_rate_floor=0.05, refresh_every=10`` by default).
+            injection_ids: Gate only these ids (each must be declared); all by default.
+
+        Returns:
+            A new agent whose gate (one per call, its parole counters shared by its runs) records
+            each verdict in the pass event.
+        """
+        gate = LedgerGate(rows, policy or LedgerPolicy())
+        wanted = None if injection_ids is None else set(injection_ids)
+        declared = {injection.id for injection in self.spec.injections}
+        unknown = sorted((wanted or set()) - declared)
+        if unknown:
+            raise DefinitionError(f"ledger_gate(): no injection {', '.join(map(repr, unknown))} is declared")
+        gated = tuple(
+            ledger_gated(injection, gate) if wanted is None or injection.id in wanted else injection
+            for injection in self.spec.injections
+        )
+        return self._with(injections=gated)
 
     def without(self, *, injection_ids: Iterable[str] = (), tool_names: Iterable[str] = ()) -> Agent:
         """The same agent with some context left out (what a backtrack rerun ablates).

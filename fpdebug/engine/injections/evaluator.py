@@ -9,7 +9,7 @@ from fpdebug.engine.injections.context import InjectionContext, tool_results_of
 from fpdebug.engine.injections.injection import Injection
 from fpdebug.engine.injections.templates import missing_facts
 from fpdebug.engine.injections.triggers import Always, LlmActivated, OnToolReturn, Rule, tool_name_matches
-from fpdebug.trace.schema import Skipped
+from fpdebug.trace.schema import LedgerDecision, Skipped
 
 PARKED_SENTENCE = (
     "its map is parked: the kernel suppresses its contribution until explicit or structural "
@@ -28,6 +28,8 @@ class Evaluation:
     """Skipped injections, each with its reason (closed set) and error text."""
     leased: frozenset[str] = frozenset()
     """Active ids that a lease admitted (their trigger was not evaluated)."""
+    ledger: tuple[LedgerDecision, ...] = ()
+    """The context ledger gate's verdicts, in declaration order (docs/backtracking.md §9.10)."""
 
     @property
     def active_ids(self) -> tuple[str, ...]:
@@ -35,18 +37,28 @@ class Evaluation:
         return tuple(injection.id for injection in self.active)
 
 
-def _admit_by_trigger(injection: Injection, ctx: InjectionContext) -> tuple[bool, Skipped | None]:
+def _admit_by_trigger(
+    injection: Injection, ctx: InjectionContext, decisions: list[LedgerDecision]
+) -> tuple[bool, Skipped | None]:
     trigger: object = injection.trigger
     match trigger:
         case Always():
             return True, None
-        case Rule(active_when=predicate):
+        case Rule(active_when=predicate, ledger=check):
             try:
-                return bool(predicate(ctx)), None
+                admit = bool(predicate(ctx))
             except Exception as exc:  # a user predicate may raise anything; the pass must not
                 return False, Skipped(
                     id=injection.id, reason="predicate-threw", error=str(exc) or type(exc).__name__
                 )
+            if not admit or check is None:
+                return admit, None
+            # original AND verdict: the gate is asked only when the rule admitted it.
+            decision = check.gate.decide(check.kind, injection.id)
+            decisions.append(decision)
+            if decision.verdict == "demoted":
+                return False, check.gate.skip_for(decision)
+            return True, None
         case OnToolReturn(tool_name=spec):
             return any(tool_name_matches(spec, r.tool_name) for r in tool_results_of(ctx)), None
         case LlmActivated():
@@ -61,7 +73,8 @@ def _admit_by_trigger(injection: Injection, ctx: InjectionContext) -> tuple[bool
 def evaluate_injections(injections: Iterable[Injection], ctx: InjectionContext) -> Evaluation:
     """Decide one pass's active set: park → lease → trigger → template gate, in declaration order.
 
-    Pure and never raises: a raising rule predicate is skipped as ``predicate-threw``.
+    Never raises: a raising rule predicate is skipped as ``predicate-threw``. Pure but for a
+    ledger gate's parole counters (docs/backtracking.md §9.10), which count each demotion once.
 
     Args:
         injections: The catalog in declaration order.
@@ -73,6 +86,7 @@ def evaluate_injections(injections: Iterable[Injection], ctx: InjectionContext) 
     admitted: list[Injection] = []
     skipped: list[Skipped] = []
     leased: set[str] = set()
+    decisions: list[LedgerDecision] = []
     parked = ctx.parked_ids
     lease_ids = ctx.lease_active_ids
     for injection in injections:
@@ -83,7 +97,7 @@ def evaluate_injections(injections: Iterable[Injection], ctx: InjectionContext) 
             admitted.append(injection)
             leased.add(injection.id)
             continue
-        admit, skip = _admit_by_trigger(injection, ctx)
+        admit, skip = _admit_by_trigger(injection, ctx, decisions)
         if skip is not None:
             skipped.append(skip)
         elif admit:
@@ -104,4 +118,6 @@ def evaluate_injections(injections: Iterable[Injection], ctx: InjectionContext) 
             leased.discard(injection.id)
         else:
             active.append(injection)
-    return Evaluation(active=tuple(active), skipped=tuple(skipped), leased=frozenset(leased))
+    return Evaluation(
+        active=tuple(active), skipped=tuple(skipped), leased=frozenset(leased), ledger=tuple(decisions)
+    )

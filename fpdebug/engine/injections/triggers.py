@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeAlias
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 from fpdebug.engine.injections.context import InjectionContext
 from fpdebug.engine.types import require_id
 from fpdebug.errors import DefinitionError
+
+if TYPE_CHECKING:
+    from fpdebug.engine.ledger_gate import LedgerCheck
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,9 @@ class Rule:
     """A human description of the predicate, recorded in the catalog."""
     graph_node: bool = field(default=False, kw_only=True)
     """True when a skill map compiled this rule from a node (docs/context-model.md §5.2): its admission is the cursor."""
+    ledger: LedgerCheck | None = field(default=None, kw_only=True)
+    """The context ledger's gate joined to the predicate (set by ``ledger_gated``): asked only when
+    the predicate admits, its demotion recorded as a ``ledger-demoted`` skip."""
 
     kind: ClassVar[str] = "rule"
 
