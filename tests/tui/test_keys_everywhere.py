@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rich.color import Color
+from rich.segment import Segment
+from textual.app import App
 
 from tests.tui.helpers import SIZE, opened, screen_text, wait_for
 from tests.tui.test_drive import LONG, make_app, paused_at
@@ -50,3 +53,57 @@ class TestKeys:
             # k moved to another entry: space sets a second breakpoint instead of clearing the first
             await pilot.press("k", "space")
             assert await wait_for(pilot, lambda: "Breakpoints · 2 set" in screen_text(app))
+
+
+def _contrast(segment: Segment) -> float:
+    """The WCAG contrast ratio of a drawn segment's text colour on its background."""
+    style = segment.style
+    assert style is not None and style.color is not None and style.bgcolor is not None
+
+    def luminance(color: Color) -> float:
+        channels = []
+        for value in color.get_truecolor():
+            c = value / 255
+            channels.append(c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4)
+        red, green, blue = channels
+        return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+    lighter, darker = sorted((luminance(style.color), luminance(style.bgcolor)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def _box_of(app: App[object], label: str) -> Segment:
+    """The drawn inner segment (``X``) of the check box on the menu row of ``label``."""
+    for strip in app.screen._compositor.render_strips():
+        if label in "".join(segment.text for segment in strip):
+            boxes = [segment for segment in strip if segment.text == "X"]
+            assert boxes, f"no check box drawn on the row of {label}"
+            return boxes[0]
+    raise AssertionError(f"no row of {label} on screen")
+
+
+@pytest.mark.anyio
+async def test_the_breakpoints_menu_reads_its_boxes_searches_and_refuses_unknown_names(
+    tmp_path: Path,
+) -> None:
+    """The unchecked box is readable (highlighted or not); ``/`` filters the entries; a typed breakpoint
+    the run does not declare is refused with the nearest name, a declared one is set."""
+    app, driver = make_app(tmp_path, "support")
+    async with app.run_test(size=SIZE) as pilot:
+        await paused_at(pilot, app, driver, lambda kind, it: kind == "pass")
+        await pilot.press("b")
+        assert await wait_for(pilot, lambda: "Breakpoints · 0 set" in screen_text(app), timeout=LONG)
+        # lease_prune is the highlighted row, park a plain one: both boxes unchecked, both readable
+        for label in ("lease_prune", "park  "):
+            assert _contrast(_box_of(app, label)) >= 4.5, f"the unchecked box of {label} is unreadable"
+        await pilot.press("slash", *"refund")
+        assert await wait_for(pilot, lambda: "tool issue_refund" in screen_text(app))
+        assert "lease_prune" not in screen_text(app)  # filtered out, as / filters every list
+        await pilot.press("ctrl+a", "ctrl+k", *"tool:issue_refnd", "enter")
+        assert await wait_for(pilot, lambda: "(did you mean 'issue_refund'?)" in screen_text(app))
+        assert "Breakpoints · 0 set" in screen_text(app) and not driver.gate.breakpoints
+        await pilot.press("ctrl+a", "ctrl+k", *"cursor:nowhere", "enter")
+        assert await wait_for(pilot, lambda: "'nowhere' is not a skill of the map" in screen_text(app))
+        await pilot.press("ctrl+a", "ctrl+k", *"tool:issue_refund", "enter")
+        assert await wait_for(pilot, lambda: "Breakpoints · 1 set" in screen_text(app))
+        assert "breakpoint tool issue_refund set" in screen_text(app)
