@@ -4,6 +4,7 @@ breakpoints menu moves with ``j``/``k`` like every other list. Read from the dra
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,41 @@ async def test_the_breakpoints_menu_reads_its_boxes_searches_and_refuses_unknown
         await pilot.press("ctrl+a", "ctrl+k", *"tool:issue_refund", "enter")
         assert await wait_for(pilot, lambda: "Breakpoints · 1 set" in screen_text(app))
         assert "breakpoint tool issue_refund set" in screen_text(app)
+
+
+def _highlighted(app: App[object], word: str) -> list[str]:
+    """Each drawn row where ``word`` stands out: its segment's background differs from the one before."""
+    rows = []
+    for strip in app.screen._compositor.render_strips():
+        segments = list(strip)
+        for before, segment in itertools.pairwise(segments):
+            stands_out = segment.style and before.style and segment.style.bgcolor != before.style.bgcolor
+            if segment.text.lower() == word and stands_out:
+                rows.append("".join(part.text for part in segments))
+    return rows
+
+
+@pytest.mark.anyio
+async def test_slash_searches_documents_as_it_filters_lists() -> None:
+    """``/`` in a document (Calls) highlights every match and jumps to the first; ``n`` walks them;
+    ``escape`` ends the search. The help is a document too: ``/`` there finds a key."""
+    async with opened(sample("support"), size=(120, 30)) as (pilot, _screen):
+        app = pilot.app
+        await pilot.press("3")
+        assert await wait_for(pilot, lambda: "│ Call 1 · " in _calls_top(screen_text(app)))
+        await pilot.press("slash", *"refund")
+        assert await wait_for(pilot, lambda: "search refund 4 matches (1/4)" in screen_text(app))
+        assert any("Please refund the duplicate" in row for row in _highlighted(app, "refund"))
+        await pilot.press("enter", "n")
+        assert await wait_for(pilot, lambda: "search refund 4 matches (2/4)" in screen_text(app))
+        await pilot.press("N", "N")
+        assert await wait_for(pilot, lambda: "search refund 4 matches (4/4)" in screen_text(app)), "N wraps"
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: "search refund" not in screen_text(app))
+        assert not _highlighted(app, "refund")
+        await pilot.press("question_mark")
+        assert await wait_for(pilot, lambda: "fpdebug keys" in screen_text(app))
+        assert "backtrack-bisect" not in screen_text(app)  # far below the first screen of the help
+        await pilot.press("slash", *"bisect", "enter")
+        assert await wait_for(pilot, lambda: bool(_highlighted(app, "bisect")))
+        assert any("backtrack-bisect" in row for row in _highlighted(app, "bisect"))

@@ -112,6 +112,11 @@ class BreakpointsScreen(ModalScreen[None]):
             key_display="/",
             tooltip="Search the entries; enter sets the breakpoint typed (tool:NAME, cursor:SKILL, a kind).",
         ),
+        # The entries on show are the search's matches: n and N walk them, as in a filtered list.
+        Binding("n", "menu('cursor_down')", "Next match", show=False, id="next-match", tooltip="Next entry."),
+        Binding(
+            "N", "menu('cursor_up')", "Prev match", show=False, id="previous-match", tooltip="Previous entry."
+        ),
         # The list keys of every other list (the SelectionList itself knows only the arrows).
         Binding("j", "menu('cursor_down')", "Down", show=False, id="breakpoints-down", tooltip="Next entry."),
         Binding("k", "menu('cursor_up')", "Up", show=False, id="breakpoints-up", tooltip="Previous entry."),
