@@ -174,7 +174,7 @@ class BreakpointsScreen(ModalScreen[None]):
         count = len(self.driver.gate.breakpoints)
         title = Text("Breakpoints", style="bold")
         title.append(f" · {count} set", style="bold")
-        title.append(" · space or enter toggles, at once · / searches · escape closes\n", style="dim")
+        title.append(" · space/enter toggles at once · / searches · esc closes\n", style="dim")
         title.append("A breakpoint pauses the run right after the event that hits it is written.", "dim")
         return title
 
