@@ -5,6 +5,7 @@ breakpoints menu moves with ``j``/``k`` like every other list. Read from the dra
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,24 @@ async def test_the_breakpoints_menu_reads_its_boxes_searches_and_refuses_unknown
         assert "breakpoint tool issue_refund set" in screen_text(app)
 
 
+def _standing_out(app: App[object]) -> set[str]:
+    """The text of every segment drawn on another background than most of its row, in the box rows."""
+    found = set()
+    for strip in app.screen._compositor.render_strips():
+        segments = [segment for segment in strip if segment.style is not None]
+        if not segments or not segments[0].text.startswith("│"):
+            continue
+        cells: Counter[object] = Counter()
+        for segment in segments:
+            cells[segment.style.bgcolor if segment.style else None] += len(segment.text)
+        usual = cells.most_common(1)[0][0]
+        for segment in segments:
+            text = segment.text.strip().lower()
+            if segment.style and segment.style.bgcolor != usual and text.strip("│▁▂▃▄▅▆▇█▊▎▌▐"):
+                found.add(text)
+    return found
+
+
 def _highlighted(app: App[object], word: str) -> list[str]:
     """Each drawn row where ``word`` stands out: its segment's background differs from the one before."""
     rows = []
@@ -133,6 +152,8 @@ async def test_slash_searches_documents_as_it_filters_lists() -> None:
         await pilot.press("slash", *"refund")
         assert await wait_for(pilot, lambda: "search refund 4 matches (1/4)" in screen_text(app))
         assert any("Please refund the duplicate" in row for row in _highlighted(app, "refund"))
+        # what was typed on the way ("r", "re"…) left no mark: only the query's matches stand out
+        assert _standing_out(app) == {"refund"}, _standing_out(app)
         await pilot.press("enter", "n")
         assert await wait_for(pilot, lambda: "search refund 4 matches (2/4)" in screen_text(app))
         await pilot.press("N", "N")

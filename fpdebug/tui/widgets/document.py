@@ -609,6 +609,8 @@ class DocumentView(LineView, can_focus=True):
         strip = None if found else self._cache.get(key)
         if strip is None:
             text = self._row_text(position, width)
+            if found:
+                text = text.copy()  # a block may hand out its own laid-out line: never mark that one
             for match, current in found:
                 # Over the row's own spans (a later span wins), so the match shows on any segment.
                 name = "document--found-current" if current else "document--found"
