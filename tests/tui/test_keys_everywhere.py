@@ -129,6 +129,22 @@ def _standing_out(app: App[object]) -> set[str]:
     return found
 
 
+def _cursor_rows(app: App[object]) -> list[str]:
+    """The box rows drawn on another background than most box rows (a link cursor's rows)."""
+    rows: list[tuple[str, object]] = []
+    for strip in app.screen._compositor.render_strips():
+        segments = [segment for segment in strip if segment.style is not None]
+        if not segments or not segments[0].text.startswith("│"):
+            continue
+        cells: Counter[object] = Counter()
+        for segment in segments[1:-2]:  # inside the border, the scrollbar left out
+            cells[segment.style.bgcolor if segment.style else None] += len(segment.text)
+        if cells:
+            rows.append(("".join(segment.text for segment in segments), cells.most_common(1)[0][0]))
+    usual = Counter(background for _text, background in rows).most_common(1)[0][0]
+    return [text for text, background in rows if background != usual]
+
+
 def _highlighted(app: App[object], word: str) -> list[str]:
     """Each drawn row where ``word`` stands out: its segment's background differs from the one before."""
     rows = []
@@ -161,6 +177,15 @@ async def test_slash_searches_documents_as_it_filters_lists() -> None:
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: "search refund" not in screen_text(app))
         assert not _highlighted(app, "refund")
+        # In a document of links (the diff), the link cursor follows the match: enter jumps where it says.
+        await pilot.press("1", "g", "j", "j", "j", "6")
+        assert await wait_for(pilot, lambda: "Diff A T1·I3  →  B T1·I4" in screen_text(app))
+        await pilot.press("slash", *"fetch_invoice", "enter")
+        assert await wait_for(pilot, lambda: "search fetch_invoice 3 matches (1/3)" in screen_text(app))
+        cursor = _cursor_rows(app)
+        assert cursor and "granted by fetch_invoice call_3" in cursor[0], cursor
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: "Diff A T1·I3" not in screen_text(app)), "enter did not jump"
         await pilot.press("question_mark")
         assert await wait_for(pilot, lambda: "fpdebug keys" in screen_text(app))
         assert "backtrack-bisect" not in screen_text(app)  # far below the first screen of the help
