@@ -67,6 +67,10 @@ def run_demo(args: argparse.Namespace) -> int:
     from fpdebug.demo.registry import run_target
 
     scenario, provider, trace = chosen_run(args)
+    if args.breakpoints:
+        from fpdebug.commands.run import checked_breakpoints
+
+        checked_breakpoints(scenario, args.breakpoints)  # refused off a terminal too, before the run
     with ending_signals(terminate_once()):
         run = run_target(scenario, trace_path=trace, provider=provider, overwrite=args.overwrite)
     return finish(run)

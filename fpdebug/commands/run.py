@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from fpdebug.engine.sink import EventSink
     from fpdebug.export.otlp import SdkLog
     from fpdebug.export.stream import OtlpStreamSink
+    from fpdebug.tui.drive.gate import Breakpoint
 
 HELP = "Run a demo scenario or your own agent module (build_agent()) and write its trace."
 
@@ -206,6 +207,19 @@ def is_terminal() -> bool:
     return (sys.stdin.isatty() and sys.stdout.isatty()) or served_in_browser()
 
 
+def checked_breakpoints(scenario: Scenario, specs: Sequence[str]) -> list[Breakpoint]:
+    """The ``--break`` forms, parsed and checked against the run's declared tools, skills and kinds.
+
+    Raises:
+        DefinitionError: The agent's declaration is invalid.
+        ConfigError: A breakpoint that could never fire in this run (with a "did you mean").
+    """
+    from fpdebug.tui.drive.declared import Declared, parse_breakpoints
+
+    declared = Declared.of_agent(scenario.build_agent())
+    return parse_breakpoints(specs, declared)
+
+
 def drive_in_debugger(
     scenario: Scenario,
     *,
@@ -234,11 +248,11 @@ def drive_in_debugger(
     from fpdebug.errors import FpdebugError
     from fpdebug.trace.reader import TraceReader
     from fpdebug.tui.app import READER_CACHE, TraceSource, keymap_ids
-    from fpdebug.tui.drive import Breakpoint, DriveApp, RunDriver
+    from fpdebug.tui.drive import DriveApp, RunDriver
     from fpdebug.tui.keymap import find_keymap, load_keymap
 
-    scenario.build_agent()  # a bad declaration is reported here, not as a failed run on screen
-    breakpoints = [Breakpoint.parse(spec) for spec in args.breakpoints]
+    # A bad declaration, or a breakpoint that can never fire, is reported here, not on screen.
+    breakpoints = checked_breakpoints(scenario, args.breakpoints)
     keymap_path = find_keymap(args.keymap)
     keymap = load_keymap(keymap_path, known_ids=keymap_ids()) if keymap_path is not None else {}
     driver = RunDriver(
@@ -457,6 +471,8 @@ def _run(args: argparse.Namespace, sdk_log: SdkLog | None) -> int:
         return streams[-1]
 
     wrap = stream_to_collector if args.otlp else None
+    if args.breakpoints and not args.tui:
+        checked_breakpoints(scenario, args.breakpoints)  # never silently ignored: a typo is refused
     if args.tui:
         from fpdebug.errors import ConfigError
 

@@ -210,7 +210,7 @@ class FpdebugApp(App[None]):
         return [
             ("Anywhere", [*cls.BINDINGS, *screen.BINDINGS]),
             ("Lists: timeline, leases, events", list(RowList.BINDINGS)),
-            ("Documents: inspector, calls, details", list(DocumentView.BINDINGS)),
+            ("Documents: inspector, calls, details, skill map, help", list(DocumentView.BINDINGS)),
             ("Links: diff and backtrack pane", list(LinkDocument.BINDINGS)),
             ("Backtrack pane", list(BacktrackPane.BINDINGS)),
             ("Search prompt", list(SearchBar.BINDINGS)),

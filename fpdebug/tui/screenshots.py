@@ -54,6 +54,7 @@ SHOTS: tuple[Shot, ...] = (
     Shot("calls", "support", ("j", "j", "3"), title="Calls: the exact prompt by slot"),
     Shot("events", "support", ("j", "j", "4"), title="Events: the raw trace"),
     Shot("search", "support", search="kind:lease_prune", title="Search: a filtered timeline"),
+    Shot("document-search", "support", ("j", "3"), search="refund", title="Search: a word in the Calls view"),
     Shot("help", "leases", ("question_mark",), title="Keys"),
     Shot("skill-map", "support", ("]", "]", "]", "5"), title="Skill map: the cursor's path over the map"),
     Shot("drive", "support", drive=("lease_prune",), title="Drive: a breakpoint on lease_prune hit"),

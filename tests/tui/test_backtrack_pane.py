@@ -362,7 +362,7 @@ class TestAuditA59:
         app = FpdebugApp(trace)
         async with app.run_test(size=SIZE) as pilot:
             pane = await open_pane(pilot)
-            for key in ("a", "b", "r"):
+            for key in ("a", "i", "r"):
                 await pilot.press(key)
                 stopped = await wait_for(
                     pilot, lambda: bool(pane.state.error) and not pane.running, timeout=RERUNS

@@ -31,6 +31,7 @@ from fpdebug.trace.model import KINDS
 from fpdebug.trace.schema import RunStartEvent, TraceEvent
 from fpdebug.trace.writer import Durability
 from fpdebug.tui.commands import PaletteCommand
+from fpdebug.tui.drive.declared import declared_nodes, declared_tools
 from fpdebug.tui.drive.gate import Breakpoint, GateStatus, StepGate
 
 if TYPE_CHECKING:
@@ -54,27 +55,6 @@ class RunStateChanged(Message):
         self.status = status
         """The new status."""
         super().__init__()
-
-
-def declared_nodes(start: RunStartEvent | None) -> list[str]:
-    """The skill map's nodes of a run (empty when it declares no map)."""
-    if start is None or start.skill_map is None:
-        return []
-    return list(dict.fromkeys(start.skill_map.nodes))
-
-
-def declared_tools(start: RunStartEvent | None) -> list[str]:
-    """Every tool a run can call: the agent's own, the ones injections bring, ``read_skill``."""
-    if start is None:
-        return []
-    names = [tool.name for tool in start.tools]
-    for injection in start.injections:
-        names.extend(injection.tool_names)
-        if injection.trigger.via_tool_name:
-            names.append(injection.trigger.via_tool_name)
-    if start.skill_map is not None:
-        names.append("read_skill")
-    return list(dict.fromkeys(names))
 
 
 def prepare_trace_file(path: Path, *, overwrite: bool = False) -> None:

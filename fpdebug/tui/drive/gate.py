@@ -21,6 +21,7 @@ stops before the tool runs). No Textual here: the gate is driven from any thread
 
 from __future__ import annotations
 
+import difflib
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -124,8 +125,13 @@ class Breakpoint:
         kind = value if colon and head == "kind" else head if not colon else ""
         if kind in EVENT_KINDS and kind not in _ALWAYS_THROUGH:
             return cls.on_kind(kind)
+        breakable = [name for name in EVENT_KINDS if name not in _ALWAYS_THROUGH]
+        near = difflib.get_close_matches(
+            kind or head, [*breakable, "park", "cursor", "tool"], n=1, cutoff=0.6
+        )
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise ConfigError(
-            f"unknown breakpoint {spec!r}: use an event kind (lease_prune, pass, engagement…), park, "
+            f"unknown breakpoint {spec!r}{hint}: use an event kind (lease_prune, pass, engagement…), park, "
             "cursor:SKILL or tool:NAME"
         )
 

@@ -11,26 +11,20 @@ Everything the trace screen shows stays as it is: the run's file is followed lik
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import SelectionList, Static
-from textual.widgets.selection_list import Selection
 
-from fpdebug.tui.drive.driver import RunDriver, declared_nodes, declared_tools
-from fpdebug.tui.drive.gate import Breakpoint, GateStatus, PausePoint
+from fpdebug.tui.drive.breakpoints_menu import BreakpointsScreen, breakpoint_choices
+from fpdebug.tui.drive.declared import Declared
+from fpdebug.tui.drive.driver import RunDriver
+from fpdebug.tui.drive.gate import GateStatus, PausePoint
 from fpdebug.tui.messages import TraceGrew
 from fpdebug.tui.screens.trace_screen import TraceScreen
 from fpdebug.tui.text import Palette, plain
-
-if TYPE_CHECKING:
-    from fpdebug.trace.schema import RunStartEvent
 
 __all__ = [
     "DRIVE_BINDINGS",
@@ -68,35 +62,6 @@ DRIVE_BINDINGS: list[BindingType] = [
 
 PAUSE_RETRY = 0.05
 """Seconds between two tries to select the iteration of a pause the screen does not show yet."""
-
-_GENERIC_KINDS = (
-    "cursor_move",
-    "engagement",
-    "lease_grant",
-    "llm_call",
-    "tool_result",
-    "finding",
-    "skill_rejected",
-    "route_conflict",
-    "reroute_superseded",
-    "turn_start",
-    "turn_end",
-)
-
-
-def breakpoint_choices(start: RunStartEvent | None) -> list[tuple[Breakpoint, str]]:
-    """Every breakpoint the menu offers for a run, with a line saying what it stops on."""
-    choices: list[tuple[Breakpoint, str]] = [
-        (Breakpoint.on_kind("lease_prune"), "leases are pruned (evaluate or tool-calls sweep)"),
-        (Breakpoint.park(), "a map parks (an engagement event with a parked change)"),
-        (Breakpoint.on_kind("pass"), "every pass (what s does once)"),
-    ]
-    for node in declared_nodes(start):
-        choices.append((Breakpoint.cursor_into(node), "the cursor moves into this skill"))
-    for tool in declared_tools(start):
-        choices.append((Breakpoint.tool(tool), "the model asks for this tool (before it runs)"))
-    choices += [(Breakpoint.on_kind(kind), f"every {kind} event") for kind in _GENERIC_KINDS]
-    return choices
 
 
 def gate_text(status: GateStatus, palette: Palette) -> Text:
@@ -282,85 +247,4 @@ class DriveScreen(TraceScreen):
             return
         runs = self.session.model.runs
         start = self.session.run_start(runs[0].run_id) if runs else None
-        self.app.push_screen(BreakpointsScreen(driver, breakpoint_choices(start)))
-
-
-class BreakpointsScreen(ModalScreen[None]):
-    """Toggle breakpoints (``space`` or ``enter``); they apply at once. ``escape`` or ``b`` closes.
-
-    Args:
-        driver: The run driver whose gate holds the breakpoints.
-        choices: What to offer (:func:`breakpoint_choices`).
-    """
-
-    DEFAULT_CSS = """
-    BreakpointsScreen {
-        align: center middle;
-        & > #breakpoints-frame {
-            width: 80; max-width: 95%; height: auto; max-height: 90%;
-            border: round $accent; background: $surface;
-        }
-        & #breakpoints-title { height: 2; padding: 0 1; background: $accent 30%; }
-        & SelectionList { height: auto; max-height: 30; border: none; }
-    }
-    """
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,b", "close", "Close", id="breakpoints-close", tooltip="Close the breakpoints menu."),
-        # The list keys of every other list (the SelectionList itself knows only the arrows).
-        Binding("j", "menu('cursor_down')", "Down", show=False, id="breakpoints-down", tooltip="Next entry."),
-        Binding("k", "menu('cursor_up')", "Up", show=False, id="breakpoints-up", tooltip="Previous entry."),
-        Binding("g", "menu('first')", "First", show=False, id="breakpoints-first", tooltip="First entry."),
-        Binding("G", "menu('last')", "Last", show=False, id="breakpoints-last", tooltip="Last entry."),
-        Binding("ctrl+d", "menu('page_down')", "Page down", show=False, id="breakpoints-page-down"),
-        Binding("ctrl+u", "menu('page_up')", "Page up", show=False, id="breakpoints-page-up"),
-    ]
-
-    def __init__(self, driver: RunDriver, choices: list[tuple[Breakpoint, str]]) -> None:
-        super().__init__()
-        self.driver = driver
-        """Whose breakpoints these are."""
-        self.choices = choices
-        """What is offered, in order."""
-
-    def compose(self) -> ComposeResult:
-        selected = set(self.driver.gate.breakpoints)
-        width = min(max((len(point.label) for point, _ in self.choices), default=10), 40) + 2
-        selections: list[Selection[int]] = []
-        for index, (point, why) in enumerate(self.choices):
-            prompt = plain(point.label, "bold", limit=40)
-            prompt.pad_right(width - len(prompt.plain))
-            prompt.append(why, style="dim")
-            selections.append(Selection(prompt, index, point in selected))
-        with Vertical(id="breakpoints-frame"):
-            yield Static(self._title(), id="breakpoints-title")
-            yield SelectionList[int](*selections, id="breakpoints")
-
-    def _title(self) -> Text:
-        count = len(self.driver.gate.breakpoints)
-        title = Text("Breakpoints", style="bold")
-        title.append(f" · {count} set", style="bold")
-        title.append(" · space or enter toggles, at once · escape closes\n", style="dim")
-        title.append("A breakpoint pauses the run right after the event that hits it is written.", "dim")
-        return title
-
-    def on_mount(self) -> None:
-        self.query_one(SelectionList).focus()
-
-    def action_menu(self, action: str) -> None:
-        """Move the menu's highlight (``cursor_down``, ``first``… of its SelectionList)."""
-        getattr(self.query_one(SelectionList), f"action_{action}")()
-
-    @on(SelectionList.SelectionToggled)
-    def _toggled(self, event: SelectionList.SelectionToggled[int]) -> None:
-        point, _ = self.choices[event.selection.value]
-        gate = self.driver.gate
-        if point in gate.breakpoints:
-            gate.remove_breakpoint(point)
-        else:
-            gate.add_breakpoint(point)
-        self.query_one("#breakpoints-title", Static).update(self._title())
-
-    def action_close(self) -> None:
-        """Close the menu."""
-        self.dismiss(None)
+        self.app.push_screen(BreakpointsScreen(driver, breakpoint_choices(start), Declared.of_start(start)))

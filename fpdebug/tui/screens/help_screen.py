@@ -6,14 +6,16 @@ from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.keys import format_key
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from fpdebug.tui.keymap import KEYMAP_ENV
 from fpdebug.tui.text import Palette
+from fpdebug.tui.widgets.bars import DOCUMENT_SEARCH, SearchBar
 from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView
 from fpdebug.tui.widgets.timeline import BADGE_LETTERS
 from fpdebug.views.query import FIELDS
@@ -162,11 +164,19 @@ class HelpScreen(ModalScreen[None]):
         align: center middle;
         & > #help-frame { width: 90%; height: 90%; border: round $accent; background: $surface; }
         & #help-title { dock: top; height: 1; padding: 0 1; background: $accent 30%; }
+        & SearchBar { dock: bottom; display: none; }
+        &.-searching SearchBar { display: block; }
     }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "close", "Close", id="help-close", tooltip="Close the help."),
+        # The search keys of every document, under the same ids (a remapped key is remapped here too).
+        Binding("slash", "search", "Search", id="search", key_display="/", tooltip="Search the help."),
+        Binding("n", "step_match(1)", "Next match", show=False, id="next-match", tooltip="Next match."),
+        Binding(
+            "N", "step_match(-1)", "Prev match", show=False, id="previous-match", tooltip="Previous match."
+        ),
     ]
 
     def __init__(self, groups: list[KeyGroup], keymap: Mapping[str, str], commands: list[str]) -> None:
@@ -179,11 +189,38 @@ class HelpScreen(ModalScreen[None]):
         from textual.containers import Vertical
 
         with Vertical(id="help-frame"):
-            yield Static(Text("Help · escape to close · j/k to scroll"), id="help-title")
+            yield Static(Text("Help · escape to close · j/k to scroll · / to search"), id="help-title")
             yield HelpDocument(self.groups, self.keymap, self.commands)
+            yield SearchBar()
 
     def on_mount(self) -> None:
         self.query_one(HelpDocument).focus()
+        self.query_one("#search-input", Input).placeholder = DOCUMENT_SEARCH
+
+    def action_search(self) -> None:
+        """Open the search prompt of the help."""
+        self.add_class("-searching")
+        field = self.query_one("#search-input", Input)
+        field.value = self.query_one(HelpDocument).finder.query
+        field.focus()
+
+    @on(Input.Changed, "#search-input")
+    def _typed(self, event: Input.Changed) -> None:
+        self.query_one(HelpDocument).search(event.value)
+
+    @on(Input.Submitted, "#search-input")
+    @on(SearchBar.Closed)
+    def _search_closed(self) -> None:
+        self.remove_class("-searching")
+        self.query_one(HelpDocument).focus()
+
+    def action_step_match(self, delta: int) -> None:
+        """The next (``1``) or previous (``-1``) match of the search."""
+        document = self.query_one(HelpDocument)
+        if not document.finder.active:
+            self.notify("No search: press / to search.", timeout=2)
+        elif not document.step_match(delta):
+            self.app.bell()
 
     def action_close(self) -> None:
         """Close the help."""

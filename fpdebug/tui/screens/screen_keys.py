@@ -32,7 +32,7 @@ TRACE_SCREEN_KEYS: list[BindingType] = [
         "search",
         "Search",
         id="search",
-        tooltip="Filter the current view's rows: words, kind:K, skill:S, badge:B.",
+        tooltip="Filter the view's list (words, kind:K, skill:S, badge:B), or search the focused document.",
     ),
     Binding(
         "colon",
@@ -57,7 +57,7 @@ TRACE_SCREEN_KEYS: list[BindingType] = [
         "Next match",
         show=False,
         id="next-match",
-        tooltip="Move to the next row that matches the filter.",
+        tooltip="The next match: the filtered list's next row, or the document search's next hit.",
     ),
     Binding(
         "N",
@@ -65,7 +65,7 @@ TRACE_SCREEN_KEYS: list[BindingType] = [
         "Prev match",
         show=False,
         id="previous-match",
-        tooltip="Move to the previous row that matches the filter.",
+        tooltip="The previous match: the filtered list's previous row, or the search's previous hit.",
     ),
     Binding(
         "escape",
@@ -73,7 +73,7 @@ TRACE_SCREEN_KEYS: list[BindingType] = [
         "Clear filter",
         show=False,
         id="clear-filter",
-        tooltip="Show every row again.",
+        tooltip="End the focused document's search, or show every row of the list again.",
     ),
     Binding(
         "e",

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from fpdebug.tui.text import Palette, counted, human_bytes, number, plain
 from fpdebug.tui.widgets.bars import StatusBar
+from fpdebug.tui.widgets.document import DocumentView
 from fpdebug.tui.widgets.row_list import RowList
 
 if TYPE_CHECKING:
@@ -34,8 +35,11 @@ def status_text(screen: TraceScreen, palette: Palette) -> Text:
     _mode(text, screen, palette)
     text.append("  ")
     _progress(text, screen, palette)
+    document = screen.focused_document()
     target = screen.current_list()
-    if target is not None:
+    if document is not None and document.finder.active:
+        _search(text, document, palette)
+    elif target is not None:
         _filter(text, target, palette)
     if screen.new_rows:
         text.append(f"  +{number(screen.new_rows)} new (G to jump)", palette.good)
@@ -97,3 +101,18 @@ def _filter(text: Text, target: RowList, palette: Palette) -> None:
     position = target.position_of(target.cursor)
     if position is not None and found:
         text.append(f" ({position + 1}/{number(found)})", palette.dim)
+
+
+def _search(text: Text, document: DocumentView, palette: Palette) -> None:
+    """The focused document's search: its query, its matches and the current one's place."""
+    query, found, place = document.search_status()
+    text.append("  search ", palette.key)
+    text.append_text(plain(query.strip(), palette.accent, limit=40))
+    if not found:
+        text.append(
+            " no match (e expands long contents)" if not document.expanded else " no match", palette.warn
+        )
+        return
+    text.append(f" {number(found)} match{'es' if found != 1 else ''}")
+    if place:
+        text.append(f" ({place}/{number(found)})", palette.dim)

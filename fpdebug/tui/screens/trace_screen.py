@@ -54,7 +54,15 @@ from fpdebug.tui.screens.view_handlers import (
     ViewHandler,
 )
 from fpdebug.tui.text import Palette
-from fpdebug.tui.widgets.bars import KeysFooter, RunHeader, SearchBar, TextBar, header_text
+from fpdebug.tui.widgets.bars import (
+    DOCUMENT_SEARCH,
+    LIST_FILTER,
+    KeysFooter,
+    RunHeader,
+    SearchBar,
+    TextBar,
+    header_text,
+)
 from fpdebug.tui.widgets.document import DocumentView
 from fpdebug.tui.widgets.link_document import Jump, LinkDocument
 from fpdebug.tui.widgets.row_list import RowList
@@ -194,6 +202,7 @@ class TraceScreen(Screen[None]):
         """Reads the trace in the background: the first load, then the tail."""
         self.filters = RowFilters(self, session)
         """The ``/`` filters of the lists."""
+        self._searching: DocumentView | RowList | None = None  # what the open search prompt acts on
         self.handlers: dict[str, ViewHandler] = {view.id: self.handler_for(view) for view in self.VIEWS}
         """The handler of each view, by view id."""
 
@@ -256,6 +265,9 @@ class TraceScreen(Screen[None]):
         """The list ``/``, ``n`` and ``N`` act on in the current view."""
         handler = self.handlers.get(self.view)
         return handler.row_list() if handler is not None else None
+
+    def on_descendant_focus(self) -> None:
+        self._refresh_bars()  # the status line names the search of the focused document
 
     def on_mount(self) -> None:
         self.tabs_widget = self.query_one(Tabs)
@@ -522,19 +534,38 @@ class TraceScreen(Screen[None]):
         elif not timeline.step(delta):
             self.app.bell()
 
+    def focused_document(self) -> DocumentView | None:
+        """The document ``/``, ``n``, ``N`` and ``escape`` search in: the focused one, or the one whose
+        search prompt is open (``None``: they act on the view's list)."""
+        if self.has_class("-searching") and isinstance(self._searching, DocumentView):
+            return self._searching
+        focused = self.focused
+        return focused if isinstance(focused, DocumentView) else None
+
     def action_search(self) -> None:
-        """Open the search prompt for the current view's list."""
-        target = self.current_list()
+        """Open the search prompt: it searches the focused document, or filters the view's list."""
+        target: DocumentView | RowList | None = self.focused_document() or self.current_list()
         if target is None:
             return
+        self._searching = target
         self.add_class("-searching")
         search = self.query_one("#search-input", Input)
-        search.value = self.filters.text_of(target)
+        if isinstance(target, DocumentView):
+            search.placeholder = DOCUMENT_SEARCH
+            search.value = target.finder.query
+        else:
+            search.placeholder = LIST_FILTER
+            search.value = self.filters.text_of(target)
         search.cursor_position = len(search.value)
         search.focus()
 
     @on(Input.Changed, "#search-input")
     def _search_changed(self, event: Input.Changed) -> None:
+        target = self._searching if self.has_class("-searching") else None
+        if isinstance(target, DocumentView):
+            target.search(event.value)
+            self._refresh_bars()
+            return
         target = self.current_list()
         if target is not None:
             self.apply_filter(target, event.value)
@@ -548,8 +579,9 @@ class TraceScreen(Screen[None]):
         self._close_search()
 
     def _close_search(self) -> None:
+        searched = self._searching
         self.remove_class("-searching")
-        target = self.current_list()
+        target = searched if isinstance(searched, DocumentView) else self.current_list()
         if target is not None:
             target.focus()
 
@@ -564,7 +596,12 @@ class TraceScreen(Screen[None]):
         self._refresh_bars()
 
     def action_clear_filter(self) -> None:
-        """Clear the current view's filter."""
+        """End the focused document's search, or clear the current view's filter."""
+        document = self.focused_document()
+        if document is not None and document.finder.active:
+            document.clear_search()
+            self._refresh_bars()
+            return
         target = self.current_list()
         if target is not None and target.row_filter is not None:
             self.clear_filter(target)
@@ -578,6 +615,12 @@ class TraceScreen(Screen[None]):
         self._step_match(-1)
 
     def _step_match(self, delta: int) -> None:
+        document = self.focused_document()
+        if document is not None and document.finder.active:
+            if not document.step_match(delta):
+                self.app.bell()
+            self._refresh_bars()
+            return
         target = self.current_list()
         if target is None or target.row_filter is None:
             self.app.notify("No filter: press / to search.", timeout=2)

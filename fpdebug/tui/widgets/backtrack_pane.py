@@ -8,11 +8,11 @@ with their date and status. On a followed trace that still grows, a pane on the 
 follows it: :meth:`BacktrackPane.trace_grew` traces the new final answer again when a call with a
 reply or an end arrives (never while reruns run, never over a call the user chose).
 
-``a`` (ablate), ``b`` (ablate and bisect) and ``r`` (ablate and restore) start the causal reruns in a
+``a`` (ablate), ``i`` (ablate and bisect) and ``r`` (ablate and restore) start the causal reruns in a
 ``@work(thread=True, exclusive=True, group="backtrack", exit_on_error=False)`` worker that calls
 :func:`fpdebug.backtrack.backtrack`. Its ``progress`` hook posts :class:`BacktrackPane.Progressed`
 after every rerun and, whenever the sidecar gained a record (a verdict is appended to it as soon as
-it completes), :class:`BacktrackPane.VerdictArrived` with the report as saved so far; ``c`` or
+it completes), :class:`BacktrackPane.VerdictArrived` with the report as saved so far; ``x`` or
 ``esc`` sets the event its ``cancelled`` hook reads, and the backtracker stops before its next
 rerun, keeping (and saving) every finished verdict. The thread never touches a widget. The reruns use
 the run's scripted model only: a trace a live provider answered is refused by the backtracker, and
@@ -118,8 +118,9 @@ class BacktrackPane(Vertical):
             id="backtrack-ablate",
             tooltip="Rerun the call without each top suspect (seeded, the run's scripted model).",
         ),
+        # Not b: b opens the breakpoints menu of a driven run, and a key means one thing everywhere.
         Binding(
-            "b",
+            "i",
             "start(True, False)",
             "Bisect",
             id="backtrack-bisect",
@@ -133,8 +134,9 @@ class BacktrackPane(Vertical):
             id="backtrack-restore",
             tooltip="Ablate, and rerun with each missing-context candidate put back.",
         ),
+        # Not c: c opens the go-to-call prompt everywhere else (escape backs out, as it does anywhere).
         Binding(
-            "c,escape",
+            "x,escape",
             "cancel",
             "Cancel",
             id="backtrack-cancel",
@@ -382,7 +384,7 @@ class BacktrackPane(Vertical):
     def start(self, *, bisect: bool = False, restore: bool = False) -> bool:
         """Start ablation reruns (and a bisection, and restorations); return whether they started."""
         if self.running:
-            self.app.notify("Reruns are already running: c cancels them.", timeout=3)
+            self.app.notify("Reruns are already running: x cancels them.", timeout=3)
             return False
         if self.report is None:
             self.app.notify("Nothing to rerun yet: the call's provenance is still being traced.", timeout=3)
@@ -596,7 +598,7 @@ class BacktrackPane(Vertical):
         if self.running:
             total = f"/{self.state.total}" if self.state.total else ""
             text.append(f"running {self.state.done}{total} reruns", palette.warn)
-            text.append("  c cancel", palette.dim)
+            text.append("  x cancel", palette.dim)
         elif self.state.error:
             stopped = "stopped" if self._reran or self.state.done else "nothing rerun"
             text.append(f"{stopped}: see below", palette.bad)
@@ -605,7 +607,7 @@ class BacktrackPane(Vertical):
         elif self.state.origin == "live":
             text.append(f"{report.status}: {report.runs_used} reruns", palette.good)
         else:
-            text.append("correlational only: a ablate · b bisect", palette.dim)
+            text.append("correlational only: a ablate · i bisect", palette.dim)
         text.append(f"  · tier {report.mode}", palette.good if report.mode == "causal" else palette.dim)
         return text
 

@@ -271,7 +271,7 @@ def _head(doc: DocBuilder, report: BacktrackReport, state: PaneState, trace_name
             "keys",
             ("a", palette.key),
             " ablate suspects (seeded reruns, scripted model)  ·  ",
-            ("b", palette.key),
+            ("i", palette.key),
             " ablate and bisect  ·  ",
             ("r", palette.key),
             " ablate and restore missing  ·  ",
@@ -280,7 +280,7 @@ def _head(doc: DocBuilder, report: BacktrackReport, state: PaneState, trace_name
         )
     else:
         doc.fact(
-            "keys", ("c", palette.key), " or ", ("esc", palette.key), " cancel (finished verdicts are kept)"
+            "keys", ("x", palette.key), " or ", ("esc", palette.key), " cancel (finished verdicts are kept)"
         )
 
 
@@ -544,7 +544,7 @@ def _verdicts_section(doc: DocBuilder, report: BacktrackReport, state: PaneState
     if report.flip_test:
         doc.fact("flip test", (report.flip_test, ""))
     if report.baseline is None and not report.verdicts and report.bisect is None:
-        words = "no reruns yet: press a (ablate) or b (ablate and bisect)"
+        words = "no reruns yet: press a (ablate) or i (ablate and bisect)"
         if state.running:
             words = "reruns in progress…"
         doc.line((words, palette.dim), indent=2)

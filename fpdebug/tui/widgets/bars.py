@@ -19,6 +19,8 @@ from fpdebug.tui.text import Palette, clip, number, plain
 from fpdebug.views.session import TraceSession
 
 __all__ = [
+    "DOCUMENT_SEARCH",
+    "LIST_FILTER",
     "NAME_MIN",
     "KeysFooter",
     "RunHeader",
@@ -205,6 +207,13 @@ class StatusBar(TextBar):
     """
 
 
+LIST_FILTER = "filter: words, kind:K, skill:S, badge:B — enter to keep, escape to close"
+"""What the ``/`` prompt says when it filters a list."""
+
+DOCUMENT_SEARCH = "search this document — enter to keep, n / N next and previous, escape to close"
+"""What the ``/`` prompt says when it searches a document."""
+
+
 class SearchBar(Horizontal):
     """The ``/`` prompt: typing filters the current view's rows as you type."""
 
@@ -224,7 +233,7 @@ class SearchBar(Horizontal):
             "close",
             "Close",
             id="search-close",
-            tooltip="Close the search prompt (the filter stays; escape again clears it).",
+            tooltip="Close the search prompt (the filter or search stays; escape again clears it).",
         ),
     ]
 
@@ -234,7 +243,7 @@ class SearchBar(Horizontal):
     def compose(self) -> ComposeResult:
         yield Label("/")
         yield Input(
-            placeholder="filter: words, kind:K, skill:S, badge:B — enter to keep, escape to close",
+            placeholder=LIST_FILTER,
             id="search-input",
             select_on_focus=False,
         )

@@ -29,6 +29,7 @@ from textual.strip import Strip
 
 from fpdebug.trace.inert import inert
 from fpdebug.tui.text import Palette, human_bytes, number, plain
+from fpdebug.tui.widgets.doc_search import DocumentFinder, Match
 from fpdebug.tui.widgets.line_view import LineView, palette_classes
 
 __all__ = ["Block", "ContentBlock", "DocBuilder", "DocumentView", "TextBlock", "blank", "error_block"]
@@ -311,6 +312,8 @@ class DocumentView(LineView, can_focus=True):
         & > .document--bad { color: $text-error; }
         & > .document--warn { color: $text-warning; }
         & > .document--match { background: $warning 40%; }
+        & > .document--found { background: $warning 40%; }
+        & > .document--found-current { background: $warning; color: $background; text-style: bold; }
     }
     """
 
@@ -323,6 +326,8 @@ class DocumentView(LineView, can_focus=True):
         "document--bad",
         "document--warn",
         "document--match",
+        "document--found",
+        "document--found-current",
     }
 
     PALETTE_CLASSES: ClassVar[dict[str, str]] = palette_classes("document")
@@ -392,6 +397,8 @@ class DocumentView(LineView, can_focus=True):
         self._offsets: array[int] = array("q", [0])
         self._cache: LRUCache[Hashable, Strip] = LRUCache(512)
         self._revealed: tuple[int, int, int] | None = None  # (generation, first block, end block)
+        self.finder = DocumentFinder()
+        """The ``/`` search of this document."""
 
     def build(self) -> list[Block]:
         """The blocks of the document (subclasses override; called by :meth:`rebuild`)."""
@@ -424,14 +431,9 @@ class DocumentView(LineView, can_focus=True):
 
     def text_lines(self) -> list[str]:
         """The document's rows as plain text at the current width (for tests and copying)."""
-        console = self.app.console
         width = self._width()
         self._relayout()
-        rows: list[str] = []
-        for block in self.blocks:
-            for y in range(block.height(console, width, self.expanded)):
-                rows.append(block.row(console, width, self.expanded, y).plain)
-        return rows
+        return [self._row_text(position, width).plain for position in range(self._offsets[-1])]
 
     def _width(self) -> int:
         width = self.scrollable_content_region.width
@@ -507,6 +509,62 @@ class DocumentView(LineView, can_focus=True):
             return None
         return self._offsets[revealed[1]], self._offsets[revealed[2]]
 
+    # ------------------------------------------------------------------------------------------
+    # Search (/, n, N: the trace screen and the help route them here when a document has the focus)
+
+    def _found(self) -> list[Match]:
+        self._relayout()
+        return self.finder.matches(self._layout_key, self.text_lines)
+
+    def search(self, query: str) -> int:
+        """Search ``query``: highlight every match and go to the first at or below the top; the count."""
+        self.finder.set_query(query)
+        found = self._found()
+        self.finder.current = self.finder.first_from(int(self.scroll_offset.y))
+        if found:
+            self._show_match()
+        self._cache.clear()
+        self.refresh()
+        return len(found)
+
+    def step_match(self, delta: int) -> bool:
+        """Go to the next (``1``) or previous (``-1``) match, wrapping; whether there is one."""
+        if not self._found():
+            return False
+        self.finder.step(delta)
+        self._show_match()
+        self.refresh()
+        return True
+
+    def clear_search(self) -> None:
+        """End the search (no highlight)."""
+        self.finder.set_query("")
+        self.refresh()
+
+    def search_status(self) -> tuple[str, int, int]:
+        """The query, the matches (at this width) and the 1-based place of the current one (0: none)."""
+        found = self._found() if self.finder.active else []
+        return self.finder.query, len(found), self.finder.current + 1 if found else 0
+
+    def _show_match(self) -> None:
+        found = self._found()
+        if not 0 <= self.finder.current < len(found):
+            return
+        row = found[self.finder.current].row
+        top = int(self.scroll_offset.y)
+        height = max(self.scrollable_content_region.height, 1)
+        if not top <= row < top + height:
+            self.scroll_to(0, max(row - height // 3, 0), animate=False, immediate=True)
+        self.match_shown(row)
+
+    def match_shown(self, row: int) -> None:
+        """The search moved to a match on row ``row`` (a document with a cursor puts it there)."""
+
+    def block_at(self, row: int) -> int:
+        """The index of the block that holds document row ``row``."""
+        self._relayout()
+        return bisect_right(self._offsets, row) - 1
+
     def watch_expanded(self) -> None:
         self._cache.clear()
         self._relayout()
@@ -531,27 +589,38 @@ class DocumentView(LineView, can_focus=True):
         if built and self.is_mounted:  # the blocks carry the old theme's styles
             self.rebuild(keep_scroll=True)
 
+    def _row_text(self, position: int, width: int) -> Text:
+        index = bisect_right(self._offsets, position) - 1
+        block = self.blocks[index]
+        try:
+            return block.row(self.app.console, width, self.expanded, position - self._offsets[index])
+        except Exception as error:
+            message = f"⚠ could not show this row: {type(error).__name__}: {error}"
+            return plain(message, self.palette.bad)
+
     def render_line(self, y: int) -> Strip:
         self._relayout()
         position = int(self.scroll_offset.y) + y
         width = self._width()
         if position >= self._offsets[-1]:
             return Strip.blank(width, self.base_style())
+        found = self.finder.on_row(position) if self.finder.active and self._found() else []
         key = (self._generation, width, self.expanded, position)
-        strip = self._cache.get(key)
+        strip = None if found else self._cache.get(key)
         if strip is None:
-            index = bisect_right(self._offsets, position) - 1
-            block = self.blocks[index]
-            console = self.app.console
-            try:
-                text = block.row(console, width, self.expanded, position - self._offsets[index])
-            except Exception as error:
-                message = f"⚠ could not show this row: {type(error).__name__}: {error}"
-                text = plain(message, self.palette.bad)
-            strip = self._cache[key] = self.text_strip(text, width).apply_style(self.base_style())
+            text = self._row_text(position, width)
+            if found:
+                text = text.copy()  # a block may hand out its own laid-out line: never mark that one
+            for match, current in found:
+                # Over the row's own spans (a later span wins), so the match shows on any segment.
+                name = "document--found-current" if current else "document--found"
+                text.stylize(self.get_component_rich_style(name, partial=True), match.start, match.end)
+            strip = self.text_strip(text, width).apply_style(self.base_style())
+            if not found:
+                self._cache[key] = strip
         rows = self._revealed_rows()
         if rows is not None and rows[0] <= position < rows[1]:
             # On top of the row's own styles, like the link cursor (Strip.apply_style goes under).
-            match = self.get_component_rich_style("document--match", partial=True)
-            strip = Strip(Segment.apply_style(strip, post_style=match), strip.cell_length)
+            revealed = self.get_component_rich_style("document--match", partial=True)
+            strip = Strip(Segment.apply_style(strip, post_style=revealed), strip.cell_length)
         return strip

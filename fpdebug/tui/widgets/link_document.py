@@ -205,6 +205,12 @@ class LinkDocument(DocumentView):
             self.scroll_to_region(Region(0, start, 1, max(end - start, 1)), animate=False, immediate=True)
         self.refresh()
 
+    def match_shown(self, row: int) -> None:
+        """A search match on a link's row highlights that link (``enter`` then jumps where it says)."""
+        index = self.block_at(row)
+        if index in self._links:
+            self.link = self._links.index(index)
+
     def action_open_link(self) -> None:
         """Ask the screen to go to the highlighted link's target."""
         jump = self.current_jump

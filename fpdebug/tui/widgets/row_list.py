@@ -140,7 +140,14 @@ class RowList(LineView, can_focus=True):
             id="page-up",
             tooltip="Move the cursor one screen up.",
         ),
-        Binding("enter", "select", "Open", show=False, id="select", tooltip="Open the row under the cursor."),
+        Binding(
+            "enter",
+            "select",
+            "Open",
+            show=False,
+            id="select",
+            tooltip="Open the row: an iteration its call, a lease the pass that pruned it, a line its detail.",
+        ),
     ]
 
     CACHE_SIZE = 1024
