@@ -1,0 +1,116 @@
+"""What the run diff reads of one run: its declaration, and each pass's records (never the whole file).
+
+Every record goes through :func:`~fpdebug.views.pass_diff.records.record`, which turns an
+unreadable line into ``None``: the diff says what it could not read instead of failing.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from fpdebug.trace.model import Iteration, Run
+from fpdebug.trace.schema import (
+    InjectionDecl,
+    LlmCallEvent,
+    LlmRequest,
+    Message,
+    PassEvent,
+    RunStartEvent,
+    ToolResultEvent,
+)
+from fpdebug.views.pass_diff.records import call_record, pass_record, record
+from fpdebug.views.session import TraceSession
+
+_DIFF_LINES = 40  # lines of a changed text's diff kept
+_CLIP = 160  # characters of a text quoted in a difference
+
+
+@dataclass
+class RunReading:
+    """One run of one trace, and what the diff has learnt of it so far."""
+
+    session: TraceSession
+    run: Run
+    start: RunStartEvent | None
+    catalog: dict[str, InjectionDecl]
+    """The injections its ``run_start`` declares, by id."""
+    left_out: frozenset[str]
+    """The injections its ``run_start.options.without`` says were left out on purpose."""
+    call_ids: dict[str, str] = field(default_factory=dict)
+    """Tool call id → ``#n`` (the n-th call the model asked for in this run): two runs name their
+    calls differently (a live model's ids are random), so calls are compared by position."""
+
+    @classmethod
+    def of(cls, session: TraceSession, run: Run) -> RunReading:
+        """Read ``run``'s declaration."""
+        start = session.run_start(run.run_id)
+        catalog = {decl.id: decl for decl in (start.injections if start is not None else [])}
+        without = start.options.get("without") if start is not None else None
+        ids = without.get("injection_ids") if isinstance(without, dict) else None
+        left_out = frozenset(str(id_) for id_ in ids) if isinstance(ids, list) else frozenset()
+        return cls(session=session, run=run, start=start, catalog=catalog, left_out=left_out)
+
+    def pass_of(self, iteration: Iteration | None) -> PassEvent | None:
+        """The iteration's ``pass`` record, if it can be read."""
+        return pass_record(self.session, iteration) if iteration is not None else None
+
+    def call_of(self, iteration: Iteration | None) -> LlmCallEvent | None:
+        """The iteration's first readable ``llm_call`` record."""
+        return call_record(self.session, iteration) if iteration is not None else None
+
+    def results_of(self, iteration: Iteration | None) -> list[ToolResultEvent]:
+        """The iteration's readable ``tool_result`` records, in file order."""
+        if iteration is None:
+            return []
+        found = (record(self.session, line, ToolResultEvent) for line in iteration.tool_result_lines)
+        return [result for result in found if result is not None]
+
+    def number_calls(self, call: LlmCallEvent | None) -> None:
+        """Give each tool call the response asks for its ``#n`` (in the order the model asked)."""
+        if call is None or call.response is None:
+            return
+        for asked in call.response.tool_calls:
+            self.call_ids.setdefault(asked.id, f"#{len(self.call_ids) + 1}")
+
+    def canonical(self, request: LlmRequest) -> LlmRequest:
+        """``request`` with every tool call id replaced by its ``#n`` (ids not seen are kept)."""
+        return request.model_copy(update={"messages": [self._message(m) for m in request.messages]})
+
+    def _message(self, message: Message) -> Message:
+        update: dict[str, object] = {}
+        if message.tool_call_id is not None:
+            update["tool_call_id"] = self.call_ids.get(message.tool_call_id, message.tool_call_id)
+        if message.tool_calls:
+            update["tool_calls"] = [
+                call.model_copy(update={"id": self.call_ids.get(call.id, call.id)})
+                for call in message.tool_calls
+            ]
+        return message.model_copy(update=update) if update else message
+
+
+def clip(text: str | None) -> str | None:
+    """``text`` on one line, cut to :data:`_CLIP` characters (``None`` stays ``None``)."""
+    if text is None:
+        return None
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _CLIP else flat[: _CLIP - 1] + "…"
+
+
+def line_diff(a: str, b: str) -> tuple[str, ...]:
+    """The unified line diff of ``a`` → ``b`` without its file headers (capped)."""
+    lines = difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=1)
+    body = tuple(line for line in lines if not line.startswith(("---", "+++")))
+    return body[:_DIFF_LINES]
+
+
+def load_all(session: TraceSession) -> TraceSession:
+    """Index, model and validate the whole file with the session's own loading steps; return it."""
+    session.index_step()
+    while not session.index_done:
+        session.index_step()
+    while session.model_step():
+        pass
+    while session.check_step():
+        pass
+    return session
