@@ -81,9 +81,14 @@ def _injections(a: RunReading, b: RunReading) -> list[Difference]:
     return found
 
 
+_PROVENANCE = frozenset({"scenario", "module"})
+"""Options that name where the run came from (a module's path changes with the directory it ran
+from): not compared, since what the runs did is."""
+
+
 def _options(sa: RunStartEvent, sb: RunStartEvent) -> list[Difference]:
     found = []
-    for key in sorted(set(sa.options) | set(sb.options)):
+    for key in sorted((set(sa.options) | set(sb.options)) - _PROVENANCE):
         va, vb = sa.options.get(key), sb.options.get(key)
         if va != vb:
             found.append(Difference("declared", "option", key, _json(va), _json(vb)))
