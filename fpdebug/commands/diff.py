@@ -55,12 +55,24 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from fpdebug.views.run_diff import choose_run, run_diff
+    from fpdebug.views.run_diff.reading import validate_run
     from fpdebug.views.run_diff.text import render
 
     with _Opened(args.a, "A", partial=args.partial) as a, _Opened(args.b, "B", partial=args.partial) as b:
         run_a = _checked(a, choose_run(a.session, args.run_a, f"A ({args.a})"), partial=args.partial)
         run_b = _checked(b, choose_run(b.session, args.run_b, f"B ({args.b})"), partial=args.partial)
         diff = run_diff((a.session, run_a, args.a), (b.session, run_b, args.b))
+        # Every record of the two runs is read in full: one found invalid is bad input too.
+        validate_run(a.session, run_a)
+        validate_run(b.session, run_b)
+        a.check_lines()
+        b.check_lines()
+    for side, option in ((diff.a, "--run-a"), (diff.b, "--run-b")):
+        if side.runs > 1:
+            name = "A" if option == "--run-a" else "B"
+            diff.notes.append(
+                f"{name}'s file holds {side.runs} runs: run {side.number} is compared ({option} chooses another)"
+            )
     if args.json:
         # One write: the redacting stream sees the whole document and redacts it as JSON.
         # ensure_ascii: every control or bidi character from a trace comes out escaped.
@@ -91,7 +103,7 @@ class _Opened:
         self.session = TraceSession(TraceReader(trace, index=False))
         try:
             load_all(self.session)
-            self._check_lines()
+            self.check_lines()
         except BaseException:
             self.session.reader.close()
             raise
@@ -100,7 +112,12 @@ class _Opened:
     def __exit__(self, *exc: object) -> None:
         self.session.reader.close()
 
-    def _check_lines(self) -> None:
+    def check_lines(self) -> None:
+        """Refuse (unless ``--partial``) a file with invalid lines known so far or a torn last line.
+
+        Raises:
+            FpdebugError: Naming the first invalid lines, and ``fpdebug validate`` to list them.
+        """
         from fpdebug.commands import terminal_text
         from fpdebug.errors import FpdebugError
 

@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 from fpdebug.cli import main
+from fpdebug.demo import leases
+from fpdebug.engine.sink import TraceFileSink
+from fpdebug.trace.clock import FixedClock
+from tests.conftest import T0
 from tests.views.run_diff_helpers import leases_other_rate, run, support_without_tone
 
 ANTHROPIC_KEY = "sk-ant-api03-" + "Zq7" * 30
@@ -63,6 +67,38 @@ def test_runs_are_chosen_by_number_or_id(pair: tuple[Path, Path], capsys: pytest
     assert "has no run '3'; its runs are: 1 (run-a)" in capsys.readouterr().err
 
 
+def test_a_file_of_several_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "two.jsonl"
+    clock = FixedClock(T0)
+    with TraceFileSink.create(path, clock=clock) as sink:
+        for run_id, agent in (("r1", leases.build_agent()), ("r2", leases.build_agent().max_iterations(2))):
+            agent.run(
+                leases.USER_MESSAGES,
+                provider=leases.scripted_provider(),
+                sink=sink,
+                clock=clock,
+                run_id=run_id,
+            )
+    assert main(["diff", str(path), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "note: A's file holds 2 runs: run 1 is compared (--run-a chooses another)" in out
+    assert main(["diff", str(path), str(path), "--run-b", "r2", "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["b"] == {
+        "iterations": 2,
+        "run": 2,
+        "runs_in_file": 2,
+        "source": "fpdebug",
+        "status": "completed",
+        "turns": 1,
+    }
+    declared = [(d["kind"], d["a"], d["b"]) for d in document["declared"]]
+    assert declared == [("max-iterations", "6", "2")]
+    assert document["first_divergence"]["point"] == "T1·I2"  # the last pass B was allowed
+    lone = [p["point"] for p in document["points"] if p["present"] != "both"]
+    assert lone == ["T1·I3"]
+
+
 def _without_last_line(path: Path) -> Path:
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:-1]))
@@ -80,6 +116,14 @@ def _without_last_line(path: Path) -> Path:
             "has 1 invalid line(s) (line 29)",
         ),
         (lambda p: p.write_bytes(p.read_bytes() + b'{"kind":"tu'), "an unfinished last line"),
+        (
+            lambda p: p.write_bytes(p.read_bytes().replace(b'"active_ids":', b'"active_idz":', 1)),
+            "has 1 invalid line(s) (line 4)",
+        ),
+        (
+            lambda p: p.write_bytes(p.read_bytes().replace(b'"by":"entry"', b'"by":7', 1)),
+            "has 1 invalid line(s) (line 3)",
+        ),
         (_without_last_line, "has no run_end: it is still being written"),
     ],
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fpdebug.demo import support
 from fpdebug.views.run_diff import SCHEMA, VERSION
 from fpdebug.views.run_diff.text import render
 from tests.views.run_diff_helpers import (
@@ -17,6 +18,7 @@ from tests.views.run_diff_helpers import (
     run,
     support_on_another_model,
     support_without_tone,
+    variant,
 )
 
 
@@ -133,3 +135,42 @@ def test_the_json_form_is_the_same_for_two_runs_of_one_pair(tmp_path: Path) -> N
     document = first.as_json()
     assert (document["schema"], document["version"]) == (SCHEMA, VERSION)
     assert "a1.jsonl" not in dumped and "x1" not in dumped  # no paths, no run ids
+
+
+def test_a_cursor_that_moved_elsewhere(tmp_path: Path) -> None:
+    a = run("support", tmp_path / "a.jsonl")
+    b = run("support", tmp_path / "b.jsonl")
+    # B's second pass records the route to refund instead of billing (an edited recording).
+    moved = b.read_bytes().replace(
+        b'"from_skill":"triage","to_skill":"billing"', b'"from_skill":"triage","to_skill":"refund"'
+    )
+    assert moved != b.read_bytes()
+    b.write_bytes(moved)
+    first = diff_of(a, b).first
+    assert first is not None and (first.label, first.first_stage) == ("T1·I2", "context")
+    cursor = first.differences[0]
+    assert (cursor.kind, cursor.a, cursor.b) == (
+        "cursor",
+        "triage → billing by route",
+        "triage → refund by route",
+    )
+    assert cursor.why == "the cursor is on billing in A and on refund in B"
+
+
+def test_a_prompt_segment_whose_text_changed(tmp_path: Path) -> None:
+    rewritten = variant(
+        support, lambda: support.build_agent().system_prompt("You are a terse support agent.")
+    )
+    diff = diff_of(run("support", tmp_path / "a.jsonl"), run(rewritten, tmp_path / "b.jsonl"))
+    assert [d.kind for d in diff.declared] == ["system-prompt"]
+    first = diff.first
+    assert first is not None and (first.label, first.first_stage) == ("T1·I1", "request")
+    [segment] = first.differences
+    assert (segment.kind, segment.subject, segment.why) == ("segment", "base", "its text changed")
+    assert segment.a == "You are a customer support agent for an online shop."
+    assert segment.b == "You are a terse support agent."
+    assert segment.detail == (
+        "@@ -1 +1 @@",
+        "-You are a customer support agent for an online shop.",
+        "+You are a terse support agent.",
+    )

@@ -29,7 +29,7 @@ def _side_line(name: str, side: RunSide) -> str:
 
 def _name(difference: Difference) -> str:
     """``injection tone``; just ``model`` when the subject only repeats the kind."""
-    if difference.subject.replace("_", "-") == difference.kind:
+    if difference.subject.replace("_", "-").replace(" ", "-") == difference.kind:
         return difference.kind
     return f"{difference.kind} {safe(difference.subject)}"
 
@@ -49,17 +49,25 @@ def point_summary(point: Point) -> str:
     """A point in one line: ``identical``, or each stage with what differs there."""
     if point.identical:
         return "identical"
+    if point.present != "both":
+        only = point.differences[0]
+        words = only.a if point.present == "a" else only.b
+        return f"only in {point.present.upper()}: {safe(words or '')}"
     parts = []
     for stage in STAGE_WORDS:
-        here = [d for d in point.differences if d.stage == stage]
-        if not here:
+        # One name per thing that differs ("message user message ×2": one in each request).
+        counts: dict[str, int] = {}
+        for difference in point.differences:
+            if difference.stage == stage:
+                name = _name(difference)
+                counts[name] = counts.get(name, 0) + 1
+        if not counts:
             continue
-        named = [_name(d) for d in here[:_SUMMARY_ITEMS]]
-        if len(here) > _SUMMARY_ITEMS:
-            named.append(f"{len(here) - _SUMMARY_ITEMS} more")
+        named = [name if n == 1 else f"{name} ×{n}" for name, n in list(counts.items())[:_SUMMARY_ITEMS]]
+        if len(counts) > _SUMMARY_ITEMS:
+            named.append(f"{len(counts) - _SUMMARY_ITEMS} more")
         parts.append(f"{STAGE_WORDS[stage]}: {', '.join(named)}")
-    only = {"a": "only in A; ", "b": "only in B; "}.get(point.present, "")
-    return only + "; ".join(parts)
+    return "; ".join(parts)
 
 
 def render(diff: RunDiff) -> str:
