@@ -107,6 +107,11 @@ def test_a_lease_granted_in_one_run_only(tmp_path: Path) -> None:
         ("injection", "wire-format", "not active"),
     ]
     injection = second.differences[2]
+    # The call that granted it is named by position (#1), not by the id the model gave it.
+    assert (
+        injection.a
+        == "active (instructions; lease next-call granted by fetch (call #1, iteration 1), tenant (no tenant))"
+    )
     assert injection.why.startswith("in A lease next-call granted by fetch")
     assert injection.why.endswith("in B its trigger (rule) did not fire")
     assert second.differences[0].a == "next-call lease spent at evaluate"
@@ -121,6 +126,9 @@ def test_extra_passes_are_said_per_side(tmp_path: Path) -> None:
     lone = [point for point in diff.points if point.present != "both"]
     assert [(point.label, point.present) for point in lone] == [("T1·I4", "b"), ("T1·I5", "b")]
     assert "A's turn 1 has 3 iteration(s), B's 5" in lone[0].differences[0].why
+    skill_map = next(d for d in diff.declared if d.kind == "skill-map")
+    assert (skill_map.a, skill_map.b) == (None, "3 skill(s) (triage, billing, refund), 2 route(s)")
+    assert skill_map.detail[0] == "@@ -0,0 +1,31 @@"
 
 
 def test_the_json_form_is_the_same_for_two_runs_of_one_pair(tmp_path: Path) -> None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 
 from fpdebug.trace.model import Turn
-from fpdebug.trace.schema import InjectionDecl, RunEndEvent, RunStartEvent, TurnEndEvent, TurnStartEvent
+from fpdebug.trace.schema import (
+    HonestyArms,
+    InjectionDecl,
+    MapsPlanDecl,
+    RunEndEvent,
+    RunStartEvent,
+    SkillMapDecl,
+    TurnEndEvent,
+    TurnStartEvent,
+)
 from fpdebug.views.pass_diff.records import record
 from fpdebug.views.run_diff.model import Difference
 from fpdebug.views.run_diff.reading import RunReading, clip, line_diff
@@ -45,6 +54,32 @@ def declared_differences(a: RunReading, b: RunReading) -> list[Difference]:
             )
         )
     found += _options(sa, sb)
+    found += _plans(sa, sb)
+    return found
+
+
+def _plans(sa: RunStartEvent, sb: RunStartEvent) -> list[Difference]:
+    """The skill map, the mounted maps and the honesty arms, each compared whole (with a line diff)."""
+    found = []
+    for name in ("skill_map", "maps", "honesty"):
+        va, vb = getattr(sa, name), getattr(sb, name)
+        da = va.model_dump(mode="json", exclude_none=True) if va is not None else None
+        db = vb.model_dump(mode="json", exclude_none=True) if vb is not None else None
+        if da == db:
+            continue
+        ta = json.dumps(da, indent=1, sort_keys=True, ensure_ascii=False) if da is not None else ""
+        tb = json.dumps(db, indent=1, sort_keys=True, ensure_ascii=False) if db is not None else ""
+        found.append(
+            Difference(
+                "declared",
+                name.replace("_", "-"),
+                name,
+                _plan_words(va),
+                _plan_words(vb),
+                why="declared differently",
+                detail=line_diff(ta, tb),
+            )
+        )
     return found
 
 
@@ -84,6 +119,24 @@ def _injections(a: RunReading, b: RunReading) -> list[Difference]:
 _PROVENANCE = frozenset({"scenario", "module"})
 """Options that name where the run came from (a module's path changes with the directory it ran
 from): not compared, since what the runs did is."""
+
+
+def _plan_words(plan: object) -> str | None:
+    """A skill map, maps plan or honesty arms, in a few words."""
+    if plan is None:
+        return None
+    if isinstance(plan, SkillMapDecl):
+        return clip(f"{len(plan.nodes)} skill(s) ({', '.join(plan.nodes)}), {len(plan.edges)} route(s)")
+    if isinstance(plan, MapsPlanDecl):
+        return clip(f"{len(plan.maps)} map(s) ({', '.join(m.id for m in plan.maps)})")
+    if isinstance(plan, HonestyArms):
+        armed = [
+            name
+            for name in ("inputs", "results", "answer", "argument_sources", "tool_middleware")
+            if getattr(plan, name)
+        ]
+        return f"armed: {', '.join(armed) or 'none'}"
+    return None
 
 
 def _options(sa: RunStartEvent, sb: RunStartEvent) -> list[Difference]:

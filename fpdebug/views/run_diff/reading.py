@@ -52,8 +52,19 @@ class RunReading:
         return cls(session=session, run=run, start=start, catalog=catalog, left_out=left_out)
 
     def pass_of(self, iteration: Iteration | None) -> PassEvent | None:
-        """The iteration's ``pass`` record, if it can be read."""
-        return pass_record(self.session, iteration) if iteration is not None else None
+        """The iteration's ``pass`` record, if it can be read, its reasons' call ids as ``#n``."""
+        record = pass_record(self.session, iteration) if iteration is not None else None
+        if record is None or not any(reason.tool_call_id for reason in record.reasons):
+            return record
+        reasons = [
+            reason.model_copy(
+                update={"tool_call_id": self.call_ids.get(reason.tool_call_id, reason.tool_call_id)}
+            )
+            if reason.tool_call_id is not None
+            else reason
+            for reason in record.reasons
+        ]
+        return record.model_copy(update={"reasons": reasons})
 
     def call_of(self, iteration: Iteration | None) -> LlmCallEvent | None:
         """The iteration's first readable ``llm_call`` record."""
