@@ -182,3 +182,16 @@ def test_a_prompt_segment_whose_text_changed(tmp_path: Path) -> None:
         "-You are a customer support agent for an online shop.",
         "+You are a terse support agent.",
     )
+
+
+def test_a_map_that_stands_differently(tmp_path: Path) -> None:
+    a = run("zone-trap", tmp_path / "a.jsonl")
+    b = run("zone-trap", tmp_path / "b.jsonl")
+    parked = b'"standing":"parked","by":"lexical","since":4'
+    assert parked in b.read_bytes()
+    b.write_bytes(b.read_bytes().replace(parked, b'"standing":"engaged","by":"lexical","since":4'))
+    first = diff_of(a, b).first
+    assert first is not None and (first.label, first.first_stage) == ("T1·I4", "context")
+    assert [(d.kind, d.subject, d.a, d.b) for d in first.differences] == [
+        ("map", "skill-map", "parked by lexical, at zone-audit", "engaged by lexical, at zone-audit")
+    ]

@@ -291,11 +291,7 @@ def _result_words(result: ToolResultEvent | None) -> str | None:
 def _grants(side: RunReading, iteration: Iteration) -> dict[str, str]:
     """Instruction id → the lease granted on this pass, in words."""
     found = {}
-    for lease in side.run.leases:
-        if lease.grant_line is not None and (lease.turn, lease.granted_iteration) == (
-            iteration.turn,
-            iteration.number,
-        ):
-            tenant = f", tenant {lease.tenant}" if lease.tenant is not None else ""
-            found[lease.instruction_id] = f"{lease.delivery_lease} lease granted by {lease.tool_name}{tenant}"
+    for lease in side.granted_at.get((iteration.turn, iteration.number), []):
+        tenant = f", tenant {lease.tenant}" if lease.tenant is not None else ""
+        found[lease.instruction_id] = f"{lease.delivery_lease} lease granted by {lease.tool_name}{tenant}"
     return found

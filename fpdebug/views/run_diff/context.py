@@ -27,6 +27,7 @@ def context_differences(
     found = _cursor(ia, ib)
     found += _leases(_pruned(a, ia), _pruned(b, ib), "pruned")
     found += _leases(_serving(a, ia), _serving(b, ib), "serving")
+    found += _maps(a.maps_at.get((ia.turn, ia.number), {}), b.maps_at.get((ib.turn, ib.number), {}))
     if pa is not None and pb is not None:
         found += _injections(sides, pa, pb)
         found += _skips(pa, pb)
@@ -52,12 +53,11 @@ def _cursor(ia: Iteration, ib: Iteration) -> list[Difference]:
 def _pruned(side: RunReading, iteration: Iteration) -> dict[str, str]:
     """Instruction id → how its lease was pruned on this pass."""
     found: dict[str, str] = {}
-    for lease in side.run.leases:
-        if (lease.pruned_turn, lease.pruned_iteration) == (iteration.turn, iteration.number):
-            tenant = f", tenant {lease.prune_tenant}" if lease.prune_tenant is not None else ""
-            found[lease.instruction_id] = (
-                f"{lease.delivery_lease} lease {lease.prune_reason or 'pruned'} at {lease.prune_site or '?'}{tenant}"
-            )
+    for lease in side.pruned_at.get((iteration.turn, iteration.number), []):
+        tenant = f", tenant {lease.prune_tenant}" if lease.prune_tenant is not None else ""
+        found[lease.instruction_id] = (
+            f"{lease.delivery_lease} lease {lease.prune_reason or 'pruned'} at {lease.prune_site or '?'}{tenant}"
+        )
     return found
 
 
@@ -115,6 +115,16 @@ def _active_words(side: RunReading, reason: ActiveReason | None, id_: str) -> st
     decl = side.catalog.get(id_)
     flavor = f"{decl.flavor}; " if decl is not None else ""
     return f"active ({flavor}{describe_reason(reason, decl)})"
+
+
+def _maps(in_a: dict[str, str], in_b: dict[str, str]) -> list[Difference]:
+    """Each mounted map whose standing recorded on this pass differs (engaged, parked)."""
+    found = []
+    for map_id in [*in_a, *(map_id for map_id in in_b if map_id not in in_a)]:
+        a, b = in_a.get(map_id), in_b.get(map_id)
+        if a != b:
+            found.append(Difference("context", "map", map_id, a, b, why="the map stands differently"))
+    return found
 
 
 def _injections(sides: Pair, pa: PassEvent, pb: PassEvent) -> list[Difference]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from fpdebug.trace.model import Iteration, Run
+from fpdebug.trace.model import Iteration, LeaseLifetime, Run
 from fpdebug.trace.schema import (
     InjectionDecl,
     LlmCallEvent,
@@ -37,6 +37,12 @@ class RunReading:
     """The injections its ``run_start`` declares, by id."""
     left_out: frozenset[str]
     """The injections its ``run_start.options.without`` says were left out on purpose."""
+    pruned_at: dict[tuple[int, int], list[LeaseLifetime]] = field(default_factory=dict)
+    """``(turn, iteration)`` → the leases pruned there."""
+    granted_at: dict[tuple[int, int], list[LeaseLifetime]] = field(default_factory=dict)
+    """``(turn, iteration)`` → the leases granted there (by its tool batch)."""
+    maps_at: dict[tuple[int, int], dict[str, str]] = field(default_factory=dict)
+    """``(turn, iteration)`` → each mounted map's standing recorded there (``engaged by explicit``…)."""
     call_ids: dict[str, str] = field(default_factory=dict)
     """Tool call id → ``#n`` (the n-th call the model asked for in this run): two runs name their
     calls differently (a live model's ids are random), so calls are compared by position."""
@@ -49,7 +55,19 @@ class RunReading:
         without = start.options.get("without") if start is not None else None
         ids = without.get("injection_ids") if isinstance(without, dict) else None
         left_out = frozenset(str(id_) for id_ in ids) if isinstance(ids, list) else frozenset()
-        return cls(session=session, run=run, start=start, catalog=catalog, left_out=left_out)
+        reading = cls(session=session, run=run, start=start, catalog=catalog, left_out=left_out)
+        # Indexed once, so each pass finds its leases and map standings without a walk of the run.
+        for lease in run.leases:
+            if lease.pruned_turn is not None and lease.pruned_iteration is not None:
+                reading.pruned_at.setdefault((lease.pruned_turn, lease.pruned_iteration), []).append(lease)
+            if lease.grant_line is not None and lease.turn is not None:
+                reading.granted_at.setdefault((lease.turn, lease.granted_iteration), []).append(lease)
+        for map_id, timeline in run.maps.items():
+            for point in timeline.points:
+                if point.turn is not None and point.iteration is not None:
+                    words = f"{point.standing} by {point.by}" + (f", at {point.at}" if point.at else "")
+                    reading.maps_at.setdefault((point.turn, point.iteration), {})[map_id] = words
+        return reading
 
     def pass_of(self, iteration: Iteration | None) -> PassEvent | None:
         """The iteration's ``pass`` record, if it can be read, its reasons' call ids as ``#n``."""
