@@ -67,9 +67,8 @@ def run(args: argparse.Namespace) -> int:
         validate_run(b.session, run_b)
         a.check_lines()
         b.check_lines()
-    for side, option in ((diff.a, "--run-a"), (diff.b, "--run-b")):
+    for side, name, option in ((diff.a, "A", "--run-a"), (diff.b, "B", "--run-b")):
         if side.runs > 1:
-            name = "A" if option == "--run-a" else "B"
             diff.notes.append(
                 f"{name}'s file holds {side.runs} runs: run {side.number} is compared ({option} chooses another)"
             )

@@ -161,3 +161,24 @@ def test_trace_text_is_escaped_and_redacted(tmp_path: Path, capsys: pytest.Captu
         assert "\x1b" not in out and "\x07" not in out
         assert ANTHROPIC_KEY not in out
         assert "[redacted]" in out or "[REDACTED" in out
+
+
+def test_a_foreign_file_is_imported_on_the_fly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    otlp = Path(__file__).resolve().parents[1] / "ingest" / "fixtures" / "otlp"
+    openai, anthropic = otlp / "openai_v2_latest.otlp.json", otlp / "anthropic_sdk.otlp.pb"
+    assert main(["diff", str(openai), str(openai)]) == 0
+    out = capsys.readouterr().out
+    assert ", imported from otlp" in out.splitlines()[0]
+    assert "note: A has no context passes (not recorded by otlp): only what it recorded is compared" in out
+    assert main(["diff", str(openai), str(anthropic), "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["a"]["source"] == "otlp"
+    first = document["first_divergence"]
+    assert (first["point"], first["stage"]) == ("T1·I1", "request")
+    assert [(d["kind"], d["a"], d["b"]) for d in first["differences"][:2]] == [
+        ("provider", "openai", "anthropic"),
+        ("model", "gpt-4o-mini", "claude-sonnet-4-5"),
+    ]
