@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "validate",
     "summary",
     "view",
+    "diff",
     "run",
     "demo",
     "export",

@@ -24,6 +24,7 @@ COMMANDS = [
     ["export", "{fifo}"],
     ["backtrack", "{fifo}"],
     ["view", "{fifo}"],
+    ["diff", "{fifo}", "{fifo}"],
     ["view", "--follow", "{fifo}"],
     ["run", "support", "--trace", "{fifo}"],
 ]

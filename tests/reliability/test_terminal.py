@@ -118,6 +118,8 @@ COMMANDS = {
     "export": (["export", "{trace}", "--include-content"], 0),
     "summary of a missing hostile path": (["summary", "{trace}.missing"], 2),
     "view of a missing hostile path": (["view", "{trace}.missing"], 2),
+    "diff --partial": (["diff", "--partial", "{trace}", "{trace}"], 0),
+    "diff of a missing hostile path": (["diff", "{trace}", "{trace}.missing"], 2),
 }
 
 
