@@ -44,13 +44,13 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("fuzz") / "case.fptrace.jsonl"
 
 
-@fuzz(400)
+@fuzz(150)
 @given(cases)
 def test_the_reader_keeps_every_good_record_among_garbage(scratch: Path, case: Case) -> None:
     check_reader(case, scratch)
 
 
-@fuzz(150)
+@fuzz(60)
 @given(cases)
 def test_validate_summary_and_backtrack_exit_0_1_or_2_and_print_nothing_unsafe(
     scratch: Path, case: Case
@@ -58,7 +58,7 @@ def test_validate_summary_and_backtrack_exit_0_1_or_2_and_print_nothing_unsafe(
     check_cli(case, scratch)
 
 
-@fuzz(250)
+@fuzz(100)
 @given(cases)
 def test_the_debuggers_rows_and_documents_render_any_record_inert(scratch: Path, case: Case) -> None:
     check_render(case, scratch)
