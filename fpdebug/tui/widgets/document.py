@@ -123,7 +123,7 @@ class ColumnsBlock(TextBlock):
         room: The fewest cells the prose needs beside the columns.
     """
 
-    def __init__(self, head: Text, tail: Text, *, indent: int = 0, under: int = 4, room: int = 32) -> None:
+    def __init__(self, head: Text, tail: Text, *, indent: int = 0, under: int = 4, room: int = 44) -> None:
         super().__init__(Text(end="").append_text(head).append_text(tail), indent=indent, hang=head.cell_len)
         self.head = head
         """The columns."""
