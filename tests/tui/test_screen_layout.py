@@ -60,7 +60,8 @@ class TestZoom:
             assert await wait_for(pilot, lambda: "Iteration 3" not in screen_text(pilot.app))
             zoomed = screen_text(pilot.app).splitlines()
             assert "fpdebug support" not in zoomed[0] and "1 Passes" not in "\n".join(zoomed[:3])
-            assert zoomed[0].startswith("╭") and zoomed[0].rstrip().endswith("╮")  # one pane, full width
+            assert zoomed[0].startswith("╭") and zoomed[0].endswith("╮")  # one pane, full width
+            assert any(row.startswith("│iter ") and "badges" in row for row in zoomed)  # words, not letters
             assert any(row.startswith("│T1·I3") for row in zoomed)
             assert any("zoomed" in row and "z restores" in row for row in zoomed[-3:])
             await pilot.press("z")
@@ -73,7 +74,12 @@ class TestZoom:
             assert await wait_for(pilot, lambda: "T1·I1" not in screen_text(pilot.app))
             zoomed = screen_text(pilot.app)
             assert "Iteration 3" in zoomed and "lease until-skill-exit granted by check_policy" in zoomed
-            await pilot.press("2")
+            assert zoomed.splitlines()[0].startswith("╭") and zoomed.splitlines()[0].endswith("╮")
+            await pilot.press("2", "tab", "z")  # another view restores; its detail zooms to the screen
+            assert await wait_for(pilot, lambda: "instruction" not in screen_text(pilot.app))
+            detail = screen_text(pilot.app).splitlines()
+            assert "Lease refund-policy" in detail[1] and detail[-3].startswith("╰")
+            await pilot.press("z", "2")
             assert await wait_for(pilot, lambda: "2 Leases" in screen_text(pilot.app))
             assert "refund-policy" in screen_text(pilot.app)
 

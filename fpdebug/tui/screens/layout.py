@@ -52,10 +52,11 @@ def fit_timeline(screen: TraceScreen) -> bool:
     width = screen.size.width
     if pane is None or width <= 0:
         return False
-    timeline = screen.timeline
-    wanted = timeline_pane_width(width, screen.session.label_width, timeline.badge_room)
+    wanted = "1fr"  # zoomed: the whole screen
+    if not screen.zoom.zoomed:
+        wanted = str(timeline_pane_width(width, screen.session.label_width, screen.timeline.badge_room))
     current = pane.styles.width
-    if current is not None and current.unit.name == "CELLS" and int(current.value) == wanted:
+    if current is not None and str(current) == wanted:
         return False
     pane.styles.width = wanted
     return True
