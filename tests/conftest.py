@@ -52,6 +52,7 @@ SLOW_MODULES = frozenset(
         "tests/tui/test_drive.py",
         "tests/tui/test_invalid_lines.py",
         "tests/tui/test_layout.py",
+        "tests/tui/test_screen_layout.py",
         "tests/tui/test_liveness.py",
         "tests/tui/test_follow_honest.py",
         "tests/tui/test_tour_clean.py",

@@ -36,8 +36,21 @@ class TestRunHeader:
         async with opened(sample("unsupported-amount"), size=(120, 30)) as (pilot, _screen):
             first, second = _rows(screen_text(pilot.app))[:2]
             assert "turn" in second and "iteration" in second and "■ completed" in second
-            assert "run sample-unsupported-amount" in first  # the run id stays, the file name gives way
-            assert "…" in first and "unsupported-amount.fptrace.jsonl" not in first
+            # Words that repeat another give way before the file name: the agent's name is in the
+            # run id, the provider starts the model's name.
+            assert "run sample-unsupported-amount · scripted-unsupported-amount" in first
+            assert "unsupported-amount.fptrace.jsonl" in first and "…" not in first
+            assert "scripted /" not in first and "· unsupported-amount ·" not in first
+
+    def test_the_file_name_gives_way_only_after_the_repeated_names(self) -> None:
+        session = load_session(sample("unsupported-amount"))
+        run = session.model.runs[0]
+        name = "unsupported-amount.fptrace.jsonl"
+        wide = header_text(session, run, name, Palette(), width=140).plain.split("\n")[0]
+        assert "· unsupported-amount · scripted / scripted-unsupported-amount" in wide and name in wide
+        narrow = header_text(session, run, name, Palette(), width=90).plain.split("\n")[0]
+        assert len(narrow) <= 90 and name not in narrow and "…" in narrow
+        assert narrow.endswith("run sample-unsupported-amount · scripted-unsupported-amount")
 
     def test_a_long_name_and_a_gate_state_both_fit(self) -> None:
         session = load_session(sample("support"))

@@ -9,36 +9,46 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 
 from fpdebug.tui.app import FpdebugApp
 from fpdebug.tui.widgets.timeline import IterationTimeline
-from tests.tui.helpers import NARROW, WIDE, loaded, wait_for
+from tests.tui.helpers import WIDE, loaded, wait_for
 from tests.tui.helpers import snapshot_keys as _keys
 from tests.tui.traces import sample
 
+SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 35), (200, 50)], ids=["80x24", "120x35", "200x50"])
+"""The terminals every main screen is checked at: a small one, a common one, a wide one (issue 20)."""
 
-class TestPassesView:
-    def test_timeline_and_inspector_on_a_lease_pass(self, snap_compare: Callable[..., bool]) -> None:
-        assert snap_compare(FpdebugApp(sample("support")), run_before=_keys("j", "j"), terminal_size=WIDE)
 
-    def test_a_parked_map_at_100_columns(self, snap_compare: Callable[..., bool]) -> None:
+@SIZES
+class TestMainScreens:
+    """The main screens at each size: panes sized to their content, nothing cut that matters."""
+
+    def test_timeline_and_inspector_on_a_lease_pass(
+        self, snap_compare: Callable[..., bool], size: tuple[int, int]
+    ) -> None:
+        assert snap_compare(FpdebugApp(sample("support")), run_before=_keys("j", "j"), terminal_size=size)
+
+    def test_a_parked_map(self, snap_compare: Callable[..., bool], size: tuple[int, int]) -> None:
         assert snap_compare(
-            FpdebugApp(sample("zone-trap")), run_before=_keys("j", "j", "j"), terminal_size=NARROW
+            FpdebugApp(sample("zone-trap")), run_before=_keys("j", "j", "j"), terminal_size=size
         )
 
-
-class TestLeasesView:
-    def test_gantt_and_lease_detail(self, snap_compare: Callable[..., bool]) -> None:
+    def test_gantt_and_lease_detail(self, snap_compare: Callable[..., bool], size: tuple[int, int]) -> None:
         assert snap_compare(
-            FpdebugApp(sample("support")), run_before=_keys("j", "j", "2"), terminal_size=WIDE
+            FpdebugApp(sample("support")), run_before=_keys("j", "j", "2"), terminal_size=size
         )
 
-
-class TestCallsView:
-    def test_prompt_by_slot_and_reply(self, snap_compare: Callable[..., bool]) -> None:
+    def test_prompt_by_slot_and_reply(self, snap_compare: Callable[..., bool], size: tuple[int, int]) -> None:
         assert snap_compare(
-            FpdebugApp(sample("support")), run_before=_keys("j", "j", "3"), terminal_size=WIDE
+            FpdebugApp(sample("support")), run_before=_keys("j", "j", "3"), terminal_size=size
+        )
+
+    def test_the_raw_events(self, snap_compare: Callable[..., bool], size: tuple[int, int]) -> None:
+        assert snap_compare(
+            FpdebugApp(sample("support")), run_before=_keys("j", "j", "4"), terminal_size=size
         )
 
 

@@ -107,6 +107,14 @@ TRACE_SCREEN_KEYS: list[BindingType] = [
         tooltip="Backtrack the selected iteration's LLM call in the Backtrack view.",
     ),
     Binding(
+        "z",
+        "toggle_zoom",
+        "Zoom",
+        show=False,
+        id="zoom",
+        tooltip="Zoom the focused pane to the whole screen (z again gives the other panes back).",
+    ),
+    Binding(
         "tab",
         "app.focus_next",
         "Next pane",

@@ -41,6 +41,8 @@ def status_text(screen: TraceScreen, palette: Palette) -> Text:
         _search(text, document, palette)
     elif target is not None:
         _filter(text, target, palette)
+    if screen.zoom.zoomed:
+        text.append("  zoomed (z restores)", palette.accent)
     if screen.new_rows:
         text.append(f"  +{number(screen.new_rows)} new (G to jump)", palette.good)
     text.append_text(screen.run_state_text(palette))

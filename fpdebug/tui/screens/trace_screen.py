@@ -42,6 +42,7 @@ from fpdebug.tui.commands import go_prompt_text, parametric_command
 from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew, TraceReplaced
 from fpdebug.tui.screens.filters import RowFilters
 from fpdebug.tui.screens.go_prompt import GoPrompt
+from fpdebug.tui.screens.layout import PaneZoom, fit_timeline
 from fpdebug.tui.screens.loader import TraceLoader
 from fpdebug.tui.screens.screen_keys import TRACE_SCREEN_KEYS
 from fpdebug.tui.screens.status_bar import TraceStatusBar
@@ -66,7 +67,7 @@ from fpdebug.tui.widgets.bars import (
 from fpdebug.tui.widgets.document import DocumentView
 from fpdebug.tui.widgets.link_document import Jump, LinkDocument
 from fpdebug.tui.widgets.row_list import RowList
-from fpdebug.tui.widgets.timeline import IterationTimeline, timeline_header
+from fpdebug.tui.widgets.timeline import IterationTimeline, timeline_header, timeline_legend
 from fpdebug.views.session import TraceSession
 
 __all__ = [
@@ -205,6 +206,8 @@ class TraceScreen(Screen[None]):
         self._searching: DocumentView | RowList | None = None  # what the open search prompt acts on
         self.handlers: dict[str, ViewHandler] = {view.id: self.handler_for(view) for view in self.VIEWS}
         """The handler of each view, by view id."""
+        self.zoom = PaneZoom(self)
+        """The ``z`` key's state."""
 
     @property
     def first_paint(self) -> threading.Event:
@@ -438,6 +441,8 @@ class TraceScreen(Screen[None]):
 
     @while_showing
     def watch_view(self, view: str) -> None:
+        if self.zoom.zoomed:
+            self.zoom.restore()  # the zoom was of a pane of the view left
         handler = self.handlers.get(view)
         if handler is not None:
             handler.mount()  # a deferred view's widget, the first time it is shown
@@ -665,6 +670,16 @@ class TraceScreen(Screen[None]):
             return
         command.callback()
 
+    def action_toggle_zoom(self) -> None:
+        """Let the focused pane take the whole screen, or give the other panes back."""
+        self.zoom.toggle()
+        self._refresh_bars()
+
+    @on(IterationTimeline.ContentGrew)
+    @while_showing
+    def _timeline_grew(self) -> None:
+        self._refresh_bars()
+
     def action_toggle_follow(self) -> None:
         """Turn follow mode on or off."""
         if self.replaced:
@@ -705,9 +720,16 @@ class TraceScreen(Screen[None]):
         live = self.mode != "replay"
         width = header.content_size.width or None
         header.show(header_text(session, run, self.source_name, palette, live=live, state=state, width=width))
+        if fit_timeline(self):
+            self.call_after_refresh(self._refresh_bars)  # the header and legend follow the new width
+        timeline_cells = self.timeline.scrollable_content_region.width or 80
         self.query_one("#timeline-header", TextBar).show(
-            timeline_header(self.timeline.scrollable_content_region.width or 80, label=session.label_width)
+            timeline_header(timeline_cells, label=session.label_width)
         )
+        legend = self.query_one("#passes-legend", TextBar)
+        room = legend.content_size.width or None
+        seen = self.timeline.seen_badges
+        legend.show(timeline_legend(timeline_cells, session.label_width, seen, palette, room=room))
         self.query_one(TraceStatusBar).show_status(self, palette)
 
     @while_showing

@@ -18,7 +18,7 @@ from textual.widget import AwaitMount, Widget
 from fpdebug.tui.widgets.bars import TextBar
 from fpdebug.tui.widgets.calls import CallView
 from fpdebug.tui.widgets.diff import DiffView
-from fpdebug.tui.widgets.events import EventDetail, EventList
+from fpdebug.tui.widgets.events import EventDetail, EventList, events_header
 from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.leases import LeaseDetail, LeaseGantt
 from fpdebug.tui.widgets.row_list import RowList
@@ -116,13 +116,17 @@ class PassesHandler(_TimelineFiltered):
 
     def compose(self) -> Widget:
         session = self.screen.session
-        return Horizontal(
-            Vertical(
-                TextBar(id="timeline-header"),
-                IterationTimeline(session, id="timeline"),
-                id="timeline-pane",
+        return Vertical(
+            Horizontal(
+                Vertical(
+                    TextBar(id="timeline-header"),
+                    IterationTimeline(session, id="timeline"),
+                    id="timeline-pane",
+                ),
+                PassInspector(session, id="inspector"),
+                id="passes-panes",
             ),
-            PassInspector(session, id="inspector"),
+            TextBar(id="passes-legend"),
             id="view-passes",
         )
 
@@ -218,7 +222,13 @@ class EventsHandler(ViewHandler):
     def compose(self) -> Widget:
         session = self.screen.session
         return Vertical(
-            EventList(session, id="events"), EventDetail(session, id="event-detail"), id="view-events"
+            Vertical(
+                TextBar(events_header(), id="events-header"),
+                EventList(session, id="events"),
+                id="events-pane",
+            ),
+            EventDetail(session, id="event-detail"),
+            id="view-events",
         )
 
     @property

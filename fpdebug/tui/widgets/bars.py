@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.console import RenderableType
+from rich.console import Console, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -29,6 +29,7 @@ __all__ = [
     "TextBar",
     "fit_lines",
     "header_text",
+    "wrap_rows",
 ]
 
 NAME_MIN = 16
@@ -47,9 +48,10 @@ def header_text(
 ) -> Text:
     """Two lines: the trace and run; the run's size, tokens and status.
 
-    Each line is one row: a line wider than ``width`` ends in ``…``, and on the first line the
-    file name gives way first (down to :data:`NAME_MIN` characters), since the run id and model
-    say more about what is on screen than a long path does.
+    Each line is one row: a line wider than ``width`` ends in ``…``. On the first line, words that
+    repeat another give way first (the agent's name when the run id holds it, the provider when the
+    model's name starts with it), then the file name (down to :data:`NAME_MIN` characters), since
+    the run id and model say more about what is on screen than a long path does.
 
     Args:
         session: The trace.
@@ -78,23 +80,18 @@ def header_text(
         else:
             text.append("no run yet" if session.model_done else "reading the trace…", palette.dim)
         return fit_lines(text, width)
-    runs = len(session.model.runs)
-    text.append("  run ", palette.dim)
-    text.append_text(plain(run.run_id, palette.accent))
-    if runs > 1:
-        text.append(f" ({session.run_number(run.run_id)} of {runs})", palette.dim)
-    if run.agent_name:
-        text.append(" · ", palette.dim)
-        text.append_text(plain(run.agent_name))
-    text.append(" · ", palette.dim)
-    text.append_text(plain(f"{run.provider or '?'} / {run.model or '?'}"))
-    first = Text(no_wrap=True, end="")
-    first.append("fpdebug ", palette.heading)
     name = source_name
+    text = _run_words(session, run, palette, repeats=True)
     if width is not None:
+        # What gives way first: words that repeat another (the agent named in the run id, the
+        # provider in the model's name), then the file name, down to NAME_MIN characters.
+        if len("fpdebug ") + len(name) + text.cell_len > width:
+            text = _run_words(session, run, palette, repeats=False)
         room = width - len("fpdebug ") - text.cell_len
         if len(name) > room:
             name = clip(name, max(room, NAME_MIN))
+    first = Text(no_wrap=True, end="")
+    first.append("fpdebug ", palette.heading)
     first.append_text(plain(name, palette.accent))
     text = first.append_text(text)
     text.append("\n")
@@ -121,6 +118,27 @@ def header_text(
     text.append(" · ", palette.dim)
     text.append(run_costs(session, run).run.text())
     return fit_lines(text, width)
+
+
+def _run_words(session: TraceSession, run: Run, palette: Palette, *, repeats: bool) -> Text:
+    """``  run ID (N of M) · agent · provider / model``; without ``repeats``, the agent is left out
+    when the run id names it and the provider when the model's name starts with it."""
+    text = Text(no_wrap=True, end="")
+    runs = len(session.model.runs)
+    text.append("  run ", palette.dim)
+    text.append_text(plain(run.run_id, palette.accent))
+    if runs > 1:
+        text.append(f" ({session.run_number(run.run_id)} of {runs})", palette.dim)
+    if run.agent_name and (repeats or run.agent_name not in run.run_id):
+        text.append(" · ", palette.dim)
+        text.append_text(plain(run.agent_name))
+    text.append(" · ", palette.dim)
+    provider, model = run.provider or "?", run.model or "?"
+    if repeats or not model.startswith(provider):
+        text.append_text(plain(f"{provider} / {model}"))
+    else:
+        text.append_text(plain(model))
+    return text
 
 
 def _unended(session: TraceSession, run: Run, *, live: bool) -> str:
@@ -156,9 +174,11 @@ class TextBar(Widget):
     cursor move, and a layout per keypress would cost more than everything else a jump does.
     """
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, text: Text | None = None, *, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(id=id, classes=classes)
-        self._text = Text()
+        self._text = Text() if text is None else text
 
     @property
     def text(self) -> Text:
@@ -195,7 +215,11 @@ class RunHeader(TextBar):
 
 
 class StatusBar(TextBar):
-    """Loading progress, problems, the filter, follow state and new rows."""
+    """Loading progress, problems, the filter, follow state and new rows.
+
+    A line too long for one row wraps, between words, onto a second row (the bar grows) before
+    anything is cut: a breakpoint hit names its lease and what became of it at the end of the line.
+    """
 
     DEFAULT_CSS = """
     StatusBar {
@@ -205,6 +229,48 @@ class StatusBar(TextBar):
         color: $text-muted;
     }
     """
+
+    MAX_ROWS = 2
+    """Rows the bar grows to; beyond them the line is cut with ``…``."""
+
+    def show(self, text: Text) -> None:
+        super().show(text)
+        self._fit_height()
+
+    def on_resize(self) -> None:
+        self._fit_height()
+
+    def _rows(self) -> list[Text]:
+        width = self.content_size.width
+        if width <= 0:
+            return [self.text]
+        return wrap_rows(self.text, width, self.MAX_ROWS, self.app.console)
+
+    def _fit_height(self) -> None:
+        if not self.is_mounted:
+            return
+        rows = len(self._rows())
+        if self.styles.height is None or self.styles.height.value != rows:
+            self.styles.height = rows
+
+    def render(self) -> RenderableType:
+        return Text("\n", end="", no_wrap=True).join(self._rows())
+
+
+def wrap_rows(text: Text, width: int, rows: int, console: Console) -> list[Text]:
+    """``text`` wrapped between words to ``width`` cells, at most ``rows`` rows; the last ends in ``…``
+    when more was left."""
+    wrapped = text.copy()
+    wrapped.no_wrap = False
+    lines = list(wrapped.wrap(console, width, overflow="fold"))
+    if len(lines) <= rows:
+        return lines or [Text("")]
+    kept = lines[:rows]
+    last = kept[-1]
+    rest = Text(" ", end="").join(lines[rows - 1 :])
+    rest.truncate(width, overflow="ellipsis")
+    kept[-1] = rest if rest.cell_len else last
+    return kept
 
 
 LIST_FILTER = "filter: words, kind:K, skill:S, badge:B — enter to keep, escape to close"
@@ -254,12 +320,12 @@ class SearchBar(Horizontal):
 
 
 class KeysFooter(Footer):
-    """The key bar, with ``? Keys`` kept in sight at every width.
+    """The key bar, with the keys a user needs most kept in sight at every width.
 
     A view with many keys of its own (Backtrack: ablate, bisect, cancel…) fills the bar before the
-    screen's and app's keys, and the help key, which lists every other one, would be the first to
-    fall off the right edge: here it sits at the right end, beside the palette key, and the other
-    keys give way.
+    screen's and app's keys, and the keys that matter most would be the first to fall off the right
+    edge. Here ``s`` (step), ``b`` (breakpoints), ``q`` (quit) and ``?`` (every other key) sit at the
+    right end, beside the palette key, and the other keys give way.
     """
 
     DEFAULT_CSS = """
@@ -270,19 +336,25 @@ class KeysFooter(Footer):
     }
     """
 
+    KEPT_ACTIONS: tuple[str, ...] = ("run_step", "breakpoints", "quit", "help")
+    """The actions of the keys kept in sight, in the order they are shown (those the screen has)."""
+
     HELP_ACTION = "help"
-    """The action of the key kept in sight."""
+    """The action of the key that lists every other one."""
 
     def compose(self) -> ComposeResult:
-        meta: list[Widget] = []
+        kept: dict[str, Widget] = {}
+        palette: list[Widget] = []
         for widget in super().compose():
-            # FooterKey is not public API: the help key is known by its action, the palette's by its class
-            if getattr(widget, "action", None) == self.HELP_ACTION:
-                meta.insert(0, widget)
+            # FooterKey is not public API: a kept key is known by its action, the palette's by its class
+            action = getattr(widget, "action", None)
+            if action in self.KEPT_ACTIONS and action not in kept:
+                kept[action] = widget
             elif widget.has_class("-command-palette"):
-                meta.append(widget)
+                palette.append(widget)
             else:
                 yield widget
+        meta = [kept[action] for action in self.KEPT_ACTIONS if action in kept] + palette
         if meta:
             with HorizontalGroup(classes="-meta-keys"):
                 yield from meta

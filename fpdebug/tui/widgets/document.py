@@ -16,7 +16,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Hashable
 from typing import ClassVar
 
-from rich.cells import chop_cells
+from rich.cells import cell_len, chop_cells
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
@@ -32,7 +32,16 @@ from fpdebug.tui.text import Palette, human_bytes, number, plain
 from fpdebug.tui.widgets.doc_search import DocumentFinder, Match
 from fpdebug.tui.widgets.line_view import LineView, palette_classes
 
-__all__ = ["Block", "ContentBlock", "DocBuilder", "DocumentView", "TextBlock", "blank", "error_block"]
+__all__ = [
+    "Block",
+    "ColumnsBlock",
+    "ContentBlock",
+    "DocBuilder",
+    "DocumentView",
+    "TextBlock",
+    "blank",
+    "error_block",
+]
 
 COLLAPSED_ROWS = 8
 """Rows a long content shows while collapsed."""
@@ -98,6 +107,57 @@ class TextBlock(Block):
         line = self._layout(console, width)[y]
         pad = self.indent + (self._hang(width) if y else 0)
         return Text(" " * pad, end="") + line if pad else line
+
+
+class ColumnsBlock(TextBlock):
+    """Fixed columns, then a free text that continues the row while it has room, else goes under it.
+
+    A table row whose last column is prose (why an injection rode) wraps that prose in what is left
+    of the row; on a narrow view that is a few cells, and a sentence becomes a column of words. Below
+    ``room`` cells the prose starts on the next row instead, indented under the columns.
+
+    Args:
+        head: The columns (one row, padded to their widths).
+        tail: The prose.
+        indent: Spaces before every row.
+        under: Spaces (after ``indent``) before the prose when it goes under the columns.
+        room: The fewest cells the prose needs beside the columns.
+    """
+
+    def __init__(self, head: Text, tail: Text, *, indent: int = 0, under: int = 4, room: int = 44) -> None:
+        super().__init__(Text(end="").append_text(head).append_text(tail), indent=indent, hang=head.cell_len)
+        self.head = head
+        """The columns."""
+        self.tail = tail
+        """The prose."""
+        self.under = under
+        self.room = room
+        self._blocks: tuple[int, list[TextBlock]] | None = None
+
+    def _parts(self, width: int) -> list[TextBlock]:
+        if self._blocks is None or self._blocks[0] != width:
+            if width - self.indent - self.head.cell_len >= self.room:
+                blocks = [TextBlock(self.text, indent=self.indent, hang=self.head.cell_len)]
+            else:
+                head = self.head.copy()
+                head.rstrip()
+                blocks = [
+                    TextBlock(head, indent=self.indent, hang=self.under),
+                    TextBlock(self.tail, indent=self.indent + self.under),
+                ]
+            self._blocks = (width, blocks)
+        return self._blocks[1]
+
+    def height(self, console: Console, width: int, expanded: bool) -> int:
+        return sum(block.height(console, width, expanded) for block in self._parts(width))
+
+    def row(self, console: Console, width: int, expanded: bool, y: int) -> Text:
+        for block in self._parts(width):
+            rows = block.height(console, width, expanded)
+            if y < rows:
+                return block.row(console, width, expanded, y)
+            y -= rows
+        return Text("", end="")
 
 
 class ContentBlock(Block):
@@ -194,28 +254,27 @@ def _wrap(text: str, width: int, limit: int | None) -> array[int]:
 
 
 def _wrap_line(text: str, start: int, end: int, width: int, spans: array[int], limit: int | None) -> None:
+    """Rows of ``text[start:end]`` (one line, no newline), broken after the last space that fits.
+
+    A word is cut only when it is longer than a whole row: a prompt reads as prose, and a word
+    split over two rows (``re`` / ``-engage``) reads as two words.
+    """
     if start == end:
         spans.extend((start, start))
         return
-    line = text[start:end]
-    if line.isascii():
-        position = start
-        while position < end:
-            cut = min(position + width, end)
-            if cut < end:
-                # Prefer breaking after a space near the end of the row: prompts read as prose.
-                space = text.rfind(" ", position + width * 2 // 3, cut)
-                if space > position:
-                    cut = space + 1
-            spans.extend((position, cut))
-            position = cut
-            if limit is not None and len(spans) // 2 >= limit:
-                return
-        return
+    ascii_only = text[start:end].isascii()
     position = start
-    for piece in chop_cells(line, width):
-        spans.extend((position, position + len(piece)))
-        position += len(piece)
+    while position < end:
+        piece = text[position : min(position + width, end)]
+        if not ascii_only and cell_len(piece) > width:
+            piece = chop_cells(piece, width)[0]
+        cut = following = position + len(piece)
+        if cut < end and text[cut] == " ":
+            following = cut + 1  # the row ends on a word: the space between is not drawn
+        elif cut < end and (space := piece.rfind(" ")) > 0:
+            cut = following = position + space + 1
+        spans.extend((position, cut))
+        position = following
         if limit is not None and len(spans) // 2 >= limit:
             return
 
@@ -271,6 +330,11 @@ class DocBuilder:
         if self.blocks:
             self.blocks.append(blank())
         self.blocks.append(TextBlock(self.compose(Text(title, style=self.palette.heading), *detail)))
+        return self
+
+    def columns(self, head: list[Part], tail: list[Part], *, indent: int = 0, under: int = 4) -> DocBuilder:
+        """Add a row of fixed columns ending in prose (:class:`ColumnsBlock`)."""
+        self.blocks.append(ColumnsBlock(self.compose(*head), self.compose(*tail), indent=indent, under=under))
         return self
 
     def fact(self, key: str, *value: Part, indent: int = 2, width: int = 12) -> DocBuilder:

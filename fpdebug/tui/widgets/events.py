@@ -42,6 +42,7 @@ __all__ = [
     "EventDetail",
     "EventList",
     "event_document",
+    "events_header",
     "summarize",
     "torn_document",
     "torn_tail_at",
@@ -203,6 +204,11 @@ def _where(record: Record) -> str:
     return f"T{turn}" + (f"·I{iteration}" if iteration is not None else "")
 
 
+def events_header() -> Text:
+    """The column titles above the event rows (a ``=`` under ``seq`` means the seq is the line's number)."""
+    return Text(f"{'line':>7} {'seq':>6} {'kind':<18} {'where':<8} what", no_wrap=True, end="")
+
+
 class EventList(RowList):
     """Every line of the trace, one row each."""
 
@@ -235,7 +241,9 @@ class EventList(RowList):
         text = Text(no_wrap=True, end="")
         text.append(f"{row:>7} ", palette.dim)
         seq = None if isinstance(record, TraceHeader) else record.seq
-        text.append(f"{seq if seq is not None else '':>6} ", palette.dim)
+        # A writer numbers seq as the file's lines: the same number twice says nothing, "=" says so.
+        shown = "" if seq is None else "=" if seq == row else str(seq)
+        text.append(f"{shown:>6} ", palette.dim)
         if isinstance(record, InvalidRecord):
             text.append(f"{'INVALID':<18} ", palette.bad)
             text.append(f"{'':<8} ")

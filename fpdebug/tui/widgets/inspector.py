@@ -25,7 +25,6 @@ from rich.text import Text
 from fpdebug.trace.model import Iteration
 from fpdebug.trace.records import InvalidRecord, OpaqueRecord
 from fpdebug.trace.schema import (
-    ActiveReason,
     CursorMoveEvent,
     EngagementChange,
     EngagementEvent,
@@ -43,16 +42,16 @@ from fpdebug.trace.schema import (
     RouteConflictEvent,
     RunStartEvent,
     SkillRejectedEvent,
-    SlotRouting,
     StepPointerRecord,
     ToolResultEvent,
 )
-from fpdebug.tui.text import Palette, clip, compact_json, number
+from fpdebug.tui.text import Palette, compact_json, number
+from fpdebug.tui.widgets.active_injections import active_injections, active_rows, reason_text
 from fpdebug.tui.widgets.context_cost import call_cost_text, injection_cost_section
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 from fpdebug.views.session import TraceSession
-from fpdebug.views.source import evidence_not_recorded, trigger_not_recorded
+from fpdebug.views.source import evidence_not_recorded
 
 __all__ = ["LADDER", "PassInspector", "inspect_iteration", "ladder_text", "reason_text", "tool_result_head"]
 
@@ -118,38 +117,6 @@ def _grant_phrase(
     ]
 
 
-def reason_text(reason: ActiveReason | None, trigger: str | None, palette: Palette) -> Text:
-    """Why an active injection rode, in words (from its :class:`ActiveReason`, else its trigger)."""
-    if reason is None:
-        return DocBuilder.compose(("trigger " + (trigger or "?"), palette.dim))
-    via = reason.via
-    call: list[Part] = []
-    if reason.tool_call_id is not None or reason.at_iteration is not None:
-        call = [" (call ", (reason.tool_call_id or "?", ""), f", iteration {reason.at_iteration or '?'})"]
-    if via == "lease":
-        tenant = reason.tenant if reason.tenant is not None else "(no tenant)"
-        return DocBuilder.compose(
-            ("lease ", palette.good),
-            (reason.delivery_lease or "?", palette.key),
-            " granted by ",
-            (reason.tool_name or "?", ""),
-            *call,
-            ", tenant ",
-            (tenant, ""),
-        )
-    if via == "on-tool-return":
-        return DocBuilder.compose("on tool return: ", (reason.tool_name or "?", ""), *call)
-    if via == "llm-activated":
-        return DocBuilder.compose("activated by ", (reason.tool_name or "read_skill", ""), *call)
-    if via == "cursor":
-        return DocBuilder.compose(("cursor", palette.accent), " is on this skill-map node")
-    if via == "park-card":
-        return DocBuilder.compose(("park card", palette.bad), " (the kernel's map-status row)")
-    if via == "rule" and trigger:
-        return DocBuilder.compose("rule")
-    return DocBuilder.compose((via, ""))
-
-
 def ladder_text(strengths: list[str], strongest: str | None, palette: Palette) -> Text:
     """The ladder with the rungs that have evidence counted and the strongest one marked."""
     text = Text(end="")
@@ -187,20 +154,6 @@ def _step_phrase(pointer: StepPointerRecord, palette: Palette) -> list[Part]:
     if pointer.skipped:
         parts += [" · skipped ", (", ".join(str(step) for step in pointer.skipped), palette.warn)]
     return parts
-
-
-def _slots_of(routing: SlotRouting) -> dict[str, list[str]]:
-    """The slot names each injection landed in, by injection id."""
-    slots: dict[str, list[str]] = {}
-    by_slot = (
-        ("system-prompt", routing.system_prompt),
-        ("messages", routing.messages),
-        ("tools", routing.tools),
-    )
-    for name, entries in by_slot:
-        for entry in entries:
-            slots.setdefault(entry.id, []).append(name)
-    return slots
 
 
 def inspect_iteration(session: TraceSession, iteration: Iteration, palette: Palette) -> list[Block]:
@@ -288,7 +241,7 @@ def _context_cost_section(doc: DocBuilder, session: TraceSession, iteration: Ite
     # After the call: what each injection cost is read once why it rode and what it did are known.
     record = _one(session, iteration.pass_line, PassEvent)
     if record is not None:
-        injection_cost_section(doc, session, iteration, _active_rows(record))
+        injection_cost_section(doc, session, iteration, active_rows(record))
 
 
 def _pass_section(
@@ -305,54 +258,10 @@ def _pass_section(
         )
         doc.line((words, doc.palette.dim), indent=2)
         return
-    _active_injections(doc, record, start)
+    active_injections(doc, record, start)
     _skipped_injections(doc, record)
     _pass_facts(doc, record)
     _slot_delta(doc, record)
-
-
-def _active_rows(record: PassEvent) -> list[str]:
-    """The active ids in declaration order, then the park card row(s) the reasons add."""
-    rows = list(record.active_ids)
-    if any(reason.via == "park-card" for reason in record.reasons):
-        rows += [
-            reason.id for reason in record.reasons if reason.via == "park-card" and reason.id not in rows
-        ]
-    return rows
-
-
-def _active_injections(doc: DocBuilder, record: PassEvent, start: RunStartEvent | None) -> None:
-    """One row per active injection: flavor, the slot(s) it landed in, why it rode."""
-    palette = doc.palette
-    catalog = {decl.id: decl for decl in (start.injections if start is not None else [])}
-    reasons = {reason.id: reason for reason in record.reasons}
-    slots = _slots_of(record.by_slot)
-    summary = (
-        f"  {len(record.active_ids)} of {record.evaluated_total} evaluated, in declaration order:"
-        " flavor · slot(s) it landed in · why it rode"
-    )
-    doc.heading("Active injections", (summary, palette.dim))
-    rows = _active_rows(record)
-    width = min(max((len(id_) for id_ in rows), default=4), 26)
-    if not rows:
-        doc.line(("nothing was active", palette.dim), indent=2)
-    landed = {id_: ", ".join(slots.get(id_, [])) or "no slot" for id_ in rows}
-    slot_width = min(max((len(value) for value in landed.values()), default=7), 24)
-    for number_, id_ in enumerate(rows, 1):
-        decl = catalog.get(id_)
-        flavor = decl.flavor if decl is not None else ("steering" if id_ in reasons else "?")
-        trigger = "not recorded" if trigger_not_recorded(decl) else decl.trigger.kind if decl else None
-        doc.line(
-            f"{number_:>2} ",
-            (f"{clip(id_, width):<{width}}", palette.accent),
-            " ",
-            (f"{flavor:<13}", palette.dim),
-            (f"{landed[id_]:<{slot_width}}", palette.key),
-            "  ",
-            reason_text(reasons.get(id_), trigger, palette),
-            indent=1,
-            hang=width + slot_width + 19,
-        )
 
 
 def _skipped_injections(doc: DocBuilder, record: PassEvent) -> None:

@@ -79,8 +79,9 @@ class LeaseGantt(RowList):
         """``(first timeline row, iterations shown, cells per iteration)`` of the bars at this width."""
         cells = max(width - _LABEL - _STATE - 2, 4)
         rows = len(self.session.iterations)
-        # Few iterations get wider cells so the bars stay readable; many get one cell each.
-        cell = min(max(cells // max(rows, 1), 1), 4)
+        # The iterations share the width: few get wide cells, many get one cell each (and a
+        # window of them around the selected one is shown).
+        cell = max(cells // max(rows, 1), 1)
         columns = cells // cell
         start = max(min(self.focus_row - columns // 2, rows - columns), 0)
         return start, columns, cell

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from rich.style import Style
 from rich.text import Text
+from textual.message import Message
 
 from fpdebug.trace.cost import CostTotal
 from fpdebug.tui.costs import run_costs
@@ -22,7 +23,14 @@ from fpdebug.tui.text import Palette, clip, plain
 from fpdebug.tui.widgets.row_list import RowList
 from fpdebug.views.session import TraceSession
 
-__all__ = ["BADGE_LETTERS", "IterationTimeline", "compact_dollars", "timeline_header"]
+__all__ = [
+    "BADGE_LETTERS",
+    "IterationTimeline",
+    "compact_dollars",
+    "timeline_header",
+    "timeline_legend",
+    "timeline_width",
+]
 
 BADGE_LETTERS: dict[str, str] = {
     "grant": "g",
@@ -37,6 +45,17 @@ BADGE_LETTERS: dict[str, str] = {
     "refused": "D",
 }
 """One-letter badges used when the timeline is too narrow for words (listed in the help)."""
+
+_BADGE_WORDS: dict[str, str] = {"reengage": "re-engage", "invalid": "invalid line", "refused": "refusal"}
+"""How the legend spells a badge whose name says less than it could."""
+
+_COLUMN_LEGEND = (
+    ("act", "active", "active injections"),
+    ("ls", "leases", "leases served"),
+    ("pk", "parked", "maps parked"),
+    ("tl", "tools", "tool calls"),
+)
+"""The count columns the legend explains (their titles are two or three letters): short and long words."""
 
 
 class _Columns(NamedTuple):
@@ -103,6 +122,55 @@ def _route_word(word: str, width: int) -> str:
     return word if len(word) <= width else word[:1]
 
 
+def timeline_width(label: int, badges: int) -> int:
+    """The cells the timeline's rows take in the wide layout with badges as words.
+
+    Args:
+        label: The longest row label (:attr:`TraceSession.label_width`).
+        badges: The cells the widest row's badges take as words (:attr:`IterationTimeline.badge_room`).
+    """
+    return _WIDE._replace(label=max(label, len("iter"))).fixed + max(badges, _WORDS_MIN)
+
+
+def badges_as_words(width: int, label: int) -> bool:
+    """Whether a timeline ``width`` wide shows its badges as words (else as letters)."""
+    c, _wide = _columns(width, label)
+    return width - c.fixed >= _WORDS_MIN
+
+
+def timeline_legend(
+    width: int, label: int, seen: set[str], palette: Palette, *, room: int | None = None
+) -> Text:
+    """One line under the timeline: what ``act ls pk tl`` count and, when badges are letters, what
+    the letters seen so far stand for (every one is in the ``?`` help).
+
+    Args:
+        width: The timeline's width (which decides letters or words).
+        label: The longest row label.
+        seen: The badge names drawn so far.
+        palette: Styles.
+        room: The cells the line may take: the columns are named in short words when the long
+            ones do not fit.
+    """
+    letters = [] if badges_as_words(width, label) else [name for name in BADGE_LETTERS if name in seen]
+    text = Text()
+    for long in (True, False):
+        text = Text(no_wrap=True, end="")
+        for index, (title, short, meaning) in enumerate(_COLUMN_LEGEND):
+            if index:
+                text.append(" · ", palette.dim)
+            text.append(title, palette.key)
+            text.append(f" {meaning if long else short}", palette.dim)
+        if letters:
+            text.append("  │ ", palette.dim)
+        for name in letters:
+            text.append(f" {BADGE_LETTERS[name]}", _badge_style(name, palette))
+            text.append(f" {_BADGE_WORDS.get(name, name)}", palette.dim)
+        if room is None or text.cell_len <= room:
+            break
+    return text
+
+
 def timeline_header(width: int, *, label: int = 0) -> Text:
     """The column titles above the timeline.
 
@@ -139,6 +207,13 @@ class IterationTimeline(RowList):
         super().__init__(id=id, classes=classes)
         self.session = session
         """Where the rows come from."""
+        self.badge_room = 0
+        """The cells the widest row drawn so far needs for its badges as words (what the pane is sized to)."""
+        self.seen_badges: set[str] = set()
+        """Every badge drawn so far (the legend explains their letters)."""
+
+    class ContentGrew(Message):
+        """A row drawn needs more room for its badges, or shows a badge not seen before."""
 
     def total_rows(self) -> int:
         return len(self.session.iterations)
@@ -165,6 +240,7 @@ class IterationTimeline(RowList):
             key = (iteration.turn, iteration.number)
         facts = session.facts(row)
         badges = session.badges(row)
+        self._saw(badges)
 
         text = Text(no_wrap=True, end="")
         c, wide = _columns(width, session.label_width)
@@ -183,6 +259,15 @@ class IterationTimeline(RowList):
             _cost_cell(text, cost, c.cost, palette)
         _badge_cells(text, badges, words, palette)
         return text
+
+    def _saw(self, badges: list[str]) -> None:
+        """Remember what the pane and the legend must make room for (told once, after the paint)."""
+        room = sum(len(name) + 1 for name in badges)
+        new = not self.seen_badges.issuperset(badges)
+        if room > self.badge_room or new:
+            self.badge_room = max(room, self.badge_room)
+            self.seen_badges.update(badges)
+            self.post_message(self.ContentGrew())
 
 
 def _skill_cell(text: Text, skill: str | None, moved: bool, width: int, palette: Palette) -> None:
