@@ -156,9 +156,11 @@ class _Json:
         self.base = 0  # the file offset of buf[0]
         self.pos = 0  # the file offset of the scanner
 
-    def error(self, what: str, at: int | None = None) -> OtlpDecodeError:
+    def error(self, what: str, at: int | None = None, *, syntax: bool = False) -> OtlpDecodeError:
+        """``syntax``: the bytes are not JSON at all; else JSON, but not the shape of an OTLP request."""
         where = self.pos if at is None else at
-        return OtlpDecodeError(f"{self.name}: not a valid OTLP/JSON document at byte {where}: {what}")
+        problem = "not JSON" if syntax else "not a valid OTLP/JSON document"
+        return OtlpDecodeError(f"{self.name}: {problem} at byte {where}: {what}")
 
     def truncated(self) -> OtlpDecodeError:
         return OtlpDecodeError(
@@ -200,7 +202,7 @@ class _Json:
     def expect(self, char: bytes) -> None:
         found = self.peek()
         if found != char[0]:
-            raise self.error(f"expected {char.decode()!r}, found {chr(found)!r}")
+            raise self.error(f"expected {char.decode()!r}, found {chr(found)!r}", syntax=True)
         self.pos += 1
 
     def _string_end(self, start: int) -> int:
@@ -222,7 +224,7 @@ class _Json:
                 pass
             match = _SCALAR.match(self.buf, self.pos - self.base)
             if match is None:
-                raise self.error(f"unexpected {chr(first)!r}")
+                raise self.error(f"unexpected {chr(first)!r}", syntax=True)
             self.pos = self.base + match.end()
             return
         depth, at = 0, self.pos
@@ -252,7 +254,7 @@ class _Json:
         try:
             return orjson.loads(self.buf[start - self.base : end - self.base])
         except orjson.JSONDecodeError as error:
-            raise self.error(f"not JSON ({error})", start) from error
+            raise self.error(str(error), start, syntax=True) from error
 
     def members(self) -> Iterator[str]:
         """The keys of the object at the scanner; after each, the caller consumes its value."""
@@ -262,7 +264,7 @@ class _Json:
             return
         while True:
             if self.peek() != 0x22:
-                raise self.error("expected a member name")
+                raise self.error("expected a member name", syntax=True)
             start = self.pos
             self.pos = self._string_end(start)
             key = self.load(start, self.pos)
@@ -274,7 +276,7 @@ class _Json:
             if following == 0x7D:
                 return
             if following != 0x2C:
-                raise self.error(f"expected ',' or '}}', found {chr(following)!r}", self.pos - 1)
+                raise self.error(f"expected ',' or '}}', found {chr(following)!r}", self.pos - 1, syntax=True)
 
     def items(self) -> Iterator[int]:
         """The items of the array at the scanner (yields each one's offset; the caller consumes it)."""
@@ -291,7 +293,7 @@ class _Json:
             if following == 0x5D:
                 return
             if following != 0x2C:
-                raise self.error(f"expected ',' or ']', found {chr(following)!r}", self.pos - 1)
+                raise self.error(f"expected ',' or ']', found {chr(following)!r}", self.pos - 1, syntax=True)
 
     def null(self) -> bool:
         """Skip a ``null`` (which OTLP/JSON reads as absent) and say so."""
