@@ -59,63 +59,83 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def generate(path: Path, size: int, encoding: str) -> int:
+_TRACE = bytes(range(0xA0, 0xB0))
+"""A placeholder trace id, replaced in each copy's bytes (ids have fixed lengths in both encodings)."""
+_SPAN = bytes(range(0xC0, 0xC4))
+"""The first half of a placeholder span id; the second half is the span's index in the template."""
+
+
+def generate(path: Path, size: int, encoding: str, *, pad: int = 0) -> int:
     """Write one traces request of at least ``size`` bytes to ``path``; return its number of traces.
 
-    ``encoding`` is ``json`` (compact OTLP/JSON, hex ids) or ``protobuf``. The outer messages of
-    the protobuf body are framed here (their lengths must be known before the spans are written,
-    which a message class would only know by holding them all); every span, the resource and the
-    scope are serialised by ``opentelemetry-proto``.
+    ``encoding`` is ``json`` (compact OTLP/JSON, hex ids) or ``protobuf``; ``pad`` adds an
+    attribute of that many bytes to every span (a long prompt). Each span of the template is
+    serialised once, by ``json_format`` or ``opentelemetry-proto``, with placeholder ids that
+    each copy replaces. The outer messages of the protobuf body are framed here: their lengths
+    must be known before the spans are written, which a message class would only know by holding
+    them all.
     """
     import orjson
     from google.protobuf import json_format
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-    from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
     from fpdebug.ingest.otlp_decode import normalise_ids
 
     request = ExportTraceServiceRequest()
     json_format.ParseDict(normalise_ids(json.loads(FIXTURE.read_text())), request)
     resource_spans = request.resource_spans[0]
-    template = list(resource_spans.scope_spans[0].spans)
-    per_trace = sum(len(span.SerializeToString()) for span in template)
-
-    def copy(number: int) -> list[Span]:
-        spans = []
-        for span in template:
-            clone = type(span)()
-            clone.CopyFrom(span)
-            clone.trace_id = number.to_bytes(16, "big")
-            clone.span_id = span.span_id[:4] + number.to_bytes(4, "big")
-            if span.parent_span_id:
-                clone.parent_span_id = span.parent_span_id[:4] + number.to_bytes(4, "big")
-            spans.append(clone)
-        return spans
-
-    def json_span(span: Span) -> bytes:
-        obj = json_format.MessageToDict(span)
-        for key, name in (("traceId", "trace_id"), ("spanId", "span_id"), ("parentSpanId", "parent_span_id")):
-            if key in obj:  # hex, as the OTLP/HTTP JSON spec writes ids
-                obj[key] = getattr(span, name).hex()
-        return orjson.dumps(obj)
-
-    if encoding == "json":
-        per_trace = sum(len(json_span(span)) + 1 for span in template)
+    scope_spans = resource_spans.scope_spans[0]
+    index = {span.span_id: number for number, span in enumerate(scope_spans.spans)}
+    templates: list[bytes] = []
+    for number, span in enumerate(scope_spans.spans):
+        span.trace_id = _TRACE
+        span.span_id = _SPAN + number.to_bytes(4, "big")
+        if span.parent_span_id:
+            span.parent_span_id = _SPAN + index[span.parent_span_id].to_bytes(4, "big")
+        if pad:
+            padding = span.attributes.add()
+            padding.key = "bench.padding"
+            padding.value.string_value = "p" * pad
+        if encoding == "json":
+            obj = json_format.MessageToDict(span)
+            for key, name in (
+                ("traceId", "trace_id"),
+                ("spanId", "span_id"),
+                ("parentSpanId", "parent_span_id"),
+            ):
+                if key in obj:  # hex, as the OTLP/HTTP JSON spec writes ids
+                    obj[key] = getattr(span, name).hex()
+            templates.append(orjson.dumps(obj))
+        else:
+            data = span.SerializeToString()
+            templates.append(b"\x12" + _varint(len(data)) + data)  # ScopeSpans.spans
+    per_trace = sum(len(template) + 1 for template in templates)
     traces = max(1, -(-size // per_trace))
+    trace_old, span_old = (
+        (_TRACE.hex().encode(), _SPAN.hex().encode()) if encoding == "json" else (_TRACE, _SPAN)
+    )
+
+    def copy(number: int) -> bytes:
+        trace = number.to_bytes(16, "big")
+        span = number.to_bytes(4, "big")
+        if encoding == "json":
+            trace, span = trace.hex().encode(), span.hex().encode()
+        joiner = b"," if encoding == "json" else b""
+        return joiner.join(templates).replace(trace_old, trace).replace(span_old, span)
+
     with path.open("wb") as out:
         if encoding == "json":
-            head = {"resource": json_format.MessageToDict(resource_spans.resource)}
-            scope = json_format.MessageToDict(resource_spans.scope_spans[0].scope)
-            out.write(b'{"resourceSpans":[' + json.dumps(head).encode()[:-1] + b',"scopeSpans":[{"scope":')
-            out.write(json.dumps(scope).encode() + b',"spans":[')
+            head = orjson.dumps({"resource": json_format.MessageToDict(resource_spans.resource)})[:-1]
+            scope = orjson.dumps(json_format.MessageToDict(scope_spans.scope))
+            out.write(b'{"resourceSpans":[' + head + b',"scopeSpans":[{"scope":' + scope + b',"spans":[')
             for number in range(traces):
-                for index, span in enumerate(copy(number)):
-                    out.write((b"," if number or index else b"") + json_span(span))
+                out.write((b"," if number else b"") + copy(number))
             out.write(b"]}]}]}\n")
             return traces
-        scope_bytes = resource_spans.scope_spans[0].scope.SerializeToString()
-        span_fields = per_trace + sum(1 + len(_varint(len(span.SerializeToString()))) for span in template)
-        scope_spans_len = 1 + len(_varint(len(scope_bytes))) + len(scope_bytes) + span_fields * traces
+        scope_bytes = scope_spans.scope.SerializeToString()
+        scope_spans_len = (
+            1 + len(_varint(len(scope_bytes))) + len(scope_bytes) + sum(map(len, templates)) * traces
+        )
         resource_bytes = resource_spans.resource.SerializeToString()
         resource_spans_len = (
             1 + len(_varint(len(resource_bytes))) + len(resource_bytes)
@@ -126,9 +146,7 @@ def generate(path: Path, size: int, encoding: str) -> int:
         out.write(b"\x12" + _varint(scope_spans_len))  # ResourceSpans.scope_spans
         out.write(b"\x0a" + _varint(len(scope_bytes)) + scope_bytes)  # ScopeSpans.scope
         for number in range(traces):
-            for span in copy(number):
-                data = span.SerializeToString()
-                out.write(b"\x12" + _varint(len(data)) + data)  # ScopeSpans.spans
+            out.write(copy(number))
     return traces
 
 
