@@ -12,7 +12,7 @@ one resource and one scope, as a collector or a batch exporter would write one b
 Each file is written as it is generated (never held whole).
 
 Each figure runs in a fresh child process (``python -m bench.ingest_stream import FILE``), which
-prints its wall time and its peak RSS (``ru_maxrss``): ``fpdebug import``'s code path
+prints its wall time, its CPU time and its peak RSS (``VmHWM``): ``fpdebug import``'s code path
 (:func:`fpdebug.ingest.detect.import_sources`). The baselines, measured in the same run and the
 same way, are ``wc -l FILE`` (reading the bytes once) and parsing the whole file in memory as
 the importer did before it streamed (``orjson.loads``, or ``ExportTraceServiceRequest.FromString``).
@@ -38,7 +38,16 @@ FIXTURE = ROOT / "tests" / "ingest" / "fixtures" / "otlp" / "pydantic_ai_v5.otlp
 
 
 def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak RSS in MB: ``VmHWM``, the peak of its own address space.
+
+    Not ``ru_maxrss``, which Linux carries across ``execve``: a child would start with its
+    parent's peak (this bench's parent stays small, but a caller's may not).
+    """
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _cpu_s() -> float:
@@ -214,7 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not path.exists():
             traces = generate(path, args.mb * 1_000_000, encoding)
             print(f"generated {path.name}: {traces} traces", file=sys.stderr)
-        path.read_bytes()  # every figure reads it from the page cache
+        with path.open("rb") as handle:  # every figure reads it from the page cache
+            while handle.read(1 << 20):  # in chunks: a child would inherit this process's peak RSS
+                pass
         size_mb = path.stat().st_size / 1e6
         wc, parse, imported = _wc(path), _run_child("parse", path), _run_child("import", path)
         print(f"{encoding}: {size_mb:.1f} MB, one request")
