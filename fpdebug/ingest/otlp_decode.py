@@ -360,7 +360,8 @@ def iter_file(
 
     ``progress`` is called with the bytes read so far. With ``only``, JSON Lines of the other
     signal are skipped without being parsed (a line is a logs request when it names
-    ``resourceLogs``).
+    ``resourceLogs``). A single JSON document or protobuf body is read whole here; the importer
+    reads those with :mod:`fpdebug.ingest.otlp_stream` instead, in bounded memory.
 
     Raises:
         OtlpDecodeError: A line or the file is not OTLP; the message names the line.
