@@ -84,6 +84,7 @@ SLOW_MODULES = frozenset(
         "tests/ingest/test_not_recorded_tui.py",
         "tests/ingest/test_otlp_tui.py",
         "tests/ingest/test_collect.py",
+        "tests/ingest/test_stream_memory.py",
         "tests/ingest/test_backtrack_imported.py",
         "tests/cli/test_import_cli.py",
         "tests/test_cold_start_imports.py",

@@ -11,6 +11,11 @@ accepted request is also appended, as one OTLP/JSON line, to ``DIR/received.otlp
 verbatim record, from which ``fpdebug import`` can rebuild every trace, with log records that
 arrived after their span merged.
 
+**Bodies are not held in memory.** A body is spooled to an anonymous temporary file in ``DIR``
+(gunzipped chunk by chunk into a second one), checked whole by
+:func:`fpdebug.ingest.otlp_stream.plan`, then read again span by span: memory holds one trace of
+the request at a time, and the verbatim line is written in pieces.
+
 **Durability.** A request is answered 200 only after its lines are written and fsynced (the trace
 file with the trace writer's ``every`` policy, the raw file with ``fsync``, a new file's directory
 too): a kill after the 200 loses nothing. A body that does not parse gets 400 and nothing of it is
@@ -24,14 +29,17 @@ be durable before its answer). It binds to loopback unless told otherwise.
 
 from __future__ import annotations
 
+import io
 import os
+import tempfile
 import threading
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import orjson
 from google.protobuf import json_format
@@ -40,9 +48,10 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from fpdebug.errors import FpdebugError
+from fpdebug.ingest import otlp_stream
 from fpdebug.ingest.otlp import NOT_RECORDED, service_name, write_atomically
 from fpdebug.ingest.otlp_build import RunBuilder, SeqCounter, run_id_of
-from fpdebug.ingest.otlp_decode import OtlpLog, OtlpSpan, logs_of, normalise_ids, spans_of
+from fpdebug.ingest.otlp_decode import OtlpDecodeError, OtlpLog, OtlpSpan, normalise_ids
 from fpdebug.ingest.otlp_genai import classify
 from fpdebug.trace.schema import ImportSource, TraceHeader
 from fpdebug.trace.writer import TraceWriter, dump_record
@@ -55,6 +64,9 @@ __all__ = [
     "CollectorServer",
     "decode_body",
     "make_server",
+    "plan_body",
+    "raw_json_pieces",
+    "spool_body",
 ]
 
 DEFAULT_MAX_BODY = 16 << 20
@@ -62,6 +74,8 @@ DEFAULT_MAX_BODY = 16 << 20
 
 RAW_FILE = "received.otlp.jsonl"
 """The verbatim log of every accepted request, in ``--dir``."""
+
+_CHUNK = 1 << 20
 
 Signal = Literal["traces", "logs"]
 
@@ -129,6 +143,94 @@ def decode_body(
     )
 
 
+def spool_body(
+    rfile: io.BufferedIOBase | IO[bytes],
+    length: int,
+    *,
+    directory: Path,
+    content_encoding: str = "",
+    limit: int = DEFAULT_MAX_BODY,
+) -> IO[bytes]:
+    """Copy a request body of ``length`` bytes to an anonymous temporary file in ``directory``, gunzipped.
+
+    The body is never held in memory: it goes to disk in chunks (``directory`` is on disk, unlike
+    a tmpfs ``/tmp``), and a gzip body is inflated chunk by chunk into a second file, refused once
+    its output passes ``limit``. The caller closes the file.
+
+    Raises:
+        BadRequest: A short body or bad gzip (400), too large once inflated (413), an unsupported
+            Content-Encoding (415).
+    """
+    encoding = content_encoding.strip().lower()
+    if encoding not in ("", "identity", "gzip"):
+        raise BadRequest(415, f"unsupported Content-Encoding {content_encoding!r} (use gzip or none)")
+    spool = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115 - returned to the caller, closed on error
+    try:
+        left = length
+        while left:
+            chunk = rfile.read(min(left, _CHUNK))
+            if not chunk:
+                raise BadRequest(400, f"the body ended after {length - left} of its {length} bytes")
+            spool.write(chunk)
+            left -= len(chunk)
+        if encoding == "gzip":
+            spool.seek(0)
+            inflated = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115 - as spool
+            try:
+                _inflate_file(spool, inflated, limit)
+            except BaseException:
+                inflated.close()
+                raise
+            spool.close()
+            spool = inflated
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool
+
+
+def _inflate_file(source: IO[bytes], target: IO[bytes], limit: int) -> None:
+    """Gunzip ``source`` into ``target``, refusing more than ``limit`` bytes of output (a bomb stays small)."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    written = 0
+    try:
+        while not inflater.eof:
+            chunk = inflater.unconsumed_tail or source.read(_CHUNK)
+            if not chunk:
+                raise BadRequest(400, "the body is not valid gzip: it ends before its end of stream")
+            data = inflater.decompress(chunk, _CHUNK)
+            written += len(data)
+            if written > limit:
+                raise BadRequest(413, f"the body is over {limit} bytes once decompressed")
+            target.write(data)
+    except zlib.error as error:
+        raise BadRequest(400, f"the body is not valid gzip: {error}") from error
+
+
+def plan_body(signal: Signal, body: IO[bytes], *, content_type: str) -> otlp_stream.Plan:
+    """Check a spooled body whole (every span parsed) and plan its reading, before anything is written.
+
+    Raises:
+        BadRequest: An unsupported media type (415), or a body that is not the request it should be (400).
+    """
+    media = content_type.split(";", 1)[0].strip().lower()
+    encodings: dict[str, Literal["otlp-json", "otlp-protobuf"]] = {
+        "application/x-protobuf": "otlp-protobuf",
+        "application/json": "otlp-json",
+    }
+    encoding = encodings.get(media)
+    if encoding is None:
+        raise BadRequest(
+            415, f"unsupported Content-Type {content_type!r} (use application/x-protobuf or application/json)"
+        )
+    try:
+        return otlp_stream.plan(body, encoding, name="body", signal=signal, validate=True)
+    except OtlpDecodeError as error:
+        kind = "protobuf" if encoding == "otlp-protobuf" else "JSON"
+        raise BadRequest(400, f"not a valid OTLP/{kind} {signal} request: {error}") from error
+
+
 @dataclass
 class _TraceFile:
     path: Path
@@ -151,29 +253,44 @@ class Collector:
 
     def accept(self, signal: Signal, message: Message) -> list[Path]:
         """Write one decoded request durably; returns the trace files it appended to."""
+        body = io.BytesIO(message.SerializeToString())
+        return self.accept_file(
+            signal, body, otlp_stream.plan(body, "otlp-protobuf", name="request", signal=signal)
+        )
+
+    def accept_file(self, signal: Signal, body: IO[bytes], plan: otlp_stream.Plan) -> list[Path]:
+        """Write one request, spooled to ``body`` and checked by :func:`plan_body`, durably.
+
+        The verbatim line first (fsynced), then each trace once its last span in the request has
+        been read (a trace's spans are ordered and mapped together): memory holds one trace of
+        the request at a time, not the request.
+        """
         with self.lock:
-            self._append_raw(message)
-            if signal == "logs":
-                assert isinstance(message, ExportLogsServiceRequest)
-                for log in logs_of(message):
-                    if log.span_id:
-                        self._logs.setdefault(log.span_id, []).append(log)
-                return []
-            assert isinstance(message, ExportTraceServiceRequest)
+            self._append_raw(signal, body, plan)
             by_trace: dict[str, list[OtlpSpan]] = {}
-            for span in spans_of(message):
-                by_trace.setdefault(span.trace_id, []).append(span)
-            touched = []
-            for trace_id, spans in by_trace.items():
-                spans.sort(key=lambda span: (span.end_ns, span.start_ns))
-                trace = self._trace(trace_id, spans)
-                events = [event for span in spans for event in trace.builder.feed(span)]
-                if events:
-                    self._writer(trace_id, trace).append_many(events)  # policy "every": one fsync
-                touched.append(trace.path)
-                if trace.builder.ended:
-                    trace.writer.close()  # later spans of an ended run map to nothing
+            touched: list[Path] = []
+            for ordinal, record in enumerate(otlp_stream.records(body, plan)):
+                if isinstance(record, OtlpLog):
+                    if record.span_id:
+                        self._logs.setdefault(record.span_id, []).append(record)
+                    continue
+                by_trace.setdefault(record.trace_id, []).append(record)
+                if ordinal in plan.ends:
+                    touched.append(self._write_trace(record.trace_id, by_trace.pop(record.trace_id)))
+            for trace_id, spans in by_trace.items():  # none, unless two spellings of one id
+                touched.append(self._write_trace(trace_id, spans))
             return touched
+
+    def _write_trace(self, trace_id: str, spans: list[OtlpSpan]) -> Path:
+        """Map one trace's spans of a request and append them to its file (one fsync)."""
+        spans.sort(key=lambda span: (span.end_ns, span.start_ns))
+        trace = self._trace(trace_id, spans)
+        events = [event for span in spans for event in trace.builder.feed(span)]
+        if events:
+            self._writer(trace_id, trace).append_many(events)  # policy "every": one fsync
+        if trace.builder.ended:
+            trace.writer.close()  # later spans of an ended run map to nothing
+        return trace.path
 
     def _writer(self, trace_id: str, trace: _TraceFile) -> TraceWriter:
         """The trace's writer, reopened if it was closed to bound the open files (least recently used)."""
@@ -194,18 +311,34 @@ class Collector:
                 os.close(self._raw_fd)
                 self._raw_fd = None
 
-    def _append_raw(self, message: Message) -> None:
-        line = orjson.dumps(json_format.MessageToDict(message)) + b"\n"
+    def _append_raw(self, signal: Signal, body: IO[bytes], plan: otlp_stream.Plan) -> None:
+        """Append the request as one OTLP/JSON line, written piece by piece, then fsync.
+
+        Should a write fail, the file is cut back to where the line began: no half line stays
+        before the next one.
+        """
         if self._raw_fd is None:
             path = self.directory / RAW_FILE
             created = not path.exists()
-            self._raw_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._raw_fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             if created:
                 _sync_directory(self.directory)
-        view = memoryview(line)
-        while view:
-            view = view[os.write(self._raw_fd, view) :]
-        os.fsync(self._raw_fd)
+            else:
+                _cut_partial_line(self._raw_fd)  # a line a kill interrupted, never acknowledged
+        fd = self._raw_fd
+        start = os.fstat(fd).st_size
+        try:
+            pending = bytearray()
+            for piece in raw_json_pieces(signal, body, plan):
+                pending += piece
+                if len(pending) >= _CHUNK:
+                    _write_all(fd, pending)
+                    pending.clear()
+            _write_all(fd, pending)
+            os.fsync(fd)
+        except BaseException:
+            os.ftruncate(fd, start)
+            raise
 
     def _trace(self, trace_id: str, spans: list[OtlpSpan]) -> _TraceFile:
         known = self._traces.get(trace_id)
@@ -242,6 +375,72 @@ class Collector:
         )
         self._traces[trace_id] = trace
         return trace
+
+
+def raw_json_pieces(signal: Signal, body: IO[bytes], plan: otlp_stream.Plan) -> Iterator[bytes]:
+    """The request as one line of OTLP/JSON (``MessageToDict``'s spelling), in pieces: never whole.
+
+    Resources and scopes without a span or record are left out (they hold nothing to import).
+    """
+    outer, middle, leaf_key = (
+        (b"resourceSpans", b"scopeSpans", b"spans")
+        if signal == "traces"
+        else (b"resourceLogs", b"scopeLogs", b"logRecords")
+    )
+    yield b'{"' + outer + b'":['
+    at: tuple[int, int] | None = None
+    for leaf in otlp_stream.leaves(body, plan):
+        if at is None or at[0] != leaf.resource:
+            if at is not None:
+                yield b"]}]},"
+            resource = plan.resources[leaf.resource]
+            yield b"{" + _members(
+                otlp_stream.part(body, plan, leaf.resource), b"resource", resource.schema_url
+            )
+            yield b'"' + middle + b'":['
+        elif at[1] != leaf.scope:
+            yield b"]},"
+        if at != (leaf.resource, leaf.scope):
+            scope = plan.resources[leaf.resource].scopes[leaf.scope]
+            part = otlp_stream.part(body, plan, leaf.resource, leaf.scope)
+            yield b"{" + _members(part, b"scope", scope.schema_url) + b'"' + leaf_key + b'":['
+        else:
+            yield b","
+        at = (leaf.resource, leaf.scope)
+        yield orjson.dumps(json_format.MessageToDict(leaf.message))
+    yield (b"]}]}]}" if at is not None else b"]}") + b"\n"
+
+
+def _members(message: Message, key: bytes, schema_url: str) -> bytes:
+    """``"resource": {...}, "schemaUrl": "...",`` (each only when set), for a line being pieced together."""
+    out = b""
+    if message.ListFields():
+        out += b'"' + key + b'":' + orjson.dumps(json_format.MessageToDict(message)) + b","
+    if schema_url:
+        out += b'"schemaUrl":' + orjson.dumps(schema_url) + b","
+    return out
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _cut_partial_line(fd: int) -> None:
+    """Cut the file after its last newline: what follows is a line whose write a kill interrupted."""
+    size = os.fstat(fd).st_size
+    end = size
+    while end > 0:
+        start = max(end - _CHUNK, 0)
+        chunk = os.pread(fd, end - start, start)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            end = start + newline + 1
+            break
+        end = start
+    if end != size:
+        os.ftruncate(fd, end)
 
 
 def _now() -> datetime:
@@ -308,23 +507,27 @@ class _Handler(BaseHTTPRequestHandler):
         if length > limit:
             self._error(413, f"the body is {length} bytes, over the limit of {limit}")
             return
-        body = self.rfile.read(length)
         content_type = self.headers.get("Content-Type", "")
+        collector = self.server.collector
+        body: IO[bytes] | None = None
         try:
-            message = decode_body(
-                signal,
-                body,
-                content_type=content_type,
+            body = spool_body(
+                self.rfile,
+                length,
+                directory=collector.directory,
                 content_encoding=self.headers.get("Content-Encoding", ""),
                 limit=limit,
             )
-            self.server.collector.accept(signal, message)
+            collector.accept_file(signal, body, plan_body(signal, body, content_type=content_type))
         except BadRequest as error:
             self._error(error.status, str(error))
             return
         except (OSError, FpdebugError) as error:
             self._error(503, f"could not write the data durably: {error}")  # the exporter retries
             return
+        finally:
+            if body is not None:
+                body.close()
         if content_type.startswith("application/json"):
             self._answer(200, b"{}", "application/json")
         else:

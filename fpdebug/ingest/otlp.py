@@ -25,10 +25,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO
 
+from fpdebug.ingest import otlp_stream
 from fpdebug.ingest.otlp_build import RunBuilder, SeqCounter, run_id_of
-from fpdebug.ingest.otlp_decode import OtlpDecodeError, OtlpLog, OtlpSpan, detect_encoding, iter_file
+from fpdebug.ingest.otlp_decode import (
+    OtlpDecodeError,
+    OtlpEncoding,
+    OtlpLog,
+    OtlpSpan,
+    detect_encoding,
+    iter_file,
+)
 from fpdebug.ingest.otlp_genai import agent_name, agent_user_message, classify
 from fpdebug.trace.redact import Redactor, default_redactor
 from fpdebug.trace.schema import ImportSource, TraceEvent, TraceHeader
@@ -178,24 +186,39 @@ class TraceConverter:
         self._open: dict[str, list[OtlpSpan]] = {}
         self._logs: dict[str, list[OtlpLog]] = {}
         self._run_ids: set[str] = set()
+        self._rooted: set[str] = set()
 
     def add(self, spans: Iterable[OtlpSpan], logs: Iterable[OtlpLog]) -> None:
         """Take a request's spans and logs; convert the traces whose root has arrived."""
         for log in logs:
             if log.span_id:
                 self._logs.setdefault(log.span_id, []).append(log)
-        finished: list[str] = []
-        for span in spans:
-            self.summary.spans += 1
-            if span.dropped:
-                self.summary.dropped += span.dropped
-                self.summary.spans_with_drops += 1
-            if span.scope and span.scope not in self.summary.producers:
-                self.summary.producers.append(span.scope)
-            self._open.setdefault(span.trace_id, []).append(span)
-            if not span.parent_span_id and classify(span) in ("agent", "other"):
-                finished.append(span.trace_id)
+        finished = [span.trace_id for span in spans if self.add_span(span)]
         for trace_id in dict.fromkeys(finished):
+            self._rooted.discard(trace_id)
+            self._convert(self._open.pop(trace_id, []))
+
+    def add_span(self, span: OtlpSpan) -> bool:
+        """Take one span (kept until its trace is converted); whether it is a root that closes its trace."""
+        self.summary.spans += 1
+        if span.dropped:
+            self.summary.dropped += span.dropped
+            self.summary.spans_with_drops += 1
+        if span.scope and span.scope not in self.summary.producers:
+            self.summary.producers.append(span.scope)
+        self._open.setdefault(span.trace_id, []).append(span)
+        if not span.parent_span_id and classify(span) in ("agent", "other"):
+            self._rooted.add(span.trace_id)
+            return True
+        return False
+
+    def close(self, trace_id: str) -> None:
+        """The last span of ``trace_id`` in a request has been taken: convert it if its root came.
+
+        A trace without its root stays open (its root may be in another file), as :meth:`add` does.
+        """
+        if trace_id in self._rooted:
+            self._rooted.discard(trace_id)
             self._convert(self._open.pop(trace_id, []))
 
     def finish(self) -> None:
@@ -264,46 +287,73 @@ def _read_sources(
 ) -> None:
     """Read every source into ``converter``: the log records first, then the spans.
 
-    A trace is converted as soon as its root span is read, so the log records that hold its
-    content (the legacy layout) must all be known by then, whatever the order of the files or of
-    a mixed JSON Lines file. Pass one keeps the log records (JSON Lines: only the logs lines are
-    parsed; a single-request file is decoded once, its spans kept for pass two); pass two feeds
-    the spans.
+    A trace is converted as soon as it is complete, so the log records that hold its content (the
+    legacy layout) must all be known by then, whatever the order of the files or of a mixed JSON
+    Lines file. Pass one keeps the log records (JSON Lines: only the logs lines are parsed) and
+    plans each single request (:func:`fpdebug.ingest.otlp_stream.plan`: where each trace ends);
+    pass two feeds the spans. JSON Lines convert a trace when its root's line is read; a single
+    request converts a trace after its last span (its root has come by then, wherever it was).
     """
-    total = sum(path.stat().st_size for path in sources)
-    encodings = []
-    held: dict[Path, list[OtlpSpan]] = {}
-    for path in sources:
+    sizes = [path.stat().st_size for path in sources]
+    total = sum(sizes)
+    encodings = [_encoding(path) for path in sources]
+    plans: dict[Path, otlp_stream.Plan] = {}
+    # the plan pass reads a single request once more: the bar counts it, scaled to the bytes
+    work = total + sum(
+        size for size, encoding in zip(sizes, encodings, strict=True) if encoding != "otlp-jsonl"
+    )
+    done_work = 0
+
+    def report(done: int) -> None:
+        if progress is not None:
+            progress(min(total, total * (done_work + done) // max(work, 1)), total)
+
+    for path, encoding, size in zip(sources, encodings, sizes, strict=True):
         with path.open("rb") as handle:
-            encoding = detect_encoding(handle)
-            if encoding is None:
-                raise OtlpDecodeError(f"{path.name}: empty file")
-            encodings.append(encoding)
-            handle.seek(0)
-            only: Literal["logs"] | None = "logs" if encoding == "otlp-jsonl" else None
-            for spans, logs in iter_file(handle, encoding, name=path.name, only=only):
-                converter.add([], logs)
-                if only is None:
-                    held.setdefault(path, []).extend(spans)
-    base = 0
-    for path, encoding in zip(sources, encodings, strict=True):
-        size = path.stat().st_size
-
-        def report(done: int, at: int = base) -> None:
-            if progress is not None:
-                progress(at + done, total)
-
-        if encoding == "otlp-jsonl":
-            with path.open("rb") as handle:
+            if encoding == "otlp-jsonl":
+                for _spans, logs in iter_file(handle, encoding, name=path.name, only="logs"):
+                    converter.add([], logs)
+                continue
+            plan = otlp_stream.plan(handle, encoding, name=path.name, progress=report)
+            done_work += size
+            plans[path] = plan
+            if plan.signal == "logs":
+                converter.add(
+                    [], (log for log in otlp_stream.records(handle, plan) if isinstance(log, OtlpLog))
+                )
+    for path, encoding, size in zip(sources, encodings, sizes, strict=True):
+        with path.open("rb") as handle:
+            if encoding == "otlp-jsonl":
                 for spans, _logs in iter_file(
                     handle, encoding, name=path.name, progress=report, only="traces"
                 ):
                     converter.add(spans, [])
-        else:
-            converter.add(held.pop(path, []), [])
-            report(size)
-        base += size
+            elif plans[path].signal == "traces":
+                _feed_spans(handle, plans[path], converter, report)
+        done_work += size
+        if encoding != "otlp-jsonl":
+            report(0)
     converter.finish()
+
+
+def _encoding(path: Path) -> OtlpEncoding:
+    """How ``path`` is encoded (told by content)."""
+    with path.open("rb") as handle:
+        encoding = detect_encoding(handle)
+    if encoding is None:
+        raise OtlpDecodeError(f"{path.name}: empty file")
+    return encoding
+
+
+def _feed_spans(
+    handle: IO[bytes], plan: otlp_stream.Plan, converter: TraceConverter, report: Callable[[int], None]
+) -> None:
+    """Pass two of one request: each span to ``converter``, each trace closed after its last span."""
+    for ordinal, span in enumerate(otlp_stream.records(handle, plan, progress=report)):
+        assert isinstance(span, OtlpSpan)  # a traces plan yields spans
+        converter.add_span(span)
+        if ordinal in plan.ends:
+            converter.close(span.trace_id)
 
 
 def import_otlp(

@@ -29,7 +29,10 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from fpdebug.errors import FpdebugError
 
@@ -43,8 +46,12 @@ __all__ = [
     "detect_encoding",
     "iter_file",
     "json_kind",
+    "log_from_proto",
     "logs_of",
     "normalise_ids",
+    "resource_attributes",
+    "scope_name",
+    "span_from_proto",
     "spans_of",
 ]
 
@@ -141,34 +148,61 @@ def _scope_name(name: str, version: str) -> str:
     return f"{name} {version}".strip()
 
 
+def span_from_proto(span: Span, scope: str, resource: dict[str, Any]) -> OtlpSpan:
+    """One decoded ``Span`` message as an :class:`OtlpSpan` of ``scope`` and ``resource``."""
+    return OtlpSpan(
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        parent_span_id=span.parent_span_id.hex(),
+        name=span.name,
+        kind=int(span.kind),
+        start_ns=int(span.start_time_unix_nano),
+        end_ns=int(span.end_time_unix_nano),
+        attributes=_attributes(span.attributes),
+        status_code=int(span.status.code),
+        status_message=span.status.message,
+        events=[
+            (event.name, int(event.time_unix_nano), _attributes(event.attributes)) for event in span.events
+        ],
+        scope=scope,
+        resource=resource,
+        dropped=int(span.dropped_attributes_count)
+        + int(span.dropped_events_count)
+        + int(span.dropped_links_count),
+    )
+
+
+def log_from_proto(record: LogRecord) -> OtlpLog:
+    """One decoded ``LogRecord`` message as an :class:`OtlpLog`."""
+    attributes = _attributes(record.attributes)
+    return OtlpLog(
+        trace_id=record.trace_id.hex(),
+        span_id=record.span_id.hex(),
+        time_ns=int(record.time_unix_nano or record.observed_time_unix_nano),
+        event_name=record.event_name or str(attributes.get("event.name") or ""),
+        body=any_value(record.body),
+        attributes=attributes,
+    )
+
+
+def resource_attributes(resource: Resource) -> dict[str, Any]:
+    """A ``Resource`` message's attributes as Python values."""
+    return _attributes(resource.attributes)
+
+
+def scope_name(scope: InstrumentationScope) -> str:
+    """An instrumentation scope's name and version, as :attr:`OtlpSpan.scope` holds it."""
+    return _scope_name(scope.name, scope.version)
+
+
 def spans_of(request: ExportTraceServiceRequest) -> Iterator[OtlpSpan]:
     """The spans of a decoded traces request."""
     for resource_spans in request.resource_spans:
-        resource = _attributes(resource_spans.resource.attributes)
+        resource = resource_attributes(resource_spans.resource)
         for scope_spans in resource_spans.scope_spans:
-            scope = _scope_name(scope_spans.scope.name, scope_spans.scope.version)
+            scope = scope_name(scope_spans.scope)
             for span in scope_spans.spans:
-                yield OtlpSpan(
-                    trace_id=span.trace_id.hex(),
-                    span_id=span.span_id.hex(),
-                    parent_span_id=span.parent_span_id.hex(),
-                    name=span.name,
-                    kind=int(span.kind),
-                    start_ns=int(span.start_time_unix_nano),
-                    end_ns=int(span.end_time_unix_nano),
-                    attributes=_attributes(span.attributes),
-                    status_code=int(span.status.code),
-                    status_message=span.status.message,
-                    events=[
-                        (event.name, int(event.time_unix_nano), _attributes(event.attributes))
-                        for event in span.events
-                    ],
-                    scope=scope,
-                    resource=resource,
-                    dropped=int(span.dropped_attributes_count)
-                    + int(span.dropped_events_count)
-                    + int(span.dropped_links_count),
-                )
+                yield span_from_proto(span, scope, resource)
 
 
 def logs_of(request: ExportLogsServiceRequest) -> Iterator[OtlpLog]:
@@ -176,16 +210,7 @@ def logs_of(request: ExportLogsServiceRequest) -> Iterator[OtlpLog]:
     for resource_logs in request.resource_logs:
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
-                attributes = _attributes(record.attributes)
-                name = record.event_name or str(attributes.get("event.name") or "")
-                yield OtlpLog(
-                    trace_id=record.trace_id.hex(),
-                    span_id=record.span_id.hex(),
-                    time_ns=int(record.time_unix_nano or record.observed_time_unix_nano),
-                    event_name=name,
-                    body=any_value(record.body),
-                    attributes=attributes,
-                )
+                yield log_from_proto(record)
 
 
 def normalise_ids(node: Any) -> Any:
@@ -277,8 +302,10 @@ def detect_encoding(handle: IO[bytes]) -> OtlpEncoding | None:
     """Tell an open file's encoding from its content (the handle is left at its start).
 
     Not starting with ``{``: protobuf (an export request's first byte is a field tag, never
-    ``{``). Otherwise JSON Lines when the whole first line (however long) parses alone, else one
-    pretty-printed JSON request (its first line is ``{``). ``None`` for an empty file.
+    ``{``). A file of one line (however long), or whose first line is not a whole JSON value, is
+    one JSON request (compact or pretty-printed), read by :mod:`fpdebug.ingest.otlp_stream`
+    without holding it. Several lines, the first a whole JSON value: JSON Lines. ``None`` for an
+    empty file. Only the first line of JSON Lines is ever read whole, never a whole document.
     """
     head = handle.read(_SNIFF)
     handle.seek(0)
@@ -287,6 +314,15 @@ def detect_encoding(handle: IO[bytes]) -> OtlpEncoding | None:
         return None
     if not stripped.startswith(b"{"):
         return "otlp-protobuf"
+    first_end = _find(handle, 0, lambda chunk: chunk.find(b"\n"))
+    if first_end is None or _find(handle, first_end, _first_non_space) is None:
+        handle.seek(0)
+        return "otlp-json"
+    handle.seek(max(first_end - 64, 0))
+    if not handle.read(first_end - max(first_end - 64, 0)).rstrip().endswith(b"}"):
+        handle.seek(0)
+        return "otlp-json"
+    handle.seek(0)
     first_line = handle.readline()
     handle.seek(0)
     try:
@@ -294,6 +330,22 @@ def detect_encoding(handle: IO[bytes]) -> OtlpEncoding | None:
     except orjson.JSONDecodeError:
         return "otlp-json"
     return "otlp-jsonl"
+
+
+def _first_non_space(chunk: bytes) -> int:
+    return len(chunk) - len(chunk.lstrip()) if chunk.strip() else -1
+
+
+def _find(handle: IO[bytes], start: int, where: Callable[[bytes], int]) -> int | None:
+    """The offset of the first byte at or after ``start`` that ``where`` finds in a chunk, or ``None``."""
+    handle.seek(start)
+    at = start
+    while chunk := handle.read(1 << 20):
+        index = where(chunk)
+        if index >= 0:
+            return at + index
+        at += len(chunk)
+    return None
 
 
 def iter_file(
@@ -308,7 +360,8 @@ def iter_file(
 
     ``progress`` is called with the bytes read so far. With ``only``, JSON Lines of the other
     signal are skipped without being parsed (a line is a logs request when it names
-    ``resourceLogs``).
+    ``resourceLogs``). A single JSON document or protobuf body is read whole here; the importer
+    reads those with :mod:`fpdebug.ingest.otlp_stream` instead, in bounded memory.
 
     Raises:
         OtlpDecodeError: A line or the file is not OTLP; the message names the line.
