@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +24,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.test_signals import Terminal, assert_ended_interrupted, kinds, process_gone, wait_until
+from tests.reliability.test_signals import (
+    ROOT,
+    WAIT,
+    Terminal,
+    assert_ended_interrupted,
+    kinds,
+    process_gone,
+    wait_until,
+)
 
 EXIT_LIMIT = 10.0
 """Seconds the process may take to go. It goes as fast as quitting a paused run with no call in
@@ -133,4 +143,33 @@ def test_closing_the_terminal_while_the_model_is_silent_ends_the_process_at_once
     finally:
         terminal.kill()
     assert terminal.process.returncode == 128 + signal.SIGHUP
+    assert_ended_interrupted(trace)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP], ids=["ctrl+c", "SIGHUP"])
+def test_a_plain_run_waiting_on_a_silent_model_ends_at_the_signal(
+    tmp_path: Path, silent: SilentServer, signum: int
+) -> None:
+    # Without the debugger the run is on the main thread, where the signal lands: the blocked read
+    # is interrupted and the run ends as Ctrl-C ends it.
+    trace = tmp_path / "plain.fptrace.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENAI_API_KEY="sk-test-not-a-real-key-0123456789")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "fpdebug", "run", "zone-trap", "--trace", str(trace), "--provider", "openai",
+         "--model", "gpt-test", "--base-url", f"http://127.0.0.1:{silent.port}/v1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, env=env, text=True,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: silent.requests >= 1, "the run's first model call reached the server")
+        began = time.monotonic()
+        child.send_signal(signum)
+        _, stderr = child.communicate(timeout=EXIT_LIMIT)
+        took = time.monotonic() - began
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=WAIT)
+    assert took < EXIT_LIMIT
+    assert child.returncode == 128 + signum
+    assert "interrupted" in stderr and "Traceback" not in stderr
     assert_ended_interrupted(trace)
