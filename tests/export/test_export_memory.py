@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import random
 import tracemalloc
 from pathlib import Path
 
@@ -135,3 +136,48 @@ def test_runs_that_end_come_out_in_build_spans_order(tmp_path: Path) -> None:
         streamed = [span for run in TraceSpans(reader) for span in run]
     expected = build_spans(trace_events(path))
     assert [(s.run_id, s.role, s.seq) for s in streamed] == [(s.run_id, s.role, s.seq) for s in expected]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_interleaved_cut_and_broken_runs_give_build_spans_spans(tmp_path: Path, seed: int) -> None:
+    # Closing a run after its last line (not at the end of the file) must change no span: the same
+    # ids, times, attributes, events and statuses as build_spans, each run's spans in its order,
+    # whatever the interleaving, with runs cut short (no run_end) and garbage lines among them.
+    rng = random.Random(seed)
+    samples = [sample.read_bytes().splitlines() for sample in SAMPLES]
+    queues = []
+    for index, lines in enumerate(rng.sample(samples, 3)):
+        records = [json.loads(line) for line in lines[1:]]
+        if index != 0:
+            records = records[: rng.randint(1, len(records))]
+        for record in records:
+            record["run_id"] = f"{record['run_id']}-{index}"
+        queues.append(records)
+    body: list[bytes] = [samples[0][0]]
+    seq = 0
+    while any(queues):
+        record = rng.choice([queue for queue in queues if queue]).pop(0)
+        seq += 1
+        record["seq"] = seq
+        body.append(json.dumps(record, separators=(",", ":")).encode())
+        if rng.random() < 0.05:
+            body.append(b'{"kind":"pass","seq":')  # a broken line: skipped by both
+    path = tmp_path / "mixed.fptrace.jsonl"
+    path.write_bytes(b"\n".join(body) + b"\n")
+    with TraceReader(path) as reader:
+        streamed = [span for run in TraceSpans(reader, include_content=True) for span in run]
+    expected = build_spans(trace_events(path), include_content=True)
+
+    def facts(spans: list[SpanRecord]) -> list[tuple[object, ...]]:
+        rows = [
+            (s.trace_id, s.span_id, s.name, s.start_ns, s.end_ns, s.attributes, s.status,
+             [(e.name, e.time_ns, e.attributes) for e in s.events])
+            for s in spans
+        ]  # fmt: skip
+        return sorted(rows, key=lambda row: (row[0], row[1]))  # type: ignore[arg-type,return-value]
+
+    assert facts(streamed) == facts(expected)
+    for run_id in {span.run_id for span in expected}:
+        assert [s.span_id for s in streamed if s.run_id == run_id] == [
+            s.span_id for s in expected if s.run_id == run_id
+        ]
