@@ -13,7 +13,7 @@ such runs kept 100,000 open runs. A first, cheap pass over the file reads only e
 notes the last line of every run that has no ``run_end`` after it; the second pass closes such a
 run right after that line, with exactly the spans :meth:`~fpdebug.export.spans.SpanBuilder.finish`
 gives it at the end of the file. The first pass keeps one run id and line number per run
-without a ``run_end`` (about 200 bytes each), nothing per record.
+without a ``run_end`` (about 110 bytes each), nothing per record.
 
 **Order.** Each run's spans come out in the order the builder opened them (parents before
 children), and runs in the order they close: for a file whose runs follow one another (every file
