@@ -35,9 +35,10 @@ OUT_DIR = Path(__file__).resolve().parent / "out"
 
 ROOT = Path(__file__).resolve().parent.parent
 
-BASELINE_MB: dict[int, float] = {20_000: 533.8, 100_000: 2400.0}
-"""Peak RSS (MB) of export before it streamed: 20k measured with this harness's method on the
-pre-fix tree (52 s on a loaded 2-core machine); 100k as issue 18 reports it."""
+BASELINE_MB: dict[int, float] = {10_000: 290.0, 20_000: 533.8, 100_000: 2400.0}
+"""Peak RSS (MB) of export before it streamed: 10k measured by ``--against`` a checkout of the pre-fix
+tree (47 s), 20k with ``/usr/bin/time`` on it (52 s, a loaded 2-core machine); 100k as issue 18
+reports it. ``--against`` measures a live baseline instead."""
 
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -71,7 +72,10 @@ def generate(path: Path, runs: int) -> None:
 
 _CHILD = """
 import sys
+import fpdebug
 from fpdebug.cli import main
+if not fpdebug.__file__.startswith(sys.argv[3]):
+    raise SystemExit(f"imported {fpdebug.__file__}, not the tree under test")
 code = main(["export", sys.argv[1], "-o", sys.argv[2]])
 with open("/proc/self/status") as status:
     peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
@@ -81,10 +85,12 @@ print(code, peak)
 
 def measure(trace: Path, *, tree: Path = ROOT) -> tuple[float, float]:
     """Export ``trace`` in a fresh interpreter running the code in ``tree``; return (peak MB, seconds)."""
+    tree = tree.resolve()
     env = dict(os.environ, PYTHONPATH=str(tree))
     began = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(trace), os.devnull],
+    done = subprocess.run(  # cwd: ``-c`` puts the working directory first on sys.path
+        [sys.executable, "-c", _CHILD, str(trace.resolve()), os.devnull, str(tree) + os.sep],
+        cwd=tree,
         env=env,
         capture_output=True,
         text=True,
