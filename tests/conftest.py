@@ -63,6 +63,7 @@ SLOW_MODULES = frozenset(
         "tests/reliability/test_fuzz.py",
         "tests/reliability/test_redact.py",
         "tests/reliability/test_signals.py",
+        "tests/reliability/test_model_wait.py",
         "tests/reliability/test_terminal.py",
         "tests/reliability/test_provider_faults.py",
         "tests/reliability/test_faults.py",

@@ -8,12 +8,13 @@ import json
 import os
 import stat
 import sys
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 if TYPE_CHECKING:
     from fpdebug.trace.redact import Redactor
 
-__all__ = ["RedactingStream", "terminal_text", "write_output"]
+__all__ = ["RedactingStream", "output_stream", "terminal_text", "write_output"]
 
 
 def terminal_text(text: str) -> str:
@@ -115,19 +116,56 @@ def write_output(text: str, output: str | None, *, trace: str, encoding: str = "
     Raises:
         ExportError: ``output`` is the trace itself, or it cannot be written.
     """
+    with output_stream(output, trace=trace, encoding=encoding) as write:
+        write(text)
+
+
+@contextlib.contextmanager
+def output_stream(
+    output: str | None, *, trace: str, encoding: str = "utf-8", redacted: bool = False
+) -> Iterator[Callable[[str], object]]:
+    """:func:`write_output` for a document written piece by piece: yields a ``write(text)`` function.
+
+    A file is written as :func:`write_output` writes it (a new ``0600`` file renamed over an
+    existing one), and only when the block ends without an exception: an export that fails half
+    way leaves the old file as it was. On stdout the pieces go out as they come.
+
+    Args:
+        output: A path, or ``None``/``-`` for stdout.
+        trace: The trace the document comes from (never overwritten).
+        encoding: The file's encoding.
+        redacted: The pieces are already redacted (as JSON, each on its own): on stdout they skip
+            the terminal's line-by-line redaction, which would see fragments of a document.
+
+    Raises:
+        ExportError: ``output`` is the trace itself, or it cannot be written.
+    """
     from fpdebug.errors import ExportError
 
     if output is None or output == "-":
-        sys.stdout.write(text)
+        stream: TextIO = sys.stdout
+        if redacted and isinstance(stream, RedactingStream):
+            stream.flush()
+            stream = stream.inner
+        yield stream.write
+        stream.flush()
         return
     if os.path.exists(output) and os.path.samefile(output, trace):
         raise ExportError(f"refusing to overwrite the trace itself: {terminal_text(output)}")
-    data = text.encode(encoding)
     try:
-        if not (_is_plain_file(output) and _replace_atomically(output, data)):
-            fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+        with contextlib.ExitStack() as stack:
+            handle = None
+            if _is_plain_file(output):
+                handle = _replacement(output, stack)
+            if handle is None:
+                fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+                handle = stack.enter_context(os.fdopen(fd, "wb"))
+            writer = handle
+
+            def write(text: str) -> None:
+                writer.write(text.encode(encoding))
+
+            yield write
     except OSError as error:
         raise ExportError(f"cannot write {terminal_text(output)}: {error.strerror or error}") from error
 
@@ -139,11 +177,11 @@ def _is_plain_file(path: str) -> bool:
         return False
 
 
-def _replace_atomically(path: str, data: bytes) -> bool:
-    """Write ``data`` to a new ``0600`` file beside ``path`` and rename it over ``path``.
+def _replacement(path: str, stack: contextlib.ExitStack) -> BinaryIO | None:
+    """A new ``0600`` file beside ``path``, renamed over it when ``stack`` closes without an error.
 
     Returns:
-        False when the directory refuses a new file (the caller then writes in place).
+        None when the directory refuses a new file (the caller then writes in place).
     """
     import tempfile
 
@@ -151,13 +189,17 @@ def _replace_atomically(path: str, data: bytes) -> bool:
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)  # 0600
     except PermissionError:
-        return False
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return True
+        return None
+
+    @contextlib.contextmanager
+    def replacing() -> Iterator[BinaryIO]:
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                yield handle
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+    return stack.enter_context(replacing())

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fpdebug.trace.reader import TraceReader
-    from fpdebug.trace.schema import TraceEvent
+    from fpdebug.export.otlp import OtlpJsonWriter
 
 HELP = "Export a trace as OpenTelemetry spans (GenAI conventions): OTLP/JSON, or OTLP/HTTP to a collector."
 
@@ -73,9 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read the trace once into spans, then write them as OTLP/JSON and/or send them over OTLP/HTTP."""
+    """Read the trace run by run into spans, writing them as OTLP/JSON and/or sending them over
+    OTLP/HTTP as they come: memory holds one run and one batch, whatever the number of runs."""
     from fpdebug.errors import ExportError
-    from fpdebug.export.spans import build_spans, trace_salt
+    from fpdebug.export.saved import TraceSpans, batched
+    from fpdebug.export.spans import trace_salt
     from fpdebug.trace.reader import TraceReader
 
     headers = _headers(args.header)
@@ -90,32 +92,65 @@ def run(args: argparse.Namespace) -> int:
     target = _target(otlp, args.endpoint)  # a bad URL fails before the trace is read
     with TraceReader(args.trace) as reader:
         producer = reader.header.producer
-        events = _Events(reader)
         salt = trace_salt(reader.header.model_dump_json())
-        spans = build_spans(events, include_content=args.include_content, id_salt=salt)
-    if events.skipped:
+        spans = TraceSpans(reader, include_content=args.include_content, id_salt=salt)
+        sender = None
+        if target is not None:
+            sender = otlp.SpanSender(
+                target,
+                headers=headers,
+                timeout=args.timeout,
+                service_name=args.service_name,
+                producer=producer,
+                as_given=True,
+            )
+        try:
+            with _document(otlp, args, target, producer) as document:
+                for batch in batched(spans):
+                    if document is not None:
+                        document.write(batch)
+                    if sender is not None:
+                        sender.send(batch)
+        except BaseException:
+            if sender is not None:
+                sender.abort()
+            raise
+    if spans.skipped:
         from fpdebug.commands import terminal_text  # a file name can hold escape sequences too
 
         print(
-            f"fpdebug export: {events.skipped} invalid or unknown line(s) of {terminal_text(args.trace)} "
+            f"fpdebug export: {spans.skipped} invalid or unknown line(s) of {terminal_text(args.trace)} "
             "were left out (`fpdebug validate` lists them)",
             file=sys.stderr,
         )
-    if target is None or args.output is not None:
-        document = otlp.otlp_json(spans, service_name=args.service_name, producer=producer)
-        _write(document, args.output, trace=args.trace)
-    if target is not None:
-        sent = otlp.send_spans(
-            spans,
-            target,
-            headers=headers,
-            timeout=args.timeout,
-            service_name=args.service_name,
-            producer=producer,
-            as_given=True,
-        )
+    if sender is not None:
+        sent = sender.close()
         print(f"fpdebug export: sent {sent} span(s) to {target}", file=sys.stderr)
     return 0
+
+
+@contextlib.contextmanager
+def _document(
+    otlp: ModuleType, args: argparse.Namespace, target: str | None, producer: str | None
+) -> Iterator[OtlpJsonWriter | None]:
+    """The OTLP/JSON document being written to ``-o`` or stdout, or ``None`` when only sending."""
+    from fpdebug.commands import output_stream
+    from fpdebug.trace.redact import default_redactor
+
+    if target is not None and args.output is None:
+        yield None
+        return
+    # ensure_ascii: every control or bidi character from the trace comes out escaped, on a terminal too.
+    # Each piece is redacted as the JSON document it is, so stdout need not redact line by line.
+    with output_stream(args.output, trace=args.trace, encoding="ascii", redacted=True) as write:
+        document = otlp.OtlpJsonWriter(
+            write,
+            service_name=args.service_name,
+            producer=producer,
+            redact_json=default_redactor().redact_json,
+        )
+        yield document
+        document.close()
 
 
 def _target(otlp: ModuleType, endpoint: str | None) -> str | None:
@@ -151,33 +186,3 @@ def _headers(pairs: list[str]) -> dict[str, str] | None:
             raise ExportError(f"--header needs KEY=VALUE, got a value without '=' (key {key.strip()[:40]!r})")
         headers[key.strip()] = value.strip()
     return headers
-
-
-class _Events:
-    """The trace's events in file order; invalid and unknown lines are counted in :attr:`skipped`."""
-
-    def __init__(self, reader: TraceReader) -> None:
-        self.reader = reader
-        self.skipped = 0
-        """Invalid or opaque lines met so far."""
-
-    def __iter__(self) -> Iterator[TraceEvent]:
-        from fpdebug.trace.records import InvalidRecord, OpaqueRecord
-        from fpdebug.trace.schema import TraceHeader
-
-        for _line, record in self.reader.iter_records(1):
-            if isinstance(record, InvalidRecord | OpaqueRecord | TraceHeader):
-                self.skipped += not isinstance(record, TraceHeader)
-                continue
-            yield record
-
-
-def _write(document: dict[str, object], output: str | None, *, trace: str) -> None:
-    import json
-
-    from fpdebug.commands import write_output
-
-    # ensure_ascii: every control or bidi character from the trace comes out escaped, on a terminal too.
-    write_output(
-        json.dumps(document, indent=2, ensure_ascii=True) + "\n", output, trace=trace, encoding="ascii"
-    )

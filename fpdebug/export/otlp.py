@@ -18,12 +18,13 @@ from the environment, so a file export is the same on every machine. Headers for
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import re
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
 
@@ -53,7 +54,9 @@ __all__ = [
     "TRACES_ENDPOINT_ENV",
     "TRACES_PATH",
     "DeadlineExporter",
+    "OtlpJsonWriter",
     "SdkLog",
+    "SpanSender",
     "capture_sdk_log",
     "endpoint_from_env",
     "export_request",
@@ -210,6 +213,75 @@ def otlp_json(
     return request_to_json(export_request(spans, service_name=service_name, producer=producer))
 
 
+_SPANS_MARK = "@@fpdebug-spans@@"
+
+
+class OtlpJsonWriter:
+    """Write one OTLP/JSON ``ExportTraceServiceRequest`` batch by batch, never holding it whole.
+
+    The text is byte for byte ``json.dumps(otlp_json(spans), indent=2, ensure_ascii=True)`` of all
+    the batches' spans together: the document's frame (resource, scope, schema URLs) is written from
+    the first batch, each span is encoded with its batch and written at its depth, and the frame is
+    closed by :meth:`close`. With no span at all the document is ``{}``, as the encoder makes it.
+
+    Args:
+        write: Called with each piece of text, in order.
+        service_name: The ``service.name`` resource attribute.
+        producer: The trace's producer, as ``fpdebug.trace.producer``.
+        redact_json: Applied to each piece that is a JSON document of its own (the frame, each
+            span), so a crafted producer or a secret the attributes' redaction missed is caught
+            without a pass over the whole document.
+    """
+
+    def __init__(
+        self,
+        write: Callable[[str], object],
+        *,
+        service_name: str = DEFAULT_SERVICE_NAME,
+        producer: str | None = None,
+        redact_json: Callable[[str], str] | None = None,
+    ) -> None:
+        self._write = write
+        self._resource = resource_for(service_name=service_name, producer=producer)
+        self._redact = redact_json or _same
+        self._tail: str | None = None
+        self._indent = ""
+        self.spans = 0
+        """Spans written so far."""
+
+    def write(self, spans: Sequence[SpanRecord]) -> None:
+        """Append the spans to the document (the first call also writes its frame)."""
+        if not spans:
+            return
+        document = request_to_json(encode_spans(to_readable_spans(spans, resource=self._resource)))
+        resource_spans: list[dict[str, object]] = document["resourceSpans"]  # type: ignore[assignment]
+        scopes: list[dict[str, object]] = resource_spans[0]["scopeSpans"]  # type: ignore[assignment]
+        if len(resource_spans) != 1 or len(scopes) != 1:  # one resource and one scope, always
+            raise ExportError("internal error: a batch of spans encoded to more than one resource or scope")
+        items: list[object] = scopes[0]["spans"]  # type: ignore[assignment]
+        separator = ",\n" + self._indent
+        if self._tail is None:
+            scopes[0]["spans"] = [_SPANS_MARK]
+            frame = self._redact(json.dumps(document, indent=2, ensure_ascii=True))
+            head, _, self._tail = frame.partition(json.dumps(_SPANS_MARK))
+            self._indent = head[head.rindex("\n") + 1 :]
+            self._write(head)
+            separator = ""
+        for item in items:
+            piece = self._redact(json.dumps(item, indent=2, ensure_ascii=True))
+            self._write(separator + piece.replace("\n", "\n" + self._indent))
+            separator = ",\n" + self._indent
+            self.spans += 1
+
+    def close(self) -> None:
+        """End the document (and its last line)."""
+        self._write(("{}" if self._tail is None else self._tail) + "\n")
+
+
+def _same(text: str) -> str:
+    return text
+
+
 def traces_endpoint(url: str, *, as_given: bool = False) -> str:
     """The OTLP/HTTP traces URL for ``url``, a base URL as ``OTEL_EXPORTER_OTLP_ENDPOINT`` is.
 
@@ -300,30 +372,31 @@ class DeadlineExporter(SpanExporter):
     The SDK's timeout bounds each socket read, not the request: a server that answers ``200`` and
     then sends one header line a second holds it for as long as it likes. Here each export runs in
     a daemon thread that is abandoned (and its spans reported as not delivered) when the deadline
-    passes. :meth:`start_deadline` lets a caller share one deadline across many exports.
+    passes. :meth:`start_deadline` lets a caller share one budget across many exports: the time
+    spent inside them, summed, may not pass ``timeout`` (time between exports, reading a trace, is
+    not counted).
 
     Args:
         inner: The exporter doing the work.
-        timeout: Seconds an export may take, when no shared deadline is set.
+        timeout: Seconds an export may take, when no shared budget is set.
     """
 
     def __init__(self, inner: SpanExporter, timeout: float) -> None:
         self.inner = inner
         """The wrapped exporter."""
         self.timeout = timeout
-        """Seconds an export may take."""
+        """Seconds an export (or, after :meth:`start_deadline`, all of them together) may take."""
         self.timed_out = False
         """Whether an export was abandoned at its deadline."""
-        self._deadline: float | None = None
+        self._budget: float | None = None
 
     def start_deadline(self) -> None:
-        """From now on every export shares one deadline, :attr:`timeout` seconds away."""
-        self._deadline = time.monotonic() + self.timeout
+        """From now on every export draws on one budget of :attr:`timeout` seconds."""
+        self._budget = self.timeout
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Export through the wrapped exporter; ``FAILURE`` when the deadline passes first."""
-        deadline = self._deadline if self._deadline is not None else time.monotonic() + self.timeout
-        remaining = deadline - time.monotonic()
+        remaining = self._budget if self._budget is not None else self.timeout
         if remaining <= 0:
             self.timed_out = True
             logging.getLogger("opentelemetry.fpdebug").warning(self.timeout_message())
@@ -336,9 +409,12 @@ class DeadlineExporter(SpanExporter):
             except Exception:  # reported as a failed export
                 outcome.append(SpanExportResult.FAILURE)
 
+        began = time.monotonic()
         worker = threading.Thread(target=run, name="fpdebug-otlp-export", daemon=True)
         worker.start()
         worker.join(remaining)
+        if self._budget is not None:
+            self._budget -= time.monotonic() - began
         if not outcome:
             self.timed_out = True
             logging.getLogger("opentelemetry.fpdebug").warning(self.timeout_message())
@@ -452,8 +528,88 @@ def capture_sdk_log() -> Iterator[SdkLog]:
         logger.propagate = propagate
 
 
+class SpanSender:
+    """Send spans to an OTLP/HTTP collector batch by batch, as a trace is read, under one time limit.
+
+    Each :meth:`send` delivers its spans in requests of at most 512; after the first refused or
+    undelivered batch nothing more is sent, but the spans are still counted, so :meth:`close` can
+    say how many of how many were delivered. The ``timeout`` bounds the time spent sending, summed
+    over every batch (time spent reading the trace between batches does not count).
+
+    Args: as :func:`send_spans`.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        service_name: str = DEFAULT_SERVICE_NAME,
+        producer: str | None = None,
+        exporter: SpanExporter | None = None,
+        as_given: bool = False,
+    ) -> None:
+        self.target = traces_endpoint(endpoint, as_given=as_given)
+        """The traces URL."""
+        self._own = exporter is None
+        if exporter is None:
+            exporter = make_exporter(self.target, headers=headers, timeout=timeout, as_given=True)
+        self._exporter = exporter
+        self._resource = resource_for(service_name=service_name, producer=producer)
+        if isinstance(exporter, DeadlineExporter):
+            exporter.start_deadline()  # one budget for the whole send, not one per batch or read
+        self.sent = 0
+        """Spans delivered."""
+        self.total = 0
+        """Spans handed to :meth:`send`."""
+        self._failure: tuple[int, int, str | None] | None = None
+
+    def send(self, spans: Sequence[SpanRecord]) -> None:
+        """Deliver the spans (or only count them, once a batch has failed)."""
+        for start in range(0, len(spans), _BATCH):
+            batch = spans[start : start + _BATCH]
+            first = self.total + 1
+            self.total += len(batch)
+            if self._failure is None:
+                self._send(to_readable_spans(batch, resource=self._resource), first)
+
+    def _send(self, batch: list[ReadableSpan], first: int) -> None:
+        exporter = self._exporter
+        with capture_sdk_log() as log:
+            if exporter.export(batch) is SpanExportResult.SUCCESS:
+                self.sent += len(batch)
+                return
+            if isinstance(exporter, DeadlineExporter) and exporter.timed_out:
+                reason: str | None = exporter.timeout_message()
+            else:
+                reason = undelivered_reason(self.target, log)
+        self._failure = (first, first + len(batch) - 1, reason)
+
+    def abort(self) -> None:
+        """Shut the exporter down (when it is this sender's own) without a verdict: the send was given up."""
+        if self._own:
+            self._exporter.shutdown()
+
+    def close(self) -> int:
+        """Shut the exporter down (when it is this sender's own); return the spans delivered.
+
+        Raises:
+            ExportError: A batch was refused or could not be delivered (it says which, and why).
+        """
+        self.abort()
+        if self._failure is not None:
+            first, last, reason = self._failure
+            why = f": {reason}" if reason else ""
+            raise ExportError(
+                f"{self.target} did not accept spans {first}-{last} of {self.total} "
+                f"({self.sent} delivered, {self.total - self.sent} not){why}"
+            )
+        return self.sent
+
+
 def send_spans(
-    spans: Sequence[SpanRecord],
+    spans: Iterable[SpanRecord],
     endpoint: str,
     *,
     headers: Mapping[str, str] | None = None,
@@ -466,10 +622,10 @@ def send_spans(
     """Send the spans to an OTLP/HTTP collector (Jaeger, Tempo, Phoenix, Langfuse…) with the SDK's exporter.
 
     Args:
-        spans: The records.
+        spans: The records (any iterable: they are converted and sent a batch at a time).
         endpoint: A base URL (``http://localhost:4318``) or a full traces URL.
         headers: Extra request headers (an API key); ``None`` reads ``OTEL_EXPORTER_OTLP_HEADERS``.
-        timeout: Seconds the whole send may take (wall clock: every batch, retry and read).
+        timeout: Seconds the whole send may take (every batch, retry and read, summed).
         service_name: The ``service.name`` resource attribute.
         producer: The trace's producer, as ``fpdebug.trace.producer``.
         exporter: Use this exporter instead of a new ``OTLPSpanExporter`` (tests).
@@ -481,30 +637,24 @@ def send_spans(
     Raises:
         ExportError: The endpoint is invalid, or a batch was refused or could not be delivered.
     """
-    target = traces_endpoint(endpoint, as_given=as_given)
-    own = exporter is None
-    if exporter is None:
-        exporter = make_exporter(target, headers=headers, timeout=timeout, as_given=True)
-    readable = to_readable_spans(spans, resource=resource_for(service_name=service_name, producer=producer))
-    if isinstance(exporter, DeadlineExporter):
-        exporter.start_deadline()  # one deadline for the whole send, not one per batch or read
-    sent = 0
+    sender = SpanSender(
+        endpoint,
+        headers=headers,
+        timeout=timeout,
+        service_name=service_name,
+        producer=producer,
+        exporter=exporter,
+        as_given=as_given,
+    )
+    batch: list[SpanRecord] = []
     try:
-        with capture_sdk_log() as log:
-            for start in range(0, len(readable), _BATCH):
-                batch = readable[start : start + _BATCH]
-                if exporter.export(batch) is not SpanExportResult.SUCCESS:
-                    if isinstance(exporter, DeadlineExporter) and exporter.timed_out:
-                        reason: str | None = exporter.timeout_message()
-                    else:
-                        reason = undelivered_reason(target, log)
-                    why = f": {reason}" if reason else ""
-                    raise ExportError(
-                        f"{target} did not accept spans {start + 1}-{start + len(batch)} of {len(readable)} "
-                        f"({sent} delivered, {len(readable) - sent} not){why}"
-                    )
-                sent += len(batch)
-    finally:
-        if own:
-            exporter.shutdown()
-    return sent
+        for span in spans:
+            batch.append(span)
+            if len(batch) == _BATCH:
+                sender.send(batch)
+                batch = []
+        sender.send(batch)
+    except BaseException:
+        sender.abort()
+        raise
+    return sender.close()

@@ -350,17 +350,34 @@ class SpanBuilder:
     def finish(self) -> list[SpanRecord]:
         """Close every span still open (a trace without ``run_end``) and return them."""
         done: list[SpanRecord] = []
-        for state in self._runs.values():
-            for turn in list(state.turns.values()):
-                turn.end_ns = max(turn.start_ns, state.last_ns)
-                turn.attributes["fpdebug.incomplete"] = True
-                done.append(turn)
-            state.turns.clear()
-            state.root.end_ns = max(state.root.start_ns, state.last_ns)
-            state.root.attributes["fpdebug.incomplete"] = True
-            done.append(state.root)
-        self._runs.clear()
+        for run_id in list(self._runs):
+            done.extend(self.finish_run(run_id))
         return done
+
+    def finish_run(self, run_id: str) -> list[SpanRecord]:
+        """Close one run's open spans, as :meth:`finish` would, once no record of it can follow.
+
+        A saved trace's exporter calls it after the run's last line, so a run that never ended
+        (a crash, a one-record run) is not held open to the end of the file.
+        """
+        state = self._runs.pop(run_id, None)
+        if state is None:
+            return []
+        done: list[SpanRecord] = []
+        for turn in list(state.turns.values()):
+            turn.end_ns = max(turn.start_ns, state.last_ns)
+            turn.attributes["fpdebug.incomplete"] = True
+            done.append(turn)
+        state.turns.clear()
+        state.root.end_ns = max(state.root.start_ns, state.last_ns)
+        state.root.attributes["fpdebug.incomplete"] = True
+        done.append(state.root)
+        return done
+
+    @property
+    def open_runs(self) -> int:
+        """Runs fed and not yet ended or finished."""
+        return len(self._runs)
 
     # -- spans -----------------------------------------------------------------------------------
 

@@ -17,7 +17,9 @@ Guarantees:
 - **Dense seq.** Records must arrive with ``seq`` 1, 2, 3… (continuing from the file's last
   record when resuming); anything else is refused with :class:`~fpdebug.errors.TraceFormatError`
   before a byte is written.
-- **Private files.** A trace holds prompts and tool results: it is created with mode ``0600``.
+- **Private files.** A trace holds prompts and tool results: a file the writer creates gets mode
+  ``0600``. An existing file it overwrites (``overwrite=True``) keeps its mode: fpdebug never
+  changes the mode of a file it did not create.
 - **No secrets.** Every line passes through a :class:`~fpdebug.trace.redact.Redactor` before it
   is written (``redactor=``; by default :func:`~fpdebug.trace.redact.default_redactor`: API keys,
   Authorization headers, configured values and patterns become ``[redacted]``).
@@ -192,7 +194,7 @@ class TraceWriter:
         _check_policy(durability, batch_size)
         redactor = redactor if redactor is not None else default_redactor()  # bad config: fail before opening
         target = Path(path)
-        fd = _open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        fd, created = _open_or_create(target)
         try:
             _lock(fd, target)
             size = os.fstat(fd).st_size
@@ -203,12 +205,10 @@ class TraceWriter:
                 )
             if size:
                 os.ftruncate(fd, 0)
-            try:
-                # The open mode is filtered by the umask, and an overwritten file keeps its old
-                # mode: set 0600 explicitly either way.
+            if created:
+                # The open mode is filtered by the umask: set 0600 exactly on the file this call made.
+                # An existing file (overwritten or empty) keeps the mode its owner chose.
                 os.fchmod(fd, 0o600)
-            except PermissionError:
-                pass  # not our file; it stays as restrictive as its owner made it
         except OSError as error:
             os.close(fd)
             raise TraceError(f"{target}: cannot prepare the trace file: {error.strerror}") from error
@@ -521,11 +521,13 @@ def _check_policy(durability: str, batch_size: int) -> None:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
 
 
-def _open(path: Path, flags: int) -> int:
+def _open(path: Path, flags: int, *, passthrough: tuple[type[OSError], ...] = ()) -> int:
     # O_NONBLOCK: opening a FIFO would otherwise block until a reader appears (or, for writing with
     # no reader, fail with ENXIO), before the regular-file check below could refuse it.
     try:
         fd = os.open(path, flags | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except passthrough:
+        raise  # the caller handles these (a file that exists, or does not)
     except IsADirectoryError:
         raise TraceError(f"{path}: is a directory, not a trace file") from None
     except FileNotFoundError:
@@ -545,6 +547,24 @@ def _open(path: Path, flags: int) -> int:
         raise TraceError(f"{path}: not a regular file; a trace must be a file")
     os.set_blocking(fd, True)
     return fd
+
+
+def _open_or_create(path: Path) -> tuple[int, bool]:
+    """Open ``path`` for appending, creating it when missing; also say whether this call created it.
+
+    ``O_EXCL`` tells a new file from an existing one atomically, so only a file fpdebug made gets its
+    mode set. When the existing file is gone by the second attempt (removed meanwhile, or a dangling
+    link, which ``O_EXCL`` refuses), a plain ``O_CREAT`` makes it, and it counts as ours.
+    """
+    flags = os.O_WRONLY | os.O_APPEND
+    try:
+        return _open(path, flags | os.O_CREAT | os.O_EXCL, passthrough=(FileExistsError,)), True
+    except FileExistsError:
+        pass
+    try:
+        return _open(path, flags, passthrough=(FileNotFoundError,)), False
+    except FileNotFoundError:
+        return _open(path, flags | os.O_CREAT), True
 
 
 def _lock(fd: int, path: Path) -> None:

@@ -93,3 +93,47 @@ def test_an_existing_output_file_is_replaced_not_chmodded(
     assert existing.read_text().startswith("#")
     assert stat.S_IMODE(linked.stat().st_mode) == 0o644
     assert linked.read_text() == "older\n"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_overwriting_a_trace_changes_its_content_not_its_mode(tmp_path: Path, mode: int) -> None:
+    # The trace writer used to fchmod an existing file to 0600 on overwrite=True.
+    from fpdebug.trace.writer import TraceWriter
+
+    path = tmp_path / "shared.fptrace.jsonl"
+    path.write_bytes(b"older run\n")
+    path.chmod(mode)
+    before = path.stat()
+    TraceWriter.create(path, overwrite=True).close()
+    after = path.stat()
+    assert stat.S_IMODE(after.st_mode) == mode
+    assert (after.st_ino, after.st_uid, after.st_gid) == (before.st_ino, before.st_uid, before.st_gid)
+    assert path.read_bytes().startswith(b'{"kind":"trace_header"')
+
+
+def test_an_existing_empty_trace_keeps_its_mode_and_a_new_one_is_0600(tmp_path: Path) -> None:
+    from fpdebug.trace.writer import TraceWriter
+
+    existing, new = tmp_path / "empty.fptrace.jsonl", tmp_path / "new.fptrace.jsonl"
+    existing.touch()
+    existing.chmod(0o664)
+    old_umask = os.umask(0)
+    try:
+        TraceWriter.create(existing).close()
+        TraceWriter.create(new).close()
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o664
+    assert stat.S_IMODE(new.stat().st_mode) == 0o600
+
+
+def test_a_trace_through_a_dangling_link_is_created_0600(tmp_path: Path) -> None:
+    # O_EXCL refuses any link; the writer then creates the explicit path's target as before, as its own.
+    from fpdebug.trace.writer import TraceWriter
+
+    target = tmp_path / "real.fptrace.jsonl"
+    link = tmp_path / "link.fptrace.jsonl"
+    link.symlink_to(target)
+    TraceWriter.create(link).close()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert target.read_bytes().startswith(b'{"kind":"trace_header"')

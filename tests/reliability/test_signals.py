@@ -54,13 +54,17 @@ def wait_until(condition, what: str, *, timeout: float = WAIT) -> None:
 class Terminal:
     """``python -m fpdebug ARGS`` on the slave side of a pseudo-terminal; the master side is drained."""
 
-    def __init__(self, *args: str, cwd: Path, controlling: bool = False) -> None:
+    def __init__(
+        self, *args: str, cwd: Path, controlling: bool = False, env: dict[str, str] | None = None
+    ) -> None:
         """``controlling``: the terminal becomes the app's controlling terminal, as in a tmux pane or an
-        ssh session, so closing it (:meth:`hang_up`) makes the kernel send SIGHUP itself."""
+        ssh session, so closing it (:meth:`hang_up`) makes the kernel send SIGHUP itself. ``env``:
+        variables added to the child's environment."""
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
+        extra = env or {}
         env = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
-        env.update(TERM="xterm-256color", LANG="C.UTF-8", PYTHONPATH=str(ROOT))
+        env.update(TERM="xterm-256color", LANG="C.UTF-8", PYTHONPATH=str(ROOT), **extra)
 
         def take_the_terminal() -> None:  # in the child, after its setsid
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)

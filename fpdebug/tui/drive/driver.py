@@ -5,7 +5,8 @@ byte), starts :func:`~fpdebug.demo.registry.run_target` in a thread worker of th
 as its ``wrap_sink``, and tells the app of every change of the gate's state with a
 :class:`RunStateChanged` message. The run writes its trace exactly as ``fpdebug run`` does: what is
 seen live is what a replay of the file shows later. :meth:`RunDriver.stop` (the app calls it when it
-exits) ends the run cleanly: ``run_end {interrupted}``, nothing lost.
+exits) ends the run cleanly: ``run_end {interrupted}``, nothing lost; a model call in flight is not
+waited for (:mod:`~fpdebug.tui.drive.model_call`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from fpdebug.trace.writer import Durability
 from fpdebug.tui.commands import PaletteCommand
 from fpdebug.tui.drive.declared import declared_nodes, declared_tools
 from fpdebug.tui.drive.gate import Breakpoint, GateStatus, StepGate
+from fpdebug.tui.drive.model_call import InterruptibleProvider, needs_interruption
 
 if TYPE_CHECKING:
     from fpdebug.tui.app import FpdebugApp
@@ -127,6 +129,8 @@ class RunDriver:
         """What stopped the run outside the trace (a trace that cannot be written, a bad definition)."""
         self.finished = threading.Event()
         """Set when the run's thread is done."""
+        self.stopped = threading.Event()
+        """Set by :meth:`stop`: a model call in flight is walked away from (see ``model_call``)."""
         self._provider = provider
         self._clock = clock
         self._run_id = run_id
@@ -150,7 +154,8 @@ class RunDriver:
         app.run_worker(self._run, name="run", group="run", thread=True, exclusive=True, exit_on_error=False)
 
     def stop(self) -> None:
-        """End the run cleanly (``run_end`` interrupted); never blocks."""
+        """End the run cleanly (``run_end`` interrupted); never blocks, never waits on the model."""
+        self.stopped.set()
         self.gate.stop()
 
     def commands(self) -> list[PaletteCommand]:
@@ -262,11 +267,13 @@ class RunDriver:
         provider = self._provider
         if isinstance(provider, SdkProvider) and provider.on_delta is None:
             provider.on_delta = self._on_delta  # a live provider streams its reply to the status line
+        if provider is not None and needs_interruption(provider):
+            provider = InterruptibleProvider(provider, self.stopped)  # quitting never waits on the model
         try:
             self.result = run_target(
                 self.scenario,
                 trace_path=self.trace_path,
-                provider=self._provider,
+                provider=provider,
                 clock=self._clock,
                 run_id=self._run_id,
                 messages=self._messages,
