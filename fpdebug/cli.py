@@ -28,6 +28,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "export",
     "backtrack",
+    "fork",
     "ledger",
     "report",
     "serve",
