@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ from fpdebug.engine.providers.base import BLOCK_ENV_VAR
 from fpdebug.ingest.agentfootprint import import_agentfootprint_file
 from fpdebug.trace.clock import FixedClock
 from tests.conftest import T0
+from tests.fakeservers import FakeResponse, FakeServer, openai_completion
 
 FIXTURES = Path(__file__).parent.parent / "ingest" / "fixtures"
+_PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
 @pytest.fixture(autouse=True)
@@ -142,3 +145,40 @@ def test_an_existing_output_is_kept_without_overwrite(
     out_path.write_text("keep me\n")
     code, _, err = run(capsys, str(parent), "--pass", "2", "--provider", "scripted", "-o", str(out_path))
     assert code == 2 and "pass --overwrite" in err and out_path.read_text() == "keep me\n"
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
+    """A fake OpenAI API on 127.0.0.1, with nothing in the environment to send traffic elsewhere."""
+    for name in (*_PROXIES, "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", BLOCK_ENV_VAR):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    with FakeServer() as fake:
+        yield fake
+
+
+def test_a_live_continuation_answers_from_the_pass_and_prints_its_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], server: FakeServer
+) -> None:
+    parent = tmp_path / "planted.fptrace.jsonl"
+    run_target("planted-fact", trace_path=parent, clock=FixedClock(T0), run_id="parent-planted")
+    server.handler = lambda request: FakeResponse(
+        200,
+        openai_completion(
+            content="DECLINED: live.", prompt_tokens=100, completion_tokens=10, model="gpt-4o-mini"
+        ),
+    )
+    out_path = tmp_path / "live.fptrace.jsonl"
+    argv = [str(parent), "--pass", "2", "--drop-injection", "vip-override", "--provider", "openai"]
+    argv += ["--model", "gpt-4o-mini", "--base-url", f"{server.url}/v1", "-o", str(out_path)]
+    code, out, err = run(capsys, *argv)
+    assert server.requests == []  # refused without --live: nothing was sent
+    assert code == 2 and "pass --live to allow it" in err
+    code, out, err = run(capsys, *argv, "--live")
+    assert (code, err) == (0, "")
+    # Pass 1 replayed from the recording; only pass 2 went to the model, without the planted text.
+    assert len(server.requests) == 1
+    assert "VIP override" not in server.requests[0].body.decode()
+    assert "fork's final answer:   DECLINED: live." in out
+    assert "cost of the live calls: $" in out and "over 1 call(s), 110 tokens" in out
+    assert main(["validate", str(out_path)]) == 0
