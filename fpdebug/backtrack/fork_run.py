@@ -197,6 +197,17 @@ def _build_agent(point: ForkPoint, load_module: ModuleLoader) -> Agent:
     return agent.max_iterations(point.run_start.max_iterations).check()
 
 
+def _user_messages(point: ForkPoint, edits: Sequence[ForkEdit]) -> list[str]:
+    """The turns to send: the parent's, with the fork turn's message replaced when the fork is at its
+    first pass (its ``turn_start`` then records the new message; at a later pass the turn has begun,
+    so the message is edited in the requests from the pass on)."""
+    messages = list(point.user_messages)
+    user = next((e.value for e in edits if e.kind == "user-message"), None)
+    if user is not None and point.at_pass == 1:
+        messages[point.turn - 1] = user
+    return messages
+
+
 def _continuation(
     point: ForkPoint, provider: str, model: str | None, base_url: str | None, load_module: ModuleLoader
 ) -> RerunProvider | None:
@@ -274,6 +285,8 @@ def run_fork(
         provider=provider,
     )
     path = Path(output)
+    if path.exists() and path.samefile(point.trace):
+        raise BacktrackError(f"refusing to write the fork over its parent trace: {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
     clock = clock or SystemClock()
     options = dict(point.run_start.options)
@@ -282,7 +295,7 @@ def run_fork(
         # Nothing reaches the network unless the user asked for a live continuation.
         with allow_live_calls(source is not None and source.live):
             result = agent.edit_requests(edit).run(
-                list(point.user_messages), provider=fork_provider, sink=sink, clock=clock, options=options
+                _user_messages(point, edits), provider=fork_provider, sink=sink, clock=clock, options=options
             )
     return ForkOutcome(
         point=point,

@@ -21,6 +21,7 @@ from fpdebug.trace.schema import (
     LlmCallEvent,
     LlmRequest,
     RunStartEvent,
+    TurnStartEvent,
 )
 from tests.conftest import T0
 
@@ -144,6 +145,34 @@ def test_a_user_message_edit_reaches_the_pass(tmp_path: Path) -> None:
     _, outcome = fork(parent, 1, [ForkEdit("user-message", value="Cancel order A-17.")])
     first = outcome.calls[0].request
     assert [m.content for m in first.messages if m.role == "user"][-1] == "Cancel order A-17."
+    # At a turn's first pass the turn itself starts with the new message.
+    with TraceReader(outcome.path) as reader:
+        turn = next(r for r in reader if isinstance(r, TurnStartEvent))
+    assert turn.user_message == "Cancel order A-17."
+
+
+def test_a_user_message_edit_at_a_later_pass_edits_the_requests_from_there(tmp_path: Path) -> None:
+    parent = demo_trace(tmp_path, "leases")
+    _, outcome = fork(parent, 2, [ForkEdit("user-message", value="And 300 EUR?")])
+    before = calls(parent)
+    assert raw_request(outcome.calls[0].request) == raw_request(before[0].request)
+    for call in outcome.calls[1:]:
+        assert [m.content for m in call.request.messages if m.role == "user"] == ["And 300 EUR?"]
+
+
+def test_a_fork_never_overwrites_its_parent(tmp_path: Path) -> None:
+    parent = demo_trace(tmp_path)
+    original = parent.read_bytes()
+    point = load_fork_point(parent, at_pass=2)
+    with pytest.raises(BacktrackError, match="refusing to write the fork over its parent trace"):
+        run_fork(
+            point,
+            [ForkEdit("drop-injection", "tone")],
+            output=parent,
+            load_module=recorded_module_loader(parent),
+            overwrite=True,
+        )
+    assert parent.read_bytes() == original
 
 
 def test_continuing_on_replay_stops_where_the_recording_has_no_answer(tmp_path: Path) -> None:
