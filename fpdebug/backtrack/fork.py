@@ -154,6 +154,27 @@ class ForkPoint:
         """Tool call ids whose results the request at the fork's pass carries."""
         return [m.tool_call_id for m in self.request.messages if m.role == "tool" and m.tool_call_id]
 
+    def choices(self) -> dict[str, list[str]]:
+        """What each targeted edit may name at this pass (for an edit screen, and for messages).
+
+        ``drop-injection``: the active injections; ``add-injection`` and ``grant-lease``: the declared
+        ones not active that a request can take (not templated, something to send);
+        ``revoke-lease``: the leases granted before the pass; ``tool-result``: the answered calls.
+        """
+        active = set(self.active())
+        addable = [
+            d.id
+            for d in self.run_start.injections
+            if d.id not in active and not d.templated and (d.system_prompt or d.messages or d.tool_names)
+        ]
+        return {
+            "drop-injection": self.active(),
+            "add-injection": addable,
+            "grant-lease": list(addable),
+            "revoke-lease": list(self.leases),
+            "tool-result": self.answered_calls(),
+        }
+
     def known_tools(self) -> list[ToolSchema]:
         """Every tool schema the run declared or offered (for restorations)."""
         tools = list(self.run_start.tools)

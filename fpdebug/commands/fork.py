@@ -13,12 +13,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fpdebug.backtrack.fork import ForkEdit
-    from fpdebug.backtrack.fork_run import ForkOutcome
 
 HELP = "Fork a recorded run at pass N with edits (drop/add an injection, a tool result, a lease, the model…)."
-
-ANSWER_LIMIT = 300
-"""Characters of each final answer the summary shows."""
 
 
 def _positive(text: str) -> int:
@@ -149,54 +145,8 @@ def run(args: argparse.Namespace) -> int:
         live=args.live,
         overwrite=args.overwrite,
     )
+    from fpdebug.views.fork_summary import outcome_lines
+
     for line in outcome_lines(outcome, parent=args.trace):
         print(line)
     return 0 if outcome.result.status == "completed" else 1
-
-
-def _answer(text: str) -> str:
-    from fpdebug.trace.inert import inert_line
-
-    shown = inert_line(text) if text else "(no final answer)"
-    return shown if len(shown) <= ANSWER_LIMIT else shown[: ANSWER_LIMIT - 1] + "…"
-
-
-def outcome_lines(outcome: ForkOutcome, *, parent: str) -> list[str]:
-    """The summary: the fork trace, its point and edits, how it ended, the answers, the first difference."""
-    import shlex
-
-    from fpdebug.trace.inert import inert_line
-
-    point = outcome.point
-    result = outcome.result
-    edits = "; ".join(inert_line(e.describe()) for e in outcome.edits)
-    lines = [
-        f"fork: {inert_line(str(outcome.path))}",
-        f"parent: {inert_line(parent)} run {inert_line(point.run_id)}, forked at pass {point.at_pass} of turn "
-        f"{point.turn} ({point.before} call{'s' if point.before != 1 else ''} replayed); edits: {edits}",
-        f"continued on {outcome.continuation}: run {inert_line(result.run_id)} {result.status}, "
-        f"{len(outcome.calls)} call(s)",
-    ]
-    if result.error is not None:
-        lines.append(f"  {inert_line(result.error.type)}: {inert_line(result.error.message)}")
-    lines.append(f"parent's final answer: {_answer(outcome.parent_answer)}")
-    lines.append(f"fork's final answer:   {_answer(result.content or '')}")
-    first = outcome.first_difference()
-    if first is None:
-        lines.append("first difference: none (every request is the parent's)")
-    else:
-        where = f"turn {first.turn}, pass {first.iteration}" if first.turn is not None else "?"
-        lines.append(f"first difference: call {first.call} ({where}): {inert_line(first.what)}")
-    if outcome.live:
-        lines.append(f"cost of the live calls: {_live_cost(outcome)}")
-    lines.append(f"see `fpdebug diff {shlex.quote(parent)} {shlex.quote(str(outcome.path))}`")
-    return lines
-
-
-def _live_cost(outcome: ForkOutcome) -> str:
-    from fpdebug.trace.cost import CostTotal, call_cost
-
-    calls = outcome.live_calls()
-    total = CostTotal.of(call_cost(call) for call in calls)
-    tokens = sum(c.response.usage.input_tokens + c.response.usage.output_tokens for c in calls if c.response)
-    return f"{total.text()} over {len(calls)} call(s), {tokens} tokens"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fpdebug.backtrack.fork import ForkEdit, ForkPoint, load_fork_point
+from fpdebug.backtrack.fork import ForkEdit, ForkPoint, check_edits, load_fork_point
 from fpdebug.backtrack.fork_run import ForkOutcome, run_fork
 from fpdebug.demo import recorded_module_loader, run_target
 from fpdebug.engine.providers.base import BLOCK_ENV_VAR
@@ -210,6 +210,18 @@ def test_bad_edits_are_refused_before_anything_runs(
         fork(parent, at_pass, [edit])
     assert message in str(raised.value)
     assert not (tmp_path / "fork.fptrace.jsonl").exists()
+
+
+def test_the_choices_at_a_pass_are_what_the_checks_accept(tmp_path: Path) -> None:
+    point = load_fork_point(demo_trace(tmp_path), at_pass=3)
+    choices = point.choices()
+    assert choices["drop-injection"] == ["tone", "refund-policy", "wire-format", "triage", "billing"]
+    assert choices["tool-result"] == ["call_1", "call_2", "call_3"]
+    assert choices["revoke-lease"] == ["refund-policy", "wire-format"]
+    assert "refund" in choices["add-injection"] and "tone" not in choices["add-injection"]
+    for kind, targets in choices.items():
+        for target in targets:
+            check_edits(point, [ForkEdit(kind, target, "x" if kind == "tool-result" else None)])  # type: ignore[arg-type]
 
 
 def test_a_pass_out_of_range_is_refused(tmp_path: Path) -> None:
