@@ -29,6 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "export",
     "backtrack",
+    "fork",
     "ledger",
     "report",
     "serve",

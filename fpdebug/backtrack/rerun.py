@@ -64,6 +64,8 @@ __all__ = [
     "RecordedCallRunner",
     "RerunProvider",
     "apply_specs",
+    "recorded_arguments",
+    "recorded_name",
     "rerun_provider_for",
     "runner_for",
     "scripted_rerun_provider",
@@ -345,18 +347,7 @@ def scripted_rerun_provider(
             f"{source} has no scripted_provider() to rerun with; pass --provider "
             "anthropic|openai --model M to rerun the call live"
         )
-    parameters: Mapping[str, inspect.Parameter]
-    try:
-        parameters = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        parameters = {}
-    usable = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    kwargs = {
-        name: options[name]
-        for name, parameter in parameters.items()
-        if name in options and parameter.kind in usable
-    }
-    _check_recorded_arguments(factory, kwargs, source=source)
+    kwargs = recorded_arguments(factory, options, source=source)
 
     def make() -> Provider:
         try:
@@ -377,6 +368,32 @@ def scripted_rerun_provider(
         live=False,
         description=f"the scripted model of {source}{f' ({shown})' if shown else ''}, fresh for every rerun",
     )
+
+
+def recorded_arguments(
+    factory: Callable[..., object], options: Mapping[str, object], *, source: str
+) -> dict[str, object]:
+    """The keyword arguments of ``factory`` that ``run_start.options`` recorded (a demo's ``variant``).
+
+    Used for a module's ``scripted_provider()`` and, by a fork, its ``build_agent()``: a variant the
+    run recorded is rebuilt as it ran.
+
+    Raises:
+        BacktrackError: A recorded value does not fit the parameter's annotation.
+    """
+    parameters: Mapping[str, inspect.Parameter]
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    usable = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    kwargs = {
+        name: options[name]
+        for name, parameter in parameters.items()
+        if name in options and parameter.kind in usable
+    }
+    _check_recorded_arguments(factory, kwargs, source=source)
+    return kwargs
 
 
 def _check_recorded_arguments(
@@ -426,7 +443,7 @@ def _fits(hint: Any, value: object) -> bool:
     return True
 
 
-def _recorded_name(options: Mapping[str, object]) -> str | None:
+def recorded_name(options: Mapping[str, object]) -> str | None:
     """The scenario or module ``run_start.options`` names, or ``None`` when it names neither.
 
     Raises:
@@ -491,7 +508,7 @@ def rerun_provider_for(
             "or force the run's scripted model with --provider scripted"
         )
     options = dict(run_start.options) if run_start is not None else {}
-    name = _recorded_name(options)
+    name = recorded_name(options)
     if name is None:
         raise BacktrackError(
             "this trace records no scenario or module to rebuild its scripted model from (run_start.options "

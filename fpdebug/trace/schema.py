@@ -57,6 +57,8 @@ __all__ = [
     "ExternalGround",
     "FindingEvent",
     "FindingRow",
+    "ForkEditRecord",
+    "ForkOrigin",
     "Frozen",
     "GuardDecl",
     "HonestyArms",
@@ -1098,6 +1100,45 @@ class _Event(Frozen):
     """The 1-based iteration, absent where it has no meaning."""
 
 
+class ForkEditRecord(Frozen):
+    """One edit a fork applied at its pass (``fpdebug fork``, docs/guide/fork.md)."""
+
+    kind: Literal[
+        "drop-injection",
+        "add-injection",
+        "tool-result",
+        "grant-lease",
+        "revoke-lease",
+        "model",
+        "provider",
+        "user-message",
+    ]
+    """What was edited."""
+    target: str | None = None
+    """The injection, lease (its injection id) or tool call edited; absent for a model, provider or
+    user-message edit."""
+    value: str | None = None
+    """The new value (a tool result's text, a model, a provider, a user message); absent for a drop,
+    an add, a grant or a revoke."""
+
+
+class ForkOrigin(Frozen):
+    """Where a forked run came from: its parent trace and run, the pass it forked at, and the edits."""
+
+    trace: str
+    """The parent trace's file name (a name to show, not a path to follow)."""
+    run_id: str
+    """The parent run."""
+    turn: int = Field(ge=1)
+    """The turn of the fork's pass."""
+    at_pass: int = Field(ge=1)
+    """The iteration (the Evaluate pass) of that turn the edits apply from."""
+    edits: list[ForkEditRecord] = Field(default_factory=list)
+    """The edits, in the order they were given."""
+    provider: str
+    """The provider the run continued on from the fork's pass (``replay``, ``scripted``, a live one)."""
+
+
 class RunStartEvent(_Event):
     """The agent's declared configuration."""
 
@@ -1129,6 +1170,8 @@ class RunStartEvent(_Event):
     scripted and replay providers."""
     server_port: int | None = Field(default=None, ge=0, le=65535)
     """The port a live provider talked to (the scheme's default when the URL names none)."""
+    fork_of: ForkOrigin | None = None
+    """Set only on a forked run (``fpdebug fork``): its parent and the edits; absent otherwise."""
 
 
 class TurnStartEvent(_Event):

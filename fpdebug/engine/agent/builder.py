@@ -16,6 +16,7 @@ from fpdebug.engine.agent.spec import (
     Continuity,
     HonestyHooks,
     MapsOptions,
+    RequestEdit,
     ToolLike,
     TruncationPolicy,
 )
@@ -165,6 +166,20 @@ class Agent:
         if policy not in ("reask", "fail"):
             raise DefinitionError(f"on_truncation must be 'reask' or 'fail', got {policy!r}")
         return self._with(on_truncation=policy)
+
+    def edit_requests(self, edit: RequestEdit) -> Agent:
+        """Rewrite every composed request before it is sent (what ``fpdebug fork`` applies).
+
+        ``edit(request, turn, iteration)`` returns the request to send; the ``llm_call`` records
+        the edited request, so the trace shows what the model was actually sent. The evaluator's
+        own records (the pass, its active set) are left as they were: the edit happens after them.
+
+        Raises:
+            DefinitionError: ``edit`` is not callable.
+        """
+        if not callable(edit):
+            raise DefinitionError(f"edit_requests() needs a function, got {type(edit).__name__}")
+        return self._with(request_edit=edit)
 
     def options(self, **values: object) -> Agent:
         """Add free-form JSON-able settings recorded in ``run_start.options`` (``scenario="support"``…)."""

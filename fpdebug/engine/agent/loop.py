@@ -161,6 +161,9 @@ class TurnLoop:
                 self.step_pointer,
                 mark_cache_prefix=self.conversation.caches_prompt,
             )
+            if self.spec.request_edit is not None:
+                # A fork's edits (Agent.edit_requests): the record shows the request as sent.
+                request = self.spec.request_edit(request, self.turn, self.iteration)
             reply, latency_ms = self._call(request)
             response = self._honesty_inputs(request, reply)  # what Route may dispatch
             route = self._route(response)

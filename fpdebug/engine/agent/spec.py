@@ -38,6 +38,10 @@ runs either way): tell the model and ask again (``reask``, the default), or fail
 Continuity: TypeAlias = Literal["turn", "conversation"]
 """Whether the skill-map cursor starts each turn afresh (``turn``) or carries over (``conversation``)."""
 
+RequestEdit: TypeAlias = Callable[[LlmRequest, int, int], LlmRequest]
+"""Rewrites a composed request: called as ``edit(request, turn, iteration)``, returns the request to
+send (the same one for no change). The ``llm_call`` records what it returns."""
+
 ToolLike: TypeAlias = Tool | Callable[..., object]
 """A tool as the builder accepts it: a :class:`Tool`, or a plain function (see :func:`tool`)."""
 
@@ -122,6 +126,9 @@ class AgentSpec:
     """The honesty layers' hooks, when armed."""
     tool_middleware: tuple[ToolMiddleware, ...] = ()
     """Before-tool middleware, in the order they run (:meth:`Agent.tool_middleware`)."""
+    request_edit: RequestEdit | None = None
+    """Rewrites each request after Compose and before it is sent and recorded
+    (:meth:`Agent.edit_requests`; what a fork applies from its pass on)."""
     on_truncation: TruncationPolicy = "reask"
     """A reply cut at the token limit with tool calls: re-ask the model, or fail the run
     (:meth:`Agent.on_truncation`)."""
