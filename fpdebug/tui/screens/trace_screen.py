@@ -75,6 +75,9 @@ Mode = Literal["replay", "follow", "drive"]
 
 _Handler = TypeVar("_Handler", bound=ViewHandler)
 
+FOOTER_WAIT_TICKS = 100
+"""How many 10 ms ticks the first-paint notice waits for the key bar at most (then it is sent anyway)."""
+
 
 def while_showing(handler: Callable[..., None]) -> Callable[..., None]:
     """Skip ``handler`` once the screen's widgets are gone.
@@ -187,6 +190,8 @@ class TraceScreen(Screen[None]):
         self.error: str | None = None
         """The last worker error, shown in the status bar."""
         self._invalid_shown = 0
+        self._announcing = False  # a first-paint check is pending
+        self._first_screen_up = False
         self.loader = TraceLoader(self, session)
         """Reads the trace in the background: the first load, then the tail."""
         self.filters = RowFilters(self, session)
@@ -296,7 +301,29 @@ class TraceScreen(Screen[None]):
             self.handler("backtrack", BacktrackHandler).trace_grew()
         self._refresh_bars()
         if not self.first_paint.is_set():
-            self.call_after_refresh(self.first_paint.set)
+            self.call_after_refresh(self._announce_first_paint)
+
+    def _announce_first_paint(self, waited: int = 0) -> None:
+        """Set :attr:`first_paint` once the whole first screen is drawn: rows, bars and the key bar.
+
+        The footer composes its keys after the screen's first refreshes (when the bindings are
+        known), so rows can be on screen a frame or more before it. The loader waits on this event
+        before its long haul, and the deferred views are mounted after it, so neither delays the
+        first screen (issue 20; ``python -m bench.cold_start`` stamps it).
+        """
+        if self.first_paint.is_set() or not self.showing or (self._announcing and not waited):
+            return
+        self._announcing = True
+        if self.query_one(KeysFooter).children or waited >= FOOTER_WAIT_TICKS:
+            self.call_after_refresh(self._first_screen_drawn)
+        else:
+            self.set_timer(0.01, lambda: self._announce_first_paint(waited + 1))
+
+    def _first_screen_drawn(self) -> None:
+        self.first_paint.set()
+        self._first_screen_up = True  # the bench's probe replaces first_paint.set: not its flag
+        if self.loaded:
+            self.call_after_refresh(self._mount_deferred_views)
 
     @on(LoadFinished)
     @while_showing
@@ -314,12 +341,15 @@ class TraceScreen(Screen[None]):
             self.new_rows = 0
         if self.mode != "replay":
             self.loader.start_tail()
-        # The first screen is up: build the views it left out now, so a palette command or a key
+        # Once the first screen is up, build the views it left out, so a palette command or a key
         # finds them ready (a view needed before this is mounted on demand).
-        self.call_after_refresh(self._mount_deferred_views)
+        if self._first_screen_up:
+            self.call_after_refresh(self._mount_deferred_views)
 
     @while_showing
     def _mount_deferred_views(self) -> None:
+        if not self.query_one(ContentSwitcher).is_attached:
+            return  # the app quit before this callback ran: its widgets are being taken down
         for handler in self.handlers.values():
             handler.mount()
 
