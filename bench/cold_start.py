@@ -30,9 +30,10 @@ installed fpdebug has its ``.pyc`` files, and a child that compiled every module
 each run (as it would with ``PYTHONDONTWRITEBYTECODE=1`` set in a development shell) measured
 about 0.3 s of CPU more.
 
-The viewer's child is ``python -c BOOTSTRAP``: it wraps the loader so the first full screen writes
-a ``time.monotonic()`` stamp (``CLOCK_MONOTONIC``, comparable between processes of one machine) to
-a pipe, then runs :func:`fpdebug.cli.main` with ``view TRACE``, the same code path as the command.
+The viewer's child is ``python -c BOOTSTRAP``: it runs :func:`fpdebug.cli.main` with ``view TRACE``,
+the same code path as the command, in the same order (an import hook wraps the trace loader when
+the command imports it), so that the first full screen writes a ``time.monotonic()`` stamp
+(``CLOCK_MONOTONIC``, comparable between processes of one machine) to a pipe.
 """
 
 from __future__ import annotations
@@ -72,16 +73,31 @@ TIMEOUT_S = 60.0
 
 BOOTSTRAP = r"""
 import os, sys, time
+from importlib.machinery import PathFinder
 fd, trace = int(sys.argv[1]), sys.argv[2]
-from fpdebug.tui.screens.loader import TraceLoader  # `fpdebug view` imports it too
-_init = TraceLoader.__init__
-def _noting_init(self, *args, **kwargs):
-    _init(self, *args, **kwargs)
-    def painted():
-        os.write(fd, repr(time.monotonic()).encode() + b"\n")
-        os._exit(0)
-    self.first_paint.set = painted
-TraceLoader.__init__ = _noting_init
+def painted():
+    os.write(fd, repr(time.monotonic()).encode() + b"\n")
+    os._exit(0)
+def probe(loader_class):
+    init = loader_class.__init__
+    def noting_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.first_paint.set = painted
+    loader_class.__init__ = noting_init
+class Hook:  # patches the loader when `fpdebug view` imports it, not before (the command's order)
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "fpdebug.tui.screens.loader":
+            return None
+        sys.meta_path.remove(Hook)
+        spec = PathFinder.find_spec(name, path)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            probe(module.TraceLoader)
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, Hook)
 from fpdebug.cli import main
 raise SystemExit(main(["view", trace]))
 """

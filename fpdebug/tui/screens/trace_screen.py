@@ -38,6 +38,7 @@ from textual.widgets import ContentSwitcher, Input, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
 from fpdebug.trace.inert import inert_line
+from fpdebug.tui import collector
 from fpdebug.tui.commands import go_prompt_text, parametric_command
 from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew, TraceReplaced
 from fpdebug.tui.screens.filters import RowFilters
@@ -321,6 +322,7 @@ class TraceScreen(Screen[None]):
 
     def _first_screen_drawn(self) -> None:
         self.first_paint.set()
+        collector.resume()  # paused by `fpdebug view` over its start-up
         self._first_screen_up = True  # the bench's probe replaces first_paint.set: not its flag
         if self.loaded:
             self.call_after_refresh(self._mount_deferred_views)
@@ -387,6 +389,7 @@ class TraceScreen(Screen[None]):
     @while_showing
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:
+            collector.resume()  # no first screen may come now
             error = event.worker.error
             self.error = f"{type(error).__name__}: {error}"
             self.app.notify(
