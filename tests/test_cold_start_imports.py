@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ HEAVY = ("anthropic", "openai", "opentelemetry", "google.protobuf", "fpdebug.eng
 _LIST_HEAVY = f"import sys; print(sorted(m for m in sys.modules if m.startswith({HEAVY!r})))"
 
 
-def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
+def _python(code: str, *args: str, env: dict[str, str] | None = None, lines: int = 1) -> Any:
     environment = dict(env or os.environ)
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), environment.get("PYTHONPATH"))))
     done = subprocess.run(
@@ -35,7 +36,8 @@ def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
+    last = done.stdout.strip().splitlines()[-lines:]
+    return last[0] if lines == 1 else last
 
 
 def test_the_view_command_and_the_app_import_nothing_heavy() -> None:
@@ -43,7 +45,8 @@ def test_the_view_command_and_the_app_import_nothing_heavy() -> None:
     assert _python(code) == "[]"
 
 
-# The first screen of `fpdebug view` itself, up to its first paint (the bench's stamp), headless.
+# The first screen of `fpdebug view` itself, up to its first paint (the bench's stamp), headless:
+# the heavy modules it imported, then the validators it built (the event union, and the event models).
 _FIRST_SCREEN = f"""
 import os, sys
 from fpdebug.tui.screens.loader import TraceLoader
@@ -52,6 +55,9 @@ def _noting_init(self, *args, **kwargs):
     _init(self, *args, **kwargs)
     def painted():
         {_LIST_HEAVY.replace("; ", chr(10) + " " * 8)}
+        from fpdebug.trace.schema import EVENT_ADAPTER, EVENT_MODELS
+        built = [kind for kind, model in EVENT_MODELS.items() if model.__pydantic_complete__]
+        print(EVENT_ADAPTER.pydantic_complete, sorted(built), os.environ.get("PYDANTIC_DISABLE_PLUGINS"))
         sys.stdout.flush()
         os._exit(0)
     self.first_paint.set = painted
@@ -64,5 +70,19 @@ main(["view", sys.argv[1]])
 @pytest.mark.slow
 def test_fpdebug_view_reaches_its_first_screen_without_them() -> None:
     env = dict(os.environ, TEXTUAL_DRIVER="textual.drivers.headless_driver:HeadlessDriver")
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
     trace = ROOT / "sample_traces" / "support.fptrace.jsonl"
-    assert _python(_FIRST_SCREEN, str(trace), env=env) == "[]"
+    heavy, built = _python(_FIRST_SCREEN, str(trace), env=env, lines=2)
+    assert heavy == "[]"
+    # The schema's validators are built as lines are read, each kind's own: the first screen reads
+    # its calls (for the header's tokens; the background check, if it ran already, reads the rest),
+    # never the union of every kind (only a line that does not validate is read through it). Nor
+    # does it look for pydantic plugins (a walk over every installed package's metadata).
+    union, kinds, plugins = (
+        built.split(" ", 1)[0],
+        built[built.index("[") : built.index("]") + 1],
+        built.split()[-1],
+    )
+    assert union == "False"
+    assert "'llm_call'" in kinds
+    assert plugins == "__all__"

@@ -8,6 +8,7 @@ import is opened.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING
 
 HELP = "Open a trace in the terminal debugger (passes, leases, calls, events, skill map, diff, backtrack)."
@@ -60,7 +61,22 @@ def run(args: argparse.Namespace) -> int:
         TraceError: The file is missing, unreadable, not a trace, or from a newer schema.
         ConfigError: The keymap file is invalid, or ``--force-module`` without ``--module``.
     """
-    import os
+    # pydantic looks for its plugins (entry points of the group "pydantic") the first time it builds
+    # a validator: a walk over every installed distribution's metadata, about a tenth of the first
+    # screen's start (issue 20). The viewer validates only trace records, which no plugin is for;
+    # a PYDANTIC_DISABLE_PLUGINS the user set (empty: load them all) is kept.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+    from fpdebug.tui import collector
+
+    collector.pause()  # until the first screen is up (the trace loader resumes it)
+    try:
+        return _open(args)
+    finally:
+        collector.resume()
+
+
+def _open(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from fpdebug.errors import ConfigError

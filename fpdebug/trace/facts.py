@@ -62,7 +62,7 @@ __all__ = [
 class _Facts(BaseModel):
     """The envelope, validated as the schema validates it; every other field is ignored."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     seq: int = Field(ge=1)
     """As :attr:`fpdebug.trace.schema._Event.seq`."""
@@ -135,7 +135,7 @@ class CursorMoveFacts(_Facts):
 class _ResponseFacts(BaseModel):
     """The part of an ``llm_call`` reply the model reads: its usage."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     usage: Usage = Field(default_factory=Usage)
     """Tokens used."""
@@ -258,6 +258,6 @@ Facts = Annotated[
 ]
 """The facts of any event line."""
 
-FACTS_ADAPTER: TypeAdapter[Facts] = TypeAdapter(Facts)
+FACTS_ADAPTER: TypeAdapter[Facts] = TypeAdapter(Facts, config=ConfigDict(defer_build=True))
 """Parses one event line into its facts (raises ``ValidationError`` where the full parse would too,
 except for errors in fields the facts skip)."""

@@ -29,6 +29,7 @@ __all__ = [
     "EARLIEST",
     "EVENT_ADAPTER",
     "EVENT_KINDS",
+    "EVENT_MODELS",
     "FORMAT",
     "LATEST",
     "MAX_DURATION_MS",
@@ -211,7 +212,10 @@ class Frozen(BaseModel):
 
     # allow_inf_nan=False: NaN and Infinity are not JSON; a number that overflows a double (1e400)
     # is refused with them, as "finite_number" (a non-finite problem, docs/guide/reliability.md).
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # defer_build: a model's validator is built the first time it validates, not at import. Building
+    # all of them (about 70 models, twice over with the unions) was a third of the viewer's start-up,
+    # and its first screen validates two or three kinds (issue 20, docs/guide/performance.md).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1449,11 +1453,11 @@ TraceEvent = Annotated[
 ]
 """Any event record (everything but the header)."""
 
-EVENT_ADAPTER: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
-"""Validates and dumps :data:`TraceEvent` values."""
+EVENT_ADAPTER: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent, config=ConfigDict(defer_build=True))
+"""Validates and dumps :data:`TraceEvent` values (built on first use: see :data:`EVENT_MODELS`)."""
 
-EVENT_KINDS: frozenset[str] = frozenset(
-    model.model_fields["kind"].default
+EVENT_MODELS: dict[str, type[_Event]] = {
+    model.model_fields["kind"].default: model
     for model in (
         RunStartEvent,
         TurnStartEvent,
@@ -1471,5 +1475,10 @@ EVENT_KINDS: frozenset[str] = frozenset(
         RerouteSupersededEvent,
         RunEndEvent,
     )
-)
+}
+"""The model of each event kind: what :data:`EVENT_ADAPTER` dispatches to on ``kind``. A reader that
+already knows a line's kind validates it with that model alone, which builds one validator instead
+of the whole union's (the same result: the union runs that model's schema)."""
+
+EVENT_KINDS: frozenset[str] = frozenset(EVENT_MODELS)
 """Every event kind this schema version knows."""

@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from fpdebug.errors import TraceReplacedError
+from fpdebug.tui import collector
 from fpdebug.tui.messages import LoadFinished, TraceChecked, TraceGrew, TraceReplaced
 from fpdebug.views.session import FIRST_CHUNK, FIRST_SLICE, TraceSession
 
@@ -78,6 +79,7 @@ class TraceLoader:
         """Stop the tail and release a load that waits for the first paint (the screen is going)."""
         self._stop.set()
         self.first_paint.set()
+        collector.resume()
 
     def _load(self) -> None:
         """Index and model the trace in slices; rows appear as they are modelled."""
@@ -88,6 +90,7 @@ class TraceLoader:
         self._post(TraceGrew(added))
         # The first screen comes first: let the UI thread paint it before the long haul.
         self.first_paint.wait(FIRST_PAINT_WAIT)
+        collector.resume()  # paused by `fpdebug view` over its start-up
         # This thread holds the GIL for long stretches; the UI thread, which gives it up at every
         # poll of the terminal, would otherwise wait a whole switch interval to get it back each
         # time and keys would lag by seconds. A short interval and a pause per slice keep it lively.

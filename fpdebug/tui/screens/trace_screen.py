@@ -23,14 +23,13 @@ from __future__ import annotations
 import functools
 import gc
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import ClassVar, Literal, TypeVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
@@ -38,6 +37,7 @@ from textual.widgets import ContentSwitcher, Input, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
 from fpdebug.trace.inert import inert_line
+from fpdebug.tui import collector
 from fpdebug.tui.commands import go_prompt_text, parametric_command
 from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew, TraceReplaced
 from fpdebug.tui.screens.filters import RowFilters
@@ -54,6 +54,7 @@ from fpdebug.tui.screens.view_handlers import (
     LeasesHandler,
     ViewHandler,
 )
+from fpdebug.tui.screens.view_spec import VIEWS, ViewSpec, view_bindings
 from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.bars import (
     DOCUMENT_SEARCH,
@@ -87,6 +88,9 @@ _Handler = TypeVar("_Handler", bound=ViewHandler)
 WRITER_LOOK_EVERY = 1.0
 """Seconds between two redraws of the bars of a followed file (what is known of its writer changes)."""
 
+FOOTER_WAIT_TICKS = 100
+"""How many 10 ms ticks the first-paint notice waits for the key bar at most (then it is sent anyway)."""
+
 
 def while_showing(handler: Callable[..., None]) -> Callable[..., None]:
     """Skip ``handler`` once the screen's widgets are gone.
@@ -102,63 +106,6 @@ def while_showing(handler: Callable[..., None]) -> Callable[..., None]:
             handler(self, *args)
 
     return guarded
-
-
-@dataclass(frozen=True)
-class ViewSpec:
-    """One view of the trace screen."""
-
-    id: str
-    """The view id (``view: <id>`` in the palette; the widget id is ``view-<id>``)."""
-    title: str
-    """The tab title."""
-    key: str
-    """The key that shows it."""
-    description: str
-    """One line for the help and the palette."""
-
-
-VIEWS: tuple[ViewSpec, ...] = (
-    ViewSpec(
-        "passes", "Passes", "1", "the iteration timeline and the pass inspector of the selected iteration"
-    ),
-    ViewSpec(
-        "leases", "Leases", "2", "every instruction lease from grant to prune, as a Gantt over iterations"
-    ),
-    ViewSpec(
-        "calls", "Calls", "3", "the exact prompt of the selected iteration's LLM call by slot, and the reply"
-    ),
-    ViewSpec("events", "Events", "4", "the raw trace, one row per line (invalid and opaque lines included)"),
-    ViewSpec(
-        "skill-map",
-        "Skill map",
-        "5",
-        "the declared skill map with the cursor's path up to the selected iteration",
-    ),
-    ViewSpec("diff", "Diff", "6", "two passes compared: what entered and left each slot and why (m marks A)"),
-    ViewSpec(
-        "backtrack",
-        "Backtrack",
-        "7",
-        "from an answer back to its causes: chains, suspects, causal reruns (B picks a call)",
-    ),
-)
-"""The views, in tab order."""
-
-
-def view_bindings(views: Iterable[ViewSpec]) -> list[BindingType]:
-    """One binding per view (id ``view-<id>``), for a screen's ``BINDINGS``."""
-    return [
-        Binding(
-            view.key,
-            f"show_view('{view.id}')",
-            view.title,
-            show=False,
-            id=f"view-{view.id}",
-            tooltip=f"Show the {view.title} view: {view.description}.",
-        )
-        for view in views
-    ]
 
 
 class TraceScreen(Screen[None]):
@@ -199,6 +146,8 @@ class TraceScreen(Screen[None]):
         self.error: str | None = None
         """The last worker error, shown in the status bar."""
         self._invalid_shown = 0
+        self._announcing = False  # a first-paint check is pending
+        self._first_screen_up = False
         self.loader = TraceLoader(self, session)
         """Reads the trace in the background: the first load, then the tail."""
         self.filters = RowFilters(self, session)
@@ -318,7 +267,30 @@ class TraceScreen(Screen[None]):
             self.handler("backtrack", BacktrackHandler).trace_grew()
         self._refresh_bars()
         if not self.first_paint.is_set():
-            self.call_after_refresh(self.first_paint.set)
+            self.call_after_refresh(self._announce_first_paint)
+
+    def _announce_first_paint(self, waited: int = 0) -> None:
+        """Set :attr:`first_paint` once the whole first screen is drawn: rows, bars and the key bar.
+
+        The footer composes its keys after the screen's first refreshes (when the bindings are
+        known), so rows can be on screen a frame or more before it. The loader waits on this event
+        before its long haul, and the deferred views are mounted after it, so neither delays the
+        first screen (issue 20; ``python -m bench.cold_start`` stamps it).
+        """
+        if self.first_paint.is_set() or not self.showing or (self._announcing and not waited):
+            return
+        self._announcing = True
+        if self.query_one(KeysFooter).children or waited >= FOOTER_WAIT_TICKS:
+            self.call_after_refresh(self._first_screen_drawn)
+        else:
+            self.set_timer(0.01, lambda: self._announce_first_paint(waited + 1))
+
+    def _first_screen_drawn(self) -> None:
+        self.first_paint.set()
+        collector.resume()  # paused by `fpdebug view` over its start-up
+        self._first_screen_up = True  # the bench's probe replaces first_paint.set: not its flag
+        if self.loaded:
+            self.call_after_refresh(self._mount_deferred_views)
 
     @on(LoadFinished)
     @while_showing
@@ -336,12 +308,15 @@ class TraceScreen(Screen[None]):
             self.new_rows = 0
         if self.mode != "replay":
             self.loader.start_tail()
-        # The first screen is up: build the views it left out now, so a palette command or a key
+        # Once the first screen is up, build the views it left out, so a palette command or a key
         # finds them ready (a view needed before this is mounted on demand).
-        self.call_after_refresh(self._mount_deferred_views)
+        if self._first_screen_up:
+            self.call_after_refresh(self._mount_deferred_views)
 
     @while_showing
     def _mount_deferred_views(self) -> None:
+        if not self.query_one(ContentSwitcher).is_attached:
+            return  # the app quit before this callback ran: its widgets are being taken down
         for handler in self.handlers.values():
             handler.mount()
 
@@ -379,6 +354,7 @@ class TraceScreen(Screen[None]):
     @while_showing
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:
+            collector.resume()  # no first screen may come now
             error = event.worker.error
             self.error = f"{type(error).__name__}: {error}"
             self.app.notify(
