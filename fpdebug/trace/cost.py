@@ -33,6 +33,7 @@ from decimal import Decimal
 from fpdebug.trace.schema import LlmCallEvent, LlmRequest, Usage
 
 __all__ = [
+    "NO_PRICE_REPLAYED",
     "NO_PRICE_SCRIPTED",
     "NO_USAGE",
     "UNKNOWN_PRICE",
@@ -54,12 +55,21 @@ UNKNOWN_PRICE = "unknown price"
 """What a call of a model the price table does not know costs."""
 
 NO_PRICE_SCRIPTED = "no price: scripted"
-"""What a call answered in process (scripted or replayed) costs."""
+"""What a call the scripted model answered in process costs."""
+NO_PRICE_REPLAYED = "no price: replayed"
+"""What a call answered from a recording costs (nothing was sent: the recording's model is not billed)."""
 
 NO_USAGE = "no usage recorded"
 """What a call that got no reply (a timeout, an HTTP error) costs: the trace has no tokens to price."""
 
 _IN_PROCESS = frozenset({"scripted", "replay"})
+
+
+def _in_process_reason(provider: str) -> str:
+    # A replayed call says so: "scripted" beside a recording of claude-sonnet-4-5 reads as a lie.
+    return NO_PRICE_REPLAYED if provider == "replay" else NO_PRICE_SCRIPTED
+
+
 _PROVIDER_IDS = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai"}
 _MILLION = Decimal(1_000_000)
 
@@ -185,7 +195,7 @@ def call_cost(event: LlmCallEvent) -> CallCost:
     usage = event.response.usage if event.response is not None else Usage()
     tokens = usage_of(event.provider, usage)
     if event.provider in _IN_PROCESS:
-        return CallCost(tokens, None, unpriced=NO_PRICE_SCRIPTED)
+        return CallCost(tokens, None, unpriced=_in_process_reason(event.provider))
     if event.response is None:  # pricing the empty usage would say $0 for tokens nobody counted
         return CallCost(tokens, None, unpriced=NO_USAGE)
     model = event.response.model or event.model
@@ -205,7 +215,7 @@ def input_price_per_token(event: LlmCallEvent) -> tuple[Decimal | None, str | No
         call is priced at the requested model: what was offered to it was sent all the same.
     """
     if event.provider in _IN_PROCESS:
-        return None, NO_PRICE_SCRIPTED
+        return None, _in_process_reason(event.provider)
     model = (event.response.model if event.response is not None else None) or event.model
     tokens = TokenCounts(1_000_000, 0, 0, 0, None)
     priced = _dollars(_PROVIDER_IDS.get(event.provider), model, tokens, event.ts)

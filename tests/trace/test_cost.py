@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fpdebug.trace.cost import (
+    NO_PRICE_REPLAYED,
     NO_PRICE_SCRIPTED,
     NO_USAGE,
     UNKNOWN_PRICE,
@@ -89,9 +90,11 @@ def test_an_unknown_model_has_an_unknown_price_never_zero() -> None:
     assert total.text() == "unknown price" and total.usd() is None
 
 
-def test_scripted_and_replayed_calls_have_no_price() -> None:
-    for provider in ("scripted", "replay"):
-        assert call_cost(call(provider=provider)).unpriced == NO_PRICE_SCRIPTED
+def test_scripted_and_replayed_calls_have_no_price_and_say_which() -> None:
+    assert call_cost(call(provider="scripted")).unpriced == NO_PRICE_SCRIPTED
+    # A replay of a priced model's recording: nothing was sent, and the reason names the replay.
+    replayed = call_cost(call(provider="replay", model="claude-sonnet-4-5"))
+    assert replayed.dollars is None and replayed.unpriced == NO_PRICE_REPLAYED == "no price: replayed"
 
 
 def test_a_partly_priced_total_says_what_it_left_out() -> None:
