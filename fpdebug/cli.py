@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "validate",
     "summary",
     "view",
+    "runs",
     "run",
     "demo",
     "export",
