@@ -83,17 +83,24 @@ _HEADERS = (
 )
 
 
-def _cells(row: RunRow) -> tuple[str, ...]:
-    from fpdebug.trace.inert import inert_line as safe
+def _clip(text: str, width: int) -> str:
+    """Redacted and made inert *before* it is cut: a secret cut short would escape the stream's redactor."""
+    from fpdebug.trace.inert import inert_line
+    from fpdebug.trace.redact import default_redactor
 
+    text = inert_line(default_redactor().redact(text))
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cells(row: RunRow) -> tuple[str, ...]:
     started = (row.started or "?")[:19].replace("T", " ")
     return (
         started,
-        safe(row.agent or "?")[:24],
+        _clip(row.agent or "?", 24),
         row.status if row.status != "running" else "running (no run_end)",
         f"{row.turns}/{row.iterations}",
         f"{row.input_tokens}/{row.output_tokens}",
-        safe(str(row.cost.get("text", "")))[:28],
+        _clip(str(row.cost.get("text", "")), 40),
         str(row.leases),
         str(row.parks),
         str(row.unsupported_values),
@@ -114,9 +121,7 @@ def render(rows: list[RunRow], entries: list[FileEntry], *, total: int) -> str:
         widths = [max(len(header), *(len(cell[i]) for cell in cells)) for i, header in enumerate(_HEADERS)]
         lines.append("  ".join(h.ljust(w) for h, w in zip(_HEADERS, widths, strict=True)) + "  answer")
         for row, cell in zip(rows, cells, strict=True):
-            answer = safe(row.answer_first_line)
-            if len(answer) > 60:
-                answer = answer[:59] + "…"
+            answer = _clip(row.answer_first_line, 60)
             lines.append("  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=True)) + "  " + answer)
     for row in rows:
         notes = list(row.notes) + ([f"error: {row.error}"] if row.error else [])
