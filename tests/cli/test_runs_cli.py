@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,25 @@ def test_trace_text_is_inert_and_redacted(
     assert main(["runs", str(tmp_path), "--json", "--no-cache"]) == 0
     raw = capsys.readouterr().out
     assert "\x1b" not in raw and secret not in raw
+
+
+def test_imported_runs_name_their_source_and_agree_with_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixtures = Path(__file__).resolve().parents[1] / "ingest" / "fixtures"
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    otlp = fixtures / "otlp" / "agentfootprint-support-refund.otlp.json"
+    recording = fixtures / "agentfootprint" / "engagement-park.recording.json"
+    assert main(["import", str(otlp), "-o", str(folder / "otlp.fptrace.jsonl")]) == 0
+    assert main(["import", str(recording), "-o", str(folder / "af.fptrace.jsonl")]) == 0
+    shutil.copy(otlp, folder)  # the raw file beside its import: listed as foreign, not a run
+    capsys.readouterr()
+    table = _json(["runs", str(folder), "--json", "--no-cache"], capsys)
+    assert {row["source"] for row in table["runs"]} == {"otlp", "agentfootprint"}
+    assert [(Path(f["path"]).name, f["what"]) for f in table["files"]] == [(otlp.name, "foreign")]
+    for row in table["runs"]:
+        (run,) = _json(["summary", row["trace"], "--json"], capsys)["runs"]
+        assert (row["iterations"], row["input_tokens"], row["cost"], row["parks"]) == (
+            run["iterations"], run["input_tokens"], run["cost"], run["parks"]
+        )  # fmt: skip
