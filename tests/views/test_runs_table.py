@@ -164,3 +164,38 @@ def test_a_dangling_link_is_unreadable_not_fatal(runs: Path) -> None:
     table = build_table([str(runs)])
     assert [(Path(e.path).name, e.what) for e in table.entries] == [("gone.fptrace.jsonl", "unreadable")]
     assert len(table.rows) == 7
+
+
+def test_a_name_duckdb_would_read_as_a_glob_is_read_as_itself(runs: Path) -> None:
+    # Unescaped, "lease*.fptrace.jsonl" would also read leases.fptrace.jsonl and count its run twice.
+    shutil.copy(runs / "support.fptrace.jsonl", runs / "lease*.fptrace.jsonl")
+    shutil.copy(runs / "zone-trap.fptrace.jsonl", runs / "run[1].fptrace.jsonl")
+    rows = {Path(row.trace).name: row for row in build_table([str(runs)]).rows}
+    assert len(rows) == 9
+    assert rows["leases.fptrace.jsonl"].llm_calls == 3
+    assert (rows["lease*.fptrace.jsonl"].agent, rows["run[1].fptrace.jsonl"].agent) == (
+        "support",
+        "zone-trap",
+    )
+
+
+def test_a_file_the_scanner_refuses_is_an_entry_not_an_empty_table(
+    runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    from fpdebug.views.runs import scan
+
+    real = scan._query
+
+    def refusing(files: list[str], threads: int | None) -> dict[str, scan.ScannedFile]:
+        if any(path.endswith("leases.fptrace.jsonl") for path in files):
+            raise duckdb.InvalidInputException("refused")
+        return real(files, threads)
+
+    monkeypatch.setattr(scan, "_query", refusing)
+    table = build_table([str(runs)])
+    assert len(table.rows) == 6
+    assert [(Path(e.path).name, e.what, e.reason) for e in table.entries] == [
+        ("leases.fptrace.jsonl", "broken", "could not be scanned: InvalidInputException: refused")
+    ]

@@ -14,6 +14,9 @@ never empties the table.
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -114,6 +117,9 @@ FROM r WHERE kind = 'llm_call' AND run_id IS NOT NULL
 GROUP BY ALL
 """
 
+_GLOB = re.compile(r"[*?\[\]{}\\]")
+"""Characters DuckDB's file list reads as a glob."""
+
 _FILES = "SELECT file, count(*) AS lines, count(*) FILTER (WHERE kind IS NULL) AS bad FROM r GROUP BY file"
 
 
@@ -163,6 +169,24 @@ def _day(text: str | None) -> datetime:
         return datetime.now(UTC)  # no usable time: today's price is the honest guess
 
 
+def _plain_names(files: Sequence[str], scratch: str) -> dict[str, str]:
+    """What DuckDB is given for each file → the file: its absolute path, or a link with a plain name.
+
+    DuckDB expands globs in every path it is given, so ``a*b.jsonl`` would also read ``axb.jsonl``
+    (and count its runs twice); such a file is read through a symlink named by its position. An
+    absolute path also keeps a relative name from being read as a URL (``s3:``, ``http:``).
+    """
+    names: dict[str, str] = {}
+    for number, path in enumerate(files):
+        absolute = os.path.abspath(path)
+        if _GLOB.search(absolute):
+            link = os.path.join(scratch, f"{number}.jsonl")
+            os.symlink(absolute, link)
+            absolute = link
+        names[absolute] = path
+    return names
+
+
 def _query(files: Sequence[str], threads: int | None) -> dict[str, ScannedFile]:
     import duckdb
 
@@ -170,20 +194,23 @@ def _query(files: Sequence[str], threads: int | None) -> dict[str, ScannedFile]:
     try:
         if threads:
             con.execute(f"SET threads = {int(threads)}")
-        con.execute(_RECORDS, {"files": list(files), "columns": _COLUMNS})
+        with tempfile.TemporaryDirectory(prefix="fpdebug-runs-") as scratch:
+            names = _plain_names(files, scratch)
+            con.execute(_RECORDS, {"files": list(names), "columns": _COLUMNS})
         found = {path: ScannedFile(path) for path in files}
-        for path, lines, bad in con.execute(_FILES).fetchall():
-            if path in found:
+        for name, lines, bad in con.execute(_FILES).fetchall():
+            path = names.get(name)
+            if path is not None:
                 found[path].lines, found[path].bad_lines = int(lines), int(bad)
         costs: dict[tuple[str, str], CostTotal] = {}
-        for path, run_id, provider, model, replied, total, read, write, out, day, calls in con.execute(
+        for name, run_id, provider, model, replied, total, read, write, out, day, calls in con.execute(
             _CALLS
         ).fetchall():
             tokens = TokenCounts(int(total), int(read), int(write), int(out), None)
             cost = price_tokens(provider or "", model or "", tokens, _day(day), replied=bool(replied))
-            costs.setdefault((path, run_id), CostTotal()).add(cost, int(calls))
+            costs.setdefault((names.get(name, name), run_id), CostTotal()).add(cost, int(calls))
         for row in con.execute(_RUNS).fetchall():
-            _add_run(found, costs, row)
+            _add_run(found, costs, (names.get(row[0], row[0]), *row[1:]))
         return found
     finally:
         con.close()
