@@ -10,6 +10,7 @@ import pytest
 
 from fpdebug.views.runs import RunsTable, build_table
 from fpdebug.views.runs.cache import cache_path
+from fpdebug.views.runs.table import RUNNING_NOTE
 
 
 @pytest.fixture
@@ -115,10 +116,12 @@ def test_the_cache_serves_the_second_call_and_a_change_invalidates_it(runs: Path
 
 def test_a_trace_still_being_written_is_read_again_every_time(runs: Path) -> None:
     lines = (runs / "support.fptrace.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    (runs / "support.fptrace.jsonl").write_text("".join(lines[:8]), encoding="utf-8")
+    # Caught mid-write: eight whole records and the first bytes of the ninth.
+    (runs / "support.fptrace.jsonl").write_text("".join(lines[:8]) + lines[8][:30], encoding="utf-8")
     table = build_table([str(runs)])
     row = next(row for row in table.rows if row.agent == "support")
-    assert row.status == "running" and "no run_end" in row.notes[0]
+    assert row.status == "running" and row.bad_lines == 0
+    assert row.notes == [RUNNING_NOTE, "its last line is still being written"]
     assert build_table([str(runs)]).scanned_files == 1
 
 
@@ -146,7 +149,9 @@ def test_every_bad_input_is_an_entry_and_the_table_still_stands(runs: Path, tmp_
     assert what["pipe"] == ("not-regular", "a FIFO: not opened")
     assert what["missing"][0] == "missing"
     broken = [row for row in table.rows if row.trace.endswith("broken.fptrace.jsonl")]
-    assert len(broken) == 1 and broken[0].bad_lines == 3 and "3 unreadable lines" in broken[0].notes[0]
+    # Two broken lines, and a torn last one: a record still being written, said as such.
+    assert len(broken) == 1 and broken[0].bad_lines == 2
+    assert broken[0].notes == ["its last line is still being written", "2 unreadable lines in its trace"]
     assert broken[0].status == "completed"
     assert len(table.rows) == 8  # the seven demo runs and the broken one
 

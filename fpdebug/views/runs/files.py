@@ -39,6 +39,9 @@ class TraceFile:
     """``native``, ``agentfootprint`` or ``otlp`` (an imported trace's header names its source)."""
     created: str | None
     """The header's creation time."""
+    torn_tail: bool = False
+    """Its last line has no newline and does not parse: a record still being written (the scan
+    counts it as unreadable; the table says what it is instead)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,16 +110,32 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def _read_head(path: str) -> tuple[bytes, os.stat_result]:
-    """The first bytes of a regular file, opened without blocking (a FIFO swapped in is refused)."""
+def _read_head(path: str) -> tuple[bytes, os.stat_result, bool]:
+    """The first bytes of a regular file, opened without blocking (a FIFO swapped in is refused),
+    and whether its last line is torn (no newline, and not a whole JSON record)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise IsADirectoryError(f"{_kind_of(info.st_mode)}: not opened")
-        return os.read(fd, _HEAD), info
+        head = os.read(fd, _HEAD)
+        tail = os.pread(fd, _HEAD, max(info.st_size - _HEAD, 0)) if info.st_size > len(head) else head
+        return head, info, _torn(tail)
     finally:
         os.close(fd)
+
+
+def _torn(tail: bytes) -> bool:
+    if not tail or tail.endswith(b"\n"):
+        return False
+    _, newline, last = tail.rpartition(b"\n")
+    if not newline:
+        return True  # one line longer than the window, without its newline: still being written
+    try:
+        orjson.loads(last)
+    except orjson.JSONDecodeError:
+        return True
+    return False
 
 
 def _foreign(head: bytes) -> str | None:
@@ -142,7 +161,7 @@ def classify(path: str) -> TraceFile | FileEntry:
     if not stat.S_ISREG(info.st_mode):
         return FileEntry(path, "not-regular", f"{_kind_of(info.st_mode)}: not opened")
     try:
-        head, info = _read_head(path)
+        head, info, torn = _read_head(path)
     except IsADirectoryError as exc:
         return FileEntry(path, "not-regular", str(exc))
     except OSError as exc:
@@ -167,7 +186,9 @@ def classify(path: str) -> TraceFile | FileEntry:
             else ("agentfootprint" if str(fmt).startswith("agentfootprint") else "otlp")
         )
         created = header.get("created")
-        return TraceFile(path, info.st_size, info.st_mtime_ns, origin, str(created) if created else None)
+        return TraceFile(
+            path, info.st_size, info.st_mtime_ns, origin, str(created) if created else None, torn
+        )
     foreign = _foreign(head)
     if foreign is not None:
         return FileEntry(path, "foreign", f"foreign: {foreign}; {IMPORT_HINT}")

@@ -105,10 +105,12 @@ def _row(trace: TraceFile, scanned: ScannedFile, run: ScannedRun) -> RunRow:
     notes = []
     if run.status == "running":
         notes.append(RUNNING_NOTE)
-    if scanned.bad_lines:
-        notes.append(
-            f"{scanned.bad_lines} unreadable line{'' if scanned.bad_lines == 1 else 's'} in its trace"
-        )
+    bad = scanned.bad_lines
+    if trace.torn_tail and bad:
+        bad -= 1  # the scan counted the torn last line: a record being written, not a broken one
+        notes.append("its last line is still being written")
+    if bad:
+        notes.append(f"{bad} unreadable line{'' if bad == 1 else 's'} in its trace")
     return RunRow(
         trace=trace.path,
         run_id=run.run_id,
@@ -132,7 +134,7 @@ def _row(trace: TraceFile, scanned: ScannedFile, run: ScannedRun) -> RunRow:
         unsupported_values=run.unsupported,
         answer=run.answer,
         source=trace.source,
-        bad_lines=scanned.bad_lines,
+        bad_lines=bad,
         notes=notes,
     )
 
