@@ -93,14 +93,15 @@ def _clip(text: str, width: int) -> str:
 
 
 def _cells(row: RunRow) -> tuple[str, ...]:
-    started = (row.started or "?")[:19].replace("T", " ")
+    started = _clip((row.started or "?")[:19].replace("T", " "), 19)
     return (
         started,
         _clip(row.agent or "?", 24),
         row.status if row.status != "running" else "running (no run_end)",
         f"{row.turns}/{row.iterations}",
         f"{row.input_tokens}/{row.output_tokens}",
-        _clip(str(row.cost.get("text", "")), 40),
+        # A run without calls cost nothing known; "$0.00" would claim a price.
+        _clip(str(row.cost.get("text", "")), 40) if row.llm_calls else "no calls",
         str(row.leases),
         str(row.parks),
         str(row.unsupported_values),

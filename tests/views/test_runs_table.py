@@ -10,7 +10,7 @@ import pytest
 
 from fpdebug.views.runs import RunsTable, build_table
 from fpdebug.views.runs.cache import cache_path
-from fpdebug.views.runs.table import RUNNING_NOTE
+from fpdebug.views.runs.table import NO_START_NOTE, RUNNING_NOTE
 
 
 @pytest.fixture
@@ -204,3 +204,13 @@ def test_a_file_the_scanner_refuses_is_an_entry_not_an_empty_table(
     assert [(Path(e.path).name, e.what, e.reason) for e in table.entries] == [
         ("leases.fptrace.jsonl", "broken", "could not be scanned: InvalidInputException: refused")
     ]
+
+
+def test_lines_naming_a_run_without_its_start_are_said_to_be_so(runs: Path) -> None:
+    with (runs / "leases.fptrace.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(
+            '{"kind":"tool_result","seq":99,"ts":"2026-01-01T12:00:01Z","run_id":"stray","tool_name":5}\n'
+        )
+    stray = next(row for row in build_table([str(runs)]).rows if row.run_id == "stray")
+    assert stray.notes == [NO_START_NOTE, RUNNING_NOTE]
+    assert (stray.llm_calls, stray.started) == (0, "2026-01-01T12:00:01Z")

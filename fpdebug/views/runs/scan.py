@@ -130,6 +130,8 @@ class ScannedRun:
     file: str
     run_id: str
     started: str | None
+    has_start: bool
+    """Whether its ``run_start`` record is in the trace (``started`` is its first record's time when not)."""
     agent_name: str | None
     provider: str | None
     model: str | None
@@ -230,6 +232,7 @@ def _add_run(
             file=path,
             run_id=run_id,
             started=started or first_ts,
+            has_start=started is not None,
             agent_name=agent,
             provider=provider,
             model=model,

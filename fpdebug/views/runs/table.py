@@ -39,6 +39,9 @@ FILTER_FIELDS = ("status", "tool", "lease", "model", "agent", "source")
 """The ``field:`` prefixes a runs filter understands."""
 
 RUNNING_NOTE = "no run_end: still being written, or its writer stopped"
+NO_START_NOTE = (
+    "no run_start in its trace: records of a run whose start is missing (or lines that only name it)"
+)
 
 
 @dataclass(slots=True)
@@ -103,6 +106,8 @@ class RunRow:
 
 def _row(trace: TraceFile, scanned: ScannedFile, run: ScannedRun) -> RunRow:
     notes = []
+    if not run.has_start:
+        notes.append(NO_START_NOTE)
     if run.status == "running":
         notes.append(RUNNING_NOTE)
     bad = scanned.bad_lines
