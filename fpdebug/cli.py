@@ -25,6 +25,7 @@ COMMANDS: tuple[str, ...] = (
     "summary",
     "view",
     "diff",
+    "runs",
     "run",
     "demo",
     "export",

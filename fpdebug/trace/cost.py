@@ -48,6 +48,7 @@ __all__ = [
     "format_dollars",
     "injection_shares",
     "input_price_per_token",
+    "price_tokens",
     "usage_of",
 ]
 
@@ -135,14 +136,14 @@ class CostTotal:
     unpriced: dict[str, int] = field(default_factory=dict)
     """Calls without one, by reason."""
 
-    def add(self, cost: CallCost) -> None:
-        """Count one call."""
+    def add(self, cost: CallCost, times: int = 1) -> None:
+        """Count one call (or ``times`` calls that cost the same: the runs browser groups them)."""
         if cost.dollars is None:
             reason = cost.unpriced or UNKNOWN_PRICE
-            self.unpriced[reason] = self.unpriced.get(reason, 0) + 1
+            self.unpriced[reason] = self.unpriced.get(reason, 0) + times
         else:
-            self.dollars += cost.dollars
-            self.priced += 1
+            self.dollars += cost.dollars * times
+            self.priced += times
 
     @classmethod
     def of(cls, costs: Iterable[CallCost]) -> CostTotal:
@@ -194,12 +195,27 @@ def call_cost(event: LlmCallEvent) -> CallCost:
     """What one recorded call cost (the replied model's price, else the requested one's)."""
     usage = event.response.usage if event.response is not None else Usage()
     tokens = usage_of(event.provider, usage)
-    if event.provider in _IN_PROCESS:
-        return CallCost(tokens, None, unpriced=_in_process_reason(event.provider))
-    if event.response is None:  # pricing the empty usage would say $0 for tokens nobody counted
+    model = (event.response.model if event.response is not None else None) or event.model
+    return price_tokens(event.provider, model, tokens, event.ts, replied=event.response is not None)
+
+
+def price_tokens(
+    provider: str, model: str, tokens: TokenCounts, when: datetime, *, replied: bool = True
+) -> CallCost:
+    """What a call of ``provider``/``model`` with these tokens cost at ``when`` (:func:`call_cost`'s rule).
+
+    Args:
+        provider: The ``llm_call``'s provider (``scripted`` and ``replay`` have no price).
+        model: The replied model, else the requested one.
+        tokens: Its tokens (:func:`usage_of`).
+        when: The call's time: it picks the price in force then.
+        replied: ``False`` for a call that got no reply: its tokens are unknown (:data:`NO_USAGE`).
+    """
+    if provider in _IN_PROCESS:
+        return CallCost(tokens, None, unpriced=_in_process_reason(provider))
+    if not replied:  # pricing the empty usage would say $0 for tokens nobody counted
         return CallCost(tokens, None, unpriced=NO_USAGE)
-    model = event.response.model or event.model
-    priced = _dollars(_PROVIDER_IDS.get(event.provider), model, tokens, event.ts)
+    priced = _dollars(_PROVIDER_IDS.get(provider), model, tokens, when)
     if priced is None:
         return CallCost(tokens, None, unpriced=UNKNOWN_PRICE)
     input_dollars, output_dollars = priced

@@ -116,6 +116,8 @@ COMMANDS = {
     "report": (["report", "{trace}"], 0),
     "report --format json": (["report", "{trace}", "--format", "json"], 0),
     "export": (["export", "{trace}", "--include-content"], 0),
+    "runs": (["runs", "{trace}", "--no-cache"], 0),
+    "runs --json": (["runs", "{trace}", "--json", "--no-cache"], 0),
     "summary of a missing hostile path": (["summary", "{trace}.missing"], 2),
     "view of a missing hostile path": (["view", "{trace}.missing"], 2),
     "diff --partial": (["diff", "--partial", "{trace}", "{trace}"], 0),
