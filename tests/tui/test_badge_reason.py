@@ -46,7 +46,8 @@ class TestWhyBadge:
         }
         async with opened(path) as (pilot, _screen):
             app = pilot.app
-            await pilot.press("right_square_bracket", "right_square_bracket")
+            # the timeline zoomed to the whole screen: w gives the inspector back
+            await pilot.press("right_square_bracket", "right_square_bracket", "z")
 
             def marked_rows() -> set[str]:
                 return {

@@ -73,6 +73,8 @@ class BadgeReasons:
         index = (last + 1) % len(badges) if last_row == row else 0
         self._last = (row, index)
         screen.view = "passes"
+        if screen.zoom.zoomed:
+            screen.action_toggle_zoom()  # give the panes back: a zoomed timeline hides the inspector
         # after the refresh: a view switched to now, or a row just selected, builds the inspector first
         screen.call_after_refresh(self._reveal, badges, index)
 
