@@ -77,6 +77,7 @@ SLOW_MODULES = frozenset(
         "tests/cli/test_serve_demo.py",
         "tests/tui/test_go_to.py",
         "tests/tui/test_verdict_first.py",
+        "tests/tui/test_badge_reason.py",
         "tests/tui/test_lease_reason.py",
         "tests/tui/test_link_cursor.py",
         "tests/tui/test_keys_everywhere.py",

@@ -107,6 +107,14 @@ TRACE_SCREEN_KEYS: list[BindingType] = [
         tooltip="Backtrack the selected iteration's LLM call in the Backtrack view.",
     ),
     Binding(
+        "w",
+        "badge_reason",
+        "Why badge",
+        show=False,
+        id="badge-reason",
+        tooltip="Why the selected iteration has a badge: its inspector row, highlighted (w again: the next badge).",
+    ),
+    Binding(
         "z",
         "toggle_zoom",
         "Zoom",

@@ -40,6 +40,7 @@ from fpdebug.trace.inert import inert_line
 from fpdebug.tui import collector
 from fpdebug.tui.commands import go_prompt_text, parametric_command
 from fpdebug.tui.messages import FilterGrew, LoadFinished, TraceChecked, TraceGrew, TraceReplaced
+from fpdebug.tui.screens.badge_reason import BadgeReasons
 from fpdebug.tui.screens.filters import RowFilters
 from fpdebug.tui.screens.go_prompt import GoPrompt
 from fpdebug.tui.screens.layout import PaneZoom, fit_timeline
@@ -157,6 +158,8 @@ class TraceScreen(Screen[None]):
         """The handler of each view, by view id."""
         self.zoom = PaneZoom(self)
         """The ``z`` key's state."""
+        self.badge_reasons = BadgeReasons(self)
+        """The ``w`` key's state."""
 
     @property
     def first_paint(self) -> threading.Event:
@@ -645,6 +648,10 @@ class TraceScreen(Screen[None]):
             )
             return
         command.callback()
+
+    def action_badge_reason(self) -> None:
+        """Scroll the pass inspector to the row explaining the selected iteration's next badge."""
+        self.badge_reasons.next()
 
     def action_toggle_zoom(self) -> None:
         """Let the focused pane take the whole screen, or give the other panes back."""
