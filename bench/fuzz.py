@@ -17,7 +17,8 @@ hostile file has (random bytes, truncated UTF-8, nesting beyond any parser's lim
   and ``import`` (the case, with and without its header, as a foreign file): each exits with one of
   its documented codes, never lets an exception out, says why on stderr when it stops (exit 2),
   prints nothing a terminal would obey, and writes valid JSON where it promises JSON (an import that
-  succeeds writes a trace that reads; a refused one writes nothing). ``view``'s screen is the
+  succeeds writes a trace that reads; a refused one writes nothing); the Markdown report written run
+  by run is byte for byte the one rendered from a model of the whole file. ``view``'s screen is the
   ``render`` target's;
 - ``render``: the debugger's row and document builders (timeline and event rows, the pass
   inspector, the call view, the event detail) render every record without an exception and
@@ -541,6 +542,8 @@ def check_commands(case: Case, path: Path) -> None:
         if code == 0 and fmt == "json":
             json.loads(out)
         _printed("report", out, err)
+    if readable:
+        _check_streamed_report(path)
     exported = work / "case.otlp.json"  # export: 0 written, 2 an error (to a file: no endpoint)
     exported.unlink(missing_ok=True)
     argv = ["export", "-o", str(exported), str(path)]
@@ -576,6 +579,21 @@ def check_commands(case: Case, path: Path) -> None:
     headless = work / "case.jsonl"
     headless.write_bytes(path.read_bytes().partition(b"\n")[2])
     _check_import(headless, work / "imported.fptrace.jsonl")
+
+
+def _check_streamed_report(path: Path) -> None:
+    """The Markdown report written run by run is byte for byte the one rendered from the whole model."""
+    from fpdebug.export.report import report_trace
+    from fpdebug.export.report_markdown import render_markdown
+    from fpdebug.export.report_stream import write_markdown_report
+    from fpdebug.trace.redact import default_redactor
+
+    redactor = default_redactor()
+    whole = render_markdown(redactor.redact_value(report_trace(path, find_sidecar=False)))
+    pieces: list[str] = []
+    with TraceReader(path) as reader:
+        write_markdown_report(reader, pieces.append, name=path.name, redactor=redactor)
+    assert "".join(pieces) == whole, "the streamed report differs from the whole one"
 
 
 def _check_import(path: Path, out: Path) -> None:
