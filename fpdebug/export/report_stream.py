@@ -3,7 +3,7 @@
 :func:`~fpdebug.export.report.report_trace` builds one :class:`~fpdebug.trace.model.RunModel` of the
 whole file and the report of every run before the first byte is written; then the Markdown is one
 string, and a redacted copy of it. A file of 50,000 one-record runs took ``fpdebug report`` to
-262 MB (65 MB now). :func:`write_markdown_report` writes the same bytes holding one open run at a time:
+262 MB (about 62 MB now). :func:`write_markdown_report` writes the same bytes holding one open run at a time:
 
 - **A first, cheap pass** reads each line's envelope (``run_id`` only, no model) and notes the
   last line of every run (one id and line number per run, about 110 bytes).
@@ -119,7 +119,7 @@ def _stream(
 
     stop = len(reader)  # lines indexed later (a growing file) are not this report's
     ends = run_last_lines(reader, stop)
-    order = iter(list(ends.items()))
+    order = iter(ends.items())  # ends is only read from here on
     next_end = next(order, None)
     model = RunModel(reader)
     wanted = {backtrack.report.run_id for backtrack in saved.backtracks} if saved is not None else set()
