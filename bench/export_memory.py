@@ -1,9 +1,13 @@
-"""Peak RSS of ``fpdebug export`` on traces of many one-record runs, each measured in a fresh process.
+"""Peak RSS of ``fpdebug export`` (or ``report``) on traces of many one-record runs, each in a fresh process.
 
 Issue 18 found ``export`` of a file of 100,000 one-record runs taking 2.4 GB (533 MB at 20,000 runs,
 measured here before the fix): every span of every run was built before the first byte was written,
 then held again as SDK spans, a protobuf request, a dict and one JSON string. Export now streams run
 by run (:mod:`fpdebug.export.saved`), so its peak should stay flat as runs are added.
+
+``report`` had the same trouble: one model of the whole file and every run's report were built
+before the first byte was written, then the Markdown held as one string and again redacted (90 MB
+at 10,000 runs, 262 MB at 50,000). It now writes run by run (:mod:`fpdebug.export.report_stream`).
 
 Each figure is the child's own ``VmHWM`` (its peak resident set since ``exec``), read by the child
 from ``/proc/self/status`` just before it exits. ``ru_maxrss`` from ``wait4`` is not used: on Linux
@@ -14,6 +18,7 @@ Usage::
     .venv/bin/python -m bench.export_memory                      # 10k, 50k and 100k runs
     .venv/bin/python -m bench.export_memory --runs 2000 8000     # quicker
     .venv/bin/python -m bench.export_memory --against /path/to/older/checkout   # a live baseline
+    .venv/bin/python -m bench.export_memory --command report --runs 10000 50000  # the Markdown report
 
 Traces are generated under ``bench/out/`` (about 215 bytes a run) and reused.
 """
@@ -28,7 +33,15 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-__all__ = ["BASELINE_MB", "OUT_DIR", "generate", "measure", "one_record_runs"]
+__all__ = [
+    "BASELINE_MB",
+    "COMMANDS",
+    "OUT_DIR",
+    "REPORT_BASELINE_MB",
+    "generate",
+    "measure",
+    "one_record_runs",
+]
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
 """Where the generated traces are kept (gitignored)."""
@@ -39,6 +52,13 @@ BASELINE_MB: dict[int, float] = {10_000: 290.0, 20_000: 533.8, 100_000: 2400.0}
 """Peak RSS (MB) of export before it streamed: 10k measured by ``--against`` a checkout of the pre-fix
 tree (47 s), 20k with ``/usr/bin/time`` on it (52 s, a loaded 2-core machine); 100k as issue 18
 reports it. ``--against`` measures a live baseline instead."""
+
+REPORT_BASELINE_MB: dict[int, float] = {1_000: 46.5, 10_000: 90.0, 50_000: 262.0}
+"""Peak RSS (MB) of ``report`` (Markdown, to a file) before it streamed: ``--against`` a checkout of the
+pre-fix tree (1,000 runs: the same child by hand)."""
+
+COMMANDS = ("export", "report")
+"""The commands measured."""
 
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -76,20 +96,21 @@ import fpdebug
 from fpdebug.cli import main
 if not fpdebug.__file__.startswith(sys.argv[3]):
     raise SystemExit(f"imported {fpdebug.__file__}, not the tree under test")
-code = main(["export", sys.argv[1], "-o", sys.argv[2]])
+code = main([sys.argv[4], sys.argv[1], "-o", sys.argv[2]])
 with open("/proc/self/status") as status:
     peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
 print(code, peak)
 """
 
 
-def measure(trace: Path, *, tree: Path = ROOT) -> tuple[float, float]:
-    """Export ``trace`` in a fresh interpreter running the code in ``tree``; return (peak MB, seconds)."""
+def measure(trace: Path, *, tree: Path = ROOT, command: str = "export") -> tuple[float, float]:
+    """Run ``command`` (export or report) on ``trace`` in a fresh interpreter running the code in
+    ``tree``; return (peak MB, seconds)."""
     tree = tree.resolve()
     env = dict(os.environ, PYTHONPATH=str(tree))
     began = time.perf_counter()
     done = subprocess.run(  # cwd: ``-c`` puts the working directory first on sys.path
-        [sys.executable, "-c", _CHILD, str(trace.resolve()), os.devnull, str(tree) + os.sep],
+        [sys.executable, "-c", _CHILD, str(trace.resolve()), os.devnull, str(tree) + os.sep, command],
         cwd=tree,
         env=env,
         capture_output=True,
@@ -100,9 +121,9 @@ def measure(trace: Path, *, tree: Path = ROOT) -> tuple[float, float]:
     try:
         code, peak_kb = done.stdout.split()[-2:]
     except ValueError:
-        raise SystemExit(f"the export child failed:\n{done.stderr[-2000:]}") from None
+        raise SystemExit(f"the {command} child failed:\n{done.stderr[-2000:]}") from None
     if code != "0":
-        raise SystemExit(f"export exited {code}:\n{done.stderr[-2000:]}")
+        raise SystemExit(f"{command} exited {code}:\n{done.stderr[-2000:]}")
     return int(peak_kb) / 1024, seconds
 
 
@@ -110,16 +131,21 @@ def main(argv: list[str] | None = None) -> int:
     """Print one row per size: runs, file size, peak RSS, seconds, and the baseline."""
     parser = argparse.ArgumentParser(prog="python -m bench.export_memory", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[10_000, 50_000, 100_000])
-    parser.add_argument("--against", type=Path, help="also measure the export of this checkout (a baseline)")
+    parser.add_argument("--against", type=Path, help="also measure the command in this checkout (a baseline)")
+    parser.add_argument(
+        "--command", choices=COMMANDS, default="export", help="what to measure (default export)"
+    )
     args = parser.parse_args(argv)
+    baselines = BASELINE_MB if args.command == "export" else REPORT_BASELINE_MB
+    print(f"{args.command}:")
     print(f"{'runs':>8} {'file MB':>8} {'peak RSS MB':>12} {'seconds':>8} {'baseline MB':>12}")
     for runs in args.runs:
         trace = one_record_runs(runs)
-        peak, seconds = measure(trace)
+        peak, seconds = measure(trace, command=args.command)
         if args.against is not None:
-            baseline = f"{measure(trace, tree=args.against)[0]:.0f}"
+            baseline = f"{measure(trace, tree=args.against, command=args.command)[0]:.0f}"
         else:
-            baseline = f"{BASELINE_MB[runs]:.0f}" if runs in BASELINE_MB else "-"
+            baseline = f"{baselines[runs]:.0f}" if runs in baselines else "-"
         size = trace.stat().st_size / 1e6
         print(f"{runs:>8} {size:>8.1f} {peak:>12.0f} {seconds:>8.1f} {baseline:>12}", flush=True)
     return 0

@@ -1,6 +1,6 @@
-"""Bad-input fuzzing of the reader, the CLI (validate, summary, backtrack) and the debugger's rendering.
+"""Bad-input fuzzing of the reader, every CLI command that reads a trace, and the debugger's rendering.
 
-Three targets, each fed traces built by hypothesis strategies: good records (every kind of text,
+Four targets, each fed traces built by hypothesis strategies: good records (every kind of text,
 markup and control sequences included) interleaved with garbage lines of every shape a damaged or
 hostile file has (random bytes, truncated UTF-8, nesting beyond any parser's limit, integers beyond
 64 bits, valid JSON with wrong types, unknown kinds, a second header, empty lines, NUL bytes):
@@ -11,6 +11,15 @@ hostile file has (random bytes, truncated UTF-8, nesting beyond any parser's lim
 - ``cli``: ``fpdebug validate``, ``fpdebug summary [--json]`` and ``fpdebug backtrack [--json]``
   (no reruns; its sidecar written and read back) through ``cli.main`` never let an exception out,
   exit 0, 1 or 2, and print nothing a terminal would obey;
+- ``commands``: every other command that reads a trace, through ``cli.main``: ``report`` (Markdown
+  and JSON), ``export -o FILE``, ``diff`` (the case against itself and against a known-good trace,
+  text and JSON, with and without ``--partial``; it opens a file as ``view`` does), ``ledger [--json]``
+  and ``import`` (the case, with and without its header, as a foreign file): each exits with one of
+  its documented codes, never lets an exception out, says why on stderr when it stops (exit 2),
+  prints nothing a terminal would obey, and writes valid JSON where it promises JSON (an import that
+  succeeds writes a trace that reads; a refused one writes nothing); the Markdown report written run
+  by run is byte for byte the one rendered from a model of the whole file. ``view``'s screen is the
+  ``render`` target's;
 - ``render``: the debugger's row and document builders (timeline and event rows, the pass
   inspector, the call view, the event detail) render every record without an exception and
   without a control or bidi character.
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import os
@@ -35,7 +45,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,6 +54,7 @@ from typing import Literal, TypeAlias
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fpdebug.cli import build_parser
 from fpdebug.cli import main as cli_main
 from fpdebug.errors import TraceFormatError
 from fpdebug.trace.model import RunModel
@@ -76,6 +87,7 @@ __all__ = [
     "cases",
     "check_backtrack",
     "check_cli",
+    "check_commands",
     "check_reader",
     "check_render",
     "unsafe_characters",
@@ -403,11 +415,30 @@ def check_reader(case: Case, path: Path) -> None:
         RunModel.build(reader, validate=True)
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    return build_parser()
+
+
 def _cli(argv: list[str]) -> tuple[int, str, str]:
+    """``cli.main(argv)``'s exit code, stdout and stderr, with the parser built once: building it
+    imports every command module and costs more than most commands on a small case."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _parsed_once():
         code = cli_main(argv)
     return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def _parsed_once() -> Iterator[None]:
+    import fpdebug.cli as cli
+
+    built = cli.build_parser
+    cli.build_parser = _parser  # main() looks the name up at call time
+    try:
+        yield
+    finally:
+        cli.build_parser = built
 
 
 def check_cli(case: Case, path: Path) -> None:
@@ -458,6 +489,127 @@ def check_backtrack(case: Case, path: Path) -> None:
             assert saved.unreadable_lines == 0 and [b.status for b in saved.backtracks] == ["complete"], saved
     finally:
         sidecar.unlink(missing_ok=True)
+
+
+def _good_trace(directory: Path) -> Path:
+    """A small valid trace (one finished run) beside the case: the other side of ``diff``."""
+    good = directory / "known-good.fptrace.jsonl"
+    if not good.exists():
+        with TraceWriter.create(good, durability="none", clock=_Clock(), redactor=Redactor.off()) as writer:
+            for seq, (cls, body) in enumerate(
+                [
+                    (
+                        RunStartEvent,
+                        {"provider": "p", "model": "m", "max_iterations": 3, "system_prompt": "s"},
+                    ),
+                    (TurnStartEvent, {"turn": 1, "user_message": "hi"}),
+                    (PassEvent, {"turn": 1, "iteration": 1, "active_ids": ["a"], "evaluated_total": 1}),
+                    (TurnEndEvent, {"turn": 1, "final_content": "done", "iteration_count": 1}),
+                    (RunEndEvent, {"status": "completed"}),
+                ],
+                start=1,
+            ):
+                writer.append(cls(**_envelope(seq, body)))  # type: ignore[arg-type]
+    return good
+
+
+def _printed(command: str, *texts: str) -> None:
+    for text in texts:
+        if unsafe_characters(text):
+            raise UnsafeText(f"{command} printed {unsafe_characters(text)!r}")
+
+
+def _quiet_error(argv: list[str], code: int, err: str) -> None:
+    # An error (exit 2) says why on stderr, in one line of its own, and never as a traceback.
+    assert "Traceback" not in err, (argv, err)
+    if code == 2:
+        assert err.startswith(f"fpdebug {argv[0]}: error: "), (argv, err)
+
+
+def check_commands(case: Case, path: Path) -> None:
+    """report, export, diff, ledger and import (and view's opening of a file, which diff shares) on
+    the case: each exits with one of its documented codes, never raises, prints nothing a terminal
+    would obey, and writes valid JSON where it promises JSON."""
+    write_case(case, path)
+    work = path.parent
+    good = _good_trace(work)
+    readable = case.header == "good"
+    for fmt in ("md", "json"):  # report: 0 written, 2 an error that stopped it
+        argv = ["report", "--format", fmt, str(path)]
+        code, out, err = _cli(argv)
+        assert code in (0, 2) and (code == 2 or readable), (argv, code, err)
+        _quiet_error(argv, code, err)
+        if code == 0 and fmt == "json":
+            json.loads(out)
+        _printed("report", out, err)
+    if readable:
+        _check_streamed_report(path)
+    exported = work / "case.otlp.json"  # export: 0 written, 2 an error (to a file: no endpoint)
+    exported.unlink(missing_ok=True)
+    argv = ["export", "-o", str(exported), str(path)]
+    code, out, err = _cli(argv)
+    assert code in (0, 2) and (code == 2 or readable), (argv, code, err)
+    _quiet_error(argv, code, err)
+    if code == 0:
+        json.loads(exported.read_text(encoding="ascii"))
+    _printed("export", out, err)
+    # diff: 0 identical, 1 different, 2 bad input; the case against itself and a known-good trace.
+    for a, b, extra in (
+        (path, path, ["--json"]),
+        (path, path, ["--partial"]),
+        (good, path, []),
+        (path, good, ["--partial", "--json"]),
+    ):
+        argv = ["diff", *extra, str(a), str(b)]
+        code, out, err = _cli(argv)
+        assert code in (0, 1, 2), (argv, code, err)
+        _quiet_error(argv, code, err)
+        if code != 2 and "--json" in extra:
+            json.loads(out)
+        _printed("diff", out, err)
+    for extra in ([], ["--json"]):  # ledger: 0 always (a file it cannot meter is listed as skipped)
+        argv = ["ledger", *extra, str(path)]
+        code, out, err = _cli(argv)
+        assert code == 0, (argv, code, err)
+        if "--json" in extra:
+            json.loads(out)
+        _printed("ledger", out, err)
+    _check_import(path, work / "imported.fptrace.jsonl")
+    # Without its header the case is JSON Lines of garbage and records: the importers' detection is tried.
+    headless = work / "case.jsonl"
+    headless.write_bytes(path.read_bytes().partition(b"\n")[2])
+    _check_import(headless, work / "imported.fptrace.jsonl")
+
+
+def _check_streamed_report(path: Path) -> None:
+    """The Markdown report written run by run is byte for byte the one rendered from the whole model."""
+    from fpdebug.export.report import report_trace
+    from fpdebug.export.report_markdown import render_markdown
+    from fpdebug.export.report_stream import write_markdown_report
+    from fpdebug.trace.redact import default_redactor
+
+    redactor = default_redactor()
+    whole = render_markdown(redactor.redact_value(report_trace(path, find_sidecar=False)))
+    pieces: list[str] = []
+    with TraceReader(path) as reader:
+        write_markdown_report(reader, pieces.append, name=path.name, redactor=redactor)
+    assert "".join(pieces) == whole, "the streamed report differs from the whole one"
+
+
+def _check_import(path: Path, out: Path) -> None:
+    """The case as a foreign file: refused (2, nothing written) or imported into a trace that reads."""
+    out.unlink(missing_ok=True)
+    argv = ["import", "--no-progress", "-o", str(out), str(path)]
+    code, stdout, err = _cli(argv)
+    assert code in (0, 2), (argv, code, err)
+    _quiet_error(argv, code, err)
+    _printed("import", stdout, err)
+    if code == 2:
+        assert not out.exists(), "a refused import left its output behind"
+        return
+    with TraceReader(out) as reader:
+        list(reader.iter_records(0))
+        RunModel.build(reader)
 
 
 def _only_valid_garbage(path: Path) -> bool:
@@ -518,6 +670,7 @@ def _document(blocks: list[object], console: object) -> list[str]:
 TARGETS: dict[str, Callable[[Case, Path], None]] = {
     "reader": check_reader,
     "cli": check_cli,
+    "commands": check_commands,
     "render": check_render,
 }
 """Each fuzz target by name."""
@@ -573,6 +726,8 @@ def run(minutes: float, targets: list[str]) -> dict[str, Tally]:
     deadline = time.monotonic() + minutes * 60
     with tempfile.TemporaryDirectory(prefix="fpdebug-fuzz-") as directory:
         path = Path(directory) / "case.fptrace.jsonl"
+        # diff and report cache foreign imports and sidecars there: keep them out of the user's cache.
+        os.environ["XDG_CACHE_HOME"] = str(Path(directory) / "cache")
         while time.monotonic() < deadline:
             for name in targets:
                 started = time.monotonic()

@@ -31,19 +31,29 @@ def run(args: argparse.Namespace) -> int:
     """Build the report and print or write it."""
     import json
     import os
+    from pathlib import Path
 
-    from fpdebug.commands import write_output
+    from fpdebug.backtrack.sidecar import load_sidecar
+    from fpdebug.commands import output_stream, write_output
     from fpdebug.errors import ExportError
     from fpdebug.export.report import report_trace
-    from fpdebug.export.report_markdown import render_markdown
+    from fpdebug.export.report_stream import default_sidecar, write_markdown_report
+    from fpdebug.trace.reader import TraceReader
     from fpdebug.trace.redact import default_redactor
 
     if args.backtrack is not None and not os.path.isfile(args.backtrack):
         raise ExportError(f"no backtrack sidecar at {args.backtrack}")
-    report = default_redactor().redact_value(report_trace(args.trace, sidecar=args.backtrack))
+    redactor = default_redactor()
     if args.format == "json":
-        text = json.dumps(report, indent=2, ensure_ascii=True) + "\n"
-    else:
-        text = render_markdown(report)
-    write_output(text, args.output, trace=args.trace)
+        report = redactor.redact_value(report_trace(args.trace, sidecar=args.backtrack))
+        write_output(json.dumps(report, indent=2, ensure_ascii=True) + "\n", args.output, trace=args.trace)
+        return 0
+    # Markdown goes out run by run, each run's section as it is done: memory does not grow with runs.
+    # The trace and the sidecar are opened first: one that cannot be read leaves no output file.
+    with TraceReader(args.trace) as reader:
+        sidecar = default_sidecar(args.trace, args.backtrack)
+        saved = load_sidecar(sidecar) if sidecar is not None else None
+        with output_stream(args.output, trace=args.trace) as write:
+            name = Path(args.trace).name
+            write_markdown_report(reader, write, name=name, redactor=redactor, sidecar=saved)
     return 0

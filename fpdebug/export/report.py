@@ -77,6 +77,7 @@ __all__ = [
     "backtrack_section",
     "build_report",
     "report_trace",
+    "run_report",
     "where_of",
 ]
 
@@ -600,6 +601,11 @@ def _run_report(model: RunModel, run: Run) -> RunReport:
         "superseded_reroutes": superseded,
         "unsupported_values": unsupported,
     }
+
+
+def run_report(model: RunModel, run: Run) -> RunReport:
+    """What the report says about one run of ``model`` (an entry of :class:`TraceReport`'s ``runs``)."""
+    return _run_report(model, run)
 
 
 def _answer_layer(model: RunModel, run: Run) -> bool:

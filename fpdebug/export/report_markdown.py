@@ -14,7 +14,7 @@ from fpdebug.backtrack.sidecar import SIDECAR_SUFFIX
 from fpdebug.export.report import LeaseRow, RunReport, SavedBacktrackRow, TimelineRow, TraceReport, where_of
 from fpdebug.trace.inert import inert_line
 
-__all__ = ["md_cell", "render_markdown"]
+__all__ = ["markdown_head", "markdown_run", "markdown_tail", "md_cell", "render_markdown"]
 
 _MD_SPECIAL = "\\`*_[]<>|~"
 _where = where_of
@@ -397,6 +397,21 @@ def _backtrack_markdown(number: int, row: SavedBacktrackRow) -> list[str]:
 
 def render_markdown(report: TraceReport) -> str:
     """The report as Markdown (every trace string inert and escaped; see :func:`md_cell`)."""
+    runs = report["runs"]
+    out = markdown_head(report, has_runs=bool(runs))
+    for run in runs:
+        out += _run_markdown(run, several=len(runs) > 1)
+    out += markdown_tail(report)
+    return "\n".join(out)
+
+
+def markdown_run(run: RunReport, *, several: bool) -> list[str]:
+    """One run's lines of :func:`render_markdown` (``several``: the trace holds more than one run)."""
+    return _run_markdown(run, several=several)
+
+
+def markdown_head(report: TraceReport, *, has_runs: bool) -> list[str]:
+    """The lines of :func:`render_markdown` before the runs: the title and the trace's notes."""
     out = [f"# fpdebug report: {md_cell(report['trace'])}", ""]
     notes = f"Schema version {report['schema_version']}, written by {md_cell(report['producer'])}."
     bad = report["invalid_lines"] + report["opaque_lines"]
@@ -409,13 +424,15 @@ def render_markdown(report: TraceReport) -> str:
             "last newline: a writer stopped mid-record); it was not read."
         )
     out += [notes, ""]
-    runs = report["runs"]
-    if not runs:
+    if not has_runs:
         out += ["_The trace holds no run._", ""]
-    for run in runs:
-        out += _run_markdown(run, several=len(runs) > 1)
+    return out
+
+
+def markdown_tail(report: TraceReport) -> list[str]:
+    """The lines of :func:`render_markdown` after the runs: the backtrack verdicts."""
     backtrack = report["backtrack"]
-    out += ["## Backtrack verdicts", ""]
+    out = ["## Backtrack verdicts", ""]
     if backtrack is None:
         beside = md_cell(report["trace"] + SIDECAR_SUFFIX)
         out += [f"_No backtrack sidecar ({beside}) beside the trace._", ""]
@@ -432,4 +449,4 @@ def render_markdown(report: TraceReport) -> str:
             out += ["The sidecar ends in half a record (a writer stopped mid-line); it was skipped.", ""]
         for number, row in enumerate(backtrack["backtracks"], start=1):
             out += _backtrack_markdown(number, row)
-    return "\n".join(out)
+    return out

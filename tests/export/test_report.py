@@ -326,6 +326,12 @@ def test_a_real_backtrack_sidecar_matches_its_golden_reports(
     check_golden("planted-fact.backtracked.report.md", render_markdown(report))
     as_json = json.dumps(report, indent=2, ensure_ascii=True) + "\n"
     check_golden("planted-fact.backtracked.report.json", as_json)
+    # The command writes the Markdown run by run (fpdebug/export/report_stream.py): the same bytes.
+    out = tmp_path / "report.md"
+    assert main(["report", str(trace), "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == (GOLDEN / "planted-fact.backtracked.report.md").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_the_report_shows_what_the_backtracker_saved(

@@ -1,6 +1,7 @@
-"""Bad input never crashes the reader, the CLI (validate, summary, backtrack) or the debugger (issue 9 §2).
+"""Bad input never crashes the reader, the CLI (every command that reads a trace) or the debugger
+(issue 9 §2, issue 18).
 
-The short fuzz runs of ``bench/fuzz.py``'s three targets (a few seconds each), then the inputs too
+The short fuzz runs of ``bench/fuzz.py``'s four targets (a few seconds each), then the inputs too
 big or too specific for a random run, each as one example: a 50 MB garbage line between good
 records, nesting beyond the parsers' limits, integers beyond 64 bits. The long run is
 ``python -m bench.fuzz --minutes N`` (figures in docs/guide/reliability.md). Already covered
@@ -19,7 +20,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from bench.fuzz import Case, cases, check_cli, check_reader, check_render, unsafe_characters
+from bench.fuzz import (
+    Case,
+    cases,
+    check_cli,
+    check_commands,
+    check_reader,
+    check_render,
+    unsafe_characters,
+)
 from fpdebug.cli import main
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.records import InvalidRecord
@@ -56,6 +65,14 @@ def test_validate_summary_and_backtrack_exit_0_1_or_2_and_print_nothing_unsafe(
     scratch: Path, case: Case
 ) -> None:
     check_cli(case, scratch)
+
+
+@fuzz(30)
+@given(cases)
+def test_report_export_diff_ledger_and_import_exit_as_documented_and_print_nothing_unsafe(
+    scratch: Path, case: Case
+) -> None:
+    check_commands(case, scratch)
 
 
 @fuzz(100)

@@ -1,0 +1,196 @@
+"""The Markdown run report written run by run, in memory that does not grow with the number of runs.
+
+:func:`~fpdebug.export.report.report_trace` builds one :class:`~fpdebug.trace.model.RunModel` of the
+whole file and the report of every run before the first byte is written; then the Markdown is one
+string, and a redacted copy of it. A file of 50,000 one-record runs took ``fpdebug report`` to
+262 MB (about 62 MB now). :func:`write_markdown_report` writes the same bytes holding one open run at a time:
+
+- **A first, cheap pass** reads each line's envelope (``run_id`` only, no model) and notes the
+  last line of every run (one id and line number per run, about 110 bytes).
+- **The second pass** feeds the model; right after a run's last line, its report is built,
+  redacted and rendered, its Markdown goes to a spool file, and the run leaves the model.
+- **At the end** the head (the trace's notes need the count of bad lines, known only now) is
+  written, then each run's Markdown copied from the spool in order of first appearance (the
+  order of :func:`~fpdebug.export.report_markdown.render_markdown`), then the backtrack verdicts.
+
+A file whose envelopes disagree with its records (a run's record after the line the first pass
+named as its last; a ``run_id`` the envelope reader did not see) cannot be streamed safely: the
+report falls back to the whole model, so the output is the same bytes in every case.
+"""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+import os
+import tempfile
+from array import array
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING
+
+from fpdebug.backtrack.sidecar import Sidecar, sidecar_path_for
+from fpdebug.export.report import TraceReport, backtrack_section, build_report, run_report
+from fpdebug.export.report_markdown import markdown_head, markdown_run, markdown_tail, render_markdown
+from fpdebug.trace.records import PEEK_PREFIX, InvalidRecord, OpaqueRecord, peek_line
+from fpdebug.trace.schema import TraceHeader
+
+if TYPE_CHECKING:
+    from fpdebug.export.report import RunReport
+    from fpdebug.trace.model import Run, RunModel
+    from fpdebug.trace.reader import TraceReader
+    from fpdebug.trace.redact import Redactor
+
+__all__ = ["default_sidecar", "run_last_lines", "write_markdown_report"]
+
+
+def run_last_lines(reader: TraceReader, stop: int) -> dict[str, int]:
+    """The last line of every run id an envelope names (lines ``1 .. stop - 1``), ordered by that line."""
+    last: dict[str, int] = {}
+    for line, _offset, raw in reader.iter_raw(1, stop=stop):
+        peek = peek_line(raw[:PEEK_PREFIX], lambda raw=raw: raw)  # type: ignore[misc]
+        if peek.run_id is not None:
+            last.pop(peek.run_id, None)  # re-inserted: the dict stays ordered by last line
+            last[peek.run_id] = line
+    return last
+
+
+_BLOCK = 1 << 16
+"""Bytes of spooled Markdown written at a time."""
+
+
+class _Mismatch(Exception):
+    """The records name a run where the envelopes did not: stream no further."""
+
+
+def default_sidecar(
+    trace: str | os.PathLike[str], sidecar: str | os.PathLike[str] | None
+) -> str | os.PathLike[str] | None:
+    """``sidecar``, or the backtrack sidecar beside ``trace`` when there is one (as report_trace finds it)."""
+    if sidecar is not None:
+        return sidecar
+    beside = sidecar_path_for(trace)
+    return beside if beside.is_file() else None
+
+
+def write_markdown_report(
+    reader: TraceReader,
+    write: Callable[[str], object],
+    *,
+    name: str,
+    redactor: Redactor,
+    sidecar: Sidecar | None = None,
+) -> None:
+    """Write ``render_markdown(redactor.redact_value(report))`` of the open trace, run by run.
+
+    Args:
+        reader: The open trace (read twice: the envelopes, then the records).
+        write: Called with each piece of the Markdown, in order.
+        name: How the report names the trace (its file name).
+        redactor: Redacts every value of the report before it is rendered.
+        sidecar: The backtrack sidecar to include, as :func:`~fpdebug.backtrack.sidecar.load_sidecar` read it.
+    """
+    try:
+        with tempfile.TemporaryFile() as spool:
+            _stream(reader, name, sidecar, redactor, spool, write)
+            return
+    except _Mismatch:
+        pass
+    # The whole model, as report_trace builds it (a crafted file only).
+    from fpdebug.trace.model import RunModel
+
+    model = RunModel(reader)
+    for line, record in reader.iter_records(0):
+        model.feed(line, record)
+    report = build_report(model, reader, trace_name=name)
+    if sidecar is not None:
+        report["backtrack"] = backtrack_section(sidecar, run_ids={run.run_id for run in model.runs})
+    write(render_markdown(redactor.redact_value(report)))
+
+
+def _stream(
+    reader: TraceReader,
+    name: str,
+    saved: Sidecar | None,
+    redactor: Redactor,
+    spool: IO[bytes],
+    write: Callable[[str], object],
+) -> None:
+    from fpdebug.trace.model import RunModel
+
+    stop = len(reader)  # lines indexed later (a growing file) are not this report's
+    ends = run_last_lines(reader, stop)
+    order = iter(ends.items())  # ends is only read from here on
+    next_end = next(order, None)
+    model = RunModel(reader)
+    wanted = {backtrack.report.run_id for backtrack in saved.backtracks} if saved is not None else set()
+    seen: set[str] = set()
+    # Per run: its first line, and where its Markdown lies in the spool (24 bytes a run, not a tuple's 130).
+    chunks = array("q")
+    first: RunReport | None = None  # the only run's report, re-rendered alone if no other comes
+    for line, record in reader.iter_records(0, stop=stop):
+        if not isinstance(record, InvalidRecord | OpaqueRecord | TraceHeader):
+            run_id = record.run_id
+            if ends.get(run_id, -1) < line:
+                raise _Mismatch(run_id)
+        model.feed(line, record)
+        while next_end is not None and next_end[1] <= line:
+            run_id, _last = next_end
+            next_end = next(order, None)
+            run = model.run(run_id)
+            if run is None:  # an envelope of invalid lines only
+                continue
+            report = _finished(model, run_id, run, redactor)
+            if run.run_id in wanted:
+                seen.add(run.run_id)
+            first = report if not chunks else None
+            data = ("\n".join(markdown_run(report, several=True)) + "\n").encode("utf-8", "surrogatepass")
+            chunks.extend((run.first_line, spool.tell(), len(data)))
+            spool.write(data)
+    if model.runs:  # a run the envelopes never closed (cannot happen: the mismatch check)
+        raise _Mismatch(model.runs[0].run_id)
+    torn = reader.torn_tail()
+    whole: TraceReport = {
+        "trace": name,
+        "producer": reader.header.producer,
+        "schema_version": reader.header.schema_version,
+        "invalid_lines": len(model.invalid_lines),
+        "opaque_lines": len(model.opaque_lines),
+        "torn_tail": None if torn is None else {"line": torn.line, "bytes": torn.length},
+        "runs": [],
+        "backtrack": None if saved is None else backtrack_section(saved, run_ids=seen),
+    }
+    head = redactor.redact_value(whole)
+    write("\n".join(markdown_head(head, has_runs=bool(chunks))) + "\n")
+    if len(chunks) == 3 and first is not None:
+        write("\n".join(markdown_run(first, several=False)) + "\n")
+    else:
+        _copy_runs(spool, chunks, write)
+    write("\n".join(markdown_tail(head)))
+
+
+def _copy_runs(spool: IO[bytes], chunks: array[int], write: Callable[[str], object]) -> None:
+    """Each run's Markdown from the spool, in order of first appearance, a run (or a block) at a time."""
+    firsts = chunks[0::3]
+    if all(a < b for a, b in itertools.pairwise(firsts)):  # runs one after another: as spooled
+        spool.seek(0)
+        decoder = codecs.getincrementaldecoder("utf-8")("surrogatepass")  # a block may end mid-character
+        while block := spool.read(_BLOCK):
+            write(decoder.decode(block))
+        write(decoder.decode(b"", final=True))
+        return
+    for index in sorted(range(len(firsts)), key=firsts.__getitem__):  # interleaved runs
+        spool.seek(chunks[3 * index + 1])
+        write(spool.read(chunks[3 * index + 2]).decode("utf-8", "surrogatepass"))
+
+
+def _finished(model: RunModel, run_id: str, run: Run, redactor: Redactor) -> RunReport:
+    """The run's report, redacted as the whole report's ``runs`` entry is; the run leaves the model
+    (nothing of it is read again: every later line belongs to other runs)."""
+    report: RunReport = redactor.redact_value({"runs": [run_report(model, run)]})["runs"][0]
+    with model.lock:
+        model.runs.remove(run)
+        del model._runs[run_id]
+        if model.all_iterations:
+            gone = {id(iteration) for iteration in run.iterations()}
+            model.all_iterations[:] = [it for it in model.all_iterations if id(it) not in gone]
+    return report
