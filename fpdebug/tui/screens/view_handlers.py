@@ -86,7 +86,8 @@ class ViewHandler(ABC):
 
         async def after_mount() -> None:
             await mounting
-            act()
+            if widget.is_attached:  # not when the screen was taken down (a quit) while it mounted
+                act()
 
         self.screen.call_later(after_mount)
 

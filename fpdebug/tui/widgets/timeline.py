@@ -129,7 +129,8 @@ def timeline_width(label: int, badges: int) -> int:
         label: The longest row label (:attr:`TraceSession.label_width`).
         badges: The cells the widest row's badges take as words (:attr:`IterationTimeline.badge_room`).
     """
-    return _WIDE._replace(label=max(label, len("iter"))).fixed + max(badges, _WORDS_MIN)
+    # The cost column counts: sized without it, a content-fitted pane never had room to draw it.
+    return _WIDE._replace(label=max(label, len("iter")), cost=_COSTS[0]).fixed + max(badges, _WORDS_MIN)
 
 
 def badges_as_words(width: int, label: int) -> bool:
