@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from pathlib import Path
@@ -156,12 +157,22 @@ def test_every_bad_input_is_an_entry_and_the_table_still_stands(runs: Path, tmp_
     assert len(table.rows) == 8  # the seven demo runs and the broken one
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
-def test_an_unreadable_file_says_why(runs: Path) -> None:
+def test_an_unreadable_file_says_why(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = runs / "leases.fptrace.jsonl"
     path.chmod(0)
+    # chmod 0 stops every user but root (CI runs as root): the kernel's answer to anyone else is
+    # EACCES from open(2), so deny that open the same way for every user.
+    real_open = os.open
+
+    def denied(name: str, flags: int, *args: int, **kwargs: object) -> int:
+        if os.fspath(name) == str(path):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
+        return real_open(name, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", denied)
     table = build_table([str(runs)])
     assert [(Path(e.path).name, e.what) for e in table.entries] == [("leases.fptrace.jsonl", "unreadable")]
+    assert table.entries[0].reason == "cannot open it: Permission denied"
 
 
 def test_a_dangling_link_is_unreadable_not_fatal(runs: Path) -> None:
