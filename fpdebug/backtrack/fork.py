@@ -40,13 +40,14 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
+from typing import get_args
 
 from fpdebug.backtrack.rerun import apply_specs
 from fpdebug.backtrack.suspects import InjectionSpec, RestoreSpec
 from fpdebug.errors import BacktrackError
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import (
+    ForkEditKind,
     ForkEditRecord,
     LeaseGrantEvent,
     LlmCallEvent,
@@ -67,17 +68,8 @@ __all__ = [
     "load_fork_point",
 ]
 
-EditKind = Literal[
-    "drop-injection",
-    "add-injection",
-    "tool-result",
-    "grant-lease",
-    "revoke-lease",
-    "model",
-    "provider",
-    "user-message",
-]
-"""What a fork may edit at its pass."""
+EditKind = ForkEditKind
+"""What a fork may edit at its pass (the trace records the same kinds)."""
 
 EDIT_KINDS: tuple[str, ...] = get_args(EditKind)
 """Every edit kind, in the order the guide lists them."""

@@ -58,6 +58,7 @@ __all__ = [
     "ExternalGround",
     "FindingEvent",
     "FindingRow",
+    "ForkEditKind",
     "ForkEditRecord",
     "ForkOrigin",
     "Frozen",
@@ -1104,19 +1105,23 @@ class _Event(Frozen):
     """The 1-based iteration, absent where it has no meaning."""
 
 
+ForkEditKind = Literal[
+    "drop-injection",
+    "add-injection",
+    "tool-result",
+    "grant-lease",
+    "revoke-lease",
+    "model",
+    "provider",
+    "user-message",
+]
+"""What a fork may edit at its pass."""
+
+
 class ForkEditRecord(Frozen):
     """One edit a fork applied at its pass (``fpdebug fork``, docs/guide/fork.md)."""
 
-    kind: Literal[
-        "drop-injection",
-        "add-injection",
-        "tool-result",
-        "grant-lease",
-        "revoke-lease",
-        "model",
-        "provider",
-        "user-message",
-    ]
+    kind: ForkEditKind
     """What was edited."""
     target: str | None = None
     """The injection, lease (its injection id) or tool call edited; absent for a model, provider or

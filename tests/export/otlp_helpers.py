@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import random
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -109,3 +110,31 @@ def ns(ts: str) -> int:
 
     moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+
+
+def mixed_runs(path: Path, seed: int, *, sequential: bool = False) -> Path:
+    """Runs of three samples in one file, all but the first cut short at random (no ``run_end``),
+    with broken lines among them: interleaved at random, or one run after another when ``sequential``.
+    """
+    rng = random.Random(seed)
+    samples = [sample.read_bytes().splitlines() for sample in SAMPLES]
+    queues = []
+    for index, lines in enumerate(rng.sample(samples, 3)):
+        records = [json.loads(line) for line in lines[1:]]
+        if index != 0:
+            records = records[: rng.randint(1, len(records))]
+        for record in records:
+            record["run_id"] = f"{record['run_id']}-{index}"
+        queues.append(records)
+    body: list[bytes] = [samples[0][0]]
+    seq = 0
+    while any(queues):
+        queue = next(q for q in queues if q) if sequential else rng.choice([q for q in queues if q])
+        record = queue.pop(0)
+        seq += 1
+        record["seq"] = seq
+        body.append(json.dumps(record, separators=(",", ":")).encode())
+        if rng.random() < 0.05:
+            body.append(b'{"kind":"pass","seq":')  # a broken line: skipped by every reader
+    path.write_bytes(b"\n".join(body) + b"\n")
+    return path

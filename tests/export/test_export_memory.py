@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import json
-import random
 import tracemalloc
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from fpdebug.export import otlp
 from fpdebug.export.saved import DEFAULT_BATCH, TraceSpans, batched, unended_run_ends
 from fpdebug.export.spans import SpanRecord, build_spans
 from fpdebug.trace.reader import TraceReader
-from tests.export.otlp_helpers import SAMPLES, trace_events
+from tests.export.otlp_helpers import SAMPLES, mixed_runs, trace_events
 
 
 def runs_trace(tmp_path: Path, runs: int) -> Path:
@@ -143,27 +142,7 @@ def test_interleaved_cut_and_broken_runs_give_build_spans_spans(tmp_path: Path, 
     # Closing a run after its last line (not at the end of the file) must change no span: the same
     # ids, times, attributes, events and statuses as build_spans, each run's spans in its order,
     # whatever the interleaving, with runs cut short (no run_end) and garbage lines among them.
-    rng = random.Random(seed)
-    samples = [sample.read_bytes().splitlines() for sample in SAMPLES]
-    queues = []
-    for index, lines in enumerate(rng.sample(samples, 3)):
-        records = [json.loads(line) for line in lines[1:]]
-        if index != 0:
-            records = records[: rng.randint(1, len(records))]
-        for record in records:
-            record["run_id"] = f"{record['run_id']}-{index}"
-        queues.append(records)
-    body: list[bytes] = [samples[0][0]]
-    seq = 0
-    while any(queues):
-        record = rng.choice([queue for queue in queues if queue]).pop(0)
-        seq += 1
-        record["seq"] = seq
-        body.append(json.dumps(record, separators=(",", ":")).encode())
-        if rng.random() < 0.05:
-            body.append(b'{"kind":"pass","seq":')  # a broken line: skipped by both
-    path = tmp_path / "mixed.fptrace.jsonl"
-    path.write_bytes(b"\n".join(body) + b"\n")
+    path = mixed_runs(tmp_path / "mixed.fptrace.jsonl", seed)
     with TraceReader(path) as reader:
         streamed = [span for run in TraceSpans(reader, include_content=True) for span in run]
     expected = build_spans(trace_events(path), include_content=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import json
-import random
 import tracemalloc
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from fpdebug.export.report_markdown import render_markdown
 from fpdebug.export.report_stream import write_markdown_report
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.redact import Redactor, default_redactor
-from tests.export.otlp_helpers import SAMPLES
+from tests.export.otlp_helpers import SAMPLES, mixed_runs
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -51,31 +50,8 @@ def test_the_command_writes_each_sample_as_its_golden_file(sample: Path, tmp_pat
 
 
 def _mixed(tmp_path: Path, seed: int) -> Path:
-    # Runs of the samples interleaved, some cut short (no run_end), with broken lines among them.
-    rng = random.Random(seed)
-    samples = [sample.read_bytes().splitlines() for sample in SAMPLES]
-    queues = []
-    for index, lines in enumerate(rng.sample(samples, 3)):
-        records = [json.loads(line) for line in lines[1:]]
-        if index != 0:
-            records = records[: rng.randint(1, len(records))]
-        for record in records:
-            record["run_id"] = f"{record['run_id']}-{index}"
-        queues.append(records)
-    body: list[bytes] = [samples[0][0]]
-    seq = 0
-    sequential = seed % 2 == 0  # half the files hold runs one after another, half interleaved
-    while any(queues):
-        queue = next(q for q in queues if q) if sequential else rng.choice([q for q in queues if q])
-        record = queue.pop(0)
-        seq += 1
-        record["seq"] = seq
-        body.append(json.dumps(record, separators=(",", ":")).encode())
-        if rng.random() < 0.05:
-            body.append(b'{"kind":"pass","seq":')  # a broken line
-    path = tmp_path / f"mixed-{seed}.fptrace.jsonl"
-    path.write_bytes(b"\n".join(body) + b"\n")
-    return path
+    # Half the files hold runs one after another, half interleaved.
+    return mixed_runs(tmp_path / f"mixed-{seed}.fptrace.jsonl", seed, sequential=seed % 2 == 0)
 
 
 @pytest.mark.parametrize("seed", range(6))
