@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from textual.app import App
 from textual.command import CommandInput, CommandList, CommandPalette
@@ -74,6 +75,23 @@ def trace_screen(app: App[object]) -> TraceScreen:
     screen = app.screen_stack[0]
     assert isinstance(screen, TraceScreen)
     return screen
+
+
+def record_notices(app: App[object]) -> list[str]:
+    """Every notification ``app`` posts from now on, in order.
+
+    ``app._notifications`` drops a notice once its timeout (a few seconds) expires; a test starved
+    of CPU can look after that. The record keeps what was said.
+    """
+    said: list[str] = []
+    post = app.notify
+
+    def notify(message: str, *args: Any, **kwargs: Any) -> None:
+        said.append(str(message))
+        post(message, *args, **kwargs)
+
+    app.notify = notify  # type: ignore[method-assign]
+    return said
 
 
 @asynccontextmanager

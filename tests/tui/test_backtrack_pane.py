@@ -25,7 +25,7 @@ from fpdebug.tui.widgets import backtrack_pane
 from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.events import EventList
 from tests.trace.samples import Script
-from tests.tui.helpers import loaded, run_palette, screen_text, wait_for
+from tests.tui.helpers import loaded, record_notices, run_palette, screen_text, wait_for
 from tests.tui.traces import sample
 
 pytestmark = pytest.mark.anyio
@@ -301,6 +301,7 @@ class TestRefusalsAndBadTraces:
         script.turn = None
         script.add(RunEndEvent, status="completed", turns=1)
         app = FpdebugApp(script.write(tmp_path / "no-calls.fptrace.jsonl"))
+        said = record_notices(app)
         async with app.run_test(size=SIZE) as pilot:
             pane = await open_pane(pilot)
             assert pane.report is None and "no llm_call" in (pane.state.error or "")
@@ -310,9 +311,7 @@ class TestRefusalsAndBadTraces:
             assert not pane.running
             await pilot.press("1", "B")
             # The key reaches the passes view only once the view switch has drawn; wait for it.
-            assert await wait_for(
-                pilot, lambda: any("made no LLM call" in str(n.message) for n in app._notifications)
-            )
+            assert await wait_for(pilot, lambda: any("made no LLM call" in notice for notice in said))
 
     async def test_a_hostile_trace_never_reaches_the_terminal_raw(
         self, hostile_trace: tuple[Path, dict[str, int]]

@@ -32,7 +32,15 @@ from fpdebug.tui.widgets.diff import DiffView, diff_document
 from fpdebug.views.pass_diff import ACTIVE, Change, PassDiff, iter_changes, pass_diff
 from fpdebug.views.session import TraceSession
 from tests.trace.samples import Script, support_run
-from tests.tui.helpers import document_text, load_session, opened, run_palette, screen_text, wait_for
+from tests.tui.helpers import (
+    document_text,
+    load_session,
+    opened,
+    record_notices,
+    run_palette,
+    screen_text,
+    wait_for,
+)
 from tests.tui.traces import sample
 
 
@@ -384,6 +392,7 @@ class TestDiffView:
 
     async def test_palette_one_iteration_pairs_it_with_the_selection(self) -> None:
         async with opened(sample("support")) as (pilot, screen):
+            said = record_notices(pilot.app)
             await pilot.press("G")
             await run_palette(pilot, "diff: 1", offered="diff: iteration 1 vs iteration 5")
             await wait_for(pilot, lambda: screen.view == "diff")
@@ -391,9 +400,7 @@ class TestDiffView:
             assert screen.query_one(DiffView).pair == (0, 4)
             await run_palette(pilot, "diff: iteration 9 vs 2", offered="diff: iteration 9 vs iteration 2")
             # The refusal is a notification, posted after the palette closes: wait for it.
-            assert await wait_for(
-                pilot, lambda: any("No iteration 9" in str(n.message) for n in pilot.app._notifications)
-            )
+            assert await wait_for(pilot, lambda: any("No iteration 9" in notice for notice in said))
             assert screen.query_one(DiffView).pair == (0, 4)  # nothing changed
 
     async def test_the_same_iteration_twice_says_identical(self) -> None:

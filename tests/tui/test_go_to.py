@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tui.helpers import opened, run_palette, screen_text, wait_for
+from tests.tui.helpers import opened, record_notices, run_palette, screen_text, wait_for
 from tests.tui.traces import sample
 
 
@@ -44,15 +44,14 @@ class TestGoTo:
 
     async def test_escape_closes_the_prompt_and_nowhere_warns(self) -> None:
         async with opened(sample("support")) as (pilot, _screen):
+            said = record_notices(pilot.app)
             await pilot.press("colon")
             assert await wait_for(pilot, lambda: "a bare number is a seq" in screen_text(pilot.app))
             await pilot.press("escape")
             assert await wait_for(pilot, lambda: "a bare number is a seq" not in screen_text(pilot.app))
             await pilot.press("c", "9", "enter")
             # toasts are not drawn headless: read the notification the user would see
-            assert await wait_for(
-                pilot, lambda: any("No LLM call #9" in str(n.message) for n in pilot.app._notifications)
-            )
+            assert await wait_for(pilot, lambda: any("No LLM call #9" in notice for notice in said))
 
     async def test_palette_go_call_and_seq(self) -> None:
         async with opened(sample("support")) as (pilot, _screen):
