@@ -202,6 +202,8 @@ class FpdebugApp(App[None]):
     @classmethod
     def binding_groups(cls) -> list[KeyGroup]:
         """Every binding of the debugger, grouped for the help."""
+        from fpdebug.tui.screens.run_diff_screen import RunDiffScreen  # fpdebug view DIR's screens
+        from fpdebug.tui.screens.runs_screen import RunsScreen
         from fpdebug.tui.widgets.backtrack_pane import (
             BacktrackPane,
         )  # the backtracker: not for the first screen
@@ -213,6 +215,8 @@ class FpdebugApp(App[None]):
             ("Documents: inspector, calls, details, skill map, help", list(DocumentView.BINDINGS)),
             ("Links: diff and backtrack pane", list(LinkDocument.BINDINGS)),
             ("Backtrack pane", list(BacktrackPane.BINDINGS)),
+            ("Runs table (fpdebug view DIR)", list(RunsScreen.BINDINGS)),
+            ("Run diff (d in the runs table)", list(RunDiffScreen.BINDINGS)),
             ("Search prompt", list(SearchBar.BINDINGS)),
             ("Help", list(HelpScreen.BINDINGS)),
         ]

@@ -4,7 +4,7 @@ The diff is :func:`fpdebug.views.run_diff.run_diff`, the same as the CLI's; this
 it. Both traces are read in a worker thread (a big trace never freezes the screen), then closed:
 what the screen keeps is the diff and, for each aligned point, the line of each run it is about.
 The first divergence's title and every consequence row are links: ``j``/``k`` move the cursor over
-them, ``enter`` (or ``a``) opens that pass of A's trace in the debugger, ``b`` opens B's, and
+them, ``enter`` (or ``h``, left) opens that pass of A's trace in the debugger, ``l`` (right) opens B's, and
 ``escape`` comes back here. Every string from a trace goes in as plain text (made inert; markup
 stays literal).
 
@@ -193,7 +193,7 @@ def diff_blocks(loaded: LoadedDiff, palette: Palette) -> list[Block]:
         Text("First divergence ", style=palette.heading),
         (first.label, palette.accent),
         (f", {STAGE_WORDS[stage]}", palette.heading),
-        ("   enter/a: open in A · b: open in B", palette.dim),
+        ("   enter/h: open in A · l: open in B", palette.dim),
     )
     doc.blocks.append(PointLink(title, first, loaded.lines.get(first.label, (None, None))))
     for difference in first.differences:
@@ -249,18 +249,18 @@ class RunDiffScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
-            "a",
+            "h,left",
             "open_side(0)",
             "Open in A",
             id="run-diff-open-a",
-            tooltip="Open the highlighted pass in A's trace.",
+            tooltip="Open the highlighted pass in the left trace, A (as enter does).",
         ),
         Binding(
-            "b",
+            "l,right",
             "open_side(1)",
             "Open in B",
             id="run-diff-open-b",
-            tooltip="Open the highlighted pass in B's trace.",
+            tooltip="Open the highlighted pass in the right trace, B.",
         ),
         Binding(
             "escape",
