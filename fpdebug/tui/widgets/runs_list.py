@@ -33,7 +33,8 @@ def _cost(row: RunRow) -> str:
     if not row.llm_calls:
         return "no calls"  # "$0.00" would claim a price
     usd = row.cost.get("usd")
-    return f"${usd:.4f}" if isinstance(usd, int | float) else "unpriced"
+    # A run with a call that has no price has no total (the CLI says why: "no price: scripted").
+    return f"${usd:.4f}" if isinstance(usd, int | float) else "no price"
 
 
 def _source(row: RunRow) -> str:
@@ -61,7 +62,7 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("started", "started", 16, 3, _started),
-    Column("agent", "agent", 14, 2, lambda row: row.agent or "?"),
+    Column("agent", "agent", 12, 2, lambda row: row.agent or "?"),
     Column("status", "status", 11, 1, lambda row: row.status),
     Column("t/iter", "iterations", 6, 4, lambda row: f"{row.turns}/{row.iterations}", right=True),
     Column("tokens", "tokens", 9, 5, lambda row: number(row.tokens), right=True),
