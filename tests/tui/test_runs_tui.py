@@ -158,3 +158,17 @@ async def test_a_diff_with_a_file_that_is_not_a_trace_says_why(folder: Path) -> 
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
         assert "5 runs ·" in screen_text(app)
+
+
+def test_fpdebug_view_of_a_folder_or_several_files_opens_the_runs_table(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[RunsApp] = []
+    monkeypatch.setattr(RunsApp, "run", lambda self, *args, **kwargs: ran.append(self))
+    a, b = str(folder / "support.fptrace.jsonl"), str(folder / "without-tone.fptrace.jsonl")
+    assert main(["view", str(folder)]) == 0
+    assert main(["view", a, b]) == 0
+    assert [app.paths for app in ran] == [[str(folder)], [a, b]]
+    assert main(["view", str(folder), "--follow"]) == 2
+    assert "--follow is about one trace" in capsys.readouterr().err
+    assert len(ran) == 2
