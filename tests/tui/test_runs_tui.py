@@ -75,6 +75,11 @@ async def test_the_table_lists_the_runs_of_fpdebug_runs_and_says_what_each_bad_f
         assert await wait_for(pilot, lambda: bool(notices))
         assert "foreign" in notices[-1] and "otel.json" in notices[-1]
         assert isinstance(app.screen, RunsScreen)
+        # A file of two runs opens on the run of the row: here the second one, "r".
+        await _cursor_to(pilot, folder / "hostile.fptrace.jsonl", status="running")
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, OpenedTraceScreen) and app.screen.loaded)
+        assert await wait_for(pilot, lambda: "Iteration 2 · turn 1 · run r " in screen_text(app))
 
 
 async def test_filter_order_open_and_come_back(folder: Path) -> None:
@@ -90,7 +95,14 @@ async def test_filter_order_open_and_come_back(folder: Path) -> None:
         assert await wait_for(pilot, lambda: "5 runs ·" in screen_text(app))
         await pilot.press("slash", *"tool:nothing-like-it", "enter")
         assert await wait_for(pilot, lambda: "0 of 5 runs" in screen_text(app))
-        await pilot.press("escape", "o")  # started → agent
+        await pilot.press("escape")
+        # An unbalanced quote is said once, on enter; the table keeps the filter it had (none).
+        notices = record_notices(app)
+        await pilot.press("slash", '"', "l", "a", "enter")
+        assert await wait_for(pilot, lambda: bool(notices))
+        assert notices == ["cannot read the filter: No closing quotation"]
+        assert "5 runs ·" in screen_text(app)
+        await pilot.press("escape", "escape", "o")  # close the prompt; started → agent
         assert await wait_for(pilot, lambda: "agent↑" in screen_text(app))
         agents = [line.split()[2] for line in screen_text(app).splitlines() if "2026-01-01 12:00" in line]
         assert agents == sorted(agents, key=str.lower)

@@ -31,15 +31,28 @@ class OpenedTraceScreen(TraceScreen):
         at_line: The line to show once loaded (its iteration is selected), if any.
     """
 
-    def __init__(self, session: TraceSession, *, at_line: int | None = None) -> None:
+    def __init__(
+        self, session: TraceSession, *, at_line: int | None = None, at_run: str | None = None
+    ) -> None:
         super().__init__(session, mode="replay")
         self.at_line = at_line
         """The line shown once the trace is loaded."""
+        self.at_run = at_run
+        """The run whose first pass is shown once loaded (a file may hold several), when no line is given."""
 
     @on(LoadFinished)
     def _go_to_line(self) -> None:
-        if self.at_line is not None:
-            line, self.at_line = self.at_line, None
+        line, self.at_line = self.at_line, None
+        if line is None and self.at_run is not None:
+            run = next((run for run in self.session.iter_runs() if run.run_id == self.at_run), None)
+            first = (
+                run.turns[0].iterations[0]
+                if run is not None and run.turns and run.turns[0].iterations
+                else None
+            )
+            line = first.lines[0] if first is not None and first.lines else None
+        self.at_run = None
+        if line is not None:
             # After the base screen's own handling of the load (it fills the timeline).
             self.call_after_refresh(self.jump_to, Jump(line))
 
@@ -60,8 +73,9 @@ class OpenedTraceScreen(TraceScreen):
             self.app.pop_screen()
 
 
-def open_trace(app: App[object], path: Path, line: int | None = None) -> bool:
-    """Open ``path`` in the debugger above the current screen, at ``line``; a notice if it cannot be.
+def open_trace(app: App[object], path: Path, line: int | None = None, *, run: str | None = None) -> bool:
+    """Open ``path`` in the debugger above the current screen, at ``line`` (or at run ``run``'s first
+    pass); a notice if it cannot be.
 
     Returns:
         Whether the trace opened.
@@ -79,5 +93,5 @@ def open_trace(app: App[object], path: Path, line: int | None = None) -> bool:
             markup=False,
         )
         return False
-    app.push_screen(OpenedTraceScreen(TraceSession(reader), at_line=line))
+    app.push_screen(OpenedTraceScreen(TraceSession(reader), at_line=line, at_run=run))
     return True

@@ -254,20 +254,26 @@ class RunsScreen(Screen[None]):
 
     @on(Input.Changed, "#search-input")
     def _filter_typed(self, event: Input.Changed) -> None:
-        self.apply_filter(event.value)
+        # A quote still open while typing is not an error yet: the last filter stays until it closes.
+        self.apply_filter(event.value, quiet=True)
 
     @on(Input.Submitted, "#search-input")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        if self.apply_filter(event.value):
+            self._filter_closed()
+
     @on(SearchBar.Closed)
     def _filter_closed(self) -> None:
         self.query_one(SearchBar).remove_class("-open")
         self.runs_list.focus()
 
-    def apply_filter(self, text: str) -> bool:
+    def apply_filter(self, text: str, *, quiet: bool = False) -> bool:
         """Keep the runs ``text`` matches (an unbalanced quote keeps the last filter and says so)."""
         try:
             parse_filters([text])
         except ValueError as exc:
-            self.notify(f"cannot read the filter: {exc}", severity="warning", markup=False)
+            if not quiet:
+                self.notify(f"cannot read the filter: {exc}", severity="warning", markup=False)
             return False
         self.filter_text = text.strip()
         self.show_rows()
@@ -333,4 +339,4 @@ class RunsScreen(Screen[None]):
                 markup=False,
             )
             return
-        open_trace(self.app, Path(item.trace))
+        open_trace(self.app, Path(item.trace), run=item.run_id)
