@@ -317,10 +317,16 @@ class RunDiffScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="run-diff")
     def _load(self) -> None:
         loaded = load_diff(self.left, self.right, *self._runs)
-        self.app.call_from_thread(self._show, loaded)
+        try:
+            self.app.call_from_thread(self._show, loaded)
+        except RuntimeError:
+            pass  # the app closed while the traces were read
 
     def _show(self, loaded: LoadedDiff) -> None:
         from fpdebug.tui.text import plain
+
+        if not self.is_attached:
+            return  # the user left before the diff was made
 
         document = self.document
         document.loaded = loaded

@@ -171,9 +171,14 @@ class RunsScreen(Screen[None]):
             table, error = build_table(self.paths, use_cache=self.use_cache), None
         except Exception as exc:  # the table says why, the app stays up
             table, error = RunsTable(), f"{type(exc).__name__}: {exc}"
-        self.app.call_from_thread(self._built, table, error)
+        try:
+            self.app.call_from_thread(self._built, table, error)
+        except RuntimeError:
+            pass  # the app closed while the traces were read
 
     def _built(self, table: RunsTable, error: str | None) -> None:
+        if not self.is_attached:
+            return
         self.table = table
         self.error = error
         self.show_rows()
