@@ -24,10 +24,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widgets import Input
 
 from fpdebug.trace.model import Run
 from fpdebug.tui.text import Palette
-from fpdebug.tui.widgets.bars import KeysFooter, RunHeader
+from fpdebug.tui.widgets.bars import DOCUMENT_SEARCH, KeysFooter, RunHeader, SearchBar
 from fpdebug.tui.widgets.document import Block, DocBuilder, blank
 from fpdebug.tui.widgets.link_document import Jump, LinkBlock, LinkDocument
 from fpdebug.views.run_diff import Difference, Point, RunDiff
@@ -269,12 +270,22 @@ class RunDiffScreen(Screen[None]):
             "back",
             "Back",
             id="run-diff-back",
-            tooltip="Leave the run diff (back to the runs table).",
+            tooltip="End the search, else leave the run diff (back to the runs table).",
+        ),
+        # The search keys of every document, under the same ids (a remapped key is remapped here too).
+        Binding("slash", "search", "Search", id="search", key_display="/", tooltip="Search the diff."),
+        Binding("n", "step_match(1)", "Next match", show=False, id="next-match", tooltip="Next match."),
+        Binding(
+            "N", "step_match(-1)", "Prev match", show=False, id="previous-match", tooltip="Previous match."
         ),
     ]
 
     DEFAULT_CSS = """
-    RunDiffScreen > RunDiffDocument { height: 1fr; }
+    RunDiffScreen {
+        & > RunDiffDocument { height: 1fr; }
+        & > SearchBar { display: none; }
+        &.-searching > SearchBar { display: block; }
+    }
     """
 
     def __init__(
@@ -290,6 +301,7 @@ class RunDiffScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-diff-header")
         yield RunDiffDocument(id="run-diff")
+        yield SearchBar(id="run-diff-search")
         yield KeysFooter()
 
     @property
@@ -310,6 +322,7 @@ class RunDiffScreen(Screen[None]):
         header.append("\n")
         header.append("comparing…", style="dim")
         self.query_one(RunHeader).show(header)
+        self.query_one("#search-input", Input).placeholder = DOCUMENT_SEARCH
         self.document.rebuild()
         self.document.focus()
         self._load()
@@ -369,8 +382,36 @@ class RunDiffScreen(Screen[None]):
 
         open_trace(self.app, self.left if side == 0 else self.right, line)
 
+    def action_search(self) -> None:
+        """Open the search prompt of the diff."""
+        self.add_class("-searching")
+        field = self.query_one("#search-input", Input)
+        field.value = self.document.finder.query
+        field.focus()
+
+    @on(Input.Changed, "#search-input")
+    def _typed(self, event: Input.Changed) -> None:
+        self.document.search(event.value)
+
+    @on(Input.Submitted, "#search-input")
+    @on(SearchBar.Closed)
+    def _search_closed(self) -> None:
+        self.remove_class("-searching")
+        self.document.focus()
+
+    def action_step_match(self, delta: int) -> None:
+        """The next (``1``) or previous (``-1``) match of the search."""
+        document = self.document
+        if not document.finder.active:
+            self.notify("No search: press / to search.", timeout=2)
+        elif not document.step_match(delta):
+            self.app.bell()
+
     def action_back(self) -> None:
-        """Back to the screen below (the runs table)."""
+        """End the search; else back to the screen below (the runs table)."""
+        if self.document.finder.active:
+            self.document.clear_search()
+            return
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
         else:
