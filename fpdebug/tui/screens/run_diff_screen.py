@@ -29,10 +29,11 @@ from textual.widgets import Input
 from fpdebug.trace.model import Run
 from fpdebug.tui.text import Palette
 from fpdebug.tui.widgets.bars import DOCUMENT_SEARCH, KeysFooter, RunHeader, SearchBar
-from fpdebug.tui.widgets.document import Block, DocBuilder, blank
+from fpdebug.tui.widgets.document import Block, DocBuilder, Part, blank
 from fpdebug.tui.widgets.link_document import Jump, LinkBlock, LinkDocument
 from fpdebug.views.run_diff import Difference, Point, RunDiff
 from fpdebug.views.run_diff.text import STAGE_WORDS, point_summary
+from fpdebug.views.session import TraceSession
 
 __all__ = ["LoadedDiff", "PointLink", "RunDiffDocument", "RunDiffScreen", "load_diff"]
 
@@ -66,11 +67,8 @@ def _point_line(run: Run, point: Point) -> int | None:
     return lines[0] if lines else None
 
 
-def _partial_notes(name: str, session: object, run: Run) -> list[str]:
+def _partial_notes(name: str, session: TraceSession, run: Run) -> list[str]:
     """What makes the comparison partial (the CLI refuses these without ``--partial``)."""
-    from fpdebug.views.session import TraceSession
-
-    assert isinstance(session, TraceSession)
     notes = []
     if run.end_line is None:
         notes.append(
@@ -94,7 +92,6 @@ def load_diff(
     from fpdebug.trace.reader import TraceReader
     from fpdebug.views.run_diff import choose_run, run_diff
     from fpdebug.views.run_diff.reading import load_all, validate_run
-    from fpdebug.views.session import TraceSession
 
     opened: list[TraceSession] = []
     try:
@@ -141,8 +138,8 @@ def _difference(doc: DocBuilder, difference: Difference) -> None:
     palette = doc.palette
     doc.line((_name(difference), palette.accent), indent=2)
     for side, value in (("A", difference.a), ("B", difference.b)):
-        shown: tuple[object, object] = (value, "") if value is not None else ("—", palette.dim)
-        doc.line((f"{side}: ", palette.key), shown, indent=4, hang=3)  # type: ignore[arg-type]
+        shown: Part = (value, "") if value is not None else ("—", palette.dim)
+        doc.line((f"{side}: ", palette.key), shown, indent=4, hang=3)
     if difference.why:
         doc.line(("why: ", palette.key), (difference.why, palette.dim), indent=4, hang=5)
     for row in difference.detail:
