@@ -6,6 +6,7 @@ import errno
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -225,16 +226,71 @@ def test_durability_every_fsyncs_each_record(path: Path, fsyncs: list[int]) -> N
     assert len(fsyncs) == 3  # nothing left to sync on close
 
 
-def test_durability_batch_fsyncs_every_n_records_on_flush_and_on_close(path: Path, fsyncs: list[int]) -> None:
-    with TraceWriter.create(path, durability="batch", batch_size=3) as writer:
-        writer.append_many([turn_start(1), turn_start(2)])  # header + 2 = 3 records
-        assert len(fsyncs) == 1
-        writer.append(turn_start(3))
-        assert len(fsyncs) == 1
-        writer.flush()
-        assert len(fsyncs) == 2
-        writer.append(turn_start(4))
-    assert len(fsyncs) == 3
+def test_durability_batch_acknowledges_with_fewer_than_a_batch_unsynced(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The promise: when append returns, at most batch_size - 1 records are not yet on disk. Each
+    # fake fdatasync notes how many lines the file held when it ran (all of them are then durable).
+    synced_lines: list[int] = []
+
+    def counting_sync(fd: int) -> None:
+        synced_lines.append(path.read_bytes().count(b"\n"))  # the writer's descriptor is write-only
+
+    monkeypatch.setattr(writer_module, "_sync", counting_sync)
+    with TraceWriter.create(path, durability="batch", batch_size=4) as writer:
+        for seq in range(1, 30):
+            writer.append(turn_start(seq))
+            written = seq + 1  # the header is a record too
+            assert written - max(synced_lines, default=0) < 4
+    assert max(synced_lines) == 30  # close synced the rest
+
+
+def test_durability_batch_syncs_off_the_callers_thread_until_a_whole_batch_is_pending(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    sync_threads: list[str] = []
+
+    def slow_sync(fd: int) -> None:
+        sync_threads.append(threading.current_thread().name)
+        release.wait(10)  # a disk that takes its time
+
+    monkeypatch.setattr(writer_module, "_sync", slow_sync)
+    writer = TraceWriter.create(path, durability="batch", batch_size=8)
+    for seq in range(1, 7):  # header + 6 = 7 pending: the disk is stuck, yet none of these waits
+        writer.append(turn_start(seq))
+    started = threading.Event()
+    for _ in range(1000):  # the sync thread picks up its request on its own schedule
+        if sync_threads:
+            started.set()
+            break
+        started.wait(0.01)
+    assert sync_threads and threading.current_thread().name not in sync_threads
+    done = threading.Event()
+    appender = threading.Thread(target=lambda: (writer.append(turn_start(7)), done.set()))
+    appender.start()  # the 8th pending record must wait for the sync in flight
+    assert not done.wait(0.3)
+    release.set()
+    assert done.wait(10)
+    appender.join()
+    writer.close()
+    assert len(lines_of(path)) == 9  # header + 7 records + the empty tail after the last newline
+
+
+def test_a_failed_background_fsync_is_raised_by_the_next_append(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_sync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(writer_module, "_sync", failing_sync)
+    writer = TraceWriter.create(path, durability="batch", batch_size=4)
+    with pytest.raises(TraceWriteError, match="fsync failed: Input/output error"):
+        for seq in range(1, 10):
+            writer.append(turn_start(seq))
+    with pytest.raises(TraceWriteError, match="fsync failed"):
+        writer.close()
+    assert writer.closed
 
 
 def test_policies_are_checked(path: Path) -> None:
