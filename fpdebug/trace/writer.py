@@ -513,12 +513,13 @@ class TraceWriter:
         # so the wait is rare, and the file is synced about once per batch, not twice.
         if state.error is not None:
             self._raise_sync_error(state)
-        if state.pending < self.batch_size - self.batch_size // 4:
-            return
-        if not state.request():
+        if state.unasked >= self.batch_size - self.batch_size // 4 and not state.request():
             self._sync()  # closing: no thread to ask, keep the promise here
             return
-        while state.pending >= self.batch_size:
+        while state.pending >= self.batch_size:  # the sync asked for earlier has not finished
+            if state.stopping:  # closing meanwhile: the thread may end before it syncs
+                self._sync()
+                return
             self._lock.wait()
             if state.error is not None:
                 self._raise_sync_error(state)
@@ -564,6 +565,7 @@ class _SyncState:
         self.written = 0  # records written through the descriptor
         self.durable = 0  # records covered by a finished fdatasync
         self.requested = 0  # the ``written`` count the thread is asked to cover
+        self.syncing_to = 0  # the ``written`` count the sync in flight (or the last one) covers
         self.error: OSError | None = None  # a background fdatasync that failed, not yet reported
         self.thread: threading.Thread | None = None
         self.stopping = False
@@ -573,6 +575,15 @@ class _SyncState:
     def pending(self) -> int:
         """Records written but not known to be on disk."""
         return self.written - self.durable
+
+    @property
+    def unasked(self) -> int:
+        """Records written that no sync, finished, in flight or asked for, covers.
+
+        Asking again for the few records written while a sync runs would chain one fdatasync
+        after another; they wait for the next three quarters of a batch instead.
+        """
+        return self.written - max(self.durable, self.syncing_to, self.requested)
 
     def request(self) -> bool:
         """Ask the thread to sync what is written now; ``False`` when it is stopping (the caller syncs)."""
@@ -611,7 +622,7 @@ class _SyncState:
                     cond.wait()
                 if self.stopping:
                     return
-                target = self.written
+                target = self.syncing_to = self.written
                 cond.release()
                 try:
                     _sync(self.fd)
@@ -624,7 +635,7 @@ class _SyncState:
                     self.durable = max(self.durable, target)
                 else:
                     self.error = failure
-                    self.requested = self.durable  # not retried until someone asks again
+                    self.requested = self.syncing_to = self.durable  # asked again by the next append
                 cond.notify_all()
         finally:
             fd = self.fd if self.close_descriptor else None
