@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -275,6 +276,38 @@ def test_durability_batch_syncs_off_the_callers_thread_until_a_whole_batch_is_pe
     appender.join()
     writer.close()
     assert len(lines_of(path)) == 9  # header + 7 records + the empty tail after the last newline
+
+
+def wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_records_written_during_a_background_sync_wait_for_the_next_batch(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Asking again for every record written while a sync runs would chain fdatasyncs back to back.
+    release = threading.Event()
+    syncs: list[int] = []
+
+    def slow_sync(fd: int) -> None:
+        syncs.append(1)
+        release.wait(10)
+
+    monkeypatch.setattr(writer_module, "_sync", slow_sync)
+    writer = TraceWriter.create(path, durability="batch", batch_size=8)
+    for seq in range(1, 6):  # header + 5 = 6 pending: three quarters of 8, the sync is asked
+        writer.append(turn_start(seq))
+    wait_until(lambda: bool(syncs))  # the sync thread is in its fdatasync, covering 6 records
+    writer.append(turn_start(6))  # written while that sync runs: not worth one of its own
+    release.set()
+    wait_until(lambda: writer._state.durable == 6)
+    time.sleep(0.2)  # time enough for a chained sync to start, were one asked
+    assert writer._state.durable == 6 and len(syncs) == 1
+    writer.close()
+    assert len(syncs) == 2  # close synced the seventh record
 
 
 def test_a_failed_background_fsync_is_raised_by_the_next_append(
