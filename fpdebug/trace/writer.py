@@ -566,6 +566,7 @@ class _SyncState:
         self.durable = 0  # records covered by a finished fdatasync
         self.requested = 0  # the ``written`` count the thread is asked to cover
         self.syncing_to = 0  # the ``written`` count the sync in flight (or the last one) covers
+        self.in_flight = False  # the thread is in its fdatasync
         self.error: OSError | None = None  # a background fdatasync that failed, not yet reported
         self.thread: threading.Thread | None = None
         self.stopping = False
@@ -604,14 +605,18 @@ class _SyncState:
         return self.thread
 
     def hand_over_descriptor(self) -> bool:
-        """For a dropped writer: let a running thread close the descriptor; ``False`` if there is none."""
-        if self.thread is None or not self.thread.is_alive():
+        """For a dropped writer: stop the thread; ``True`` when it will close the descriptor itself.
+
+        Only a thread in its fdatasync keeps the descriptor (closed when the sync ends); otherwise
+        the caller closes it at once, so the file's lock is free when the writer is collected.
+        """
+        if self.thread is None:
             return False
         with self.cond:
             self.stopping = True
-            self.close_descriptor = True
+            self.close_descriptor = self.in_flight
             self.cond.notify_all()
-        return True
+            return self.in_flight
 
     def _run(self) -> None:
         cond = self.cond
@@ -623,6 +628,7 @@ class _SyncState:
                 if self.stopping:
                     return
                 target = self.syncing_to = self.written
+                self.in_flight = True
                 cond.release()
                 try:
                     _sync(self.fd)
@@ -631,6 +637,7 @@ class _SyncState:
                     failure = error
                 finally:
                     cond.acquire()
+                    self.in_flight = False
                 if failure is None:
                     self.durable = max(self.durable, target)
                 else:

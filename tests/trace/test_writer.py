@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import subprocess
 import sys
@@ -308,6 +309,21 @@ def test_records_written_during_a_background_sync_wait_for_the_next_batch(
     assert writer._state.durable == 6 and len(syncs) == 1
     writer.close()
     assert len(syncs) == 2  # close synced the seventh record
+
+
+def test_a_dropped_batch_writer_with_its_sync_thread_frees_the_file(path: Path) -> None:
+    writer = TraceWriter.create(path, durability="batch", batch_size=4)
+    for seq in range(1, 10):
+        writer.append(turn_start(seq))
+    state = writer._state
+    wait_until(lambda: state.thread is not None and not state.in_flight)
+    del writer
+    gc.collect()
+    with TraceWriter.resume(path) as again:  # the lock went with the collected writer, at once
+        assert again.next_seq == 10
+    assert state.thread is not None
+    state.thread.join(5)
+    assert not state.thread.is_alive()
 
 
 def test_a_failed_background_fsync_is_raised_by_the_next_append(
