@@ -419,8 +419,8 @@ class TraceWriter:
 
     def __del__(self) -> None:
         # A writer dropped without close(): release the descriptor and the lock (no fsync). The
-        # sync thread holds the state, not the writer, so a dropped writer is collected; when
-        # that thread is running it closes the descriptor itself, after any sync in flight.
+        # sync thread holds the state, not the writer, so a dropped writer is collected; a thread
+        # in its fdatasync closes the descriptor itself when the sync ends.
         fd = getattr(self, "_fd", None)
         state = getattr(self, "_state", None)
         if fd is None:
@@ -517,7 +517,7 @@ class TraceWriter:
             self._sync()  # closing: no thread to ask, keep the promise here
             return
         while state.pending >= self.batch_size:  # the sync asked for earlier has not finished
-            if state.stopping:  # closing meanwhile: the thread may end before it syncs
+            if state.stopping or not state.running():  # closing meanwhile, or a forked child
                 self._sync()
                 return
             self._lock.wait()
@@ -569,6 +569,7 @@ class _SyncState:
         self.in_flight = False  # the thread is in its fdatasync
         self.error: OSError | None = None  # a background fdatasync that failed, not yet reported
         self.thread: threading.Thread | None = None
+        self.pid = 0  # the process that started the thread (a forked child has none running)
         self.stopping = False
         self.close_descriptor = False  # the writer was dropped: the thread closes the fd on its way out
 
@@ -590,13 +591,18 @@ class _SyncState:
         """Ask the thread to sync what is written now; ``False`` when it is stopping (the caller syncs)."""
         if self.stopping:
             return False
-        if self.thread is None:
+        if self.thread is None or self.pid != os.getpid():  # none yet, or a forked child's copy
+            self.pid = os.getpid()
             self.thread = threading.Thread(target=self._run, name="fpdebug-trace-sync", daemon=True)
             self.thread.start()
         if self.requested < self.written:
             self.requested = self.written
             self.cond.notify_all()
         return True
+
+    def running(self) -> bool:
+        """Whether this process's sync thread is alive (a forked child inherits none)."""
+        return self.thread is not None and self.pid == os.getpid() and self.thread.is_alive()
 
     def stop_thread(self) -> threading.Thread | None:
         """Tell the thread to end (after a sync in flight); the thread to join, if one was started."""

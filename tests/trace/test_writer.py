@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import gc
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -324,6 +325,32 @@ def test_a_dropped_batch_writer_with_its_sync_thread_frees_the_file(path: Path) 
     assert state.thread is not None
     state.thread.join(5)
     assert not state.thread.is_alive()
+
+
+def test_a_forked_child_keeps_the_batch_promise_without_the_parents_sync_thread(path: Path) -> None:
+    writer = TraceWriter.create(path, durability="batch", batch_size=4)
+    for seq in range(1, 10):
+        writer.append(turn_start(seq))
+    writer.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's sync thread does not exist here
+        signal.alarm(10)  # a hang would otherwise outlive the test
+        try:
+            for seq in range(10, 30):
+                writer.append(turn_start(seq))
+            writer.close()
+        finally:
+            os._exit(0 if writer.closed else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # neither hung nor failed
+    with writer._lock:  # the parent lets its copy go without syncing what the child wrote
+        thread = writer._state.stop_thread()
+    assert thread is not None
+    thread.join(5)
+    assert writer._fd is not None
+    os.close(writer._fd)
+    writer._fd = None
+    assert len(lines_of(path)) == 31  # header + 29 records + the empty tail
 
 
 def test_a_failed_background_fsync_is_raised_by_the_next_append(
