@@ -191,35 +191,63 @@ def figure_validate_summary(path: Path, repeat: int) -> list[Figure]:
 
 
 def figure_recording(iterations: int, out_dir: Path) -> list[Figure]:
-    """5. A scripted run writing its trace vs the same run into the null sink (blocks interleaved)."""
+    """5. A scripted run writing its trace vs the same run into the null sink, per durability policy.
+
+    Rounds alternate the null sink and the three policies (:mod:`bench.recording`); each ratio is
+    the median over the rounds of that round's policy / null-sink time, for wall and CPU time.
+    """
+    rounds = 7
     result = _child(
-        "bench.probes", "record", "--iterations", str(iterations), "--out", str(out_dir / "record.fptrace")
+        "bench.recording",
+        "record",
+        "--per-round",
+        str(max(iterations // rounds, 20)),
+        "--rounds",
+        str(rounds),
+        "--out",
+        str(out_dir / "record.fptrace"),
     )
-    seconds = result["seconds"]
-    assert isinstance(seconds, dict)
-    base, with_file, no_sync = (float(seconds[name]) for name in ("null", "batch", "none"))
     events = int(_num(result, "events"))
-    ratio = with_file / base
-    return [
-        Figure(
-            "5",
-            f"recording, {int(_num(result, 'iterations')):,}-iteration scripted run ({events:,} events)",
-            f"trace file {_seconds(with_file)}",
-            f"null sink {_seconds(base)}",
-            f"{ratio:.2f}x",
-            "<= 1.15x",
-            ratio <= 1.15,
-            raw=result,
-        ),
-        Figure(
-            "5b",
-            '  same, durability="none" (no fsync)',
-            f"trace file {_seconds(no_sync)}",
-            f"null sink {_seconds(base)}",
-            f"{no_sync / base:.2f}x",
-        ),
-        figure_record_costs(min(iterations, 2_000), out_dir),
-    ]
+    figures = []
+    for policy, number in (("batch", "5"), ("none", "5b"), ("every", "5e")):
+        wall, cpu = _num(result, f"{policy}_wall_x"), _num(result, f"{policy}_cpu_x")
+        figures.append(
+            Figure(
+                number,
+                f"recording, {int(_num(result, 'iterations')):,}-iteration scripted run ({events:,} events), "
+                f'durability="{policy}"'
+                if policy == "batch"
+                else f'  same, durability="{policy}"',
+                f"median wall {wall:.2f}x, CPU {cpu:.2f}x",
+                f"null sink, same {rounds} rounds",
+                f"{wall:.2f}x",
+                "<= 1.15x" if policy == "batch" else "",
+                wall <= 1.15 if policy == "batch" else None,
+                raw=result if policy == "batch" else {},
+            )
+        )
+    return [*figures, figure_bytes_per_iteration(), figure_record_costs(min(iterations, 2_000), out_dir)]
+
+
+def figure_bytes_per_iteration() -> Figure:
+    """5f. Trace bytes per iteration of one run of 10, 100 and 1,000 iterations: flat, or growing."""
+    result = _child("bench.recording", "bytes-per-iteration", timeout=1800)
+    per = {
+        count: _num(dict(row), "bytes_per_iteration")
+        for count, row in result.items()
+        if isinstance(row, dict)
+    }
+    first, last = per["10"], per[max(per, key=int)]
+    return Figure(
+        "5f",
+        "  bytes per iteration, one run of " + " / ".join(f"{int(count):,}" for count in per) + " iterations",
+        " / ".join(f"{value / 1e3:,.1f} KB" for value in per.values()),
+        "the 10-iteration run",
+        f"{last / first:.2f}x",
+        "flat (<= 1.10x)",
+        last / first <= 1.10,
+        raw=result,
+    )
 
 
 def figure_record_costs(iterations: int, out_dir: Path) -> Figure:

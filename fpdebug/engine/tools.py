@@ -28,19 +28,17 @@ before the function runs; a call that does not validate is answered with an ``in
 ``display_name=`` names the tool in the app's words, and ``coverage=`` declares what a result
 covers (recorded on the call's ``tool_result``).
 
-**Timeouts.** With a timeout, the function runs in a daemon worker thread and the loop waits at most
-that long; a call that does not return in time becomes a ``failure`` result. Python cannot kill a
+**Timeouts.** With a timeout, the function runs on a daemon worker thread (kept for the next call:
+:mod:`fpdebug.engine.tool_workers`) and the loop waits at most that long; a call that does not return in time becomes a ``failure`` result. Python cannot kill a
 thread: the abandoned call keeps running in the background until it returns on its own, and its
 result is dropped. Give tools that can hang their own internal timeouts (HTTP clients, subprocesses).
 """
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import math
 import re
-import threading
 import types
 import typing
 from collections import abc
@@ -50,6 +48,7 @@ from typing import Any, Literal, TypeAlias, TypedDict, TypeGuard, Union, get_arg
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from fpdebug.engine.tool_workers import run_with_timeout
 from fpdebug.engine.types import Tool
 from fpdebug.errors import DefinitionError
 from fpdebug.trace.records import well_formed_value
@@ -512,26 +511,11 @@ def call_tool(handler: Callable[..., object], args: Mapping[str, object], *, tim
 
     if timeout is None or math.isinf(timeout):
         return well_formed_value(call())
-    box: dict[str, object] = {}
-    done = threading.Event()
-    context = contextvars.copy_context()  # the tool sees the caller's context variables
-
-    def work() -> None:
-        try:
-            box["value"] = context.run(call)
-        except BaseException as exc:
-            box["error"] = exc
-        finally:
-            done.set()
-
     label = getattr(handler, "name", None) or getattr(handler, "__name__", "call")
-    worker = threading.Thread(target=work, name=f"fpdebug-tool-{label}", daemon=True)
-    worker.start()
-    if not done.wait(timeout):
+    finished, value = run_with_timeout(call, timeout=timeout, name=str(label))
+    if not finished:
         raise ToolTimeout(
             f"did not return within {timeout:g} s; the call was abandoned (Python cannot kill a "
             "thread, so it may still be running)"
         )
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return well_formed_value(box.get("value"))
+    return well_formed_value(value)

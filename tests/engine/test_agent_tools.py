@@ -231,3 +231,47 @@ def test_an_error_in_the_worker_thread_reaches_the_caller() -> None:
 
     with pytest.raises(RuntimeError, match="boom"):
         call_tool(boom, {}, timeout=1.0)
+
+
+def test_calls_with_a_timeout_reuse_a_worker_and_a_hung_one_does_not_block_the_next() -> None:
+    threads: list[threading.Thread] = []  # objects: a new thread may reuse an ident
+
+    def where() -> str:
+        threads.append(threading.current_thread())
+        return "ok"
+
+    for _ in range(5):
+        assert call_tool(where, {}, timeout=1.0) == "ok"
+    assert (
+        all(t is threads[0] for t in threads) and threads[0] is not threading.current_thread()
+    )  # one kept worker, not five
+    release = threading.Event()
+
+    def hangs() -> str:
+        threads.append(threading.current_thread())
+        release.wait(5)
+        return "late"
+
+    try:
+        with pytest.raises(ToolTimeout):
+            call_tool(hangs, {}, timeout=0.05)
+        hung = threads[-1]
+        assert call_tool(where, {}, timeout=1.0) == "ok"  # answered by another worker meanwhile
+        assert threads[-1] is not hung
+    finally:
+        release.set()
+
+
+def test_a_pooled_worker_sees_the_callers_context_variables() -> None:
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+    def read() -> str:
+        return var.get()
+
+    token = var.set("first")
+    assert call_tool(read, {}, timeout=1.0) == "first"
+    var.reset(token)
+    var.set("second")
+    assert call_tool(read, {}, timeout=1.0) == "second"  # the same worker, the new call's context

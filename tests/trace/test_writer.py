@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import errno
+import gc
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -225,16 +229,144 @@ def test_durability_every_fsyncs_each_record(path: Path, fsyncs: list[int]) -> N
     assert len(fsyncs) == 3  # nothing left to sync on close
 
 
-def test_durability_batch_fsyncs_every_n_records_on_flush_and_on_close(path: Path, fsyncs: list[int]) -> None:
-    with TraceWriter.create(path, durability="batch", batch_size=3) as writer:
-        writer.append_many([turn_start(1), turn_start(2)])  # header + 2 = 3 records
-        assert len(fsyncs) == 1
-        writer.append(turn_start(3))
-        assert len(fsyncs) == 1
-        writer.flush()
-        assert len(fsyncs) == 2
-        writer.append(turn_start(4))
-    assert len(fsyncs) == 3
+def test_durability_batch_acknowledges_with_fewer_than_a_batch_unsynced(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The promise: when append returns, at most batch_size - 1 records are not yet on disk. Each
+    # fake fdatasync notes how many lines the file held when it ran (all of them are then durable).
+    synced_lines: list[int] = []
+
+    def counting_sync(fd: int) -> None:
+        synced_lines.append(path.read_bytes().count(b"\n"))  # the writer's descriptor is write-only
+
+    monkeypatch.setattr(writer_module, "_sync", counting_sync)
+    with TraceWriter.create(path, durability="batch", batch_size=4) as writer:
+        for seq in range(1, 30):
+            writer.append(turn_start(seq))
+            written = seq + 1  # the header is a record too
+            assert written - max(synced_lines, default=0) < 4
+    assert max(synced_lines) == 30  # close synced the rest
+
+
+def test_durability_batch_syncs_off_the_callers_thread_until_a_whole_batch_is_pending(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    sync_threads: list[str] = []
+
+    def slow_sync(fd: int) -> None:
+        sync_threads.append(threading.current_thread().name)
+        release.wait(10)  # a disk that takes its time
+
+    monkeypatch.setattr(writer_module, "_sync", slow_sync)
+    writer = TraceWriter.create(path, durability="batch", batch_size=8)
+    for seq in range(1, 7):  # header + 6 = 7 pending: the disk is stuck, yet none of these waits
+        writer.append(turn_start(seq))
+    started = threading.Event()
+    for _ in range(1000):  # the sync thread picks up its request on its own schedule
+        if sync_threads:
+            started.set()
+            break
+        started.wait(0.01)
+    assert sync_threads and threading.current_thread().name not in sync_threads
+    done = threading.Event()
+    appender = threading.Thread(target=lambda: (writer.append(turn_start(7)), done.set()))
+    appender.start()  # the 8th pending record must wait for the sync in flight
+    assert not done.wait(0.3)
+    release.set()
+    assert done.wait(10)
+    appender.join()
+    writer.close()
+    assert len(lines_of(path)) == 9  # header + 7 records + the empty tail after the last newline
+
+
+def wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_records_written_during_a_background_sync_wait_for_the_next_batch(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Asking again for every record written while a sync runs would chain fdatasyncs back to back.
+    release = threading.Event()
+    syncs: list[int] = []
+
+    def slow_sync(fd: int) -> None:
+        syncs.append(1)
+        release.wait(10)
+
+    monkeypatch.setattr(writer_module, "_sync", slow_sync)
+    writer = TraceWriter.create(path, durability="batch", batch_size=8)
+    for seq in range(1, 6):  # header + 5 = 6 pending: three quarters of 8, the sync is asked
+        writer.append(turn_start(seq))
+    wait_until(lambda: bool(syncs))  # the sync thread is in its fdatasync, covering 6 records
+    writer.append(turn_start(6))  # written while that sync runs: not worth one of its own
+    release.set()
+    wait_until(lambda: writer._state.durable == 6)
+    time.sleep(0.2)  # time enough for a chained sync to start, were one asked
+    assert writer._state.durable == 6 and len(syncs) == 1
+    writer.close()
+    assert len(syncs) == 2  # close synced the seventh record
+
+
+def test_a_dropped_batch_writer_with_its_sync_thread_frees_the_file(path: Path) -> None:
+    writer = TraceWriter.create(path, durability="batch", batch_size=4)
+    for seq in range(1, 10):
+        writer.append(turn_start(seq))
+    state = writer._state
+    wait_until(lambda: state.thread is not None and not state.in_flight)
+    del writer
+    gc.collect()
+    with TraceWriter.resume(path) as again:  # the lock went with the collected writer, at once
+        assert again.next_seq == 10
+    assert state.thread is not None
+    state.thread.join(5)
+    assert not state.thread.is_alive()
+
+
+def test_a_forked_child_keeps_the_batch_promise_without_the_parents_sync_thread(path: Path) -> None:
+    writer = TraceWriter.create(path, durability="batch", batch_size=4)
+    for seq in range(1, 10):
+        writer.append(turn_start(seq))
+    writer.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's sync thread does not exist here
+        signal.alarm(10)  # a hang would otherwise outlive the test
+        try:
+            for seq in range(10, 30):
+                writer.append(turn_start(seq))
+            writer.close()
+        finally:
+            os._exit(0 if writer.closed else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # neither hung nor failed
+    with writer._lock:  # the parent lets its copy go without syncing what the child wrote
+        thread = writer._state.stop_thread()
+    assert thread is not None
+    thread.join(5)
+    assert writer._fd is not None
+    os.close(writer._fd)
+    writer._fd = None
+    assert len(lines_of(path)) == 31  # header + 29 records + the empty tail
+
+
+def test_a_failed_background_fsync_is_raised_by_the_next_append(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_sync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(writer_module, "_sync", failing_sync)
+    writer = TraceWriter.create(path, durability="batch", batch_size=4)
+    with pytest.raises(TraceWriteError, match="fsync failed: Input/output error"):
+        for seq in range(1, 10):
+            writer.append(turn_start(seq))
+    with pytest.raises(TraceWriteError, match="fsync failed"):
+        writer.close()
+    assert writer.closed
 
 
 def test_policies_are_checked(path: Path) -> None:

@@ -1,0 +1,139 @@
+"""Recording probes: what writing the trace costs a run, and how many bytes an iteration takes.
+
+``python -m bench.recording NAME ARGS…`` prints one JSON object on its last line (as
+:mod:`bench.probes` does); :mod:`bench.run` starts them in a child process each.
+
+- ``record``: the scripted benchmark agent into the null sink and into trace files with each
+  durability policy (``none``, ``batch``, ``every``). The variants take turns in rounds, in a
+  rotating order; each round gives one ratio per policy (its time / the null sink's in the same
+  round), and the figure is the median of those ratios, for wall time and for CPU time (the
+  process's, every thread included: the writer's sync thread counts). A neighbour's load on a shared
+  machine then lands on the variants of one round alike, and a bad round moves no median.
+- ``bytes-per-iteration``: one conversation of 10, 100 and 1,000 iterations (2, 20 and 200 user
+  turns of the support script in a single run), written with ``durability="none"``: trace bytes
+  divided by iterations. Flat means an iteration costs the same however long the run is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.probes import Probe, main
+from fpdebug.trace.writer import Durability
+
+__all__ = ["RECORDING_PROBES"]
+
+POLICIES: tuple[Durability, ...] = ("none", "batch", "every")
+
+
+def _record(args: argparse.Namespace) -> dict[str, object]:
+    """Alternated rounds of null / none / batch / every; median ratios of wall and CPU time."""
+    from bench.scenario import bench_agent, run_iterations
+    from fpdebug.engine import EventSink, NullSink, TraceFileSink
+
+    agent = bench_agent()
+    agent.check()  # compile now, outside the timing
+    run_iterations(agent, 40, sink=NullSink())  # warm the code paths every variant shares
+    policies = [policy for policy in POLICIES if policy in args.policies.split(",")]
+    null = NullSink()
+    sinks: dict[str, EventSink] = {"null": null}
+    for policy in policies:
+        sinks[policy] = TraceFileSink.create(
+            args.out.with_suffix(f".{policy}.jsonl"), durability=policy, overwrite=True
+        )
+    names = list(sinks)
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    iterations = 0
+    for round_ in range(args.rounds):
+        shift = round_ % len(names)
+        for variant in names[shift:] + names[:shift]:
+            gc.collect()
+            started, started_cpu = time.perf_counter(), time.process_time()
+            _, done = run_iterations(agent, args.per_round, sink=sinks[variant])
+            wall[variant].append(time.perf_counter() - started)
+            cpu[variant].append(time.process_time() - started_cpu)
+            if variant == "null":
+                iterations += done
+    for name in policies:
+        sinks[name].close()
+    result: dict[str, object] = {
+        "iterations": iterations,
+        "events": null.count,
+        "rounds": args.rounds,
+        "per_round": args.per_round,
+        "bytes": args.out.with_suffix(f".{policies[0]}.jsonl").stat().st_size if policies else 0,
+        "wall_s": wall,
+        "cpu_s": cpu,
+    }
+    for name in policies:
+        result[f"{name}_wall_x"] = statistics.median(
+            w / b for w, b in zip(wall[name], wall["null"], strict=True)
+        )
+        result[f"{name}_cpu_x"] = statistics.median(
+            c / b for c, b in zip(cpu[name], cpu["null"], strict=True)
+        )
+        args.out.with_suffix(f".{name}.jsonl").unlink()
+    return result
+
+
+def _bytes_per_iteration(args: argparse.Namespace) -> dict[str, object]:
+    """Trace bytes per iteration of one run of each length (the header excluded)."""
+    from bench.scenario import bench_agent
+    from fpdebug.demo import support
+    from fpdebug.engine import TraceFileSink
+
+    agent = bench_agent().max_iterations(10**6)
+    result: dict[str, object] = {}
+    with tempfile.TemporaryDirectory(prefix="fpdebug-bytes-") as folder:
+        for count in args.iterations:
+            path = Path(folder) / f"run-{count}.fptrace.jsonl"
+            with TraceFileSink.create(path, durability="none") as sink:
+                header = sink.writer.size
+                started = time.perf_counter()
+                run = agent.run(
+                    list(support.USER_MESSAGES) * max(count // 5, 1),
+                    provider=support.scripted_provider(),
+                    sink=sink,
+                    run_id=f"bytes-{count}",
+                )
+                seconds = time.perf_counter() - started
+            if run.status != "completed":
+                raise RuntimeError(f"the {count}-iteration run ended {run.status}: {run.error}")
+            size = path.stat().st_size - header
+            result[str(count)] = {
+                "iterations": run.iterations,
+                "bytes": size,
+                "bytes_per_iteration": size / run.iterations,
+                "seconds": seconds,
+            }
+            path.unlink()
+    return result
+
+
+RECORDING_PROBES: dict[str, Probe] = {
+    "record": (
+        _record,
+        lambda p: (
+            p.add_argument("--per-round", type=int, default=100),
+            p.add_argument("--rounds", type=int, default=7),
+            p.add_argument("--policies", default=",".join(POLICIES)),
+            p.add_argument("--out", type=Path, required=True),
+        ),
+    ),
+    "bytes-per-iteration": (
+        _bytes_per_iteration,
+        lambda p: p.add_argument("--iterations", type=int, nargs="+", default=[10, 100, 1000]),
+    ),
+}
+"""Probe name → (function, argument declarations)."""
+
+
+if __name__ == "__main__":
+    sys.exit(main(probes=RECORDING_PROBES))
