@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fpdebug.backtrack.fork import ForkEdit, ForkPoint, check_edits, edit_request
+from fpdebug.backtrack.fork_passes import edit_pass
 from fpdebug.backtrack.rerun import (
     ModuleLoader,
     RerunProvider,
@@ -26,7 +27,16 @@ from fpdebug.engine.providers.replay import ReplayProvider, request_difference
 from fpdebug.engine.sink import EventSink, TraceFileSink
 from fpdebug.errors import BacktrackError, FpdebugError, ReplayDivergenceError
 from fpdebug.trace.clock import Clock, SystemClock
-from fpdebug.trace.schema import ForkOrigin, LlmCallEvent, LlmRequest, RunStartEvent, TraceEvent
+from fpdebug.trace.schema import (
+    ForkOrigin,
+    LlmCallEvent,
+    LlmRequest,
+    PassEvent,
+    RunStartEvent,
+    SlotRouting,
+    TraceEvent,
+    TurnStartEvent,
+)
 
 __all__ = ["CONTINUATIONS", "FirstDifference", "ForkOutcome", "ForkProvider", "run_fork"]
 
@@ -89,19 +99,45 @@ class ForkProvider:
 
 
 class _ForkSink:
-    """Writes to the trace file, with ``run_start.fork_of`` set, and keeps the fork's calls."""
+    """Writes to the trace file, with ``run_start.fork_of`` set and the passes from the fork point on
+    recording the edits (:func:`~fpdebug.backtrack.fork_passes.edit_pass`); keeps the fork's calls."""
 
-    def __init__(self, inner: EventSink, origin: ForkOrigin) -> None:
+    def __init__(
+        self, inner: EventSink, origin: ForkOrigin, point: ForkPoint, edits: Sequence[ForkEdit]
+    ) -> None:
         self.inner = inner
         self.origin = origin
+        self.point = point
+        self.edits = tuple(edits)
         self.calls: list[LlmCallEvent] = []
+        self._prior: SlotRouting | None = None  # the previous pass's routing, as recorded, this turn
 
     def emit(self, event: TraceEvent) -> None:
         if isinstance(event, RunStartEvent):
             event = event.model_copy(update={"fork_of": self.origin})
         elif isinstance(event, LlmCallEvent):
             self.calls.append(event)
+        elif isinstance(event, TurnStartEvent):
+            self._prior = None  # the evaluator's delta starts again each turn
+        elif isinstance(event, PassEvent):
+            event = self._pass(event)
         self.inner.emit(event)
+
+    def _pass(self, event: PassEvent) -> PassEvent:
+        point = self.point
+        where = (event.turn or 0, event.iteration or 0)
+        if where >= (point.turn, point.at_pass):
+            event = edit_pass(
+                event,
+                self.edits,
+                declared=point.run_start.injections,
+                at_pass=point.at_pass,
+                turn=point.turn,
+                at_fork_pass=where == (point.turn, point.at_pass),
+                prior=self._prior,
+            )
+        self._prior = event.by_slot
+        return event
 
     def close(self) -> None:
         self.inner.close()
@@ -291,7 +327,7 @@ def run_fork(
     clock = clock or SystemClock()
     options = dict(point.run_start.options)
     with TraceFileSink.create(path, clock=clock, overwrite=overwrite) as file_sink:
-        sink = _ForkSink(file_sink, origin)
+        sink = _ForkSink(file_sink, origin, point, edits)
         # Nothing reaches the network unless the user asked for a live continuation.
         with allow_live_calls(source is not None and source.live):
             result = agent.edit_requests(edit).run(
