@@ -202,6 +202,8 @@ class FpdebugApp(App[None]):
     @classmethod
     def binding_groups(cls) -> list[KeyGroup]:
         """Every binding of the debugger, grouped for the help."""
+        from fpdebug.tui.screens.fork_screen import FORK_SCREEN_KEYS  # the fork: not for the first screen
+        from fpdebug.tui.screens.text_screen import TEXT_SCREEN_KEYS
         from fpdebug.tui.widgets.backtrack_pane import (
             BacktrackPane,
         )  # the backtracker: not for the first screen
@@ -214,6 +216,8 @@ class FpdebugApp(App[None]):
             ("Links: diff and backtrack pane", list(LinkDocument.BINDINGS)),
             ("Backtrack pane", list(BacktrackPane.BINDINGS)),
             ("Search prompt", list(SearchBar.BINDINGS)),
+            ("Fork screen (F)", list(FORK_SCREEN_KEYS)),
+            ("Ledger view (L) and a fork's diff", list(TEXT_SCREEN_KEYS)),
             ("Help", list(HelpScreen.BINDINGS)),
         ]
 
