@@ -1,17 +1,24 @@
 """A fork's ``pass`` records tell what the fork did: an edited-out injection is skipped with the
 edit named, an edited-in one rides ``via: fork-edit``, and the passes before the fork point are
-the parent's (docs/guide/fork.md, "What the trace records")."""
+the parent's (docs/guide/fork.md, "What the trace records"). And what the debugger's fork screen
+needs of the headless fork: cancelling, the output's place, a live continuation's price."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
-from fpdebug.backtrack.fork import ForkEdit
+from fpdebug.backtrack import fork_place
+from fpdebug.backtrack.fork import ForkEdit, load_fork_point
+from fpdebug.backtrack.fork_place import fork_output_for
+from fpdebug.backtrack.fork_run import run_fork
+from fpdebug.demo import recorded_module_loader
 from fpdebug.engine.providers.base import BLOCK_ENV_VAR
 from fpdebug.trace.reader import TraceReader
-from fpdebug.trace.schema import PassEvent, Skipped
+from fpdebug.trace.schema import LlmCallEvent, PassEvent, Skipped
+from fpdebug.views.fork_summary import live_cost_estimate
 from tests.backtrack.test_fork import calls, demo_trace, fork, injection_ids
 
 _VOLATILE = {"seq", "ts", "run_id"}
@@ -97,3 +104,53 @@ def test_an_edit_that_changes_no_injection_leaves_the_passes_alone(tmp_path: Pat
     assert [p.model_dump(exclude=_VOLATILE) for p in new[:3]] == [
         p.model_dump(exclude=_VOLATILE) for p in old[:3]
     ]
+
+
+def test_a_cancelled_fork_ends_interrupted_and_valid(tmp_path: Path) -> None:
+    parent = demo_trace(tmp_path, "planted-fact")
+    point = load_fork_point(parent, at_pass=2)
+    stop = threading.Event()
+    seen: list[int] = []
+
+    def progress(call: LlmCallEvent) -> None:
+        seen.append(call.iteration or 0)
+        stop.set()  # cancel once the first call is written
+
+    outcome = run_fork(
+        point,
+        [ForkEdit("drop-injection", "vip-override")],
+        output=tmp_path / "cancelled.fptrace.jsonl",
+        load_module=recorded_module_loader(parent),
+        provider="scripted",
+        stop=stop,
+        progress=progress,
+    )
+    assert outcome.result.status == "interrupted"
+    assert seen == [1] and len(outcome.calls) == 1
+    with TraceReader(outcome.path) as reader:
+        assert reader.problems() == []
+
+
+def test_the_debuggers_fork_goes_to_the_cache_when_the_parents_folder_will_not_take_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = tmp_path / "runs" / "a.fptrace.jsonl"
+    parent.parent.mkdir()
+    parent.write_text("")
+    assert fork_output_for(parent, 3) == parent.with_name("a.fork-pass3.fptrace.jsonl")
+    (parent.parent / "a.fork-pass3.fptrace.jsonl").write_text("")
+    assert fork_output_for(parent, 3).name == "a.fork-pass3-2.fptrace.jsonl"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(fork_place, "may_write_beside", lambda path: False)  # read-only, or tracked
+    cached = fork_output_for(parent, 3)
+    assert cached.parent.parent == tmp_path / "cache" / "fpdebug" / "forks"
+    assert cached.name == "a.fork-pass3.fptrace.jsonl"
+
+
+def test_a_live_continuation_is_priced_before_it_runs(tmp_path: Path) -> None:
+    point = load_fork_point(demo_trace(tmp_path, "planted-fact"), at_pass=2)
+    assert live_cost_estimate(point, "openai", "gpt-4o").startswith("about $")
+    assert "from pass 2 on" in live_cost_estimate(point, "openai", "gpt-4o")
+    assert live_cost_estimate(point, "openai", "no-such-model").startswith(
+        "no estimate: no-such-model has no price"
+    )
