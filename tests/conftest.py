@@ -48,6 +48,8 @@ SLOW_MODULES = frozenset(
         "tests/tui/test_backtrack_pane.py",
         "tests/tui/test_backtrack_pane_snapshots.py",
         "tests/tui/test_diff.py",
+        "tests/tui/test_runs_tui.py",
+        "tests/tui/test_runs_snapshots.py",
         "tests/tui/test_diff_snapshots.py",
         "tests/tui/test_drive.py",
         "tests/tui/test_invalid_lines.py",

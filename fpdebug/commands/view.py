@@ -1,5 +1,8 @@
 """``fpdebug view TRACE [--follow] [--keymap FILE]``: open a trace in the Textual debugger.
 
+``fpdebug view DIR`` (or several files) opens the runs table instead: the rows ``fpdebug runs``
+prints, from which a run opens in the debugger and two runs open in the run diff.
+
 ``TRACE`` may also be a foreign recording (OTLP, agentfootprint): it is imported on the fly, once,
 into ``$XDG_CACHE_HOME/fpdebug/imports`` (keyed by the file's size, mtime and content), and that
 import is opened.
@@ -17,9 +20,11 @@ HELP = "Open a trace in the terminal debugger (passes, leases, calls, events, sk
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``TRACE``, ``--follow`` and ``--keymap``."""
     parser.add_argument(
-        "trace",
+        "traces",
+        nargs="+",
         metavar="TRACE",
-        help="the trace file (*.fptrace.jsonl), or an OTLP / agentfootprint file (imported on the fly)",
+        help="the trace file (*.fptrace.jsonl), or an OTLP / agentfootprint file (imported on the fly); "
+        "a folder or several files open the runs table (as fpdebug runs lists them)",
     )
     parser.add_argument(
         "--follow",
@@ -69,11 +74,41 @@ def run(args: argparse.Namespace) -> int:
 
     from fpdebug.tui import collector
 
+    if len(args.traces) > 1 or os.path.isdir(args.traces[0]):
+        return _open_runs(args)
+    args.trace = args.traces[0]
     collector.pause()  # until the first screen is up (the trace loader resumes it)
     try:
         return _open(args)
     finally:
         collector.resume()
+
+
+def _open_runs(args: argparse.Namespace) -> int:
+    """The runs table of a folder or several files (each trace opens from it in the debugger).
+
+    Raises:
+        ConfigError: ``--follow``, ``--module`` or ``--force-module``, which are about one trace;
+            or an invalid keymap.
+    """
+    from fpdebug.errors import ConfigError
+    from fpdebug.tui.app import keymap_ids
+    from fpdebug.tui.keymap import find_keymap, load_keymap
+    from fpdebug.tui.runs_app import RunsApp
+
+    for given, option in (
+        (args.follow, "--follow"),
+        (args.module, "--module"),
+        (args.force_module, "--force-module"),
+    ):
+        if given:
+            raise ConfigError(
+                f"{option} is about one trace: give one trace file, not a folder or several files"
+            )
+    keymap_path = find_keymap(args.keymap)
+    keymap = load_keymap(keymap_path, known_ids=keymap_ids()) if keymap_path is not None else {}
+    RunsApp(args.traces, keymap=keymap).run()
+    return 0
 
 
 def _open(args: argparse.Namespace) -> int:

@@ -203,6 +203,8 @@ class FpdebugApp(App[None]):
     def binding_groups(cls) -> list[KeyGroup]:
         """Every binding of the debugger, grouped for the help."""
         from fpdebug.tui.screens.fork_screen import FORK_SCREEN_KEYS  # the fork: not for the first screen
+        from fpdebug.tui.screens.run_diff_screen import RunDiffScreen  # fpdebug view DIR's screens
+        from fpdebug.tui.screens.runs_screen import RunsScreen
         from fpdebug.tui.screens.text_screen import TEXT_SCREEN_KEYS
         from fpdebug.tui.widgets.backtrack_pane import (
             BacktrackPane,
@@ -215,9 +217,11 @@ class FpdebugApp(App[None]):
             ("Documents: inspector, calls, details, skill map, help", list(DocumentView.BINDINGS)),
             ("Links: diff and backtrack pane", list(LinkDocument.BINDINGS)),
             ("Backtrack pane", list(BacktrackPane.BINDINGS)),
+            ("Runs table (fpdebug view DIR)", list(RunsScreen.BINDINGS)),
+            ("Run diff (d in the runs table; a finished fork)", list(RunDiffScreen.BINDINGS)),
             ("Search prompt", list(SearchBar.BINDINGS)),
             ("Fork screen (F)", list(FORK_SCREEN_KEYS)),
-            ("Ledger view (L) and a fork's diff", list(TEXT_SCREEN_KEYS)),
+            ("Ledger view (L)", list(TEXT_SCREEN_KEYS)),
             ("Help", list(HelpScreen.BINDINGS)),
         ]
 

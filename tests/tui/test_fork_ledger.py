@@ -21,6 +21,7 @@ from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import PassEvent, RunStartEvent
 from fpdebug.tui.app import FpdebugApp
 from fpdebug.tui.screens.fork_screen import ForkScreen
+from fpdebug.tui.screens.run_diff_screen import RunDiffScreen
 from fpdebug.tui.screens.text_screen import TextScreen
 from fpdebug.views.ledger_text import ledger_lines
 from tests.tui.helpers import opened, screen_text, snapshot_keys, wait_for
@@ -78,17 +79,21 @@ async def test_f_edits_runs_and_opens_the_diff_at_the_forks_pass(tmp_path: Path)
         # Scripted, then run: the diff replaces the edit screen.
         await pilot.click("#fork-provider")
         await pilot.press("up", "enter")  # anthropic → scripted
-        assert await wait_for(pilot, lambda: "scripted: the scenario's scripted model" in screen_text(pilot.app))
+        assert await wait_for(
+            pilot, lambda: "scripted: the scenario's scripted model" in screen_text(pilot.app)
+        )
         await pilot.click("#fork-run")
         assert await wait_for(
-            pilot, lambda: isinstance(pilot.app.screen, TextScreen) and pilot.app.screen.done
+            pilot,
+            lambda: isinstance(pilot.app.screen, RunDiffScreen) and pilot.app.screen.loaded is not None,
         ), screen_text(pilot.app)
+        assert await wait_for(pilot, lambda: "first divergence at T1·I2" in screen_text(pilot.app))
         text = screen_text(pilot.app)
-        assert "first divergence: T1·I2, context pass" in text
+        assert "A planted-fact.fptrace.jsonl  ·  B planted-fact.fork-pass2.fptrace.jsonl" in text
         assert "injection vip-override" in text
-        assert "skipped: fork-edit (fork edit drop-injection at pass 2 of turn 1)" in text
-        await pilot.press("escape")
-        assert await wait_for(pilot, lambda: "Fork run" not in screen_text(pilot.app))
+        assert "fork-edit (fork edit drop-injection at pass 2 of turn 1)" in text
+        await pilot.press("escape")  # back to the parent's trace
+        assert await wait_for(pilot, lambda: pilot.app.screen is _screen)
     # The fork's trace sits beside its parent, names it, and records the drop in its pass.
     forked = tmp_path / "planted-fact.fork-pass2.fptrace.jsonl"
     with TraceReader(forked) as reader:

@@ -38,7 +38,8 @@ _SAME = {
     "page down": {"page-down", "scroll-page-down", "breakpoints-page-down"},
     "page up": {"page-up", "scroll-page-up", "breakpoints-page-up"},
     "open": {"select", "open-link"},
-    "search": {"search", "breakpoints-search"},
+    "search": {"search", "breakpoints-search", "runs-filter"},
+    "mark to diff": {"mark-diff", "runs-mark"},
 }
 """Binding ids that mean the same thing in different places."""
 

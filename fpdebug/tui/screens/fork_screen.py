@@ -15,7 +15,8 @@ The fork runs in a worker thread, its progress (each call written) in the status
 cancels it before its next model call (the run ends ``interrupted``), and closes the screen when
 nothing runs. The fork's trace is written beside the parent, or in fpdebug's cache when the
 parent's folder is read-only or tracked by git (:func:`~fpdebug.backtrack.fork_place.fork_output_for`).
-When the fork ends, the diff of the parent and the fork replaces this screen.
+When the fork ends, the diff of the parent's run and the fork's
+(:class:`~fpdebug.tui.screens.run_diff_screen.RunDiffScreen`) replaces this screen.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from fpdebug.errors import FpdebugError
 from fpdebug.trace.inert import inert_line
 from fpdebug.trace.schema import LlmCallEvent
 
-__all__ = ["EDIT_CHOICES", "FORK_SCREEN_KEYS", "ForkScreen", "fork_diff_lines"]
+__all__ = ["EDIT_CHOICES", "FORK_SCREEN_KEYS", "ForkScreen"]
 
 EDIT_CHOICES: tuple[tuple[str, str], ...] = (
     ("drop-injection", "drop an injection active at the pass"),
@@ -63,22 +64,6 @@ FORK_SCREEN_KEYS: list[BindingType] = [
     ),
 ]
 """The fork screen's own key (its form is driven with tab, the arrows and enter)."""
-
-
-def fork_diff_lines(parent: Path, run_id: str, fork: Path) -> list[str]:
-    """The text of ``fpdebug diff PARENT FORK`` for the parent's run and the fork's (one) run."""
-    from fpdebug.trace.reader import TraceReader
-    from fpdebug.views.run_diff import choose_run, run_diff
-    from fpdebug.views.run_diff.reading import load_all
-    from fpdebug.views.run_diff.text import render
-    from fpdebug.views.session import TraceSession
-
-    with TraceReader(parent, index=False) as a_reader, TraceReader(fork, index=False) as b_reader:
-        a, b = load_all(TraceSession(a_reader)), load_all(TraceSession(b_reader))
-        run_a = choose_run(a, run_id, f"A ({parent.name})")
-        run_b = choose_run(b, None, f"B ({fork.name})")
-        diff = run_diff((a, run_a, str(parent)), (b, run_b, str(fork)))
-    return render(diff).splitlines()
 
 
 class ForkScreen(Screen[None]):
@@ -198,7 +183,9 @@ class ForkScreen(Screen[None]):
         self._kind_changed()
         self._continuation_changed()
         calls = "1 call replays" if point.before == 1 else f"{point.before} calls replay"
-        self._say(f"{calls} before pass {point.at_pass} · add edits, then Run fork · tab moves · escape closes")
+        self._say(
+            f"{calls} before pass {point.at_pass} · add edits, then Run fork · tab moves · escape closes"
+        )
         self.query_one("#fork-kind", Select).focus()
 
     # ------------------------------------------------------------------------------------------
@@ -393,13 +380,11 @@ class ForkScreen(Screen[None]):
             self.query_one("#fork-run", Button).disabled = False
             self._say(f"cancelled: the fork's trace ends interrupted ({outcome.path})", error=True)
             return
-        from fpdebug.tui.screens.text_screen import TextScreen
+        from fpdebug.tui.screens.run_diff_screen import RunDiffScreen
 
-        parent, run_id, fork = self.trace, self.run_id, outcome.path
-        title = f"Diff: {parent.name} (A) vs fork {fork.name} (B) · {outcome.result.status}"
-        self.app.switch_screen(
-            TextScreen(title, lambda: fork_diff_lines(parent, run_id, fork), busy="comparing the runs…")
-        )
+        # The parent's run (A) against the fork's (B), first divergence first; escape comes back
+        # to the parent's trace.
+        self.app.switch_screen(RunDiffScreen(self.trace, outcome.path, run_left=self.run_id))
 
     def action_back(self) -> None:
         """Cancel the running fork, or close the screen."""

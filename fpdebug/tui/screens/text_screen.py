@@ -1,6 +1,6 @@
-"""TextScreen: a titled, scrollable document built off the UI thread (the Ledger view, a fork's diff).
+"""TextScreen: a titled, scrollable document built off the UI thread (the Ledger view).
 
-The text is made by a function that may read many files (every trace of a folder, two whole runs),
+The text is made by a function that may read many files (every trace of a folder),
 so it runs in a worker thread; the screen says what it is doing until the lines arrive, and says
 what went wrong, in one line, if the function raised. Escape goes back to the trace screen.
 """
@@ -28,7 +28,7 @@ TEXT_SCREEN_KEYS: list[BindingType] = [
         "close",
         "Back",
         id="document-close",
-        tooltip="Close the Ledger view or the fork's diff: back to the trace.",
+        tooltip="Close the Ledger view: back to the trace.",
     ),
 ]
 """The keys of a text screen (its document's own keys scroll it)."""
