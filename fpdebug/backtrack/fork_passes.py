@@ -74,6 +74,19 @@ def _routing(
     )
 
 
+def _trigger_counts(counts: dict[str, int], gone: Sequence[ActiveReason], added: int) -> dict[str, int]:
+    """Active injections by trigger kind, less those the fork left out, plus those it put in."""
+    counts = dict(counts)
+    for reason in gone:
+        if counts.get(reason.via, 0) > 0:
+            counts[reason.via] -= 1
+            if not counts[reason.via]:
+                del counts[reason.via]
+    if added:
+        counts["fork-edit"] = counts.get("fork-edit", 0) + added
+    return counts
+
+
 def edit_pass(
     event: PassEvent,
     edits: Sequence[ForkEdit],
@@ -115,14 +128,7 @@ def edit_pass(
         Skipped(id=i, reason="fork-edit", error=fork_edit_reason(e, at_pass=at_pass, turn=turn))
         for i, e in removals.items()
     ]
-    counts = dict(event.trigger_kind_counts)
-    for reason in gone:
-        if counts.get(reason.via, 0) > 0:
-            counts[reason.via] -= 1
-            if not counts[reason.via]:
-                del counts[reason.via]
-    if additions:
-        counts["fork-edit"] = counts.get("fork-edit", 0) + len(additions)
+    counts = _trigger_counts(event.trigger_kind_counts, gone, len(additions))
     by_slot = _routing(event.by_slot, removed, [by_id[i] for i in additions], order)
 
     def listed(values: list[str] | None, *, add: bool) -> list[str] | None:
