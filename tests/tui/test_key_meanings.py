@@ -20,6 +20,8 @@ from textual.dom import DOMNode
 from fpdebug.tui.drive.app import DriveApp
 from fpdebug.tui.drive.breakpoints_menu import BreakpointsScreen
 from fpdebug.tui.screens.help_screen import HelpDocument, HelpScreen
+from fpdebug.tui.screens.run_diff_screen import RunDiffDocument, RunDiffScreen
+from fpdebug.tui.screens.runs_screen import RunsScreen
 from fpdebug.tui.screens.trace_screen import TraceScreen
 from fpdebug.tui.widgets.backtrack_pane import BacktrackDocument
 from fpdebug.tui.widgets.calls import CallView
@@ -27,6 +29,7 @@ from fpdebug.tui.widgets.diff import DiffView
 from fpdebug.tui.widgets.events import EventDetail, EventList
 from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.leases import LeaseDetail, LeaseGantt
+from fpdebug.tui.widgets.runs_list import RunsList
 from fpdebug.tui.widgets.skill_map import SkillMapView
 from fpdebug.tui.widgets.timeline import IterationTimeline
 
@@ -121,6 +124,8 @@ def _keys_of(*nodes: type[DOMNode]) -> dict[str, str]:
         (BacktrackDocument, TraceScreen),
         (HelpDocument, HelpScreen),
         (BreakpointsScreen, BreakpointsScreen),
+        (RunsList, RunsScreen),
+        (RunDiffDocument, RunDiffScreen),
     ],
 )
 def test_every_list_menu_and_document_answers_the_same_keys(

@@ -24,14 +24,16 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widgets import Input
 
 from fpdebug.trace.model import Run
 from fpdebug.tui.text import Palette
-from fpdebug.tui.widgets.bars import KeysFooter, RunHeader
-from fpdebug.tui.widgets.document import Block, DocBuilder, blank
+from fpdebug.tui.widgets.bars import DOCUMENT_SEARCH, KeysFooter, RunHeader, SearchBar
+from fpdebug.tui.widgets.document import Block, DocBuilder, Part, blank
 from fpdebug.tui.widgets.link_document import Jump, LinkBlock, LinkDocument
 from fpdebug.views.run_diff import Difference, Point, RunDiff
 from fpdebug.views.run_diff.text import STAGE_WORDS, point_summary
+from fpdebug.views.session import TraceSession
 
 __all__ = ["LoadedDiff", "PointLink", "RunDiffDocument", "RunDiffScreen", "load_diff"]
 
@@ -65,11 +67,8 @@ def _point_line(run: Run, point: Point) -> int | None:
     return lines[0] if lines else None
 
 
-def _partial_notes(name: str, session: object, run: Run) -> list[str]:
+def _partial_notes(name: str, session: TraceSession, run: Run) -> list[str]:
     """What makes the comparison partial (the CLI refuses these without ``--partial``)."""
-    from fpdebug.views.session import TraceSession
-
-    assert isinstance(session, TraceSession)
     notes = []
     if run.end_line is None:
         notes.append(
@@ -93,7 +92,6 @@ def load_diff(
     from fpdebug.trace.reader import TraceReader
     from fpdebug.views.run_diff import choose_run, run_diff
     from fpdebug.views.run_diff.reading import load_all, validate_run
-    from fpdebug.views.session import TraceSession
 
     opened: list[TraceSession] = []
     try:
@@ -140,8 +138,8 @@ def _difference(doc: DocBuilder, difference: Difference) -> None:
     palette = doc.palette
     doc.line((_name(difference), palette.accent), indent=2)
     for side, value in (("A", difference.a), ("B", difference.b)):
-        shown: tuple[object, object] = (value, "") if value is not None else ("—", palette.dim)
-        doc.line((f"{side}: ", palette.key), shown, indent=4, hang=3)  # type: ignore[arg-type]
+        shown: Part = (value, "") if value is not None else ("—", palette.dim)
+        doc.line((f"{side}: ", palette.key), shown, indent=4, hang=3)
     if difference.why:
         doc.line(("why: ", palette.key), (difference.why, palette.dim), indent=4, hang=5)
     for row in difference.detail:
@@ -269,12 +267,22 @@ class RunDiffScreen(Screen[None]):
             "back",
             "Back",
             id="run-diff-back",
-            tooltip="Leave the run diff (back to the runs table).",
+            tooltip="End the search, else leave the run diff (back to the runs table).",
+        ),
+        # The search keys of every document, under the same ids (a remapped key is remapped here too).
+        Binding("slash", "search", "Search", id="search", key_display="/", tooltip="Search the diff."),
+        Binding("n", "step_match(1)", "Next match", show=False, id="next-match", tooltip="Next match."),
+        Binding(
+            "N", "step_match(-1)", "Prev match", show=False, id="previous-match", tooltip="Previous match."
         ),
     ]
 
     DEFAULT_CSS = """
-    RunDiffScreen > RunDiffDocument { height: 1fr; }
+    RunDiffScreen {
+        & > RunDiffDocument { height: 1fr; }
+        & > SearchBar { display: none; }
+        &.-searching > SearchBar { display: block; }
+    }
     """
 
     def __init__(
@@ -290,6 +298,7 @@ class RunDiffScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-diff-header")
         yield RunDiffDocument(id="run-diff")
+        yield SearchBar(id="run-diff-search")
         yield KeysFooter()
 
     @property
@@ -310,6 +319,7 @@ class RunDiffScreen(Screen[None]):
         header.append("\n")
         header.append("comparing…", style="dim")
         self.query_one(RunHeader).show(header)
+        self.query_one("#search-input", Input).placeholder = DOCUMENT_SEARCH
         self.document.rebuild()
         self.document.focus()
         self._load()
@@ -317,10 +327,16 @@ class RunDiffScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="run-diff")
     def _load(self) -> None:
         loaded = load_diff(self.left, self.right, *self._runs)
-        self.app.call_from_thread(self._show, loaded)
+        try:
+            self.app.call_from_thread(self._show, loaded)
+        except RuntimeError:
+            pass  # the app closed while the traces were read
 
     def _show(self, loaded: LoadedDiff) -> None:
         from fpdebug.tui.text import plain
+
+        if not self.is_attached:
+            return  # the user left before the diff was made
 
         document = self.document
         document.loaded = loaded
@@ -363,8 +379,36 @@ class RunDiffScreen(Screen[None]):
 
         open_trace(self.app, self.left if side == 0 else self.right, line)
 
+    def action_search(self) -> None:
+        """Open the search prompt of the diff."""
+        self.add_class("-searching")
+        field = self.query_one("#search-input", Input)
+        field.value = self.document.finder.query
+        field.focus()
+
+    @on(Input.Changed, "#search-input")
+    def _typed(self, event: Input.Changed) -> None:
+        self.document.search(event.value)
+
+    @on(Input.Submitted, "#search-input")
+    @on(SearchBar.Closed)
+    def _search_closed(self) -> None:
+        self.remove_class("-searching")
+        self.document.focus()
+
+    def action_step_match(self, delta: int) -> None:
+        """The next (``1``) or previous (``-1``) match of the search."""
+        document = self.document
+        if not document.finder.active:
+            self.notify("No search: press / to search.", timeout=2)
+        elif not document.step_match(delta):
+            self.app.bell()
+
     def action_back(self) -> None:
-        """Back to the screen below (the runs table)."""
+        """End the search; else back to the screen below (the runs table)."""
+        if self.document.finder.active:
+            self.document.clear_search()
+            return
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
         else:

@@ -98,6 +98,11 @@ class RunsScreen(Screen[None]):
             id="runs-filter",
             tooltip="Filter the runs: status:failed, tool:refund, lease:x, model:, agent:, source:, or words.",
         ),
+        # As in every filtered list: n / N step through the rows the filter keeps (wrapping).
+        Binding("n", "step_match(1)", "Next match", show=False, id="next-match", tooltip="Next match."),
+        Binding(
+            "N", "step_match(-1)", "Prev match", show=False, id="previous-match", tooltip="Previous match."
+        ),
         Binding(
             "escape",
             "clear_filter",
@@ -171,9 +176,14 @@ class RunsScreen(Screen[None]):
             table, error = build_table(self.paths, use_cache=self.use_cache), None
         except Exception as exc:  # the table says why, the app stays up
             table, error = RunsTable(), f"{type(exc).__name__}: {exc}"
-        self.app.call_from_thread(self._built, table, error)
+        try:
+            self.app.call_from_thread(self._built, table, error)
+        except RuntimeError:
+            pass  # the app closed while the traces were read
 
     def _built(self, table: RunsTable, error: str | None) -> None:
+        if not self.is_attached:
+            return
         self.table = table
         self.error = error
         self.show_rows()
@@ -278,6 +288,13 @@ class RunsScreen(Screen[None]):
         self.filter_text = text.strip()
         self.show_rows()
         return True
+
+    def action_step_match(self, delta: int) -> None:
+        """The next (``1``) or previous (``-1``) run the filter keeps."""
+        if not self.filter_text:
+            self.notify("No filter: press / to filter.", timeout=2)
+        elif not self.runs_list.step(delta, wrap=True):
+            self.app.bell()
 
     def action_clear_filter(self) -> None:
         """Clear the filter."""
