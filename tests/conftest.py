@@ -78,6 +78,7 @@ SLOW_MODULES = frozenset(
         "tests/cli/test_export_report_serve.py",
         "tests/cli/test_serve_demo.py",
         "tests/tui/test_go_to.py",
+        "tests/tui/test_fork_ledger.py",
         "tests/tui/test_verdict_first.py",
         "tests/tui/test_badge_reason.py",
         "tests/tui/test_lease_reason.py",

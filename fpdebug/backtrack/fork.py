@@ -30,8 +30,9 @@ every request from N on), ``tool-result`` (a call answered before N: its result'
 request from N on), ``grant-lease`` (a declared injection: served at pass N only, as a ``next-call``
 lease serves one pass), ``revoke-lease`` (a lease granted before N in the turn: its injection leaves
 every request from N on), ``model`` / ``provider`` (the continuation's), ``user-message`` (at
-pass 1 the turn starts with it; at a later pass the turn's message in every request from N on). The evaluator's own records (the pass event, its active
-set) are the rebuilt engine's; the ``llm_call`` shows what the model was actually sent.
+pass 1 the turn starts with it; at a later pass the turn's message in every request from N on). The
+``llm_call`` shows what the model was actually sent; the ``pass`` events from N on record the
+injection edits (:mod:`fpdebug.backtrack.fork_passes`: a dropped injection skipped as ``fork-edit``).
 """
 
 from __future__ import annotations

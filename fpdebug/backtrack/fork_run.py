@@ -7,11 +7,12 @@ See :mod:`fpdebug.backtrack.fork` for what a fork is and what each edit does; th
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from fpdebug.backtrack.fork import ForkEdit, ForkPoint, check_edits, edit_request
+from fpdebug.backtrack.fork_passes import edit_pass
 from fpdebug.backtrack.rerun import (
     ModuleLoader,
     RerunProvider,
@@ -24,9 +25,18 @@ from fpdebug.engine.providers import LIVE_PROVIDERS
 from fpdebug.engine.providers.base import LlmResponse, Provider, allow_live_calls
 from fpdebug.engine.providers.replay import ReplayProvider, request_difference
 from fpdebug.engine.sink import EventSink, TraceFileSink
-from fpdebug.errors import BacktrackError, FpdebugError, ReplayDivergenceError
+from fpdebug.errors import BacktrackError, FpdebugError, ReplayDivergenceError, RunInterrupted
 from fpdebug.trace.clock import Clock, SystemClock
-from fpdebug.trace.schema import ForkOrigin, LlmCallEvent, LlmRequest, RunStartEvent, TraceEvent
+from fpdebug.trace.schema import (
+    ForkOrigin,
+    LlmCallEvent,
+    LlmRequest,
+    PassEvent,
+    RunStartEvent,
+    SlotRouting,
+    TraceEvent,
+    TurnStartEvent,
+)
 
 __all__ = ["CONTINUATIONS", "FirstDifference", "ForkOutcome", "ForkProvider", "run_fork"]
 
@@ -44,8 +54,15 @@ class ForkProvider:
             where a request that no longer matches the recording ends the run (``diverged at call K``).
     """
 
-    def __init__(self, replay: ReplayProvider, before: int, continuation: Provider | None) -> None:
+    def __init__(
+        self,
+        replay: ReplayProvider,
+        before: int,
+        continuation: Provider | None,
+        stop: threading.Event | None = None,
+    ) -> None:
         self.replay = replay
+        self.stop = stop
         self.before = before
         self.continuation = continuation
         self.name = continuation.name if continuation is not None else replay.name
@@ -60,10 +77,14 @@ class ForkProvider:
         """Answer one call: from the recording before the fork point, then from the continuation.
 
         Raises:
+            RunInterrupted: ``stop`` was set (the fork was cancelled).
             ReplayDivergenceError: A call before the fork point differs from the parent's (the rebuilt
                 agent did not reproduce the run), or, continuing on replay, the recording has no
                 answer for this request.
         """
+        if self.stop is not None and self.stop.is_set():
+            # The debugger's cancel: the run ends `interrupted`, its trace valid up to here.
+            raise RunInterrupted("the fork was cancelled before its next model call")
         with self._lock:
             self.calls += 1
             number = self.calls
@@ -89,19 +110,53 @@ class ForkProvider:
 
 
 class _ForkSink:
-    """Writes to the trace file, with ``run_start.fork_of`` set, and keeps the fork's calls."""
+    """Writes to the trace file, with ``run_start.fork_of`` set and the passes from the fork point on
+    recording the edits (:func:`~fpdebug.backtrack.fork_passes.edit_pass`); keeps the fork's calls."""
 
-    def __init__(self, inner: EventSink, origin: ForkOrigin) -> None:
+    def __init__(
+        self,
+        inner: EventSink,
+        origin: ForkOrigin,
+        point: ForkPoint,
+        edits: Sequence[ForkEdit],
+        progress: Callable[[LlmCallEvent], None] | None = None,
+    ) -> None:
+        self.progress = progress
         self.inner = inner
         self.origin = origin
+        self.point = point
+        self.edits = tuple(edits)
         self.calls: list[LlmCallEvent] = []
+        self._prior: SlotRouting | None = None  # the previous pass's routing, as recorded, this turn
 
     def emit(self, event: TraceEvent) -> None:
         if isinstance(event, RunStartEvent):
             event = event.model_copy(update={"fork_of": self.origin})
         elif isinstance(event, LlmCallEvent):
             self.calls.append(event)
+        elif isinstance(event, TurnStartEvent):
+            self._prior = None  # the evaluator's delta starts again each turn
+        elif isinstance(event, PassEvent):
+            event = self._pass(event)
         self.inner.emit(event)
+        if isinstance(event, LlmCallEvent) and self.progress is not None:
+            self.progress(event)
+
+    def _pass(self, event: PassEvent) -> PassEvent:
+        point = self.point
+        where = (event.turn or 0, event.iteration or 0)
+        if where >= (point.turn, point.at_pass):
+            event = edit_pass(
+                event,
+                self.edits,
+                declared=point.run_start.injections,
+                at_pass=point.at_pass,
+                turn=point.turn,
+                at_fork_pass=where == (point.turn, point.at_pass),
+                prior=self._prior,
+            )
+        self._prior = event.by_slot
+        return event
 
     def close(self) -> None:
         self.inner.close()
@@ -238,6 +293,8 @@ def run_fork(
     live: bool = False,
     clock: Clock | None = None,
     overwrite: bool = False,
+    stop: threading.Event | None = None,
+    progress: Callable[[LlmCallEvent], None] | None = None,
 ) -> ForkOutcome:
     """Fork the parent run at its pass with ``edits`` and write the new trace to ``output``.
 
@@ -253,6 +310,8 @@ def run_fork(
         live: The caller allows a live continuation (the user passed ``--live``).
         clock: The fork's clock.
         overwrite: Replace ``output`` if it exists.
+        stop: Set it to cancel the fork before its next model call (the run ends ``interrupted``).
+        progress: Called (on the fork's thread) with each ``llm_call`` once it is written.
 
     Raises:
         BacktrackError: A bad edit, a run that cannot be rebuilt, a live provider without ``live``.
@@ -267,7 +326,7 @@ def run_fork(
     source = _continuation(point, provider, model, base_url, load_module)
     continuation = source.factory() if source is not None else None
     replay = ReplayProvider.from_trace(point.trace, run_id=point.run_id)
-    fork_provider = ForkProvider(replay, point.before, continuation)
+    fork_provider = ForkProvider(replay, point.before, continuation, stop)
 
     def edit(request: LlmRequest, turn: int, iteration: int) -> LlmRequest:
         if (turn, iteration) < (point.turn, point.at_pass):
@@ -291,7 +350,7 @@ def run_fork(
     clock = clock or SystemClock()
     options = dict(point.run_start.options)
     with TraceFileSink.create(path, clock=clock, overwrite=overwrite) as file_sink:
-        sink = _ForkSink(file_sink, origin)
+        sink = _ForkSink(file_sink, origin, point, edits, progress)
         # Nothing reaches the network unless the user asked for a live continuation.
         with allow_live_calls(source is not None and source.live):
             result = agent.edit_requests(edit).run(

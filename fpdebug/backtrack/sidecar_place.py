@@ -26,7 +26,14 @@ from pathlib import Path
 
 from fpdebug.trace.cachedir import cache_dir
 
-__all__ = ["SIDECAR_SUFFIX", "cached_sidecar_path", "sidecar_path_for", "sidecar_where", "tracked_by_git"]
+__all__ = [
+    "SIDECAR_SUFFIX",
+    "cached_sidecar_path",
+    "may_write_beside",
+    "sidecar_path_for",
+    "sidecar_where",
+    "tracked_by_git",
+]
 
 SIDECAR_SUFFIX = ".backtrack.jsonl"
 """Appended to the trace's file name: ``run.fptrace.jsonl`` → ``run.fptrace.jsonl.backtrack.jsonl``."""
@@ -44,7 +51,7 @@ def sidecar_path_for(trace: str | os.PathLike[str]) -> Path:
     if os.path.lexists(beside):
         return beside  # already there (a planted link is refused when it is opened, not skipped)
     cached = cached_sidecar_path(path)
-    if cached.exists() or not _may_write_beside(path):
+    if cached.exists() or not may_write_beside(path):
         return cached
     return beside
 
@@ -62,7 +69,7 @@ def cached_sidecar_path(trace: str | os.PathLike[str]) -> Path:
     return cache_dir("sidecars") / f"{key}-{path.name}{SIDECAR_SUFFIX}"
 
 
-def _may_write_beside(trace: Path) -> bool:
+def may_write_beside(trace: Path) -> bool:
     """Whether a sidecar may be created beside ``trace`` (its directory is writable and it is untracked)."""
     directory = trace.parent
     if not os.access(directory, os.W_OK | os.X_OK):

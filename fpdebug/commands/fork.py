@@ -111,14 +111,10 @@ def edits_of(args: argparse.Namespace) -> list[ForkEdit]:
 
 def default_output(trace: str, at_pass: int) -> Path:
     """``NAME.fork-passN.fptrace.jsonl`` beside the parent, never an existing file."""
+    from fpdebug.backtrack.fork_place import free_fork_path
+
     path = Path(trace)
-    stem = path.name.removesuffix(".jsonl").removesuffix(".fptrace")
-    candidate = path.with_name(f"{stem}.fork-pass{at_pass}.fptrace.jsonl")
-    counter = 2
-    while candidate.exists():
-        candidate = path.with_name(f"{stem}.fork-pass{at_pass}-{counter}.fptrace.jsonl")
-        counter += 1
-    return candidate
+    return free_fork_path(path.parent, path, at_pass)
 
 
 def run(args: argparse.Namespace) -> int:

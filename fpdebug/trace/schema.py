@@ -142,10 +142,11 @@ ContextSource: TypeAlias = Literal[
 """Where a piece of context came from: engineered flavors first, then the baseline sources."""
 
 SkipReason: TypeAlias = Literal[
-    "predicate-threw", "unknown-trigger-kind", "unknown-fact", "parked", "ledger-demoted"
+    "predicate-threw", "unknown-trigger-kind", "unknown-fact", "parked", "ledger-demoted", "fork-edit"
 ]
 """Why the evaluator left an injection out of a pass (closed set, docs/context-model.md §2.1;
-``ledger-demoted``: the context ledger's gate demoted it, docs/backtracking.md §9.10)."""
+``ledger-demoted``: the context ledger's gate demoted it, docs/backtracking.md §9.10; ``fork-edit``:
+a fork's edit left it out of a pass its evaluator admitted it to, docs/guide/fork.md)."""
 
 ToolResultStatus: TypeAlias = Literal[
     "success", "failure", "denied", "invalid", "partial", "pending", "absent"
@@ -562,9 +563,11 @@ class ActiveReason(Frozen):
 
     id: str
     """The injection id."""
-    via: Literal["always", "rule", "cursor", "on-tool-return", "llm-activated", "lease", "park-card"]
+    via: Literal[
+        "always", "rule", "cursor", "on-tool-return", "llm-activated", "lease", "park-card", "fork-edit"
+    ]
     """What admitted it: its own trigger kind, the skill-map cursor (a compiled node trigger),
-    a lease, or the kernel's park card row."""
+    a lease, the kernel's park card row, or a fork's edit (``add-injection``, ``grant-lease``)."""
     tool_name: str | None = None
     """``on-tool-return``: the matching tool; ``lease``: the granting tool; ``llm-activated``:
     ``read_skill`` or the proposing tool."""

@@ -202,8 +202,10 @@ class FpdebugApp(App[None]):
     @classmethod
     def binding_groups(cls) -> list[KeyGroup]:
         """Every binding of the debugger, grouped for the help."""
+        from fpdebug.tui.screens.fork_screen import FORK_SCREEN_KEYS  # the fork: not for the first screen
         from fpdebug.tui.screens.run_diff_screen import RunDiffScreen  # fpdebug view DIR's screens
         from fpdebug.tui.screens.runs_screen import RunsScreen
+        from fpdebug.tui.screens.text_screen import TEXT_SCREEN_KEYS
         from fpdebug.tui.widgets.backtrack_pane import (
             BacktrackPane,
         )  # the backtracker: not for the first screen
@@ -216,8 +218,10 @@ class FpdebugApp(App[None]):
             ("Links: diff and backtrack pane", list(LinkDocument.BINDINGS)),
             ("Backtrack pane", list(BacktrackPane.BINDINGS)),
             ("Runs table (fpdebug view DIR)", list(RunsScreen.BINDINGS)),
-            ("Run diff (d in the runs table)", list(RunDiffScreen.BINDINGS)),
+            ("Run diff (d in the runs table; a finished fork)", list(RunDiffScreen.BINDINGS)),
             ("Search prompt", list(SearchBar.BINDINGS)),
+            ("Fork screen (F)", list(FORK_SCREEN_KEYS)),
+            ("Ledger view (L)", list(TEXT_SCREEN_KEYS)),
             ("Help", list(HelpScreen.BINDINGS)),
         ]
 

@@ -7,13 +7,16 @@ FORK``, which the summary names.
 
 from __future__ import annotations
 
+import math
 import shlex
+from datetime import UTC, datetime
 
+from fpdebug.backtrack.fork import ForkPoint
 from fpdebug.backtrack.fork_run import ForkOutcome
-from fpdebug.trace.cost import CostTotal, call_cost
+from fpdebug.trace.cost import CostTotal, TokenCounts, call_cost, price_tokens, usage_of
 from fpdebug.trace.inert import inert_line
 
-__all__ = ["ANSWER_LIMIT", "outcome_lines"]
+__all__ = ["ANSWER_LIMIT", "live_cost_estimate", "outcome_lines"]
 
 ANSWER_LIMIT = 300
 """Characters of each final answer the summary shows."""
@@ -59,3 +62,30 @@ def _live_cost(outcome: ForkOutcome) -> str:
     # The one usage definition (cache reads and writes count as input), as `fpdebug summary` counts.
     tokens = sum(cost.tokens.input_total + cost.tokens.output for cost in costs)
     return f"{total.text()} over {len(calls)} call(s), {tokens} tokens"
+
+
+def live_cost_estimate(point: ForkPoint, provider: str, model: str) -> str:
+    """What a live continuation would cost, before it runs: the parent's calls from the fork point on,
+    priced at ``provider``/``model`` today.
+
+    Each call's tokens are the parent's recorded usage when it has one, else ``len(request JSON) / 4``
+    (a scripted parent reports none): an estimate, since the fork's calls differ from the parent's.
+    """
+    calls = point.calls[point.before :]
+    if not model.strip():
+        return "no estimate: name the model"
+    costs = []
+    tokens_seen = 0
+    for call in calls:
+        usage = call.response.usage if call.response is not None else None
+        if usage is not None and usage.total_input_tokens(call.provider):
+            tokens = usage_of(call.provider, usage)
+        else:
+            tokens = TokenCounts(math.ceil(len(call.request.model_dump_json()) / 4), 0, 0, 0, None)
+        tokens_seen += tokens.input_total + tokens.output
+        costs.append(price_tokens(provider, model, tokens, datetime.now(UTC)))
+    total = CostTotal.of(costs)
+    count = f"{len(calls)} call{'' if len(calls) == 1 else 's'}"
+    if not total.known:
+        return f"no estimate: {inert_line(model)} has no price in the table ({count}, ~{tokens_seen} tokens)"
+    return f"about {total.text()} for {count} (~{tokens_seen} tokens, as the parent's calls from pass {point.at_pass} on)"

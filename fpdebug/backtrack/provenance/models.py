@@ -57,6 +57,7 @@ Via: TypeAlias = Literal[
     "llm-activated",
     "lease",
     "park-card",
+    "fork-edit",
     "base",
     "user",
     "conversation",

@@ -75,6 +75,8 @@ def admission_words(admission: Admission) -> str:
             if standing is None:
                 return "a map is parked"
             return f"map {standing.map_id} is parked (idle {standing.idle})"
+        case "fork-edit":
+            return "a fork's edit put it in"
         case "base":
             return "it is the agent's own system prompt"
         case "user":

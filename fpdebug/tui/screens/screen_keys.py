@@ -107,6 +107,22 @@ TRACE_SCREEN_KEYS: list[BindingType] = [
         tooltip="Backtrack the selected iteration's LLM call in the Backtrack view.",
     ),
     Binding(
+        "F",
+        "fork_pass",
+        "Fork",
+        show=False,
+        id="fork-pass",
+        tooltip="Fork the run at the selected pass: edit its context, rerun from there, diff with the parent.",
+    ),
+    Binding(
+        "L",
+        "ledger",
+        "Ledger",
+        show=False,
+        id="ledger",
+        tooltip="The context ledger of the trace's folder: what each injection, skill and tool costs and earns.",
+    ),
+    Binding(
         "w",
         "badge_reason",
         "Why badge",

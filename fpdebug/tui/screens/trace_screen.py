@@ -649,6 +649,18 @@ class TraceScreen(Screen[None]):
             return
         command.callback()
 
+    def action_fork_pass(self) -> None:
+        """Open the fork edit screen on the selected pass (:mod:`~fpdebug.tui.screens.fork_screen`)."""
+        from fpdebug.tui.screens.fork_actions import open_fork
+
+        open_fork(self)
+
+    def action_ledger(self) -> None:
+        """Open the Ledger view of the trace's folder."""
+        from fpdebug.tui.screens.fork_actions import open_ledger
+
+        open_ledger(self)
+
     def action_badge_reason(self) -> None:
         """Scroll the pass inspector to the row explaining the selected iteration's next badge."""
         self.badge_reasons.next()

@@ -44,6 +44,8 @@ def reason_text(reason: ActiveReason | None, trigger: str | None, palette: Palet
         return DocBuilder.compose(("cursor", palette.accent), " is on this skill-map node")
     if via == "park-card":
         return DocBuilder.compose(("park card", palette.bad), " (the kernel's map-status row)")
+    if via == "fork-edit":
+        return DocBuilder.compose(("fork edit", palette.warn), " (the fork put it in at its pass)")
     if via == "rule" and trigger:
         return DocBuilder.compose("rule")
     return DocBuilder.compose((via, ""))

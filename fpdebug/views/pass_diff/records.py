@@ -88,6 +88,8 @@ def describe_reason(reason: ActiveReason | None, decl: InjectionDecl | None) -> 
             return "the cursor is on this skill"
         case "park-card":
             return "the park card (a map parked)"
+        case "fork-edit":
+            return "a fork's edit put it in (add-injection or grant-lease)"
         case "always":
             return "its trigger is always"
         case "rule":
