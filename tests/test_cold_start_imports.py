@@ -2,7 +2,9 @@
 
 They cost the viewer's first screen most of its start-up time and no view of the first screen uses
 them: the Backtrack view (which needs the backtracker, and through its reruns the engine) is
-mounted after the first load, or when first shown; the OTLP importer only for a foreign file.
+mounted after the first load, or when first shown; the OTLP importer only for a foreign file. The
+hidden Calls, Skill map and Diff views are mounted after the first full screen too, and their
+modules (the pass diff, the map layout) imported then.
 ``python -m bench.cold_start`` measures what this buys.
 """
 
@@ -17,7 +19,20 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("anthropic", "openai", "opentelemetry", "google.protobuf", "fpdebug.engine", "fpdebug.backtrack")
+HEAVY = (
+    "anthropic",
+    "openai",
+    "opentelemetry",
+    "google.protobuf",
+    "fpdebug.engine",
+    "fpdebug.backtrack",
+    # The hidden views mounted after the first screen (Calls, Skill map, Diff) and what only they use.
+    "fpdebug.tui.widgets.calls",
+    "fpdebug.tui.widgets.skill_map",
+    "fpdebug.tui.widgets.map_layout",
+    "fpdebug.tui.widgets.diff",
+    "fpdebug.views.pass_diff",
+)
 """Module prefixes the viewer's first screen must not import."""
 
 _LIST_HEAVY = f"import sys; print(sorted(m for m in sys.modules if m.startswith({HEAVY!r})))"

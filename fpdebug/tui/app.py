@@ -93,7 +93,15 @@ class FpdebugApp(App[None]):
     ENABLE_COMMAND_PALETTE = True
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit", id="quit", tooltip="Leave fpdebug."),
+        # ctrl+c too: a terminal user's reflex to leave (Textual's default only says to press q). The
+        # screen's and a text field's own ctrl+c still copy a selection first (they skip when none).
+        Binding(
+            "q,ctrl+c",
+            "quit",
+            "Quit",
+            id="quit",
+            tooltip="Leave fpdebug (ctrl+c copies instead while text is selected).",
+        ),
         Binding(
             "question_mark", "help", "Keys", id="help", tooltip="Show every key, the palette and remapping."
         ),

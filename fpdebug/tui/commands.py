@@ -454,11 +454,11 @@ def _number(screen: TraceScreen, row: int) -> str:
 
 
 def _default_pair(screen: TraceScreen) -> tuple[int, int] | None:
-    from fpdebug.tui.widgets.diff import DiffView
+    from fpdebug.tui.screens.view_handlers import DiffHandler
 
     if screen.selected < 0:
         return None
-    diff = screen.query_one("#view-diff", DiffView)
+    diff = screen.handler("diff", DiffHandler).diff  # the view is mounted after the first screen
     a = diff.mark if diff.mark is not None else diff.previous_row(screen.selected)
     if a is None or a == screen.selected:
         return None
@@ -466,10 +466,15 @@ def _default_pair(screen: TraceScreen) -> tuple[int, int] | None:
 
 
 def _clear_mark(screen: TraceScreen) -> None:
-    from fpdebug.tui.widgets.diff import DiffView
+    from fpdebug.tui.screens.view_handlers import DiffHandler
 
-    screen.query_one("#view-diff", DiffView).set_mark(None)
-    screen.show_selection()
+    handler = screen.handler("diff", DiffHandler)
+
+    def clear() -> None:
+        handler.diff.set_mark(None)
+        screen.show_selection()
+
+    handler.when_ready(clear)
 
 
 def _find(screen: TraceScreen, turn: int | None, number: int) -> int | None:

@@ -188,8 +188,8 @@ class TestRepaint:
             assert len(heights) > 1 and layouts == []
             inspector.focus()
             await pilot.press("G")  # the last row of the last document is reachable
-            await pilot.pause()
-            assert inspector.text_lines()[-1].strip() in screen_text(pilot.app)
+            last = inspector.text_lines()[-1].strip()
+            assert await wait_for(pilot, lambda: last in screen_text(pilot.app))
 
     async def test_a_detail_that_outgrows_its_pane_gets_a_scrollbar(
         self, hostile_trace: tuple[Path, dict[str, int]]

@@ -201,9 +201,12 @@ class TestBreakpoints:
             assert await wait_for(pilot, lambda hit=hit: hit in status_line(app))
             # the skill map view says the map parked on this very pass
             await pilot.press("5")
-            await pilot.pause()
-            text = "\n".join(screen_of(app).query_one("#view-skill-map", SkillMapView).text_lines())
-            assert "map skill-map parked since I4" in text and "parked on this pass" in text
+
+            def text() -> str:
+                return "\n".join(screen_of(app).query_one("#view-skill-map", SkillMapView).text_lines())
+
+            assert await wait_for(pilot, lambda: "map skill-map parked since I4" in text()), text()
+            assert "parked on this pass" in text()
 
     async def test_cursor_into_a_skill_and_a_tool_from_the_palette(self, tmp_path: Path) -> None:
         app, driver = make_app(tmp_path, "support")

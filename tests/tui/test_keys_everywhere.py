@@ -192,3 +192,28 @@ async def test_slash_searches_documents_as_it_filters_lists() -> None:
         await pilot.press("slash", *"bisect", "enter")
         assert await wait_for(pilot, lambda: bool(_highlighted(app, "bisect")))
         assert any("backtrack-bisect" in row for row in _highlighted(app, "bisect"))
+
+
+@pytest.mark.anyio
+async def test_ctrl_c_quits_as_q_does_and_copies_a_selection_first() -> None:
+    """``ctrl+c`` leaves the debugger as ``q`` does (it showed Textual's "Press q to quit" and stayed);
+    the help lists it on ``q``'s row; with text selected in a field it copies, as Textual's fields do."""
+    async with opened(sample("support"), size=(120, 30)) as (pilot, _screen):
+        app = pilot.app
+        await pilot.press("question_mark")
+        assert await wait_for(pilot, lambda: "fpdebug keys" in screen_text(app))
+        quit_row = next(row for row in screen_text(app).splitlines() if "Leave fpdebug" in row)
+        assert "q / ctrl+c" in quit_row, quit_row
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: "fpdebug keys" not in screen_text(app))
+        # A selection in the search prompt: ctrl+c copies it, and the debugger stays.
+        await pilot.press("slash", *"refund", "shift+home")
+        await pilot.press("ctrl+c")
+        assert await wait_for(pilot, lambda: app.clipboard == "refund")
+        await pilot.pause()
+        assert not app._exit
+        text = screen_text(app)
+        assert "refund" in text.splitlines()[-2] and "to quit" not in text  # the prompt, and no hint
+        # Nothing selected: ctrl+c quits at once, with no hint to press another key.
+        await pilot.press("escape", "ctrl+c")
+        assert await wait_for(pilot, lambda: app._exit)

@@ -16,18 +16,16 @@ from textual.containers import Horizontal, Vertical
 from textual.widget import AwaitMount, Widget
 
 from fpdebug.tui.widgets.bars import TextBar
-from fpdebug.tui.widgets.calls import CallView
-from fpdebug.tui.widgets.diff import DiffView
 from fpdebug.tui.widgets.events import EventDetail, EventList, events_header
 from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.leases import LeaseDetail, LeaseGantt
 from fpdebug.tui.widgets.row_list import RowList
-from fpdebug.tui.widgets.skill_map import SkillMapView
 from fpdebug.tui.widgets.timeline import IterationTimeline
 
 if TYPE_CHECKING:
     from fpdebug.tui.screens.trace_screen import TraceScreen
     from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
+    from fpdebug.tui.widgets.diff import DiffView
 
 __all__ = [
     "HANDLERS",
@@ -202,12 +200,17 @@ class CallsHandler(_TimelineFiltered):
     """The exact prompt of the selected iteration's LLM call by slot, and the reply."""
 
     focus = "#view-calls"
+    deferred = True  # hidden on the first screen: composed and styled after it (cold start)
 
     def compose(self) -> Widget:
+        from fpdebug.tui.widgets.calls import CallView
+
         return CallView(self.screen.session, id="view-calls")
 
     def show(self, row: int | None) -> None:
-        self.screen.query_one("#view-calls", CallView).show(row)
+        from fpdebug.tui.widgets.calls import CallView
+
+        self.when_ready(lambda: self.screen.query_one("#view-calls", CallView).show(row))
 
 
 class EventsHandler(ViewHandler):
@@ -271,32 +274,46 @@ class SkillMapHandler(_TimelineFiltered):
     """The declared skill map with the cursor's path up to the selected iteration."""
 
     focus = "#view-skill-map"
+    deferred = True  # hidden on the first screen, and its module lays out maps (cold start)
 
     def compose(self) -> Widget:
+        from fpdebug.tui.widgets.skill_map import SkillMapView
+
         return SkillMapView(self.screen.session, id="view-skill-map")
 
     def show(self, row: int | None) -> None:
-        self.screen.query_one("#view-skill-map", SkillMapView).show(row)
+        from fpdebug.tui.widgets.skill_map import SkillMapView
+
+        self.when_ready(lambda: self.screen.query_one("#view-skill-map", SkillMapView).show(row))
 
 
 class DiffHandler(_TimelineFiltered):
     """Two passes compared: A is the marked iteration (or the pass before B), B the selected one."""
 
     focus = "#view-diff"
+    deferred = True  # hidden on the first screen, and its module imports the pass diff (cold start)
 
     def compose(self) -> Widget:
+        from fpdebug.tui.widgets.diff import DiffView
+
         return DiffView(self.screen.session, id="view-diff")
 
     @property
     def diff(self) -> DiffView:
-        """The diff view."""
+        """The diff view (mounted now if it was not yet; :meth:`when_ready` waits for its children)."""
+        from fpdebug.tui.widgets.diff import DiffView
+
+        self.mount()
         return self.screen.query_one("#view-diff", DiffView)
 
     def show(self, row: int | None) -> None:
-        self.diff.show(row)
+        self.when_ready(lambda: self.diff.show(row))
 
     def toggle_mark(self, row: int) -> None:
         """Mark timeline row ``row`` as A (again on the marked one clears the mark), and say so."""
+        self.when_ready(lambda: self._toggle_mark(row))
+
+    def _toggle_mark(self, row: int) -> None:
         screen = self.screen
         diff = self.diff
         label = screen.session.label(screen.session.iterations[row])
@@ -312,10 +329,14 @@ class DiffHandler(_TimelineFiltered):
     def compare(self, a_row: int, b_row: int) -> None:
         """Show rows ``a_row`` (A) and ``b_row`` (B, selected) compared."""
         screen = self.screen
-        self.diff.set_mark(a_row)
         screen.select_row(b_row)
         screen.view = "diff"
-        screen.show_selection()
+
+        def marked() -> None:
+            self.diff.set_mark(a_row)
+            screen.show_selection()
+
+        self.when_ready(marked)
 
 
 class BacktrackHandler(ViewHandler):

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, HorizontalGroup
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Label
 
@@ -342,10 +343,42 @@ class KeysFooter(Footer):
     HELP_ACTION = "help"
     """The action of the key that lists every other one."""
 
+    _drawn: tuple[object, ...] | None = None
+    """What the keys on the bar were composed from (:meth:`_keys_drawn`)."""
+
+    def _keys_drawn(self) -> tuple[object, ...]:
+        """Everything the bar's keys are made from: the screen's shown bindings and the bar's settings."""
+        app = self.app
+        return (
+            self.compact,
+            self.show_command_palette,
+            tuple(
+                (key, binding, app.get_key_display(binding), enabled, tooltip)
+                for key, (_node, binding, enabled, tooltip) in self.screen.active_bindings.items()
+            ),
+        )
+
+    async def recompose(self) -> None:
+        # Textual recomposes the bar on every change of the screen's bindings (each focus move, each
+        # view mounted): several times before the first screen is up, each time mounting and styling
+        # every key anew (issue 20: cold start). Keys that would come out the same are kept.
+        if self._drawn is not None and self.children and self._drawn == self._keys_drawn():
+            return
+        await super().recompose()
+
     def compose(self) -> ComposeResult:
+        if self._bindings_ready:
+            self._drawn = self._keys_drawn()
         kept: dict[str, Widget] = {}
         palette: list[Widget] = []
         for widget in super().compose():
+            # A key bound to the bar's setting is made compact (its default) and then not (the bar's):
+            # each a restyle of the key once mounted. Given the bar's setting before it is mounted, it
+            # is styled once. (The palette's key is not bound to it: it stays as Textual makes it.)
+            compact = getattr(type(widget), "compact", None)
+            if isinstance(compact, Reactive) and not widget.has_class("-command-palette"):
+                widget.set_reactive(compact, self.compact)
+                widget.set_class(self.compact, "-compact", update=False)
             # FooterKey is not public API: a kept key is known by its action, the palette's by its class
             action = getattr(widget, "action", None)
             if action in self.KEPT_ACTIONS and action not in kept:
