@@ -507,6 +507,9 @@ class HonestyArms(Frozen):
     """A before-tool middleware chain can rewrite arguments."""
     evidence_gate: bool | None = None
     """The evidence gate is armed (it writes ``unsupportedValues``; its revision can turn tools off)."""
+    tools_off_after_revision: bool | None = None
+    """The evidence gate enforces (``toolsOffAfterRevision``): an answer stating a value no source
+    supports is sent back once for a revision, with the tools off (docs/honesty.md §12.5)."""
     answer_validation: bool | None = None
     """Answer validation is armed (its report can withhold an answer from assessment)."""
     hidden_argument_tools: list[str] | None = None
@@ -1328,8 +1331,9 @@ class LlmCallEvent(_Event):
     """Why the call failed."""
     latency_ms: DurationMs = 0.0
     """Wall time of the call, from the injected clock."""
-    route: Literal["tool-calls", "final"] | None = None
-    """The route decided after the reply."""
+    route: Literal["tool-calls", "final", "revise"] | None = None
+    """The route decided after the reply: ``revise`` is the evidence gate sending the answer back
+    for its revision turn (docs/honesty.md §12.5)."""
 
 
 class ToolResultEvent(_Event):

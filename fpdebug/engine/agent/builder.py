@@ -43,6 +43,7 @@ class _LayerArms(TypedDict, total=False):
     argument_sources: bool | None
     external_grounds: Mapping[str, object] | None
     declared_sources: Mapping[str, object] | None
+    evidence_gate: Literal["flag", "enforce"] | None
     standing_line: Literal["always", "unsupported"] | bool | None
 
 
@@ -301,6 +302,26 @@ class Agent:
             A new agent.
         """
         return self._arm(answer=True, standing_line=standing_line)
+
+    def evidence_gate(self, *, enforce: bool = True) -> Agent:
+        """Arm the evidence gate (docs/honesty.md §12.5); it arms the answer layer too.
+
+        On a reply Route sends to ``final``, the gate lists the values the answer states that no
+        source supports (``unsupportedValues``); the answer's assessment marks them unsupported.
+
+        Args:
+            enforce: The enforcing posture (the default): an answer stating an unsupported value is
+                sent back once, Route ``revise``, for a revision turn with the tools off
+                (``toolsOffAfterRevision``). ``False`` is the flag-only posture: the verdicts are
+                written and the answer stands.
+
+        Returns:
+            A new agent; ``run_start.honesty`` records ``evidence_gate`` and, enforcing,
+            ``tools_off_after_revision``.
+        """
+        if not isinstance(enforce, bool):
+            raise DefinitionError(f"evidence_gate(enforce=...) takes a bool, got {enforce!r}")
+        return self._arm(evidence_gate="enforce" if enforce else "flag")
 
     def ledger_gate(
         self,

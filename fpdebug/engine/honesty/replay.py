@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from fpdebug.engine.honesty.answer import answer_fold_reads, assess_answer
+from fpdebug.engine.honesty.answer import assess_answer, fold_reads, gate_verdict, revision_ask
 from fpdebug.engine.honesty.inputs import (
     BASIS_KEY,
     ArgumentRewrite,
@@ -188,7 +188,7 @@ class _Replay:
     def __init__(self, run_start: RunStartEvent, arms: HonestyArms, events: Sequence[TraceEvent]) -> None:
         self.arms = arms
         self.config = InputsConfig.from_arms(arms)
-        self.reads = answer_fold_reads(
+        self.reads = fold_reads(
             tools=has_tool_surface(run_start),
             evidence_gate=bool(arms.evidence_gate),
             answer_validation=bool(arms.answer_validation),
@@ -208,6 +208,7 @@ class _Replay:
         self.visited: set[tuple[int, int]] = set()
         self.stamp: int | None = None
         self.turn_rewrites: list[ArgumentRewrite] = []
+        self.unsupported: dict[tuple[int | None, int | None], tuple[str, ...]] = {}
 
     def file(
         self, layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None, *, now: bool
@@ -250,10 +251,16 @@ class _Replay:
     def _llm_call(self, event: LlmCallEvent, reply: LlmResponse) -> None:
         calls = reply.tool_calls
         self.history.append(Message(role="assistant", content=reply.content, tool_calls=calls or None))
-        if calls and self.arms.inputs:
+        # Route's dispatch test: the layer never judges a call Route did not run (a limit, or tools
+        # off on the evidence gate's revision turn): those replies are routed final.
+        if calls and self.arms.inputs and event.route == "tool-calls":
             self._inputs(event, calls)
-        if event.route == "final" and self.arms.answer:
+        if event.route in ("final", "revise") and self.arms.answer:
             self._answer(event, reply)
+        if event.route == "revise":
+            # The gate's ask follows the draft: a system message, so it is no source (kept for fidelity).
+            verdicts = self.unsupported.get((event.turn, event.iteration), ())
+            self.history.append(Message(role="system", content=revision_ask(verdicts)))
 
     def _inputs(self, event: LlmCallEvent, calls: Sequence[ToolCallRecord]) -> None:
         """Inputs layer: the reply's calls, with the rewrites each ``tool_result`` ran with."""
@@ -275,16 +282,23 @@ class _Replay:
 
     def _answer(self, event: LlmCallEvent, reply: LlmResponse) -> None:
         """Answer layer: the committed state rebuilt from the events before the final reply."""
-        committed = {
+        committed: dict[str, object] = {
             "history": tuple(self.history),
             "turnNumber": event.turn,
-            "pausedToolCallId": None,
             # The ledger as the run held it: every finding before this one, inputs included.
             "findingsLedger": (*self.findings, *self.due),
-            "stoppedEarly": _stopped_early(event, reply),
+            # A draft sent back for revision did not end the turn: nothing cut it short.
+            "stoppedEarly": _stopped_early(event, reply) if event.route == "final" else None,
             "coverageDeclared": dict(self.coverage),
             "middlewareDecisions": tuple(self.turn_rewrites),
         }
+        if self.arms.evidence_gate:
+            # The gate judged this reply before its llm_call was recorded, from the same state.
+            verdicts = gate_verdict(
+                reply.content, committed, reads=self.reads, grounds=Grounds.from_arms(self.arms)
+            )
+            self.unsupported[(event.turn, event.iteration)] = tuple(verdicts)
+            committed["unsupportedValues"] = tuple(verdicts)
         row = assess_answer(
             reply.content,
             committed,
