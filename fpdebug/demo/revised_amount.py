@@ -8,6 +8,9 @@ draft is assessed (``$75.00`` unsupported) and kept, the gate's ask follows it a
 and the next iteration is the revision turn, with the tools off. The scripted model, like a real one
 told which value no source holds, answers again without it. The final answer's every value is
 backed by the lookup; the trace shows which context produced it: the revision turn's request.
+
+The agent also arms answer validation (``.answer_validation(names_the_invoice)``): each answer's
+visit files a ``validation`` row first; both answers name the invoice, so neither is withheld.
 """
 
 from __future__ import annotations
@@ -39,9 +42,14 @@ EXPECTED = {
 }
 
 
+def names_the_invoice(answer: str) -> str | None:
+    """Answer validation: an answer about an invoice names it (the reason to withhold, or ``None``)."""
+    return None if "INV-" in answer else "the answer names no invoice"
+
+
 def build_agent() -> Agent:
-    """The billing agent of ``unsupported-amount``, with the enforcing evidence gate."""
-    return unsupported_amount.build_agent().evidence_gate()
+    """The billing agent of ``unsupported-amount``, with the enforcing evidence gate and validation."""
+    return unsupported_amount.build_agent().evidence_gate().answer_validation(names_the_invoice)
 
 
 def _asked_to_revise(request: LlmRequest) -> bool:

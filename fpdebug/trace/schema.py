@@ -511,7 +511,8 @@ class HonestyArms(Frozen):
     """The evidence gate enforces (``toolsOffAfterRevision``): an answer stating a value no source
     supports is sent back once for a revision, with the tools off (docs/honesty.md §12.5)."""
     answer_validation: bool | None = None
-    """Answer validation is armed (its report can withhold an answer from assessment)."""
+    """Answer validation is armed (``validated``): its report, a ``validation`` row, can withhold an
+    answer from assessment."""
     hidden_argument_tools: list[str] | None = None
     """Tools that hide their arguments: while one is in reach, no row shows a value the model wrote."""
     external_grounds: list[ExternalGround] | None = None
@@ -1048,7 +1049,19 @@ class AnswerAssessmentRow(Frozen):
     """One line for a prose answer, when armed."""
 
 
-FindingRow = Annotated[ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow, Field(discriminator="row")]
+class ValidationRow(Frozen):
+    """Answer validation's report on the final answer (answer layer, docs/honesty.md §12.5)."""
+
+    row: Literal["validation"] = "validation"
+    withheld: bool
+    """The report withholds the answer: it is never assessed."""
+    reason: str | None = None
+    """Why, as the app's validator said (or how the validator failed)."""
+
+
+FindingRow = Annotated[
+    ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow | ValidationRow, Field(discriminator="row")
+]
 """Any honesty row."""
 
 

@@ -67,10 +67,18 @@ def test_the_enforcing_gate_sends_the_made_up_fee_back_and_the_revision_drops_it
     assert (kept.role, kept.content) == ("assistant", expected["draft"])
     assert ask.role == "system" and "$75.00" in ask.content
     # The draft is assessed (its fee unsupported); the final answer states only backed values.
-    draft_row, final_row = (only_row(f) for f in findings(events, "answer"))
+    # Each answer visit files answer validation's report first, then the assessment.
+    draft_visit, final_visit = findings(events, "answer")
+    assert [(r.row, r.withheld) for r in (draft_visit.rows[0], final_visit.rows[0])] == [
+        ("validation", False),
+        ("validation", False),
+    ]
+    draft_row, final_row = draft_visit.rows[1], final_visit.rows[1]
+    assert isinstance(draft_row, AnswerAssessmentRow) and isinstance(final_row, AnswerAssessmentRow)
     assert [v.text for v in draft_row.values if not v.supported] == expected["unsupported_in_draft"]
     assert all(v.supported for v in final_row.values) and final_row.values
-    assert "unsupportedValues" in final_row.reads and "argumentAsk" not in final_row.reads
+    assert "unsupportedValues" in final_row.reads and "answerValidation" in final_row.reads
+    assert "argumentAsk" not in final_row.reads
     (end,) = [e for e in events if isinstance(e, TurnEndEvent)]
     assert end.final_content == expected["answer"] and end.iteration_count == expected["revision_iteration"]
     # The batch of iteration 1 is judged once: the revision turn's loop head leaves it in place.

@@ -134,8 +134,14 @@ ARMS = st.fixed_dictionaries(
         "answer": st.booleans(),
         "gate": st.sampled_from([None, "flag", "enforce"]),
         "middleware": st.booleans(),
+        "validation": st.booleans(),
     }
 )
+
+
+def no_fee(answer: str) -> str | None:
+    """Answer validation for the properties: an answer stating the $75.00 fee is withheld."""
+    return "states the fee" if "$75.00" in answer else None
 
 
 def agent_of(arms: Mapping[str, Any], limit: int) -> Agent:
@@ -150,6 +156,8 @@ def agent_of(arms: Mapping[str, Any], limit: int) -> Agent:
         agent = agent.answer_layer(standing_line="unsupported")
     if arms["gate"] is not None:
         agent = agent.evidence_gate(enforce=arms["gate"] == "enforce")
+    if arms["validation"]:
+        agent = agent.answer_validation(no_fee)
     return agent
 
 
@@ -179,6 +187,7 @@ def test_the_honesty_laws_hold_on_any_run_with_or_without_the_gate(
         assert set(reads) <= set(committed), set(reads) - set(committed)
         assert not set(reads) & NOT_WRITTEN
         assert ("unsupportedValues" in reads) == (arms["gate"] is not None)
+        assert ("answerValidation" in reads) == arms["validation"]
     # The inputs layer never judges a call Route does not run.
     dispatched = {(c.turn, c.iteration) for c in calls_of(events) if c.route == "tool-calls"}
     assert {(f.turn, f.iteration) for f in findings(events, "inputs")} <= dispatched
@@ -269,6 +278,27 @@ def test_the_gate_judges_by_the_sources_never_by_its_own_verdicts() -> None:
     assert gate_verdict("Paid $75.00 and $3.00.", committed, reads=reads) == ["$3.00"]
 
 
+def test_a_withheld_answer_is_reported_and_never_assessed() -> None:
+    def picky(answer: str) -> str | None:
+        if "boom" in answer:
+            raise ValueError("cannot parse")
+        return "states the fee" if "$75.00" in answer else None
+
+    agent = Agent("a").tools(lookup).answer_validation(picky)
+    model = Model([(FEE, "Fee $75.00.", ""), ([], "boom", ""), ([], "Total $1,250.50.", "")])
+    events, folds = run(agent, model, ["one", "two", "three"])
+    (start,) = [e for e in events if e.kind == "run_start"]
+    assert start.honesty.answer_validation is True  # type: ignore[attr-defined]
+    visits = [[(r.row, getattr(r, "reason", None)) for r in f.rows] for f in findings(events, "answer")]
+    assert visits == [
+        [("validation", "states the fee")],
+        [("validation", "the validation raised ValueError: cannot parse")],
+        [("validation", None), ("assessment", None)],
+    ]
+    assert [f[1]["answerValidation"].withheld for f in folds] == [True, True, False]  # type: ignore[attr-defined]
+    assert recompute_findings(events) == recorded_findings(events)
+
+
 def test_the_gate_posture_is_a_bool_and_arms_the_answer_layer() -> None:
     with pytest.raises(DefinitionError, match="bool"):
         Agent("a").evidence_gate(enforce="yes")  # type: ignore[arg-type]
@@ -276,3 +306,5 @@ def test_the_gate_posture_is_a_bool_and_arms_the_answer_layer() -> None:
     assert layers is not None and layers.answer and layers.gate_posture == "enforce"  # type: ignore[attr-defined]
     flag = Agent("a").evidence_gate().evidence_gate(enforce=False).spec.honesty
     assert flag.gate_posture == "flag"  # type: ignore[union-attr]
+    with pytest.raises(DefinitionError, match="function"):
+        Agent("a").answer_validation("not a function")  # type: ignore[arg-type]

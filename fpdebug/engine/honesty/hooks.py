@@ -33,12 +33,13 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from fpdebug.engine.honesty.answer import (
     AnswerFoldKey,
+    AnswerValidation,
     StandingLineWhen,
     assess_answer,
     fold_reads,
@@ -67,12 +68,24 @@ from fpdebug.trace.schema import (
     LlmRequest,
     LlmResponse,
     ToolCallRecord,
+    ValidationRow,
 )
 
 if TYPE_CHECKING:
     from fpdebug.engine.agent import Conversation, TurnLoop
 
-__all__ = ["GatePosture", "HonestyLayers", "HonestyRun", "declared_sources_of", "external_grounds_of"]
+__all__ = [
+    "AnswerValidator",
+    "GatePosture",
+    "HonestyLayers",
+    "HonestyRun",
+    "declared_sources_of",
+    "external_grounds_of",
+    "validate_answer",
+]
+
+AnswerValidator: TypeAlias = Callable[[str], "str | None"]
+"""The app's answer validation: given the final answer, the reason to withhold it, or ``None``."""
 
 GatePosture: TypeAlias = Literal["flag", "enforce"]
 """The evidence gate's posture: ``flag`` only writes its verdicts; ``enforce`` also sends an answer
@@ -161,6 +174,32 @@ def _standing_line(value: StandingLineWhen | bool | None) -> StandingLineWhen | 
     if value in ("always", "unsupported"):
         return value
     raise DefinitionError(f"standing_line must be True, False, 'always' or 'unsupported', got {value!r}")
+
+
+def validate_answer(validator: AnswerValidator, answer: str) -> ValidationRow:
+    """Answer validation's report on ``answer``: the ``validation`` row the answer layer files first.
+
+    A validator that raises, or returns something other than a text or ``None``, withholds the
+    answer, and the row says why: an answer no check could vouch for is not assessed as if it had.
+
+    Args:
+        validator: The app's check: the reason to withhold the answer, or ``None`` to pass it.
+        answer: The final answer.
+
+    Returns:
+        The report.
+    """
+    try:
+        reason = validator(answer)
+    except Exception as exc:  # the app's code: its failure is recorded, never a traceback mid-turn
+        return ValidationRow(withheld=True, reason=f"the validation raised {type(exc).__name__}: {exc}")
+    if reason is None:
+        return ValidationRow(withheld=False)
+    if not isinstance(reason, str):
+        return ValidationRow(
+            withheld=True, reason=f"the validation returned {type(reason).__name__}, not a text"
+        )
+    return ValidationRow(withheld=True, reason=reason)
 
 
 @dataclass(frozen=True)
@@ -291,6 +330,7 @@ class HonestyLayers:
         standing_line: Compose a standing line for prose answers: ``always`` or only when a value is
             ``unsupported``; ``None`` composes none.
         gate_posture: The evidence gate's posture (``flag`` or ``enforce``); ``None``: not armed.
+        validator: Answer validation (``validated``): the app's check of each final answer.
     """
 
     inputs: bool = False
@@ -301,6 +341,7 @@ class HonestyLayers:
     declared_sources: tuple[DeclaredSource, ...] = ()
     standing_line: StandingLineWhen | None = None
     gate_posture: GatePosture | None = None
+    validator: AnswerValidator | None = None
     _runs: weakref.WeakKeyDictionary[Conversation, HonestyRun] = field(
         default_factory=weakref.WeakKeyDictionary, init=False, repr=False, compare=False
     )
@@ -322,6 +363,7 @@ class HonestyLayers:
         declared_sources: Mapping[str, object] | Iterable[DeclaredSource] | None = None,
         standing_line: StandingLineWhen | bool | None = None,
         evidence_gate: GatePosture | None = None,
+        answer_validation: AnswerValidator | None = None,
     ) -> HonestyLayers:
         """These layers with more armed: a layer once armed stays armed; an option given replaces.
 
@@ -338,6 +380,8 @@ class HonestyLayers:
             standing_line: ``True``/``"always"``, ``"unsupported"``, ``False`` (none); ``None`` keeps.
             evidence_gate: Arm the evidence gate as ``"flag"`` or ``"enforce"`` (it arms the answer
                 layer, whose fold reads its verdicts); ``None`` keeps.
+            answer_validation: Arm answer validation with this check (it arms the answer layer);
+                ``None`` keeps.
 
         Returns:
             The new layers.
@@ -356,18 +400,21 @@ class HonestyLayers:
             )
         if evidence_gate not in (None, "flag", "enforce"):
             raise DefinitionError(f"evidence_gate must be 'flag' or 'enforce', got {evidence_gate!r}")
+        if answer_validation is not None and not callable(answer_validation):
+            raise DefinitionError(f"answer_validation takes a function, got {answer_validation!r}")
         armed_sources = self.argument_sources
         if argument_sources is not None or gives_sources:
             armed_sources = bool(argument_sources) or gives_sources
         return HonestyLayers(
             inputs=self.inputs or bool(inputs),
             results=self.results or bool(results),
-            answer=self.answer or bool(answer) or evidence_gate is not None,
+            answer=self.answer or bool(answer) or evidence_gate is not None or answer_validation is not None,
             argument_sources=armed_sources,
             external_grounds=self.external_grounds if grounds is None else grounds,
             declared_sources=self.declared_sources if declared is None else declared,
             standing_line=self.standing_line if standing_line is None else _standing_line(standing_line),
             gate_posture=self.gate_posture if evidence_gate is None else evidence_gate,
+            validator=self.validator if answer_validation is None else answer_validation,
         )
 
     def arms(self, tools: Iterable[Tool], *, tool_middleware: bool = False) -> HonestyArms | None:
@@ -399,6 +446,7 @@ class HonestyLayers:
             display_names=names or None,
             evidence_gate=True if self.gate_posture else None,
             tools_off_after_revision=True if self.gate_posture == "enforce" else None,
+            answer_validation=True if self.validator is not None else None,
         )
 
     # -- HonestyHooks ----------------------------------------------------------------------------
@@ -547,13 +595,20 @@ class HonestyLayers:
         run = self._run(loop)
         if run is None or not run.arms.answer:
             return
+        committed = run.committed(loop)
+        rows: list[HonestyRow] = []
+        if self.validator is not None:
+            report = validate_answer(self.validator, content)
+            committed["answerValidation"] = AnswerValidation(report.withheld, report.reason)
+            rows.append(report)
         row = assess_answer(
             content,
-            run.committed(loop),
+            committed,
             reads=run.reads,
             grounds=run.grounds,
             standing_line=run.arms.standing_line,
             display_names=run.arms.display_names,
         )
         if row is not None:
-            run.file(loop, "answer", [row], iteration=loop.iteration)
+            rows.append(row)
+        run.file(loop, "answer", rows, iteration=loop.iteration)

@@ -30,7 +30,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from fpdebug.engine.honesty.answer import assess_answer, fold_reads, gate_verdict, revision_ask
+from fpdebug.engine.honesty.answer import (
+    AnswerValidation,
+    assess_answer,
+    fold_reads,
+    gate_verdict,
+    revision_ask,
+)
 from fpdebug.engine.honesty.inputs import (
     BASIS_KEY,
     ArgumentRewrite,
@@ -59,6 +65,7 @@ from fpdebug.trace.schema import (
     ToolSchema,
     TraceEvent,
     TurnStartEvent,
+    ValidationRow,
 )
 
 __all__ = ["has_tool_surface", "recompute_findings", "recorded_findings", "tool_surface"]
@@ -198,6 +205,15 @@ class _Replay:
         self.ran = {
             (e.turn, e.iteration, e.tool_call_id): e for e in events if isinstance(e, ToolResultEvent)
         }
+        # Answer validation is the app's code: its report is a fact the trace recorded (the answer
+        # visit's `validation` row), read here as a tool's result is, never recomputed.
+        self.validations = {
+            (e.turn, e.iteration): row
+            for e in events
+            if isinstance(e, FindingEvent) and e.layer == "answer"
+            for row in e.rows
+            if isinstance(row, ValidationRow)
+        }
         self.findings: list[Finding] = []
         self.due: deque[Finding] = deque()  # filed by a visit, written only if the run got further
         self.prior: list[PriorResult] = []
@@ -292,6 +308,13 @@ class _Replay:
             "coverageDeclared": dict(self.coverage),
             "middlewareDecisions": tuple(self.turn_rewrites),
         }
+        rows: list[HonestyRow] = []
+        if self.arms.answer_validation:
+            report = self.validations.get((event.turn, event.iteration))
+            if report is None:
+                return  # the run never wrote this visit (stopped before it): nothing is due
+            committed["answerValidation"] = AnswerValidation(report.withheld, report.reason)
+            rows.append(report)
         if self.arms.evidence_gate:
             # The gate judged this reply before its llm_call was recorded, from the same state.
             verdicts = gate_verdict(
@@ -308,7 +331,8 @@ class _Replay:
             display_names=self.arms.display_names,
         )
         if row is not None:
-            self.file("answer", [row], event.turn, event.iteration, now=False)
+            rows.append(row)
+        self.file("answer", rows, event.turn, event.iteration, now=False)
 
     def _tool_result(self, event: ToolResultEvent) -> None:
         self.prior.append(PriorResult(event.tool_call_id, event.tool_name, event.result, event.iteration))
