@@ -15,6 +15,8 @@ visit files a ``validation`` row first; both answers name the invoice, so neithe
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fpdebug.demo import unsupported_amount
 from fpdebug.demo.script import last_result, prompt_has, this_turn
 from fpdebug.engine.agent import Agent
@@ -49,7 +51,8 @@ def names_the_invoice(answer: str) -> str | None:
 
 def build_agent() -> Agent:
     """The billing agent of ``unsupported-amount``, with the enforcing evidence gate and validation."""
-    return unsupported_amount.build_agent().evidence_gate().answer_validation(names_the_invoice)
+    billing = unsupported_amount.build_agent().evidence_gate().answer_validation(names_the_invoice)
+    return Agent(spec=replace(billing.spec, name=NAME))
 
 
 def _asked_to_revise(request: LlmRequest) -> bool:
