@@ -3,7 +3,7 @@
 The billing agent of ``unsupported-amount``, with the evidence gate armed in its enforcing posture
 (``.evidence_gate()``). Asked what is owed on INV-204, the model looks the invoice up and, reminded
 that a late fee applies (``late-fee-reminder`` names no amount), drafts "A late fee of $75.00
-applies after that date." No source holds $75.00, so the gate routes the draft ``revise``: the
+applies after that date." No source holds $75.00, so the gate routes the draft ``evidence-recheck``: the
 draft is assessed (``$75.00`` unsupported) and kept, the gate's ask follows it as a system message,
 and the next iteration is the revision turn, with the tools off. The scripted model, like a real one
 told which value no source holds, answers again without it. The final answer's every value is

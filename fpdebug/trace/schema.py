@@ -1344,8 +1344,8 @@ class LlmCallEvent(_Event):
     """Why the call failed."""
     latency_ms: DurationMs = 0.0
     """Wall time of the call, from the injected clock."""
-    route: Literal["tool-calls", "final", "revise"] | None = None
-    """The route decided after the reply: ``revise`` is the evidence gate sending the answer back
+    route: Literal["tool-calls", "final", "evidence-recheck"] | None = None
+    """The route decided after the reply: ``evidence-recheck`` is the evidence gate sending the answer back
     for its revision turn (docs/honesty.md §12.5)."""
 
 

@@ -58,7 +58,11 @@ def test_the_enforcing_gate_sends_the_made_up_fee_back_and_the_revision_drops_it
     assert start.honesty is not None  # type: ignore[attr-defined]
     assert (start.honesty.evidence_gate, start.honesty.tools_off_after_revision) == (True, True)  # type: ignore[attr-defined]
     calls = [e for e in events if isinstance(e, LlmCallEvent)]
-    assert [(c.iteration, c.route) for c in calls] == [(1, "tool-calls"), (2, "revise"), (3, "final")]
+    assert [(c.iteration, c.route) for c in calls] == [
+        (1, "tool-calls"),
+        (2, "evidence-recheck"),
+        (3, "final"),
+    ]
     draft, revision = calls[1], calls[2]
     assert draft.response is not None and draft.response.content == expected["draft"]
     # The revision turn: the tools are off, and the gate's ask (a system message) follows the draft.

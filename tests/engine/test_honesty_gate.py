@@ -195,7 +195,7 @@ def test_the_honesty_laws_hold_on_any_run_with_or_without_the_gate(
     calls = calls_of(events)
     for turn in range(1, len(turns) + 1):
         mine = [c for c in calls if c.turn == turn]
-        revises = [i for i, c in enumerate(mine) if c.route == "revise"]
+        revises = [i for i, c in enumerate(mine) if c.route == "evidence-recheck"]
         assert len(revises) <= (1 if arms["gate"] == "enforce" else 0)
         for i in revises:
             assert mine[i + 1].request.tools == [] and mine[i + 1].route == "final"
@@ -238,7 +238,7 @@ def test_a_revision_that_still_states_the_value_is_flagged_not_sent_back_again()
     agent = Agent("a").tools(lookup).evidence_gate()
     model = Model([(FEE, "Fee $75.00.", "Still $75.00.")])
     events, folds = run(agent, model, ["ORD-1?"])
-    assert [c.route for c in calls_of(events)] == ["tool-calls", "revise", "final"]
+    assert [c.route for c in calls_of(events)] == ["tool-calls", "evidence-recheck", "final"]
     assert [f[1]["unsupportedValues"] for f in folds] == [("$75.00",), ("$75.00",)]
     assert recompute_findings(events) == recorded_findings(events)
 
@@ -253,7 +253,7 @@ def test_a_tool_call_on_the_revision_turn_runs_nothing_and_is_never_judged() -> 
     agent = Agent("a").tools(lookup).findings().evidence_gate()
     events, _ = run(agent, Stubborn([(FEE, "Fee $75.00.", "")]), ["ORD-1?"])
     calls = calls_of(events)
-    assert [c.route for c in calls] == ["tool-calls", "revise", "final"]
+    assert [c.route for c in calls] == ["tool-calls", "evidence-recheck", "final"]
     assert [e.tool_call_id for e in events if isinstance(e, ToolResultEvent)] == ["call_1"]
     assert [f.iteration for f in findings(events, "inputs")] == [1]  # the revision's call: no row
     assert recompute_findings(events) == recorded_findings(events)

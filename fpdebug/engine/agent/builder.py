@@ -312,7 +312,7 @@ class Agent:
 
         Args:
             enforce: The enforcing posture (the default): an answer stating an unsupported value is
-                sent back once, Route ``revise``, for a revision turn with the tools off
+                sent back once, Route ``evidence-recheck``, for a revision turn with the tools off
                 (``toolsOffAfterRevision``). ``False`` is the flag-only posture: the verdicts are
                 written and the answer stands.
 

@@ -171,10 +171,10 @@ class TurnLoop:
                 request = self.spec.request_edit(request, self.turn, self.iteration)
             reply, latency_ms = self._call(request)
             response = self._honesty_inputs(request, reply)  # what Route may dispatch
-            route: Literal["tool-calls", "final", "revise"] = self._route(response)
+            route: Literal["tool-calls", "final", "evidence-recheck"] = self._route(response)
             ask = self._honesty_gate(response.content) if route == "final" else None
             if ask is not None:
-                route = "revise"  # the evidence gate sends the answer back for its revision turn
+                route = "evidence-recheck"  # the evidence gate sends the answer back for its revision turn
             self._record_llm_call(request, latency_ms=latency_ms, response=reply, route=route)
             if truncated_calls(reply) and (route == "tool-calls" or self.spec.on_truncation == "fail"):
                 self.calls_to_run = ()  # none runs: a call cut short can look whole
@@ -349,7 +349,7 @@ class TurnLoop:
         self.iteration += 1
 
     def _resolve(
-        self, route: Literal["tool-calls", "final", "revise"], calls: Sequence[ToolCallRecord]
+        self, route: Literal["tool-calls", "final", "evidence-recheck"], calls: Sequence[ToolCallRecord]
     ) -> ResolvedCalls:
         """Resolve: the calls as they will run, after the tool middleware (none on the final branch)."""
         resolved = ResolvedCalls(())

@@ -87,7 +87,7 @@ class HonestyHooks(Protocol):
 
     def evidence_gate(self, loop: TurnLoop, content: str) -> str | None:
         """The evidence gate: called on a reply Route sends to ``final``, before its ``llm_call`` is
-        recorded. Returns the ask for a revision turn (Route becomes ``revise``, the tools go off),
+        recorded. Returns the ask for a revision turn (Route becomes ``evidence-recheck``, the tools go off),
         or ``None`` to let the answer stand (docs/honesty.md §12.5)."""
         ...
 

@@ -14,7 +14,8 @@ records in ``run_start.honesty`` and from facts the trace records, so
 =========  ===========================================================================================
 results    at the loop head, before the pass: the batch ``batch_to_judge(iteration, stamp)`` names
 inputs     rows judged after the LLM call and before Route; written right after the ``llm_call``
-answer     first on the final branch, before ``turn_end``
+gate       the evidence gate, on a reply Route sends to ``final``, before its ``llm_call`` (§12.5)
+answer     first on the final branch, before ``turn_end`` (and on a draft the gate sends back)
 =========  ===========================================================================================
 
 Each visit writes at most ONE ``finding`` event; a visit with no rows writes nothing.
@@ -578,7 +579,7 @@ class HonestyLayers:
         then), so a revised answer that still states an unsupported value is flagged, not sent back.
 
         Returns:
-            The gate's ask when the answer goes back for its revision turn (Route's ``revise``),
+            The gate's ask when the answer goes back for its revision turn (Route's ``evidence-recheck``),
             else ``None``.
         """
         run = self._run(loop)

@@ -11,11 +11,13 @@ the loop calls at the three mount points, handing them only what the trace recor
   the tool results and user messages recorded before it, the tools offered on that call, and — with
   a tool middleware armed — the rewrites between the requested arguments and the ``args`` each
   ``tool_result`` ran with.
-- **answer** — at each ``llm_call`` routed to ``final``: its reply is the answer; the committed state
-  is rebuilt from the events before it (history, this turn's number, the findings recomputed so far,
-  the ``stopped_early`` the final branch derives from the reply, declared coverage, this turn's
-  rewrites). fpdebug has no evidence gate, answer validation, argument ask or paused calls, so those
-  keys read as absent.
+- **answer** — at each ``llm_call`` routed to ``final`` or ``evidence-recheck`` (a draft the evidence
+  gate sent back): its reply is the answer; the committed state is rebuilt from the events before it
+  (history, this turn's number, the findings recomputed so far, the ``stopped_early`` the final
+  branch derives from the reply, declared coverage, this turn's rewrites, the gate's verdicts judged
+  again from that state). Answer validation's report is the app's code, so it is read from the
+  visit's recorded ``validation`` row. fpdebug has no argument ask or paused calls: the fold never
+  reads those keys (docs/honesty.md §12.4).
 
 An interrupted run (``run_end`` ``interrupted``) or a trace cut short wrote only the findings of the
 visits it finished; :func:`recompute_findings` states the rule that says which.
@@ -271,9 +273,9 @@ class _Replay:
         # off on the evidence gate's revision turn): those replies are routed final.
         if calls and self.arms.inputs and event.route == "tool-calls":
             self._inputs(event, calls)
-        if event.route in ("final", "revise") and self.arms.answer:
+        if event.route in ("final", "evidence-recheck") and self.arms.answer:
             self._answer(event, reply)
-        if event.route == "revise":
+        if event.route == "evidence-recheck":
             # The gate's ask follows the draft: a system message, so it is no source (kept for fidelity).
             verdicts = self.unsupported.get((event.turn, event.iteration), ())
             self.history.append(Message(role="system", content=revision_ask(verdicts)))

@@ -301,10 +301,10 @@ def _count_cells(
 
 
 def _route_cell(text: Text, route: str | None, width: int, palette: Palette) -> None:
-    """How the iteration ended: ``tools``, ``final``, ``rev`` (the evidence gate's revise) or ``—``."""
+    """How the iteration ended: ``tools``, ``final``, ``rev`` (the evidence gate's ``evidence-recheck``: a revision follows) or ``—``."""
     if route == "tool-calls":
         text.append(f"{_route_word('tools', width):<{width}} ")
-    elif route == "revise":
+    elif route == "evidence-recheck":
         text.append(f"{_route_word('rev', width):<{width}} ", palette.warn)
     elif route == "final":
         text.append(f"{_route_word('final', width):<{width}} ", palette.good)
