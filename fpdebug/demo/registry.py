@@ -54,6 +54,7 @@ SCENARIOS: Mapping[str, str] = {
     "leases-cyclic": "fpdebug.demo.leases_cyclic",
     "unsupported-amount": "fpdebug.demo.unsupported_amount",
     "traced-argument": "fpdebug.demo.traced_argument",
+    "revised-amount": "fpdebug.demo.revised_amount",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 

@@ -149,7 +149,7 @@ class LlmCallFacts(_Facts):
     """The provider that answered (how to read its usage's input tokens)."""
     response: _ResponseFacts | None = None
     """The reply's usage; ``None`` when the call failed."""
-    route: Literal["tool-calls", "final"] | None = None
+    route: Literal["tool-calls", "final", "evidence-recheck"] | None = None
     """The route decided after the reply."""
 
 

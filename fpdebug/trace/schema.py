@@ -508,8 +508,12 @@ class HonestyArms(Frozen):
     """A before-tool middleware chain can rewrite arguments."""
     evidence_gate: bool | None = None
     """The evidence gate is armed (it writes ``unsupportedValues``; its revision can turn tools off)."""
+    tools_off_after_revision: bool | None = None
+    """The evidence gate enforces (``toolsOffAfterRevision``): an answer stating a value no source
+    supports is sent back once for a revision, with the tools off (docs/honesty.md §12.5)."""
     answer_validation: bool | None = None
-    """Answer validation is armed (its report can withhold an answer from assessment)."""
+    """Answer validation is armed (``validated``): its report, a ``validation`` row, can withhold an
+    answer from assessment."""
     hidden_argument_tools: list[str] | None = None
     """Tools that hide their arguments: while one is in reach, no row shows a value the model wrote."""
     external_grounds: list[ExternalGround] | None = None
@@ -1048,7 +1052,19 @@ class AnswerAssessmentRow(Frozen):
     """One line for a prose answer, when armed."""
 
 
-FindingRow = Annotated[ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow, Field(discriminator="row")]
+class ValidationRow(Frozen):
+    """Answer validation's report on the final answer (answer layer, docs/honesty.md §12.5)."""
+
+    row: Literal["validation"] = "validation"
+    withheld: bool
+    """The report withholds the answer: it is never assessed."""
+    reason: str | None = None
+    """Why, as the app's validator said (or how the validator failed)."""
+
+
+FindingRow = Annotated[
+    ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow | ValidationRow, Field(discriminator="row")
+]
 """Any honesty row."""
 
 
@@ -1331,8 +1347,9 @@ class LlmCallEvent(_Event):
     """Why the call failed."""
     latency_ms: DurationMs = 0.0
     """Wall time of the call, from the injected clock."""
-    route: Literal["tool-calls", "final"] | None = None
-    """The route decided after the reply."""
+    route: Literal["tool-calls", "final", "evidence-recheck"] | None = None
+    """The route decided after the reply: ``evidence-recheck`` is the evidence gate sending the answer back
+    for its revision turn (docs/honesty.md §12.5)."""
 
 
 class ToolResultEvent(_Event):

@@ -31,6 +31,7 @@ BADGES: tuple[str, ...] = (
     "error",
     "invalid",
     "refused",
+    "unsupported",
 )
 """Every badge a timeline row can show, in display order."""
 
@@ -49,6 +50,8 @@ class RowFacts:
     """Failed LLM calls and tool calls of the iteration."""
     prune_reasons: tuple[str, ...] = ()
     """The reasons of the leases pruned in this iteration, in record order."""
+    unsupported: int = 0
+    """Values the answers assessed in this iteration state that no source supports (docs/honesty.md §12.4)."""
 
 
 def _load(reader: TraceReader, line: int | None) -> dict[str, object] | None:
@@ -93,7 +96,25 @@ def row_facts(reader: TraceReader, iteration: Iteration) -> RowFacts:
         record = _load(reader, line)
         if record is not None and isinstance(pruned := record.get("pruned"), list):
             reasons.extend(str(item.get("reason")) for item in pruned if isinstance(item, dict))
-    return RowFacts(active, evaluated, parked, errors, tuple(reasons))
+    return RowFacts(active, evaluated, parked, errors, tuple(reasons), _unsupported(reader, iteration))
+
+
+def _unsupported(reader: TraceReader, iteration: Iteration) -> int:
+    """How many values the answer layer's assessments of this iteration marked unsupported."""
+    count = 0
+    for line in iteration.finding_lines:
+        record = _load(reader, line)
+        if (
+            record is None
+            or record.get("layer") != "answer"
+            or not isinstance(rows := record.get("rows"), list)
+        ):
+            continue
+        for row in rows:
+            values = row.get("values") if isinstance(row, dict) and row.get("row") == "assessment" else None
+            if isinstance(values, list):
+                count += sum(1 for v in values if isinstance(v, dict) and v.get("supported") is False)
+    return count
 
 
 def invalid_near(model: RunModel, iteration: Iteration, *, found: Sequence[int] = ()) -> int:
@@ -145,6 +166,7 @@ def badges_of(
         "error": facts.errors > 0,
         "invalid": invalid_near(model, iteration, found=found) > 0,
         "refused": _refused_here(model, iteration),
+        "unsupported": facts.unsupported > 0,
     }
     return [name for name in BADGES if shown[name]]
 

@@ -499,3 +499,14 @@ def test_the_pieces_feed_the_ranking_in_chain_order() -> None:
     for origin in provenance.origins:
         assert origin.reason.startswith(("rode because", "not sent:"))
         assert origin.born is not None and origin.born.verb == "BORN"
+
+
+def test_the_evidence_gates_ask_is_born_at_the_draft_it_sent_back() -> None:
+    # revised-amount: the final answer's context is the revision turn's request, which holds the
+    # draft and the gate's ask; the ask's writer is the call routed evidence-recheck.
+    path = sample("revised-amount")
+    provenance = provenance_of(path)
+    draft = next(r for r in events(path, "llm_call") if r["route"] == "evidence-recheck")
+    ask = next(p for p in provenance.pieces if p.source == "evidence-gate")
+    assert hop(ask, "BORN").seq == draft["seq"] and "$75.00" in ask.text
+    assert provenance.call_seq > draft["seq"] and ask.suspect_id is None

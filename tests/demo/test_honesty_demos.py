@@ -17,6 +17,7 @@ from fpdebug.cli import main
 from fpdebug.demo import (
     SCENARIOS,
     load_scenario,
+    revised_amount,
     sample_path,
     traced_argument,
     unsupported_amount,
@@ -24,7 +25,15 @@ from fpdebug.demo import (
 from fpdebug.engine.honesty.replay import recompute_findings, recorded_findings
 from fpdebug.engine.sink import TraceFileSink
 from fpdebug.trace.clock import FixedClock
-from fpdebug.trace.schema import AnswerAssessmentRow, ArgumentRow, BasisRow, FindingEvent, TraceEvent
+from fpdebug.trace.schema import (
+    AnswerAssessmentRow,
+    ArgumentRow,
+    BasisRow,
+    FindingEvent,
+    LlmCallEvent,
+    TraceEvent,
+    TurnEndEvent,
+)
 from tests.conftest import T0
 from tests.demo.helpers import SAMPLES, events_of, run_events
 
@@ -36,6 +45,49 @@ def findings(events: list[TraceEvent], layer: str) -> list[FindingEvent]:
 def only_row(event: FindingEvent) -> Any:
     (row,) = event.rows
     return row
+
+
+# ----------------------------------------------------------------------------------------------
+# (g) revised-amount: the enforcing evidence gate
+
+
+def test_the_enforcing_gate_sends_the_made_up_fee_back_and_the_revision_drops_it(tmp_path: Path) -> None:
+    events = run_events("revised-amount", tmp_path)
+    expected = revised_amount.EXPECTED
+    (start,) = [e for e in events if e.kind == "run_start"]
+    assert start.honesty is not None  # type: ignore[attr-defined]
+    assert (start.honesty.evidence_gate, start.honesty.tools_off_after_revision) == (True, True)  # type: ignore[attr-defined]
+    calls = [e for e in events if isinstance(e, LlmCallEvent)]
+    assert [(c.iteration, c.route) for c in calls] == [
+        (1, "tool-calls"),
+        (2, "evidence-recheck"),
+        (3, "final"),
+    ]
+    draft, revision = calls[1], calls[2]
+    assert draft.response is not None and draft.response.content == expected["draft"]
+    # The revision turn: the tools are off, and the gate's ask (a system message) follows the draft.
+    assert draft.request.tools and revision.request.tools == []
+    *_, kept, ask = revision.request.messages
+    assert (kept.role, kept.content) == ("assistant", expected["draft"])
+    assert ask.role == "system" and "$75.00" in ask.content
+    # The draft is assessed (its fee unsupported); the final answer states only backed values.
+    # Each answer visit files answer validation's report first, then the assessment.
+    draft_visit, final_visit = findings(events, "answer")
+    assert [(r.row, r.withheld) for r in (draft_visit.rows[0], final_visit.rows[0])] == [
+        ("validation", False),
+        ("validation", False),
+    ]
+    draft_row, final_row = draft_visit.rows[1], final_visit.rows[1]
+    assert isinstance(draft_row, AnswerAssessmentRow) and isinstance(final_row, AnswerAssessmentRow)
+    assert [v.text for v in draft_row.values if not v.supported] == expected["unsupported_in_draft"]
+    assert all(v.supported for v in final_row.values) and final_row.values
+    assert "unsupportedValues" in final_row.reads and "answerValidation" in final_row.reads
+    assert "argumentAsk" not in final_row.reads
+    (end,) = [e for e in events if isinstance(e, TurnEndEvent)]
+    assert end.final_content == expected["answer"] and end.iteration_count == expected["revision_iteration"]
+    # The batch of iteration 1 is judged once: the revision turn's loop head leaves it in place.
+    assert [f.iteration for f in findings(events, "results")] == [2]
+    assert recompute_findings(events) == recorded_findings(events)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -138,7 +190,7 @@ def test_assessing_during_the_run_equals_assessing_the_saved_trace(name: str, tm
     assert recompute_findings(events) == written
 
 
-@pytest.mark.parametrize("name", ["unsupported-amount", "traced-argument"])
+@pytest.mark.parametrize("name", ["unsupported-amount", "traced-argument", "revised-amount"])
 def test_the_committed_honesty_samples_satisfy_the_equality_law(name: str) -> None:
     events = events_of(sample_path(SAMPLES, name))
     assert recorded_findings(events) and recompute_findings(events) == recorded_findings(events)

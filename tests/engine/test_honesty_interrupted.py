@@ -104,7 +104,7 @@ def test_a_run_stopped_at_any_event_recomputes_to_exactly_what_it_wrote(name: st
         assert written == everything[: len(written)], at
 
 
-@pytest.mark.parametrize("name", ["unsupported-amount", "traced-argument"])
+@pytest.mark.parametrize("name", ["unsupported-amount", "traced-argument", "revised-amount"])
 def test_a_trace_cut_short_at_any_line_recomputes_to_exactly_what_it_holds(name: str, tmp_path: Path) -> None:
     _, _, complete = run_stopped(name, tmp_path / "complete.jsonl")
     for cut in range(1, len(complete) + 1):

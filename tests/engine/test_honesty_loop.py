@@ -544,7 +544,6 @@ def test_the_answer_is_assessed_once_before_turn_end_with_supported_and_unsuppor
     assert row.reads == [
         "history",
         "turnNumber",
-        "pausedToolCallId",
         "findingsLedger",
         "stoppedEarly",
         "coverageDeclared",
@@ -568,7 +567,7 @@ def test_the_answer_is_assessed_once_before_turn_end_with_supported_and_unsuppor
 def test_the_fold_reads_only_keys_the_agents_arms_can_write(tmp_path: Path) -> None:
     bare = record(Agent("chat").answer_layer(), "hi", scripted("Hello on 2026-01-05."), tmp_path, name="b")
     (row,) = rows_of(bare.findings("answer")[0])
-    assert row.reads == ["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly"]
+    assert row.reads == ["history", "turnNumber", "findingsLedger", "stoppedEarly"]
     assert [(v.text, v.supported) for v in row.values] == [("2026-01-05", False)]
     skills = Agent("s").skills(define_skill("faq", body="Answer FAQs.", description="FAQ")).findings()
     run = record(skills, "hi", scripted("Hello."), tmp_path, name="s")
@@ -576,11 +575,9 @@ def test_the_fold_reads_only_keys_the_agents_arms_can_write(tmp_path: Path) -> N
     assert row.reads == [
         "history",
         "turnNumber",
-        "pausedToolCallId",
         "findingsLedger",
         "stoppedEarly",
         "coverageDeclared",
-        "argumentAsk",
     ]
     assert row.values == [] and row.standing_line is None
 
@@ -603,8 +600,9 @@ def test_a_turn_cut_short_is_in_the_assessment(tmp_path: Path) -> None:
     assert end.stopped_early is not None and row.stopped_early == end.stopped_early
     assert [(v.text, v.supported) for v in row.values] == [("$1,250.00", True)]
     assert row.standing_line is None  # "unsupported" mode, and every value is supported
-    # The inputs layer still judged the calls Route did not run.
-    assert [row.tool_call_id for row in rows_of(run.findings("inputs")[1])] == ["call_2", "call_2"]
+    # The inputs layer never judges a call Route will not run: only the first call has rows.
+    assert [f.iteration for f in run.findings("inputs")] == [1]
+    assert {row.tool_call_id for row in rows_of(run.findings("inputs")[0])} == {"call_1"}
     assert_equality_law(run)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui.helpers import opened, wait_for
+from tests.tui.helpers import opened, screen_text, wait_for
 from tests.tui.test_link_cursor import row_backgrounds
 from tests.tui.traces import sample, write_support_run
 
@@ -59,3 +59,24 @@ class TestWhyBadge:
             for badge in [*rows, "grant"]:  # after the last badge, the first again
                 await pilot.press("w")
                 assert await wait_for(pilot, lambda: marked_rows() == {badge}), (badge, marked_rows())
+
+    async def test_an_unsupported_value_badge_shows_the_answers_unsupported_row(self) -> None:
+        # revised-amount: T1·I2 is the draft the evidence gate sent back (route rev), stating $75.00
+        async with opened(sample("revised-amount")) as (pilot, _screen):
+            app = pilot.app
+
+            def draft_row() -> str:
+                return next((line for line in screen_text(app).splitlines() if "T1·I2" in line), "")
+
+            assert await wait_for(pilot, lambda: " rev " in draft_row() and "unsupported" in draft_row())
+            await pilot.press("G", "k", "w")
+
+            def marked() -> set[str]:
+                return row_backgrounds(app, "unsupported $75.00") - row_backgrounds(app, PLAIN)
+
+            assert await wait_for(pilot, lambda: bool(marked())), screen_text(app)
+            # The results layer's row is shown in full: the call, its tool, the values it holds.
+            text = screen_text(app)
+            assert "result call_1 get_invoice · batch of I1" in text
+            assert "values INV-204, 1250.0, 2026-02-01" in text, text
+            assert "validation passed" in text and "assessment 3 of 4 value(s) supported" in text

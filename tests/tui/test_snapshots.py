@@ -78,3 +78,9 @@ class TestHelp:
         assert snap_compare(
             FpdebugApp(sample("leases")), run_before=_keys("question_mark"), terminal_size=WIDE
         )
+
+
+class TestHonesty:
+    def test_an_answer_the_evidence_gate_sent_back(self, snap_compare: Callable[..., bool]) -> None:
+        # revised-amount's draft (T1·I2): route rev, the unsupported badge, the findings in full
+        assert snap_compare(FpdebugApp(sample("revised-amount")), run_before=_keys("j"), terminal_size=WIDE)

@@ -104,6 +104,9 @@ class Pieces:
             return self._reply_piece(position, message, used_calls, address, landed)
         if message.role == "tool":
             return self._tool_result_piece(position, message, address, landed)
+        gate = self._gate_draft(message)
+        if gate is not None:
+            return self._gate_ask_piece(position, message, gate, address, landed)
         self.context.flag(
             "untracked-sources", f"message {position + 1} ({message.role}) has no recorded writer"
         )
@@ -305,6 +308,49 @@ class Pieces:
             reason=reason,
             chain=chain,
             origin_line=self.context.run_start_line,
+        )
+
+    def _gate_draft(self, message: Message) -> int | None:
+        """The line of the draft the evidence gate sent back, when ``message`` is the gate's ask.
+
+        The loop writes the ask as a ``system`` message right after the draft of a call routed
+        ``evidence-recheck`` (docs/honesty.md §12.5): its writer is that call, the latest before
+        the explained one.
+        """
+        if message.role != "system":
+            return None
+        for line, call in reversed(self.context.index.calls):
+            if line < self.context.call_line and call.route == "evidence-recheck":
+                return line
+        return None
+
+    def _gate_ask_piece(
+        self, position: int, message: Message, line: int, address: str, landed: str
+    ) -> ContextPiece:
+        """The evidence gate's ask, born when the gate sent back the draft of the call at ``line``."""
+        admission = Admission(via="conversation")
+        writer = self.context.index.call_at(line)
+        chain = [
+            self.chains.read_hop(),
+            self.chains.landed_hop(landed),
+            self.context.hop(
+                "BORN",
+                f"the evidence gate's ask after the draft of {self.context.call_label(line)}",
+                line=line,
+            ),
+        ]
+        return ContextPiece(
+            id=address,
+            slot="messages",
+            position=position,
+            kind="message",
+            source="evidence-gate",
+            text=message.content,
+            admission=admission,
+            reason=reason_words(admission),
+            chain=chain,
+            origin_line=line,
+            origin_iteration=writer.iteration if writer is not None else None,
         )
 
     def _writer_of(self, message: Message, used: set[int]) -> int | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypedDict, Unpack
@@ -43,6 +43,8 @@ class _LayerArms(TypedDict, total=False):
     argument_sources: bool | None
     external_grounds: Mapping[str, object] | None
     declared_sources: Mapping[str, object] | None
+    evidence_gate: Literal["flag", "enforce"] | None
+    answer_validation: Callable[[str], str | None] | None
     standing_line: Literal["always", "unsupported"] | bool | None
 
 
@@ -301,6 +303,41 @@ class Agent:
             A new agent.
         """
         return self._arm(answer=True, standing_line=standing_line)
+
+    def evidence_gate(self, *, enforce: bool = True) -> Agent:
+        """Arm the evidence gate (docs/honesty.md §12.5); it arms the answer layer too.
+
+        On a reply Route sends to ``final``, the gate lists the values the answer states that no
+        source supports (``unsupportedValues``); the answer's assessment marks them unsupported.
+
+        Args:
+            enforce: The enforcing posture (the default): an answer stating an unsupported value is
+                sent back once, Route ``evidence-recheck``, for a revision turn with the tools off
+                (``toolsOffAfterRevision``). ``False`` is the flag-only posture: the verdicts are
+                written and the answer stands.
+
+        Returns:
+            A new agent; ``run_start.honesty`` records ``evidence_gate`` and, enforcing,
+            ``tools_off_after_revision``.
+        """
+        if not isinstance(enforce, bool):
+            raise DefinitionError(f"evidence_gate(enforce=...) takes a bool, got {enforce!r}")
+        return self._arm(evidence_gate="enforce" if enforce else "flag")
+
+    def answer_validation(self, validator: Callable[[str], str | None]) -> Agent:
+        """Arm answer validation (``validated``, docs/honesty.md §12.5); it arms the answer layer too.
+
+        Each final answer is handed to ``validator``, which returns the reason to withhold it, or
+        ``None`` to pass it. The report is the answer visit's first row (``validation``); an answer
+        the report withholds is never assessed. The turn still ends with it (fpdebug has no re-ask).
+
+        Args:
+            validator: The app's check of a final answer. One that raises withholds the answer.
+
+        Returns:
+            A new agent; ``run_start.honesty.answer_validation`` is true.
+        """
+        return self._arm(answer_validation=validator)
 
     def ledger_gate(
         self,

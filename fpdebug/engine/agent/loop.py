@@ -137,6 +137,9 @@ class TurnLoop:
         self.calls_to_run: tuple[ToolCallRecord, ...] = ()
         """The calls Route dispatches in this iteration, each with the arguments it runs with (after
         the tool middleware); empty on the final branch."""
+        self.tools_off = False
+        """The evidence gate's revision turned the tools off for the rest of this turn
+        (docs/honesty.md §12.5): the request offers none and Route dispatches none."""
         self.stopped_early: StoppedEarly | None = None
         """Set on the final branch when a limit cut the turn short (before the answer layer reads it)."""
         self.input_tokens = 0
@@ -161,12 +164,17 @@ class TurnLoop:
                 self.step_pointer,
                 mark_cache_prefix=self.conversation.caches_prompt,
             )
+            if self.tools_off:
+                request = request.model_copy(update={"tools": []})  # the revision turn: no tool offered
             if self.spec.request_edit is not None:
                 # A fork's edits (Agent.edit_requests): the record shows the request as sent.
                 request = self.spec.request_edit(request, self.turn, self.iteration)
             reply, latency_ms = self._call(request)
             response = self._honesty_inputs(request, reply)  # what Route may dispatch
-            route = self._route(response)
+            route: Literal["tool-calls", "final", "evidence-recheck"] = self._route(response)
+            ask = self._honesty_gate(response.content) if route == "final" else None
+            if ask is not None:
+                route = "evidence-recheck"  # the evidence gate sends the answer back for its revision turn
             self._record_llm_call(request, latency_ms=latency_ms, response=reply, route=route)
             if truncated_calls(reply) and (route == "tool-calls" or self.spec.on_truncation == "fail"):
                 self.calls_to_run = ()  # none runs: a call cut short can look whole
@@ -178,6 +186,9 @@ class TurnLoop:
             self._honesty_inputs_record()
             if route == "final":
                 return self._final(response)
+            if ask is not None:
+                self._revise(response, ask)
+                continue
             # The model's own request stays in the history; the tool messages say what ran.
             self.history.append(assistant_turn(response))
             self._dispatch(resolved)
@@ -313,14 +324,32 @@ class TurnLoop:
 
     # -- Route, and the final branch ------------------------------------------------------------
 
+    def dispatches(self, response: LlmResponse) -> bool:
+        """Route's dispatch test: whether Route will run the calls of ``response`` this iteration.
+
+        Tools run while the reply asks for some, the budget lasts and the evidence gate's revision
+        has not turned them off. The inputs layer asks it, so it never judges a call that will not run.
+        """
+        return bool(response.tool_calls) and not self.tools_off and self.iteration < self.spec.max_iterations
+
     def _route(self, response: LlmResponse) -> Literal["tool-calls", "final"]:
         """Route (docs/context-model.md §7): tools while the reply asks for some and the budget lasts."""
-        if response.tool_calls and self.iteration < self.spec.max_iterations:
+        if self.dispatches(response):
             return "tool-calls"
         return "final"
 
+    def _revise(self, response: LlmResponse, ask: str) -> None:
+        """The evidence gate's revision turn (docs/honesty.md §12.5): the draft is assessed and kept
+        in the history, the gate's ask follows it (a ``system`` message, so the values it names are
+        no source), and the next iteration runs with the tools off."""
+        self._honesty_answer(response.content)
+        self.history.append(Message(role="assistant", content=response.content, thinking=response.thinking))
+        self.history.append(Message(role="system", content=ask))
+        self.tools_off = True
+        self.iteration += 1
+
     def _resolve(
-        self, route: Literal["tool-calls", "final"], calls: Sequence[ToolCallRecord]
+        self, route: Literal["tool-calls", "final", "evidence-recheck"], calls: Sequence[ToolCallRecord]
     ) -> ResolvedCalls:
         """Resolve: the calls as they will run, after the tool middleware (none on the final branch)."""
         resolved = ResolvedCalls(())
@@ -679,6 +708,11 @@ class TurnLoop:
         hooks = self.spec.honesty
         if hooks is not None:
             hooks.after_llm_record(self)
+
+    def _honesty_gate(self, content: str) -> str | None:
+        # HONESTY HOOK — the evidence gate, on a reply Route sends to final (a text: revise with it).
+        hooks = self.spec.honesty
+        return None if hooks is None else hooks.evidence_gate(self, content)
 
     def _honesty_answer(self, content: str) -> None:
         # HONESTY HOOK — answer layer, first on the final branch.

@@ -85,8 +85,15 @@ class HonestyHooks(Protocol):
         """
         ...
 
+    def evidence_gate(self, loop: TurnLoop, content: str) -> str | None:
+        """The evidence gate: called on a reply Route sends to ``final``, before its ``llm_call`` is
+        recorded. Returns the ask for a revision turn (Route becomes ``evidence-recheck``, the tools go off),
+        or ``None`` to let the answer stand (docs/honesty.md §12.5)."""
+        ...
+
     def before_final(self, loop: TurnLoop, content: str) -> None:
-        """Answer layer: called first on the final branch, before ``turn_end``."""
+        """Answer layer: called first on the final branch (and on a draft sent back for revision),
+        before ``turn_end``."""
         ...
 
 

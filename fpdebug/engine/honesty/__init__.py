@@ -41,6 +41,7 @@ from __future__ import annotations
 from fpdebug.engine.honesty.answer import (
     ALWAYS_READ,
     ANSWER_FOLD_KEYS,
+    NOT_WRITTEN,
     AnswerFoldKey,
     AnswerFoldState,
     AnswerValidation,
@@ -48,6 +49,9 @@ from fpdebug.engine.honesty.answer import (
     answer_fold_reads,
     assess_answer,
     compose_standing_line,
+    fold_reads,
+    gate_verdict,
+    revision_ask,
 )
 from fpdebug.engine.honesty.inputs import (
     BASIS_KEY,
@@ -77,6 +81,7 @@ __all__ = [
     "ALWAYS_READ",
     "ANSWER_FOLD_KEYS",
     "BASIS_KEY",
+    "NOT_WRITTEN",
     "RESULT_VALUES_LIMIT",
     "AnswerFoldKey",
     "AnswerFoldState",
@@ -100,9 +105,12 @@ __all__ = [
     "batch_to_judge",
     "compose_standing_line",
     "file_finding",
+    "fold_reads",
+    "gate_verdict",
     "judge_inputs",
     "judge_results",
     "results_at_loop_head",
+    "revision_ask",
     "rewrites_of",
     "time_of_batch",
 ]

@@ -28,6 +28,7 @@ from fpdebug.trace.schema import (
 __all__ = [
     "ALWAYS_READ",
     "ANSWER_FOLD_KEYS",
+    "NOT_WRITTEN",
     "AnswerFoldKey",
     "AnswerFoldState",
     "AnswerValidation",
@@ -35,6 +36,9 @@ __all__ = [
     "answer_fold_reads",
     "assess_answer",
     "compose_standing_line",
+    "fold_reads",
+    "gate_verdict",
+    "revision_ask",
 ]
 
 AnswerFoldKey: TypeAlias = Literal[
@@ -110,6 +114,40 @@ def answer_fold_reads(
     if inputs and tool_middleware:
         keys.append("middlewareDecisions")
     return keys
+
+
+NOT_WRITTEN: frozenset[AnswerFoldKey] = frozenset({"pausedToolCallId", "argumentAsk"})
+"""The seed's fold keys that no arm of fpdebug writes: it builds no paused call and no argument ask."""
+
+
+def fold_reads(
+    *, tools: bool, evidence_gate: bool, answer_validation: bool, inputs: bool, tool_middleware: bool
+) -> list[AnswerFoldKey]:
+    """The keys fpdebug's answer fold reads: :func:`answer_fold_reads` without :data:`NOT_WRITTEN`.
+
+    The seed's list reads ``pausedToolCallId`` on every agent and ``argumentAsk`` under the inputs
+    layer, because the reference writes them there. fpdebug has no writer for either, and a fold
+    never reads what nothing writes (a tracked read of a key a run never writes is a phantom context
+    source), so they are left out here. The loop and the replay both read this list.
+
+    Args:
+        tools: The agent has a tool surface.
+        evidence_gate: The evidence gate is armed.
+        answer_validation: Answer validation is armed.
+        inputs: The inputs layer is armed.
+        tool_middleware: A before-tool middleware can rewrite a filled value.
+
+    Returns:
+        The keys, in :func:`answer_fold_reads`'s order.
+    """
+    seed = answer_fold_reads(
+        tools=tools,
+        evidence_gate=evidence_gate,
+        answer_validation=answer_validation,
+        inputs=inputs,
+        tool_middleware=tool_middleware,
+    )
+    return [key for key in seed if key not in NOT_WRITTEN]
 
 
 @dataclass(frozen=True)
@@ -401,6 +439,52 @@ def assess_answer(
         assumed=_assumed(state),
         stopped_early=state.stopped_early,
         standing_line=line,
+    )
+
+
+def gate_verdict(
+    answer: str,
+    committed: Mapping[str, object],
+    *,
+    reads: Sequence[AnswerFoldKey],
+    grounds: Grounds | None = None,
+) -> list[str]:
+    """The evidence gate: the values ``answer`` states that no source supports (``unsupportedValues``).
+
+    The gate reads what the answer fold reads, except its own key: it judges by the sources, then
+    writes its verdicts for the fold (docs/honesty.md §12.5). A JSON or empty answer is judged like
+    any other.
+
+    Args:
+        answer: The model's final content (a draft, when the gate sends it back).
+        committed: The committed state.
+        reads: The fold's keys (:func:`fold_reads`); ``unsupportedValues`` is skipped.
+        grounds: The app's external grounds and declared sources.
+
+    Returns:
+        Each unsupported value's text, in the answer's order, listed once.
+    """
+    state = AnswerFoldState.read(committed, [key for key in reads if key != "unsupportedValues"])
+    sources, _ = _sources(state, grounds or Grounds())
+    return [v.text for v in _stated_values(answer, sources, frozenset()) if not v.supported]
+
+
+def revision_ask(unsupported: Sequence[str]) -> str:
+    """The message the enforcing gate adds before the revision turn (a ``system`` message).
+
+    A ``system`` message, never a ``user`` one: the values it names must not become a source that
+    supports them.
+
+    Args:
+        unsupported: The gate's verdicts.
+
+    Returns:
+        The text.
+    """
+    return (
+        "Evidence check: your answer states values that appear in no tool result, user message or "
+        f"declared source: {', '.join(unsupported)}. Revise the answer: state only values a source "
+        "holds, and say plainly what you do not know. Tools are off for this revision."
     )
 
 

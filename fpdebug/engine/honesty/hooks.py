@@ -14,7 +14,8 @@ records in ``run_start.honesty`` and from facts the trace records, so
 =========  ===========================================================================================
 results    at the loop head, before the pass: the batch ``batch_to_judge(iteration, stamp)`` names
 inputs     rows judged after the LLM call and before Route; written right after the ``llm_call``
-answer     first on the final branch, before ``turn_end``
+gate       the evidence gate, on a reply Route sends to ``final``, before its ``llm_call`` (§12.5)
+answer     first on the final branch, before ``turn_end`` (and on a draft the gate sends back)
 =========  ===========================================================================================
 
 Each visit writes at most ONE ``finding`` event; a visit with no rows writes nothing.
@@ -33,11 +34,19 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from fpdebug.engine.honesty.answer import AnswerFoldKey, StandingLineWhen, answer_fold_reads, assess_answer
+from fpdebug.engine.honesty.answer import (
+    AnswerFoldKey,
+    AnswerValidation,
+    StandingLineWhen,
+    assess_answer,
+    fold_reads,
+    gate_verdict,
+    revision_ask,
+)
 from fpdebug.engine.honesty.inputs import (
     ArgumentRewrite,
     Grounds,
@@ -60,12 +69,28 @@ from fpdebug.trace.schema import (
     LlmRequest,
     LlmResponse,
     ToolCallRecord,
+    ValidationRow,
 )
 
 if TYPE_CHECKING:
     from fpdebug.engine.agent import Conversation, TurnLoop
 
-__all__ = ["HonestyLayers", "HonestyRun", "declared_sources_of", "external_grounds_of"]
+__all__ = [
+    "AnswerValidator",
+    "GatePosture",
+    "HonestyLayers",
+    "HonestyRun",
+    "declared_sources_of",
+    "external_grounds_of",
+    "validate_answer",
+]
+
+AnswerValidator: TypeAlias = Callable[[str], "str | None"]
+"""The app's answer validation: given the final answer, the reason to withhold it, or ``None``."""
+
+GatePosture: TypeAlias = Literal["flag", "enforce"]
+"""The evidence gate's posture: ``flag`` only writes its verdicts; ``enforce`` also sends an answer
+stating an unsupported value back for one revision turn, with the tools off (docs/honesty.md §12.5)."""
 
 
 def _json_value(value: object, where: str) -> object:
@@ -152,6 +177,32 @@ def _standing_line(value: StandingLineWhen | bool | None) -> StandingLineWhen | 
     raise DefinitionError(f"standing_line must be True, False, 'always' or 'unsupported', got {value!r}")
 
 
+def validate_answer(validator: AnswerValidator, answer: str) -> ValidationRow:
+    """Answer validation's report on ``answer``: the ``validation`` row the answer layer files first.
+
+    A validator that raises, or returns something other than a text or ``None``, withholds the
+    answer, and the row says why: an answer no check could vouch for is not assessed as if it had.
+
+    Args:
+        validator: The app's check: the reason to withhold the answer, or ``None`` to pass it.
+        answer: The final answer.
+
+    Returns:
+        The report.
+    """
+    try:
+        reason = validator(answer)
+    except Exception as exc:  # the app's code: its failure is recorded, never a traceback mid-turn
+        return ValidationRow(withheld=True, reason=f"the validation raised {type(exc).__name__}: {exc}")
+    if reason is None:
+        return ValidationRow(withheld=False)
+    if not isinstance(reason, str):
+        return ValidationRow(
+            withheld=True, reason=f"the validation returned {type(reason).__name__}, not a text"
+        )
+    return ValidationRow(withheld=True, reason=reason)
+
+
 @dataclass(frozen=True)
 class PendingInputs:
     """One reply the inputs layer judged, waiting for its write after the ``llm_call`` record.
@@ -200,6 +251,9 @@ class HonestyRun:
         pending: The reply judged after the LLM call, written after its ``llm_call``.
         decisions: This turn's middleware rewrites (``middlewareDecisions``).
         decisions_turn: The turn :attr:`decisions` belong to.
+        unsupported: The evidence gate's verdicts on the answer of this iteration
+            (``unsupportedValues``), keyed by ``(turn, iteration)``.
+        tools: The agent has a tool surface (a tool that ran writes ``coverageDeclared``).
     """
 
     arms: HonestyArms
@@ -212,6 +266,27 @@ class HonestyRun:
     pending: PendingInputs | None = None
     decisions: list[ArgumentRewrite] = field(default_factory=list)
     decisions_turn: int | None = None
+    unsupported: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)
+    tools: bool = False
+
+    def committed(self, loop: TurnLoop) -> dict[str, object]:
+        """The committed state the answer fold and the gate read: only keys some arm writes."""
+        # Each key only where its writer is armed, so the law "a fold never reads what nothing
+        # writes" is checkable: every key the fold reads is one of these.
+        committed: dict[str, object] = {
+            "history": tuple(loop.history),
+            "turnNumber": loop.turn,
+            "findingsLedger": tuple(self.ledger),
+            "stoppedEarly": loop.stopped_early,  # Route writes it on every agent
+        }
+        if self.tools:
+            committed["coverageDeclared"] = dict(self.coverage)
+        if self.arms.inputs and self.arms.tool_middleware:
+            committed["middlewareDecisions"] = tuple(self.decisions_of(loop.turn))
+        verdicts = self.unsupported.get((loop.turn, loop.iteration))
+        if verdicts is not None:
+            committed["unsupportedValues"] = verdicts
+        return committed
 
     def decisions_of(self, turn: int) -> list[ArgumentRewrite]:
         """This turn's middleware rewrites (a new turn starts with none)."""
@@ -255,6 +330,8 @@ class HonestyLayers:
         declared_sources: Documents the app declares as argument sources, each with its name.
         standing_line: Compose a standing line for prose answers: ``always`` or only when a value is
             ``unsupported``; ``None`` composes none.
+        gate_posture: The evidence gate's posture (``flag`` or ``enforce``); ``None``: not armed.
+        validator: Answer validation (``validated``): the app's check of each final answer.
     """
 
     inputs: bool = False
@@ -264,6 +341,8 @@ class HonestyLayers:
     external_grounds: tuple[ExternalGround, ...] = ()
     declared_sources: tuple[DeclaredSource, ...] = ()
     standing_line: StandingLineWhen | None = None
+    gate_posture: GatePosture | None = None
+    validator: AnswerValidator | None = None
     _runs: weakref.WeakKeyDictionary[Conversation, HonestyRun] = field(
         default_factory=weakref.WeakKeyDictionary, init=False, repr=False, compare=False
     )
@@ -284,6 +363,8 @@ class HonestyLayers:
         external_grounds: Mapping[str, object] | Iterable[ExternalGround] | None = None,
         declared_sources: Mapping[str, object] | Iterable[DeclaredSource] | None = None,
         standing_line: StandingLineWhen | bool | None = None,
+        evidence_gate: GatePosture | None = None,
+        answer_validation: AnswerValidator | None = None,
     ) -> HonestyLayers:
         """These layers with more armed: a layer once armed stays armed; an option given replaces.
 
@@ -298,6 +379,10 @@ class HonestyLayers:
             external_grounds: Replace the external grounds (label → value); ``None`` keeps.
             declared_sources: Replace the declared sources (name → document); ``None`` keeps.
             standing_line: ``True``/``"always"``, ``"unsupported"``, ``False`` (none); ``None`` keeps.
+            evidence_gate: Arm the evidence gate as ``"flag"`` or ``"enforce"`` (it arms the answer
+                layer, whose fold reads its verdicts); ``None`` keeps.
+            answer_validation: Arm answer validation with this check (it arms the answer layer);
+                ``None`` keeps.
 
         Returns:
             The new layers.
@@ -314,17 +399,23 @@ class HonestyLayers:
             raise DefinitionError(
                 "external_grounds and declared_sources are searched only with argument_sources=True"
             )
+        if evidence_gate not in (None, "flag", "enforce"):
+            raise DefinitionError(f"evidence_gate must be 'flag' or 'enforce', got {evidence_gate!r}")
+        if answer_validation is not None and not callable(answer_validation):
+            raise DefinitionError(f"answer_validation takes a function, got {answer_validation!r}")
         armed_sources = self.argument_sources
         if argument_sources is not None or gives_sources:
             armed_sources = bool(argument_sources) or gives_sources
         return HonestyLayers(
             inputs=self.inputs or bool(inputs),
             results=self.results or bool(results),
-            answer=self.answer or bool(answer),
+            answer=self.answer or bool(answer) or evidence_gate is not None or answer_validation is not None,
             argument_sources=armed_sources,
             external_grounds=self.external_grounds if grounds is None else grounds,
             declared_sources=self.declared_sources if declared is None else declared,
             standing_line=self.standing_line if standing_line is None else _standing_line(standing_line),
+            gate_posture=self.gate_posture if evidence_gate is None else evidence_gate,
+            validator=self.validator if answer_validation is None else answer_validation,
         )
 
     def arms(self, tools: Iterable[Tool], *, tool_middleware: bool = False) -> HonestyArms | None:
@@ -354,6 +445,9 @@ class HonestyLayers:
             declared_sources=list(self.declared_sources) or None,
             standing_line=self.standing_line,
             display_names=names or None,
+            evidence_gate=True if self.gate_posture else None,
+            tools_off_after_revision=True if self.gate_posture == "enforce" else None,
+            answer_validation=True if self.validator is not None else None,
         )
 
     # -- HonestyHooks ----------------------------------------------------------------------------
@@ -377,14 +471,16 @@ class HonestyLayers:
         surface = tool_surface(
             compiled.agent_tools, [injection.declaration() for injection in compiled.setup.injections]
         )
-        reads = answer_fold_reads(
+        reads = fold_reads(
             tools=surface,
             evidence_gate=bool(arms.evidence_gate),
             answer_validation=bool(arms.answer_validation),
             inputs=arms.inputs,
             tool_middleware=arms.tool_middleware,
         )
-        run = HonestyRun(arms, tuple(reads), InputsConfig.from_arms(arms), Grounds.from_arms(arms))
+        run = HonestyRun(
+            arms, tuple(reads), InputsConfig.from_arms(arms), Grounds.from_arms(arms), tools=surface
+        )
         with self._lock:
             self._runs[conversation] = run
         return arms
@@ -432,7 +528,12 @@ class HonestyLayers:
         users = tuple(message.content for message in loop.history if message.role == "user")
         sources = SourcesInReach(tuple(run.prior), users)
         in_reach = tuple(schema.name for schema in request.tools)
-        verdict = judge_inputs(response.tool_calls, sources, config=run.config, tools_in_reach=in_reach)
+        # Route's dispatch test: a call Route will not run (a limit, or the gate's revision turned
+        # the tools off) is never asked about.
+        tools_off = not loop.dispatches(response)
+        verdict = judge_inputs(
+            response.tool_calls, sources, config=run.config, tools_in_reach=in_reach, tools_off=tools_off
+        )
         run.pending = PendingInputs(
             tuple(response.tool_calls),
             sources,
@@ -440,6 +541,8 @@ class HonestyLayers:
             verdict.resolved,
             file_finding("inputs", verdict.rows, turn=loop.turn, iteration=loop.iteration),
         )
+        if tools_off:
+            return response  # nothing runs, so nothing is resolved: the reply stays as the model wrote it
         if list(verdict.resolved) == list(response.tool_calls):
             return response
         return response.model_copy(update={"tool_calls": list(verdict.resolved)})
@@ -468,20 +571,37 @@ class HonestyLayers:
             finding = file_finding("inputs", verdict.rows, turn=loop.turn, iteration=loop.iteration)
         run.write(loop, finding)
 
+    def evidence_gate(self, loop: TurnLoop, content: str) -> str | None:
+        """The evidence gate, on a reply Route sends to ``final``: judge it, and say whether to revise.
+
+        Writes the verdicts (``unsupportedValues``) for the answer fold of this iteration. Only the
+        enforcing gate revises, once per turn: never on the revision turn itself (the tools are off
+        then), so a revised answer that still states an unsupported value is flagged, not sent back.
+
+        Returns:
+            The gate's ask when the answer goes back for its revision turn (Route's ``evidence-recheck``),
+            else ``None``.
+        """
+        run = self._run(loop)
+        if run is None or not run.arms.evidence_gate:
+            return None
+        verdicts = gate_verdict(content, run.committed(loop), reads=run.reads, grounds=run.grounds)
+        run.unsupported[(loop.turn, loop.iteration)] = tuple(verdicts)
+        if verdicts and run.arms.tools_off_after_revision and not loop.tools_off:
+            return revision_ask(verdicts)
+        return None
+
     def before_final(self, loop: TurnLoop, content: str) -> None:
         """Answer layer: one fold over the committed keys this agent's arms can write."""
         run = self._run(loop)
         if run is None or not run.arms.answer:
             return
-        committed: dict[str, object] = {
-            "history": tuple(loop.history),
-            "turnNumber": loop.turn,
-            "pausedToolCallId": None,
-            "findingsLedger": tuple(run.ledger),
-            "stoppedEarly": loop.stopped_early,
-            "coverageDeclared": dict(run.coverage),
-            "middlewareDecisions": tuple(run.decisions_of(loop.turn)),
-        }
+        committed = run.committed(loop)
+        rows: list[HonestyRow] = []
+        if self.validator is not None:
+            report = validate_answer(self.validator, content)
+            committed["answerValidation"] = AnswerValidation(report.withheld, report.reason)
+            rows.append(report)
         row = assess_answer(
             content,
             committed,
@@ -491,4 +611,5 @@ class HonestyLayers:
             display_names=run.arms.display_names,
         )
         if row is not None:
-            run.file(loop, "answer", [row], iteration=loop.iteration)
+            rows.append(row)
+        run.file(loop, "answer", rows, iteration=loop.iteration)

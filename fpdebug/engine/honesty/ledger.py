@@ -11,14 +11,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, TypeAlias
 
-from fpdebug.trace.schema import AnswerAssessmentRow, ArgumentRow, BasisRow, FindingEvent, ResultRow
+from fpdebug.trace.schema import (
+    AnswerAssessmentRow,
+    ArgumentRow,
+    BasisRow,
+    FindingEvent,
+    ResultRow,
+    ValidationRow,
+)
 
 __all__ = ["Finding", "HonestyRow", "Layer", "file_finding"]
 
 Layer: TypeAlias = Literal["inputs", "results", "answer"]
 """The layer that files a finding."""
 
-HonestyRow: TypeAlias = ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow
+HonestyRow: TypeAlias = ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow | ValidationRow
 """Any row a layer files (``FindingEvent.rows``)."""
 
 

@@ -11,11 +11,13 @@ the loop calls at the three mount points, handing them only what the trace recor
   the tool results and user messages recorded before it, the tools offered on that call, and — with
   a tool middleware armed — the rewrites between the requested arguments and the ``args`` each
   ``tool_result`` ran with.
-- **answer** — at each ``llm_call`` routed to ``final``: its reply is the answer; the committed state
-  is rebuilt from the events before it (history, this turn's number, the findings recomputed so far,
-  the ``stopped_early`` the final branch derives from the reply, declared coverage, this turn's
-  rewrites). fpdebug has no evidence gate, answer validation, argument ask or paused calls, so those
-  keys read as absent.
+- **answer** — at each ``llm_call`` routed to ``final`` or ``evidence-recheck`` (a draft the evidence
+  gate sent back): its reply is the answer; the committed state is rebuilt from the events before it
+  (history, this turn's number, the findings recomputed so far, the ``stopped_early`` the final
+  branch derives from the reply, declared coverage, this turn's rewrites, the gate's verdicts judged
+  again from that state). Answer validation's report is the app's code, so it is read from the
+  visit's recorded ``validation`` row. fpdebug has no argument ask or paused calls: the fold never
+  reads those keys (docs/honesty.md §12.4).
 
 An interrupted run (``run_end`` ``interrupted``) or a trace cut short wrote only the findings of the
 visits it finished; :func:`recompute_findings` states the rule that says which.
@@ -30,7 +32,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from fpdebug.engine.honesty.answer import answer_fold_reads, assess_answer
+from fpdebug.engine.honesty.answer import (
+    AnswerValidation,
+    assess_answer,
+    fold_reads,
+    gate_verdict,
+    revision_ask,
+)
 from fpdebug.engine.honesty.inputs import (
     BASIS_KEY,
     ArgumentRewrite,
@@ -59,6 +67,7 @@ from fpdebug.trace.schema import (
     ToolSchema,
     TraceEvent,
     TurnStartEvent,
+    ValidationRow,
 )
 
 __all__ = ["has_tool_surface", "recompute_findings", "recorded_findings", "tool_surface"]
@@ -188,7 +197,7 @@ class _Replay:
     def __init__(self, run_start: RunStartEvent, arms: HonestyArms, events: Sequence[TraceEvent]) -> None:
         self.arms = arms
         self.config = InputsConfig.from_arms(arms)
-        self.reads = answer_fold_reads(
+        self.reads = fold_reads(
             tools=has_tool_surface(run_start),
             evidence_gate=bool(arms.evidence_gate),
             answer_validation=bool(arms.answer_validation),
@@ -197,6 +206,15 @@ class _Replay:
         )
         self.ran = {
             (e.turn, e.iteration, e.tool_call_id): e for e in events if isinstance(e, ToolResultEvent)
+        }
+        # Answer validation is the app's code: its report is a fact the trace recorded (the answer
+        # visit's `validation` row), read here as a tool's result is, never recomputed.
+        self.validations = {
+            (e.turn, e.iteration): row
+            for e in events
+            if isinstance(e, FindingEvent) and e.layer == "answer"
+            for row in e.rows
+            if isinstance(row, ValidationRow)
         }
         self.findings: list[Finding] = []
         self.due: deque[Finding] = deque()  # filed by a visit, written only if the run got further
@@ -208,6 +226,7 @@ class _Replay:
         self.visited: set[tuple[int, int]] = set()
         self.stamp: int | None = None
         self.turn_rewrites: list[ArgumentRewrite] = []
+        self.unsupported: dict[tuple[int | None, int | None], tuple[str, ...]] = {}
 
     def file(
         self, layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None, *, now: bool
@@ -250,10 +269,16 @@ class _Replay:
     def _llm_call(self, event: LlmCallEvent, reply: LlmResponse) -> None:
         calls = reply.tool_calls
         self.history.append(Message(role="assistant", content=reply.content, tool_calls=calls or None))
-        if calls and self.arms.inputs:
+        # Route's dispatch test: the layer never judges a call Route did not run (a limit, or tools
+        # off on the evidence gate's revision turn): those replies are routed final.
+        if calls and self.arms.inputs and event.route == "tool-calls":
             self._inputs(event, calls)
-        if event.route == "final" and self.arms.answer:
+        if event.route in ("final", "evidence-recheck") and self.arms.answer:
             self._answer(event, reply)
+        if event.route == "evidence-recheck":
+            # The gate's ask follows the draft: a system message, so it is no source (kept for fidelity).
+            verdicts = self.unsupported.get((event.turn, event.iteration), ())
+            self.history.append(Message(role="system", content=revision_ask(verdicts)))
 
     def _inputs(self, event: LlmCallEvent, calls: Sequence[ToolCallRecord]) -> None:
         """Inputs layer: the reply's calls, with the rewrites each ``tool_result`` ran with."""
@@ -275,16 +300,30 @@ class _Replay:
 
     def _answer(self, event: LlmCallEvent, reply: LlmResponse) -> None:
         """Answer layer: the committed state rebuilt from the events before the final reply."""
-        committed = {
+        committed: dict[str, object] = {
             "history": tuple(self.history),
             "turnNumber": event.turn,
-            "pausedToolCallId": None,
             # The ledger as the run held it: every finding before this one, inputs included.
             "findingsLedger": (*self.findings, *self.due),
-            "stoppedEarly": _stopped_early(event, reply),
+            # A draft sent back for revision did not end the turn: nothing cut it short.
+            "stoppedEarly": _stopped_early(event, reply) if event.route == "final" else None,
             "coverageDeclared": dict(self.coverage),
             "middlewareDecisions": tuple(self.turn_rewrites),
         }
+        rows: list[HonestyRow] = []
+        if self.arms.answer_validation:
+            report = self.validations.get((event.turn, event.iteration))
+            if report is None:
+                return  # the run never wrote this visit (stopped before it): nothing is due
+            committed["answerValidation"] = AnswerValidation(report.withheld, report.reason)
+            rows.append(report)
+        if self.arms.evidence_gate:
+            # The gate judged this reply before its llm_call was recorded, from the same state.
+            verdicts = gate_verdict(
+                reply.content, committed, reads=self.reads, grounds=Grounds.from_arms(self.arms)
+            )
+            self.unsupported[(event.turn, event.iteration)] = tuple(verdicts)
+            committed["unsupportedValues"] = tuple(verdicts)
         row = assess_answer(
             reply.content,
             committed,
@@ -294,7 +333,8 @@ class _Replay:
             display_names=self.arms.display_names,
         )
         if row is not None:
-            self.file("answer", [row], event.turn, event.iteration, now=False)
+            rows.append(row)
+        self.file("answer", rows, event.turn, event.iteration, now=False)
 
     def _tool_result(self, event: ToolResultEvent) -> None:
         self.prior.append(PriorResult(event.tool_call_id, event.tool_name, event.result, event.iteration))

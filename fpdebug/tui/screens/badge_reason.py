@@ -4,7 +4,7 @@ badges and scrolls the pass inspector to the row that explains the current one, 
 ``park`` and ``reengage`` go to the map's ``change`` row of the Engagement section, ``grant`` and
 ``prune`` to the Leases section's granted and pruned rows, ``rejected``, ``superseded`` and
 ``conflict`` to the Routing section, ``error`` to the error row, ``invalid`` to the bad lines and
-``refused`` to the LLM call. The highlight is the one ``enter`` on a lease uses
+``refused`` to the LLM call, ``unsupported`` to the answer's unsupported value in the findings. The highlight is the one ``enter`` on a lease uses
 (:meth:`fpdebug.tui.widgets.document.DocumentView.reveal`).
 """
 
@@ -50,6 +50,7 @@ BADGE_REASONS: dict[str, BadgeReason] = {
     "error": BadgeReason("Tool batch / LLM call", _starts("error ")),
     "invalid": BadgeReason("Bad lines nearby", _starts("Bad lines nearby")),
     "refused": BadgeReason("LLM call", _starts("LLM call")),
+    "unsupported": BadgeReason("Routing and findings", _starts("unsupported ")),
 }
 """Each timeline badge's row of the pass inspector."""
 

@@ -36,6 +36,7 @@ _BADGE_MEANING = {
     "error": "the LLM call or a tool call failed",
     "invalid": "an invalid or opaque line is in or next to this iteration",
     "refused": "the turn's final reply was a refusal (refusal or content filter), not an answer",
+    "unsupported": "the answer assessed here states a value no source holds (route rev: the gate sent it back)",
 }
 
 

@@ -49,6 +49,7 @@ from fpdebug.tui.text import Palette, compact_json, number
 from fpdebug.tui.widgets.active_injections import active_injections, active_rows, reason_text
 from fpdebug.tui.widgets.context_cost import call_cost_text, injection_cost_section
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
+from fpdebug.tui.widgets.finding_rows import finding_rows
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 from fpdebug.views.session import TraceSession
 from fpdebug.views.source import evidence_not_recorded
@@ -640,7 +641,7 @@ def _routing_section(doc: DocBuilder, session: TraceSession, iteration: Iteratio
             indent=2,
         )
     for finding in findings:
-        doc.line(("finding ", palette.key), f"{finding.layer} layer: {len(finding.rows)} row(s)", indent=2)
+        finding_rows(doc, finding)
 
 
 def _call_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:

@@ -43,10 +43,16 @@ BADGE_LETTERS: dict[str, str] = {
     "error": "!",
     "invalid": "?",
     "refused": "D",
+    "unsupported": "U",
 }
 """One-letter badges used when the timeline is too narrow for words (listed in the help)."""
 
-_BADGE_WORDS: dict[str, str] = {"reengage": "re-engage", "invalid": "invalid line", "refused": "refusal"}
+_BADGE_WORDS: dict[str, str] = {
+    "reengage": "re-engage",
+    "invalid": "invalid line",
+    "refused": "refusal",
+    "unsupported": "unsupported value",
+}
 """How the legend spells a badge whose name says less than it could."""
 
 _COLUMN_LEGEND = (
@@ -196,7 +202,7 @@ def timeline_header(width: int, *, label: int = 0) -> Text:
 def _badge_style(name: str, palette: Palette) -> Style:
     if name in ("grant", "reengage"):
         return palette.good
-    if name in ("prune", "park", "error", "invalid", "refused"):
+    if name in ("prune", "park", "error", "invalid", "refused", "unsupported"):
         return palette.bad
     return palette.warn
 
@@ -295,9 +301,11 @@ def _count_cells(
 
 
 def _route_cell(text: Text, route: str | None, width: int, palette: Palette) -> None:
-    """How the iteration ended: ``tools``, ``final`` or ``—``."""
+    """How the iteration ended: ``tools``, ``final``, ``rev`` (the evidence gate's ``evidence-recheck``: a revision follows) or ``—``."""
     if route == "tool-calls":
         text.append(f"{_route_word('tools', width):<{width}} ")
+    elif route == "evidence-recheck":
+        text.append(f"{_route_word('rev', width):<{width}} ", palette.warn)
     elif route == "final":
         text.append(f"{_route_word('final', width):<{width}} ", palette.good)
     else:
