@@ -1,12 +1,13 @@
-"""The scan behind the runs table: DuckDB's parallel JSON reader over the trace files, in place.
+"""The scan behind the runs table: DuckDB over the trace files, in place, on every core.
 
-DuckDB reads every line of every file named, keeping only the fields the table needs (kind, run id,
+DuckDB reads every line of every file named (as lines: see :data:`_LINES` for how an ``llm_call``'s
+request is skipped; DuckDB's JSON reader for files that are not UTF-8 or very large), keeping only the fields the table needs (kind, run id,
 times, turn and iteration numbers, status, usage, models, lease and tool names, parks and
 unsupported values counted per record, the turns' final answers). Nothing is validated record by
 record in Python: a line DuckDB cannot read as a record of that shape comes back as an empty row
 and is counted as unreadable. The rows are aggregated in SQL to one row per run, plus the calls
 grouped by what prices them, so pricing (:func:`fpdebug.trace.cost.price_tokens`) runs once per
-distinct (provider, model, tokens, day), not once per call.
+distinct (provider, model, tokens, day), not once per call (once per run for calls that have no price).
 
 A batch that DuckDB refuses as a whole is retried file by file, so one bad file names itself and
 never empties the table.
