@@ -1,7 +1,7 @@
 """The runs browser's headless part: one row per run over folders of traces, read in place by DuckDB.
 
 :mod:`~fpdebug.views.runs.files` tells what each file is without blocking,
-:mod:`~fpdebug.views.runs.scan` reads the traces with DuckDB (an ``llm_call``'s request is skipped),
+:mod:`~fpdebug.views.runs.scan` reads the traces with DuckDB's parallel JSON reader,
 :mod:`~fpdebug.views.runs.cache` keeps each trace's rows keyed by its size and mtime, and
 :mod:`~fpdebug.views.runs.table` builds, filters and sorts the table (``fpdebug runs`` prints it).
 """

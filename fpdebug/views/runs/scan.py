@@ -1,13 +1,13 @@
-"""The scan behind the runs table: DuckDB over the trace files, in place, on every core.
+"""The scan behind the runs table: DuckDB's parallel JSON reader over the trace files, in place.
 
-DuckDB reads every line of every file named (as lines: see :data:`_LINES` for how an ``llm_call``'s
-request is skipped; DuckDB's JSON reader for files that are not UTF-8 or very large), keeping only the fields the table needs (kind, run id,
+DuckDB reads every line of every file named, keeping only the fields the table needs (kind, run id,
 times, turn and iteration numbers, status, usage, models, lease and tool names, parks and
 unsupported values counted per record, the turns' final answers). Nothing is validated record by
 record in Python: a line DuckDB cannot read as a record of that shape comes back as an empty row
 and is counted as unreadable. The rows are aggregated in SQL to one row per run, plus the calls
 grouped by what prices them, so pricing (:func:`fpdebug.trace.cost.price_tokens`) runs once per
-distinct (provider, model, tokens, day), not once per call (once per run for calls that have no price).
+distinct (provider, model, tokens, day), not once per call, and once per run for the calls that
+have no price whatever their tokens.
 
 A batch that DuckDB refuses as a whole is retried file by file, so one bad file names itself and
 never empties the table.
@@ -15,7 +15,6 @@ never empties the table.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tempfile
@@ -51,12 +50,11 @@ _COLUMNS: dict[str, str] = {
     "cache_read_tokens BIGINT, cache_write_tokens BIGINT, input_includes_cache BOOLEAN))",
 }
 
-# One row per line: what each record contributes, computed while reading. ``{source}`` is a relation
-# with ``file``, ``undecodable`` (a file the fast reader sets aside) and the columns of :data:`_COLUMNS`
-# (:data:`_LINES` or :data:`_READ_JSON`).
+# One row per line: what each record contributes, computed while reading.
 _RECORDS = """
+CREATE OR REPLACE TEMP TABLE r AS
 SELECT
-    file, undecodable, kind, seq, ts, run_id, turn, iteration,
+    filename AS file, kind, seq, ts, run_id, turn, iteration,
     CASE WHEN kind = 'run_start' THEN agent_name END AS agent_name,
     provider, model,
     CASE WHEN kind = 'run_end' THEN status END AS status,
@@ -77,79 +75,8 @@ SELECT
     coalesce(response.usage.cache_read_tokens, 0) AS cache_read,
     coalesce(response.usage.cache_write_tokens, 0) AS cache_write,
     coalesce(response.usage.input_includes_cache, false) AS includes_cache
-FROM ({source})
-"""
-
-# The reference reader (and the one for files too large to hold as one string): DuckDB's JSON reader
-# over whole files, every line parsed and shaped to :data:`_COLUMNS`.
-_READ_JSON = """
-SELECT filename AS file, false AS undecodable, * EXCLUDE (filename)
 FROM read_json($files, format = 'newline_delimited', columns = $columns, ignore_errors = true,
                filename = true, maximum_object_size = 268435456)
-"""
-
-_RESPONSE = {
-    "model": "VARCHAR",
-    "usage": {
-        "input_tokens": "BIGINT",
-        "output_tokens": "BIGINT",
-        "cache_read_tokens": "BIGINT",
-        "cache_write_tokens": "BIGINT",
-        "input_includes_cache": "BOOLEAN",
-    },
-}
-# :data:`_COLUMNS` as a ``from_json`` structure (the same fields and types, parsed from a line).
-_STRUCTURE: dict[str, Any] = {
-    **{name: kind for name, kind in _COLUMNS.items() if kind in ("VARCHAR", "BIGINT", "JSON")},
-    "lease": {"instruction_id": "VARCHAR"},
-    "changes": [{"kind": "VARCHAR"}],
-    "rows": [{"row": "VARCHAR", "values": [{"supported": "BOOLEAN"}]}],
-    "response": _RESPONSE,
-}
-# What an ``llm_call`` line's head (every key before ``request``) must hold for the fast path.
-_HEAD = ("kind", "seq", "ts", "run_id", "turn", "iteration", "provider", "model")
-
-_LLM_PREFIX = '{"kind":"llm_call",'
-"""How the trace writer starts every ``llm_call`` line (``kind`` is the first key it writes)."""
-
-# The fast reader: each file read whole (one string; a file that is not UTF-8 is set aside for
-# _READ_JSON: a row marks it), split into lines; blank lines are skipped as DuckDB's JSON reader skips them.
-# Every line is parsed with the structure above, except an ``llm_call`` written by the writer:
-# most of its bytes are the request (system prompt, messages, tool schemas), which the table never
-# uses. Such a line is cut at its first ``,"request":{`` and its first ``,"response":{``: the head
-# before the one (closed with ``}``) and the tail after the other (up to a second ``,"response":{``,
-# opened with ``{"response":{``) are parsed on their own. The cut is sound: outside a string a ``"``
-# after a ``,`` opens a key (inside one it is escaped), and a JSON object's prefix closed with one
-# ``}``, or its suffix opened with one ``{``, parses only when the key is at the top level. So a
-# ``"response":{`` nested in the request or in a tool's arguments makes a part fail to parse (as
-# does a second one anywhere: the tail then stops inside an open object), and text that merely
-# quotes one cannot match (its quotes are escaped). When a part fails, or the head lacks one of
-# :data:`_HEAD` (a hand-written line, keys in another order), the whole line is parsed instead.
-# What is given up: the request's own bytes are not parsed, so a line whose head and tail parse but
-# whose request was damaged in the middle counts as read (``fpdebug validate`` finds it).
-_LINES = """
-WITH texts AS (
-    SELECT filename AS file, try(decode(content)) AS text FROM read_blob($files)
-), lines AS (
-    SELECT file, text IS NULL AS undecodable,
-        unnest(CASE WHEN text IS NULL THEN [NULL] ELSE string_split(text, chr(10)) END) AS line
-    FROM texts
-), cut AS (
-    SELECT file, undecodable, line, starts_with(line, '{llm_prefix}') AS llm
-    FROM lines WHERE undecodable OR NOT regexp_matches(line, '^[ \\t\\r]*$')
-), parts AS (
-    SELECT file, undecodable, line,
-        CASE WHEN llm THEN try(from_json(split_part(line, ',"request":{{', 1) || '}}', '{head}')) END AS h,
-        CASE WHEN llm THEN try(from_json('{{"response":{{' || split_part(line, ',"response":{{', 2), '{tail}')) END
-            AS t
-    FROM cut
-), shaped AS (
-    SELECT file, undecodable, h, t, {fast} AS fast,
-        CASE WHEN NOT fast AND NOT undecodable THEN try(from_json(line, '{full}')) END AS j
-    FROM parts
-)
-SELECT file, undecodable, {columns}
-FROM shaped
 """
 
 _RUNS = """
@@ -183,7 +110,8 @@ ORDER BY file, first_seq
 """
 
 # A call of an in-process provider (scripted, replay) or one without a reply has no price whatever its
-# tokens and day (:func:`price_tokens`): such calls are grouped by run alone, priced once.
+# tokens and day (:func:`price_tokens`): such calls are grouped by run alone and priced once. (Priced
+# per distinct token count instead, 1,000 generated traces of 10 MB cost 0.9M pricings, ~16 s.)
 _CALLS = """
 SELECT file, run_id, provider, model, replied, input_total, cache_read, cache_write, output_tokens, day,
     count(*) AS calls
@@ -273,57 +201,6 @@ def _plain_names(files: Sequence[str], scratch: str) -> dict[str, str]:
     return names
 
 
-def _fast_sql() -> str:
-    """:data:`_LINES` with its structures and columns filled in."""
-    head = {name: _STRUCTURE[name] for name in _HEAD}
-    columns = []
-    for name in _COLUMNS:
-        if name in _HEAD:
-            columns.append(f'CASE WHEN fast THEN h."{name}" ELSE j."{name}" END AS "{name}"')
-        elif name == "response":
-            columns.append("CASE WHEN fast THEN t.response ELSE j.response END AS response")
-        else:
-            columns.append(f'j."{name}" AS "{name}"')
-    fast = " AND ".join([f'h."{name}" IS NOT NULL' for name in _HEAD] + ["t.response IS NOT NULL"])
-    return _LINES.format(
-        llm_prefix=_LLM_PREFIX,
-        head=json.dumps(head),
-        tail=json.dumps({"response": _RESPONSE}),
-        full=json.dumps(_STRUCTURE),
-        fast=f"coalesce(h.kind = 'llm_call' AND {fast}, false)",
-        columns=", ".join(columns),
-    )
-
-
-_FAST = _fast_sql()
-
-_FAST_MAX_BYTES = 256 * 1024 * 1024
-"""Larger files are read by :data:`_READ_JSON` (the fast reader holds a whole file as one string)."""
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return _FAST_MAX_BYTES + 1  # let the reference reader say what is wrong with it
-
-
-def _read(con: Any, names: dict[str, str]) -> None:
-    """Fill table ``r``: small files by the fast reader, the rest (and any it set aside) by read_json."""
-    small = [name for name in names if _size(name) <= _FAST_MAX_BYTES]
-    rest = [name for name in names if name not in set(small)]
-    create = "CREATE OR REPLACE TEMP TABLE r AS "
-    if small:
-        con.execute(create + _RECORDS.format(source=_FAST), {"files": small})
-        create = "INSERT INTO r "
-        found = con.execute("SELECT DISTINCT file FROM r WHERE undecodable").fetchall()
-        if found:
-            con.execute("DELETE FROM r WHERE undecodable")
-            rest += [name for (name,) in found]
-    if rest:
-        con.execute(create + _RECORDS.format(source=_READ_JSON), {"files": rest, "columns": _COLUMNS})
-
-
 def _query(files: Sequence[str], threads: int | None) -> dict[str, ScannedFile]:
     import duckdb
 
@@ -333,7 +210,7 @@ def _query(files: Sequence[str], threads: int | None) -> dict[str, ScannedFile]:
             con.execute(f"SET threads = {int(threads)}")
         with tempfile.TemporaryDirectory(prefix="fpdebug-runs-") as scratch:
             names = _plain_names(files, scratch)
-            _read(con, names)
+            con.execute(_RECORDS, {"files": list(names), "columns": _COLUMNS})
         found = {path: ScannedFile(path) for path in files}
         for name, lines, bad in con.execute(_FILES).fetchall():
             path = names.get(name)
