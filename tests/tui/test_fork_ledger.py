@@ -66,7 +66,10 @@ async def test_f_edits_runs_and_opens_the_diff_at_the_forks_pass(tmp_path: Path)
         await _pick(pilot, "vip-override", choices)
         await pilot.press("tab", "enter")  # Add
         assert await wait_for(pilot, lambda: "1. drop-injection vip-override" in screen_text(pilot.app))
-        # The same edit twice is refused, with the reason on screen.
+        # The same edit twice is refused, with the reason on screen. Textual ignores a press within
+        # the button's 0.2 s press effect, as a user's double press would be: wait it out first.
+        add = pilot.app.screen.query_one("#fork-add")
+        assert await wait_for(pilot, lambda: not add.has_class("-active"))
         await pilot.click("#fork-add")
         assert await wait_for(pilot, lambda: "given twice" in screen_text(pilot.app))
         # A live provider needs the box ticked: refused before anything runs.
