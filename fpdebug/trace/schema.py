@@ -48,6 +48,7 @@ __all__ = [
     "DurationMs",
     "EdgeDecl",
     "EffectJudgment",
+    "EndState",
     "EngagementChange",
     "EngagementEvent",
     "EngagementPassFacts",
@@ -344,6 +345,9 @@ class StoppedEarly(Frozen):
     """How many tool calls the model had asked for and did not get."""
     answer_was_empty: bool
     """Whether the model's last content was empty."""
+    wrapped_up: bool | None = None
+    """The loop asked once more with tools off and the answer is that wrap-up reply (docs/context-model.md
+    §7.2); absent when no wrap-up call ran."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1191,6 +1195,20 @@ class TurnStartEvent(_Event):
     """What the user said."""
 
 
+class EndState(Frozen):
+    """The carriers a turn (or a run) left at its end (docs/context-model.md §7.3): what the next turn or a
+    reader starts from, recorded rather than rebuilt from grants, prunes and the last pass."""
+
+    cursor: str | None = None
+    """The skill-map cursor after the last pass (what ``continuity("conversation")`` carries on)."""
+    leases: list[LeaseRecord] | None = None
+    """The instruction leases still held, in grant order; absent when no lease record exists."""
+    engagement: list[MapEngagementRecord] | None = None
+    """Every map's engagement record; absent when the kernel is not mounted."""
+    step_pointer: list[StepPointerRecord] | None = None
+    """The step pointer (``[]`` when no procedure holds the tenure); absent when no skill declares steps."""
+
+
 class TurnEndEvent(_Event):
     """A turn's answer and totals."""
 
@@ -1208,6 +1226,9 @@ class TurnEndEvent(_Event):
     refusal: str | None = None
     """Set when the final reply was a refusal: the provider's word (``refusal``, ``content_filter``)
     or ``refusal`` for a reported refusal message; absent otherwise."""
+    end_state: EndState | None = None
+    """The carriers the turn left (cursor, leases, engagement, step pointer); absent on an agent that uses
+    none of them."""
 
 
 class PassEvent(_Event):
@@ -1229,6 +1250,9 @@ class PassEvent(_Event):
     """Active injections counted by trigger kind."""
     lease_active_ids: list[str] | None = None
     """Ids a lease served this pass; absent when no lease record exists."""
+    lease_survivors: list[LeaseRecord] | None = None
+    """The leases the pass's sweep kept for future passes, in grant order (also when it pruned nothing);
+    absent when no lease record exists."""
     parked_ids: list[str] | None = None
     """Ids the kernel suppressed this pass; absent when no map is parked."""
     served_ids: list[str] | None = None
@@ -1436,6 +1460,9 @@ class RunEndEvent(_Event):
     """Completion tokens over the run."""
     refused_turns: list[int] | None = None
     """The turns whose final reply was a refusal (see ``turn_end.refusal``); absent when none was."""
+    end_state: EndState | None = None
+    """The carriers the run's last turn left, also when the run failed or was interrupted mid-turn;
+    absent when the agent uses none of them or no turn ran."""
 
 
 TraceEvent = Annotated[

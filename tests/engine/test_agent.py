@@ -277,7 +277,7 @@ class TestLoop:
         assert run.at("tool_result", 2) == []  # the pending calls never ran
         (end,) = run.of("turn_end")
         assert isinstance(end, TurnEndEvent) and end.stopped_early is not None
-        assert end.stopped_early.model_dump() == {
+        assert end.stopped_early.model_dump(exclude_none=True) == {
             "reason": "max-iterations",
             "iteration": 2,
             "pending_tool_calls": 2,

@@ -46,12 +46,14 @@ from fpdebug.engine.steps import (
     SKIP_STEP,
     skip_step_result,
     step_on_return,
+    step_pointer_records,
 )
 from fpdebug.engine.types import Activation, Tool, ToolResult
 from fpdebug.errors import ProviderError, RunInterrupted
 from fpdebug.trace.schema import (
     CursorMoveEvent,
     EffectJudgment,
+    EndState,
     EngagementEvent,
     ErrorInfo,
     LeaseGrantEvent,
@@ -194,6 +196,19 @@ class TurnLoop:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             error=error,
+        )
+
+    def end_state(self) -> EndState | None:
+        """The carriers this turn left as it stands (docs/context-model.md §7.3): the cursor, the leases, the
+        engagement records and the step pointer; ``None`` on an agent that uses none of them."""
+        graph = self.compiled.setup.skill_map is not None
+        if not graph and self.leases is None and self.engagement is None and self.step_pointer is None:
+            return None
+        return EndState(
+            cursor=self.cursor,
+            leases=[lease.record() for lease in self.leases] if self.leases is not None else None,
+            engagement=list(self.engagement) if self.engagement is not None else None,
+            step_pointer=step_pointer_records(self.step_pointer) if self.step_pointer is not None else None,
         )
 
     def _emit(self, event_type: type[EventRecord], /, **fields: object) -> None:
@@ -389,6 +404,7 @@ class TurnLoop:
             iteration_count=self.iteration,
             stopped_early=stopped,
             refusal=refusal,
+            end_state=self.end_state(),
         )
         return TurnResult(
             turn=self.turn,
