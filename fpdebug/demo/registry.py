@@ -54,6 +54,8 @@ SCENARIOS: Mapping[str, str] = {
     "leases-cyclic": "fpdebug.demo.leases_cyclic",
     "unsupported-amount": "fpdebug.demo.unsupported_amount",
     "traced-argument": "fpdebug.demo.traced_argument",
+    "step-nudge": "fpdebug.demo.step_nudge",
+    "wrap-up": "fpdebug.demo.wrap_up",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 

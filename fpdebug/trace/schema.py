@@ -32,6 +32,7 @@ __all__ = [
     "EVENT_MODELS",
     "FORMAT",
     "LATEST",
+    "LOOP_BACK_ROUTES",
     "MAX_DURATION_MS",
     "SCHEMA_VERSION",
     "ActiveReason",
@@ -86,6 +87,7 @@ __all__ = [
     "PrunedLease",
     "RerouteSupersededEvent",
     "ResultRow",
+    "RouteChoice",
     "RouteConflict",
     "RouteConflictEvent",
     "RunEndEvent",
@@ -101,6 +103,7 @@ __all__ = [
     "StatedValue",
     "StepChange",
     "StepPointerRecord",
+    "StepsUnfinishedEvent",
     "StoppedEarly",
     "ThinkingBlock",
     "Timestamp",
@@ -115,6 +118,7 @@ __all__ = [
     "TurnStartEvent",
     "Usage",
     "Witness",
+    "WrapUpEvent",
 ]
 
 FORMAT: Final = "fpdebug.trace"
@@ -293,6 +297,10 @@ class Message(Frozen):
     """The tool a ``tool`` message comes from."""
     injection_id: str | None = None
     """The injection that delivered this message through the messages slot, if one did."""
+    from_loop: bool | None = None
+    """``user`` messages: ``True`` when the loop wrote it, not the user (a step nudge, a wrap-up
+    instruction, docs/context-model.md §7.1): the framework's words, never a source of a value. Absent
+    otherwise."""
     is_error: bool | None = None
     """``tool`` messages: ``True`` when the call failed or was refused (``invalid``/``failure``); sent to
     Anthropic as ``is_error``. Absent otherwise."""
@@ -332,6 +340,13 @@ class Usage(Frozen):
         if self.input_includes_cache or provider != "anthropic":
             return self.input_tokens
         return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
+
+
+RouteChoice: TypeAlias = Literal["tool-calls", "final", "step-nudge", "wrap-up"]
+"""Route's branches (docs/context-model.md §7.1): every one but ``final`` loops back to the loop head."""
+
+LOOP_BACK_ROUTES: tuple[RouteChoice, ...] = ("step-nudge", "wrap-up")
+"""The routes that loop back without running a tool (the batch in place stays)."""
 
 
 class StoppedEarly(Frozen):
@@ -1352,8 +1367,9 @@ class LlmCallEvent(_Event):
     """Why the call failed."""
     latency_ms: DurationMs = 0.0
     """Wall time of the call, from the injected clock."""
-    route: Literal["tool-calls", "final"] | None = None
-    """The route decided after the reply."""
+    route: RouteChoice | None = None
+    """The route decided after the reply (docs/context-model.md §7.1): ``tool-calls``, ``final``, or one
+    of the loop's non-tool ways back, ``step-nudge`` and ``wrap-up``."""
 
 
 class ToolResultEvent(_Event):
@@ -1444,6 +1460,38 @@ class RerouteSupersededEvent(_Event):
     """``tool-proposal`` when a proposal was superseded."""
 
 
+class StepsUnfinishedEvent(_Event):
+    """The model answered with a step procedure unfinished; Route chose ``step-nudge`` and re-asks once
+    per turn (docs/context-model.md §5.6)."""
+
+    kind: Literal["steps_unfinished"] = "steps_unfinished"
+    skill_id: str
+    """The stepped skill whose procedure is in progress."""
+    step: int
+    """The current (1-based) step."""
+    total: int
+    """How many steps the skill declares."""
+    tool: str
+    """The current step's tool."""
+    skipped: list[int] = Field(default_factory=list)
+    """Steps skipped so far."""
+    nudge: str
+    """The user message the loop added to the history: what the model reads on the re-ask."""
+
+
+class WrapUpEvent(_Event):
+    """The model still asked for tools at the iteration limit; Route chose ``wrap-up`` and asks once more
+    with tools off (docs/context-model.md §7.2)."""
+
+    kind: Literal["wrap_up"] = "wrap_up"
+    pending_tool_calls: int
+    """The tool calls asked for at the limit, which never ran."""
+    answer_was_empty: bool
+    """Whether the reply at the limit had no content."""
+    instruction: str
+    """The user message the loop added to the history: what the model reads on the wrap-up call."""
+
+
 class RunEndEvent(_Event):
     """How the run ended."""
 
@@ -1480,6 +1528,8 @@ TraceEvent = Annotated[
     | SkillRejectedEvent
     | RouteConflictEvent
     | RerouteSupersededEvent
+    | StepsUnfinishedEvent
+    | WrapUpEvent
     | RunEndEvent,
     Field(discriminator="kind"),
 ]
@@ -1505,6 +1555,8 @@ EVENT_MODELS: dict[str, type[_Event]] = {
         SkillRejectedEvent,
         RouteConflictEvent,
         RerouteSupersededEvent,
+        StepsUnfinishedEvent,
+        WrapUpEvent,
         RunEndEvent,
     )
 }

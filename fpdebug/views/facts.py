@@ -31,6 +31,8 @@ BADGES: tuple[str, ...] = (
     "error",
     "invalid",
     "refused",
+    "nudge",
+    "wrapup",
 )
 """Every badge a timeline row can show, in display order."""
 
@@ -145,6 +147,8 @@ def badges_of(
         "error": facts.errors > 0,
         "invalid": invalid_near(model, iteration, found=found) > 0,
         "refused": _refused_here(model, iteration),
+        "nudge": iteration.has("steps_unfinished"),
+        "wrapup": iteration.has("wrap_up"),
     }
     return [name for name in BADGES if shown[name]]
 

@@ -50,6 +50,8 @@ def test_the_registry_lists_every_scenario_with_the_contract() -> None:
         "leases-cyclic",
         "unsupported-amount",
         "traced-argument",
+        "step-nudge",
+        "wrap-up",
     ]
     for name in SCENARIOS:
         scenario = load_scenario(name)

@@ -135,6 +135,10 @@ class Conversation:
             }
         if spec.on_truncation != "reask":
             recorded["on_truncation"] = spec.on_truncation
+        if spec.wrap_up:
+            recorded["wrap_up"] = True
+        if not spec.step_nudge and self.compiled.step_plans:
+            recorded["step_nudge"] = False
         provider_options = getattr(self.provider, "run_options", None)
         if isinstance(provider_options, Mapping) and provider_options:
             # Reasoning / thinking / caching settings shape every reply: recorded with the run.

@@ -18,8 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from fpdebug.engine.agent.branches import (
+    StepNudge,
+    WrapUp,
+    choose_route,
+    loop_back_messages,
+    step_nudge_due,
+    tools_off,
+)
 from fpdebug.engine.agent.compose import compose_request
 from fpdebug.engine.agent.failures import RunFailed, error_info
 from fpdebug.engine.agent.replies import assistant_turn, refusal_of, truncated_calls, well_formed_reply
@@ -65,17 +73,20 @@ from fpdebug.trace.schema import (
     Message,
     PassEvent,
     RerouteSupersededEvent,
+    RouteChoice,
     RouteConflictEvent,
     SkillGate,
     SkillRejectedEvent,
     SlotRouting,
     StepChange,
+    StepsUnfinishedEvent,
     StoppedEarly,
     ToolCallRecord,
     ToolResultEvent,
     ToolResultStatus,
     TurnEndEvent,
     TurnStartEvent,
+    WrapUpEvent,
 )
 
 if TYPE_CHECKING:
@@ -140,6 +151,10 @@ class TurnLoop:
         """The calls Route dispatches in this iteration, each with the arguments it runs with (after
         the tool middleware); empty on the final branch."""
         self.stopped_early: StoppedEarly | None = None
+        self.nudged = False
+        """The turn's one step nudge was spent (docs/context-model.md §5.6)."""
+        self.wrapping: WrapUp | None = None
+        """Set by the ``wrap-up`` branch: the next call runs with tools off and its reply is the answer."""
         """Set on the final branch when a limit cut the turn short (before the answer layer reads it)."""
         self.input_tokens = 0
         """Prompt tokens of this turn's calls."""
@@ -163,6 +178,8 @@ class TurnLoop:
                 self.step_pointer,
                 mark_cache_prefix=self.conversation.caches_prompt,
             )
+            if self.wrapping is not None:
+                request = tools_off(request)  # the wrap-up call: nothing more may run this turn
             if self.spec.request_edit is not None:
                 # A fork's edits (Agent.edit_requests): the record shows the request as sent.
                 request = self.spec.request_edit(request, self.turn, self.iteration)
@@ -180,6 +197,10 @@ class TurnLoop:
             self._honesty_inputs_record()
             if route == "final":
                 return self._final(response)
+            if route != "tool-calls":  # a way back that runs no tool: the batch in place stays
+                self._loop_back(route, response)
+                self.iteration += 1
+                continue
             # The model's own request stays in the history; the tool messages say what ran.
             self.history.append(assistant_turn(response))
             self._dispatch(resolved)
@@ -309,7 +330,7 @@ class TurnLoop:
         *,
         latency_ms: float,
         response: LlmResponse | None = None,
-        route: str | None = None,
+        route: RouteChoice | None = None,
         error: ErrorInfo | None = None,
     ) -> None:
         """Record one ``llm_call``: the request, and the reply with its route or the failure."""
@@ -328,15 +349,49 @@ class TurnLoop:
 
     # -- Route, and the final branch ------------------------------------------------------------
 
-    def _route(self, response: LlmResponse) -> Literal["tool-calls", "final"]:
-        """Route (docs/context-model.md §7): tools while the reply asks for some and the budget lasts."""
-        if response.tool_calls and self.iteration < self.spec.max_iterations:
-            return "tool-calls"
-        return "final"
+    def _route(self, response: LlmResponse) -> RouteChoice:
+        """Route (docs/context-model.md §7.1): tools while the reply asks for some and the budget lasts;
+        else a wrap-up, a step nudge, or the final branch (:func:`~fpdebug.engine.agent.branches.choose_route`)."""
+        nudge: StepNudge | None = None
+        if (
+            self.spec.step_nudge
+            and not self.nudged
+            and self.wrapping is None
+            and refusal_of(response) is None
+        ):
+            nudge = step_nudge_due(self.step_pointer, self.compiled.step_plans)
+        return choose_route(
+            response,
+            iteration=self.iteration,
+            max_iterations=self.spec.max_iterations,
+            nudge=nudge,
+            wrap_up=self.spec.wrap_up and self.wrapping is None,
+        )
 
-    def _resolve(
-        self, route: Literal["tool-calls", "final"], calls: Sequence[ToolCallRecord]
-    ) -> ResolvedCalls:
+    def _loop_back(self, route: RouteChoice, response: LlmResponse) -> None:
+        """The ``step-nudge`` or ``wrap-up`` branch: the reply's text and the loop's message join the
+        history, and the branch is recorded (``steps_unfinished`` / ``wrap_up``)."""
+        if route == "step-nudge":
+            nudge = step_nudge_due(self.step_pointer, self.compiled.step_plans)
+            assert nudge is not None  # Route chose it from this very pointer
+            self.nudged = True
+            self.history.extend(loop_back_messages(response, nudge.text))
+            self._emit(StepsUnfinishedEvent, **nudge.fields())
+            return
+        self.wrapping = WrapUp(
+            StoppedEarly(
+                reason="max-iterations",
+                iteration=self.iteration,
+                pending_tool_calls=len(response.tool_calls),
+                answer_was_empty=not response.content.strip(),
+                wrapped_up=True,
+            )
+        )
+        fields = self.wrapping.fields()
+        self.history.extend(loop_back_messages(response, str(fields["instruction"])))
+        self._emit(WrapUpEvent, **fields)
+
+    def _resolve(self, route: RouteChoice, calls: Sequence[ToolCallRecord]) -> ResolvedCalls:
         """Resolve: the calls as they will run, after the tool middleware (none on the final branch)."""
         resolved = ResolvedCalls(())
         if route == "tool-calls":
@@ -383,14 +438,18 @@ class TurnLoop:
         refusal = refusal_of(response)
         pending = len(response.tool_calls)
         stopped = (
-            StoppedEarly(
-                reason="max-iterations",
-                iteration=self.iteration,
-                pending_tool_calls=pending,
-                answer_was_empty=not content.strip(),
+            self.wrapping.stopped
+            if self.wrapping is not None
+            else (
+                StoppedEarly(
+                    reason="max-iterations",
+                    iteration=self.iteration,
+                    pending_tool_calls=pending,
+                    answer_was_empty=not content.strip(),
+                )
+                if pending
+                else None
             )
-            if pending
-            else None
         )
         self.stopped_early = stopped
         self._honesty_answer(content)

@@ -50,6 +50,8 @@ BADGE_REASONS: dict[str, BadgeReason] = {
     "error": BadgeReason("Tool batch / LLM call", _starts("error ")),
     "invalid": BadgeReason("Bad lines nearby", _starts("Bad lines nearby")),
     "refused": BadgeReason("LLM call", _starts("LLM call")),
+    "nudge": BadgeReason("Routing and findings", _starts("step nudge ")),
+    "wrapup": BadgeReason("Routing and findings", _starts("wrap-up ")),
 }
 """Each timeline badge's row of the pass inspector."""
 

@@ -36,6 +36,8 @@ _BADGE_MEANING = {
     "error": "the LLM call or a tool call failed",
     "invalid": "an invalid or opaque line is in or next to this iteration",
     "refused": "the turn's final reply was a refusal (refusal or content filter), not an answer",
+    "nudge": "the model answered with steps unfinished; the loop re-asked it (step-nudge)",
+    "wrapup": "the model still asked for tools at the limit; one more call ran with tools off (wrap-up)",
 }
 
 

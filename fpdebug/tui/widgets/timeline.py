@@ -43,10 +43,18 @@ BADGE_LETTERS: dict[str, str] = {
     "error": "!",
     "invalid": "?",
     "refused": "D",
+    "nudge": "N",
+    "wrapup": "W",
 }
 """One-letter badges used when the timeline is too narrow for words (listed in the help)."""
 
-_BADGE_WORDS: dict[str, str] = {"reengage": "re-engage", "invalid": "invalid line", "refused": "refusal"}
+_BADGE_WORDS: dict[str, str] = {
+    "reengage": "re-engage",
+    "invalid": "invalid line",
+    "refused": "refusal",
+    "nudge": "step nudge",
+    "wrapup": "wrap-up",
+}
 """How the legend spells a badge whose name says less than it could."""
 
 _COLUMN_LEGEND = (
@@ -295,11 +303,14 @@ def _count_cells(
 
 
 def _route_cell(text: Text, route: str | None, width: int, palette: Palette) -> None:
-    """How the iteration ended: ``tools``, ``final`` or ``—``."""
+    """How the iteration ended: ``tools``, ``final``, ``nudge`` / ``wrap`` (a re-ask) or ``—``."""
     if route == "tool-calls":
         text.append(f"{_route_word('tools', width):<{width}} ")
     elif route == "final":
         text.append(f"{_route_word('final', width):<{width}} ", palette.good)
+    elif route in ("step-nudge", "wrap-up"):  # a way back that ran no tool: the loop re-asked
+        word = "nudge" if route == "step-nudge" else "wrap"
+        text.append(f"{_route_word(word, width):<{width}} ", palette.warn)
     else:
         text.append(f"{'—':<{width}} ", palette.dim)
 
