@@ -33,6 +33,7 @@ BADGES: tuple[str, ...] = (
     "refused",
     "nudge",
     "wrapup",
+    "proposal",
 )
 """Every badge a timeline row can show, in display order."""
 
@@ -51,6 +52,8 @@ class RowFacts:
     """Failed LLM calls and tool calls of the iteration."""
     prune_reasons: tuple[str, ...] = ()
     """The reasons of the leases pruned in this iteration, in record order."""
+    proposals: int = 0
+    """Route proposals the iteration's batch had accepted (honoured by the next pass)."""
 
 
 def _load(reader: TraceReader, line: int | None) -> dict[str, object] | None:
@@ -85,17 +88,23 @@ def row_facts(reader: TraceReader, iteration: Iteration) -> RowFacts:
             for item in records
             if isinstance(item, dict) and item.get("standing") == "parked"
         )
-    errors = 0
+    errors = proposals = 0
     for line in (*iteration.llm_lines, *iteration.tool_result_lines):
         record = _load(reader, line)
         if record is not None and isinstance(record.get("error"), dict):
             errors += 1
+        if record is not None and isinstance(effects := record.get("effects"), list):
+            proposals += sum(1 for e in effects if isinstance(e, dict) and _accepted_proposal(e))
     reasons: list[str] = []
     for line in iteration.lease_prune_lines:
         record = _load(reader, line)
         if record is not None and isinstance(pruned := record.get("pruned"), list):
             reasons.extend(str(item.get("reason")) for item in pruned if isinstance(item, dict))
-    return RowFacts(active, evaluated, parked, errors, tuple(reasons))
+    return RowFacts(active, evaluated, parked, errors, tuple(reasons), proposals)
+
+
+def _accepted_proposal(effect: dict[str, object]) -> bool:
+    return effect.get("kind") == "propose-transition" and effect.get("outcome") == "accepted"
 
 
 def invalid_near(model: RunModel, iteration: Iteration, *, found: Sequence[int] = ()) -> int:
@@ -149,6 +158,7 @@ def badges_of(
         "refused": _refused_here(model, iteration),
         "nudge": iteration.has("steps_unfinished"),
         "wrapup": iteration.has("wrap_up"),
+        "proposal": facts.proposals > 0,
     }
     return [name for name in BADGES if shown[name]]
 

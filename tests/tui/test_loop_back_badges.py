@@ -35,3 +35,23 @@ def test_the_iteration_that_re_asked_has_its_badge_route_and_inspector_row(
         shown = rendered(inspect_iteration(session, iteration, PALETTE), width=160)
     assert row in " ".join(shown.split())
     assert BADGE_LETTERS[badge] not in {BADGE_LETTERS[b] for b in BADGE_LETTERS if b != badge}
+
+
+def test_an_accepted_proposal_has_a_badge_and_its_reason_stands_beside_the_move() -> None:
+    with TraceReader(sample_path(SAMPLES, "step-nudge"), index=False) as reader:
+        session = load_session(reader)
+        badged = [i for i in range(len(session.iterations)) if "proposal" in session.badges(i)]
+        assert badged == [0]  # escalate's batch accepted it; the next pass honoured it
+        batch = " ".join(
+            rendered(inspect_iteration(session, session.iterations[0], PALETTE), width=160).split()
+        )
+        moved = " ".join(
+            rendered(inspect_iteration(session, session.iterations[1], PALETTE), width=160).split()
+        )
+        stayed = " ".join(
+            rendered(inspect_iteration(session, session.iterations[2], PALETTE), width=160).split()
+        )
+    reason = "“the customer asked for their money back”"
+    assert f"effect propose-transition refund → accepted — {reason}" in batch
+    assert f"proposal {reason} (escalate, iteration 1)" in moved
+    assert "proposal" not in stayed.split("Cursor")[1].split("reachable")[0]  # the re-ask stays: no reason

@@ -52,6 +52,7 @@ BADGE_REASONS: dict[str, BadgeReason] = {
     "refused": BadgeReason("LLM call", _starts("LLM call")),
     "nudge": BadgeReason("Routing and findings", _starts("step nudge ")),
     "wrapup": BadgeReason("Routing and findings", _starts("wrap-up ")),
+    "proposal": BadgeReason("Tool batch", _starts("effect ", holding="propose-transition")),
 }
 """Each timeline badge's row of the pass inspector."""
 

@@ -38,6 +38,7 @@ _BADGE_MEANING = {
     "refused": "the turn's final reply was a refusal (refusal or content filter), not an answer",
     "nudge": "the model answered with steps unfinished; the loop re-asked it (step-nudge)",
     "wrapup": "the model still asked for tools at the limit; one more call ran with tools off (wrap-up)",
+    "proposal": "a tool's route proposal was accepted in this batch (the next pass moves the cursor)",
 }
 
 

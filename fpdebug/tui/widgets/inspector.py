@@ -220,6 +220,8 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
             [" (keyword ", (move.witness.keyword, palette.key), ")"] if move.witness.keyword else []
         )
         doc.fact("witness", "“", (move.witness.text, ""), "”", *keyword)
+    if move.by == "tool-proposal":
+        _proposal_fact(doc, session, iteration, move.to_skill)
     doc.fact("reachable", (", ".join(move.reachable) or "(nothing)", ""))
     if move.conflict is not None:
         winner = move.conflict.winner
@@ -237,6 +239,25 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
         doc.fact("guard", (move.guard, ""))
     if move.guards_closed:
         doc.fact("closed", (", ".join(move.guards_closed), palette.dim))
+
+
+def _proposal_fact(doc: DocBuilder, session: TraceSession, iteration: Iteration, target: str | None) -> None:
+    """Beside a move a proposal caused: the proposal's declared reason, from the batch that made it
+    (the iteration just before: a proposal is honoured only on the following pass)."""
+    run = session.model.run(iteration.run_id)
+    turn = run.turn(iteration.turn) if run is not None else None
+    before = [i for i in turn.iterations if i.number == iteration.number - 1] if turn is not None else []
+    for result in _records(session, before[0].tool_result_lines if before else (), ToolResultEvent):
+        for effect in result.effects:
+            if (
+                effect.kind == "propose-transition"
+                and effect.outcome == "accepted"
+                and effect.target_skill_id == target
+            ):
+                where = f" ({result.tool_name}, iteration {iteration.number - 1})"
+                doc.fact("proposal", "“", (effect.reason or "", ""), "”", (where, doc.palette.dim))
+                return
+    doc.fact("proposal", ("its proposal is not in the trace", doc.palette.dim))
 
 
 def _context_cost_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
@@ -575,6 +596,8 @@ def _tool_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) 
             extra: list[Part] = []
             if effect.delivery_lease:
                 extra += [" ", (effect.delivery_lease, palette.key)]
+            if effect.reason:  # a proposal's declared reason
+                extra += [" — “", (effect.reason, ""), "”"]
             if effect.refusal_reason:
                 extra += [" — ", (effect.refusal_reason, palette.dim)]
             if effect.superseded_by:

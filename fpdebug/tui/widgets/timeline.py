@@ -45,6 +45,7 @@ BADGE_LETTERS: dict[str, str] = {
     "refused": "D",
     "nudge": "N",
     "wrapup": "W",
+    "proposal": "p",
 }
 """One-letter badges used when the timeline is too narrow for words (listed in the help)."""
 
@@ -202,7 +203,7 @@ def timeline_header(width: int, *, label: int = 0) -> Text:
 
 
 def _badge_style(name: str, palette: Palette) -> Style:
-    if name in ("grant", "reengage"):
+    if name in ("grant", "reengage", "proposal"):
         return palette.good
     if name in ("prune", "park", "error", "invalid", "refused"):
         return palette.bad
