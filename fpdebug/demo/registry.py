@@ -56,6 +56,7 @@ SCENARIOS: Mapping[str, str] = {
     "traced-argument": "fpdebug.demo.traced_argument",
     "step-nudge": "fpdebug.demo.step_nudge",
     "wrap-up": "fpdebug.demo.wrap_up",
+    "continuity": "fpdebug.demo.continuity",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 

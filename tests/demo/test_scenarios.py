@@ -52,6 +52,7 @@ def test_the_registry_lists_every_scenario_with_the_contract() -> None:
         "traced-argument",
         "step-nudge",
         "wrap-up",
+        "continuity",
     ]
     for name in SCENARIOS:
         scenario = load_scenario(name)

@@ -547,7 +547,8 @@ class TestMultiTurn:
             name="carried",
         )
         move = carried.one("cursor_move", 1, turn=2)
-        assert (move.from_skill, move.to_skill, move.by) == ("billing", "billing", "stay")
+        # The carried cursor holds the start: the turn-start verdict is continuity, not a stay.
+        assert (move.from_skill, move.to_skill, move.by) == ("billing", "billing", "continuity")
 
     def test_activations_are_per_turn(self, tmp_path: Path) -> None:
         agent = Agent("a").skills(define_skill("helper", body="Helper body."))

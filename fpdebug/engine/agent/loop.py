@@ -46,7 +46,7 @@ from fpdebug.engine.effects import (
 )
 from fpdebug.engine.engagement import MapEngagementRecord, parked_member_ids
 from fpdebug.engine.evaluate import PassInputs, PassResult, evaluate_pass
-from fpdebug.engine.injections import StepPointer
+from fpdebug.engine.injections import StepPointer, TurnRoute
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
 from fpdebug.engine.sink import EventRecord
 from fpdebug.engine.skillmap import PickCarriers, SkillPick, gate_skill_pick
@@ -260,6 +260,7 @@ class TurnLoop:
                 accepted_skill_picks=self.accepted,
                 served_injection_ids=self.served,
                 map_engagement=self.engagement,
+                turn_route=self._turn_route(),
             ),
         )
         # Outputs REPLACE the carriers (docs/context-model.md §3.2), never concatenate.
@@ -275,6 +276,13 @@ class TurnLoop:
         self.prior_by_slot = result.by_slot
         self._record_pass(result)
         return result
+
+    def _turn_route(self) -> TurnRoute | None:
+        """The turn-start verdict on iteration 1 (docs/context-model.md §5.1): a cursor the conversation
+        carried (``continuity("conversation")``) holds the start, ``by: continuity``; else none."""
+        if self.iteration == 1 and self.turn > 1 and self.cursor is not None:
+            return TurnRoute(to_skill=self.cursor, from_skill=self.cursor, by="continuity")
+        return None
 
     def _record_pass(self, result: PassResult) -> None:
         # In the order of docs/context-model.md §3.4: the advance, the sweep, a conflict, engagement, the told-the-truth
