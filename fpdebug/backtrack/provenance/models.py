@@ -60,6 +60,7 @@ Via: TypeAlias = Literal[
     "base",
     "user",
     "conversation",
+    "loop",
     "tool-result",
     "registry",
     "unknown",
