@@ -55,6 +55,9 @@ SCENARIOS: Mapping[str, str] = {
     "unsupported-amount": "fpdebug.demo.unsupported_amount",
     "traced-argument": "fpdebug.demo.traced_argument",
     "revised-amount": "fpdebug.demo.revised_amount",
+    "step-nudge": "fpdebug.demo.step_nudge",
+    "wrap-up": "fpdebug.demo.wrap_up",
+    "continuity": "fpdebug.demo.continuity",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 

@@ -22,11 +22,16 @@ __all__ = [
 ]
 
 
+def _typed(message: Message) -> bool:
+    """A user message the user typed: not an injection's, not one the loop wrote (a nudge, a wrap-up)."""
+    return message.role == "user" and message.injection_id is None and not message.from_loop
+
+
 def this_turn(request: LlmRequest) -> list[Message]:
     """The messages after the turn's user message (earlier turns are the conversation's past)."""
     messages = request.messages
     for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role == "user" and messages[index].injection_id is None:
+        if _typed(messages[index]):
             return list(messages[index + 1 :])
     return list(messages)
 
@@ -34,7 +39,7 @@ def this_turn(request: LlmRequest) -> list[Message]:
 def user_message(request: LlmRequest) -> str:
     """The turn's user message (the last one the user typed)."""
     for message in reversed(request.messages):
-        if message.role == "user" and message.injection_id is None:
+        if _typed(message):
             return message.content
     return ""
 

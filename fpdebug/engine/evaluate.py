@@ -283,6 +283,12 @@ class PassResult:
             "evaluated_total": self.evaluated_total,
             "trigger_kind_counts": dict(self.trigger_kind_counts),
             "lease_active_ids": _listed(self.lease_active_ids),
+            # The sweep's survivors, also when it pruned nothing: a pass that keeps its leases says so.
+            "lease_survivors": (
+                [lease.record() for lease in self.next_instruction_leases]
+                if self.next_instruction_leases is not None
+                else None
+            ),
             "parked_ids": _listed(self.parked_ids),
             "served_ids": _listed(self.next_served_injection_ids),
             "superseded_ids": list(self.superseded_ids) or None,

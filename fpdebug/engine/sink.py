@@ -39,10 +39,12 @@ from fpdebug.trace.schema import (
     RunEndEvent,
     RunStartEvent,
     SkillRejectedEvent,
+    StepsUnfinishedEvent,
     ToolResultEvent,
     TraceEvent,
     TurnEndEvent,
     TurnStartEvent,
+    WrapUpEvent,
 )
 from fpdebug.trace.writer import Durability, TraceWriter
 
@@ -70,6 +72,8 @@ EventRecord: TypeAlias = (
     | SkillRejectedEvent
     | RouteConflictEvent
     | RerouteSupersededEvent
+    | StepsUnfinishedEvent
+    | WrapUpEvent
     | RunEndEvent
 )
 """The event classes of :data:`~fpdebug.trace.schema.TraceEvent` (the union without its discriminator)."""

@@ -56,6 +56,7 @@ from fpdebug.trace.schema import (
     LlmCallEvent,
     LlmRequest,
     PassEvent,
+    RouteChoice,
     RunEndEvent,
     SlotRouting,
     ToolResultEvent,
@@ -132,6 +133,15 @@ class _Iteration:
 def convert_recording(recording: dict[str, Any], envelope: dict[str, Any] | None) -> Conversion:
     """Convert one Recording (``{snapshot, events, structure}``) and its envelope, when there is one."""
     return _Converter(recording, envelope).run()
+
+
+_ROUTES: dict[str, RouteChoice] = {
+    "tool-calls": "tool-calls",
+    "final": "final",
+    "step-nudge": "step-nudge",
+    "wrap-up": "wrap-up",
+}
+"""The reference's routes fpdebug builds (``output-retry`` and ``evidence-recheck`` are not)."""
 
 
 class _Converter:
@@ -297,7 +307,7 @@ class _Converter:
         )
         if end is None:
             self.out.warnings.append(f"{where}: the recording has no llm_end; no reply is shown")
-        route = iteration.route if iteration.route in ("tool-calls", "final") else None
+        route = _ROUTES.get(iteration.route) if iteration.route is not None else None
         if iteration.route is not None and route is None:
             self.out.warnings.append(f"{where}: route {iteration.route!r} is not one fpdebug builds")
         duration = obj(end).get("durationMs")
@@ -313,7 +323,7 @@ class _Converter:
             if end is not None
             else None,
             latency_ms=float(duration) if isinstance(duration, int | float) else 0.0,
-            route=route,  # type: ignore[arg-type]  # one of the two literals, checked above
+            route=route,
         )
 
     def _tool_result(self, iteration: _Iteration, start: dict[str, Any], envelope: dict[str, Any]) -> None:

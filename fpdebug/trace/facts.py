@@ -33,6 +33,7 @@ from fpdebug.trace.schema import (
     LeaseRecord,
     MapEngagementRecord,
     PrunedLease,
+    RouteChoice,
     StoppedEarly,
     Usage,
 )
@@ -53,9 +54,11 @@ __all__ = [
     "RunEndFacts",
     "RunStartFacts",
     "SkillRejectedFacts",
+    "StepsUnfinishedFacts",
     "ToolResultFacts",
     "TurnEndFacts",
     "TurnStartFacts",
+    "WrapUpFacts",
 ]
 
 
@@ -149,7 +152,7 @@ class LlmCallFacts(_Facts):
     """The provider that answered (how to read its usage's input tokens)."""
     response: _ResponseFacts | None = None
     """The reply's usage; ``None`` when the call failed."""
-    route: Literal["tool-calls", "final", "evidence-recheck"] | None = None
+    route: RouteChoice | None = None
     """The route decided after the reply."""
 
 
@@ -219,6 +222,18 @@ class RerouteSupersededFacts(_Facts):
     kind: Literal["reroute_superseded"]
 
 
+class StepsUnfinishedFacts(_Facts):
+    """``steps_unfinished``: the envelope only."""
+
+    kind: Literal["steps_unfinished"]
+
+
+class WrapUpFacts(_Facts):
+    """``wrap_up``: the envelope only."""
+
+    kind: Literal["wrap_up"]
+
+
 FACTS_MODELS: tuple[type[_Facts], ...] = (
     RunStartFacts,
     RunEndFacts,
@@ -235,6 +250,8 @@ FACTS_MODELS: tuple[type[_Facts], ...] = (
     SkillRejectedFacts,
     RouteConflictFacts,
     RerouteSupersededFacts,
+    StepsUnfinishedFacts,
+    WrapUpFacts,
 )
 """One facts model per event kind."""
 
@@ -253,7 +270,9 @@ Facts = Annotated[
     | FindingFacts
     | SkillRejectedFacts
     | RouteConflictFacts
-    | RerouteSupersededFacts,
+    | RerouteSupersededFacts
+    | StepsUnfinishedFacts
+    | WrapUpFacts,
     Field(discriminator="kind"),
 ]
 """The facts of any event line."""

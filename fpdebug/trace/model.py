@@ -55,9 +55,11 @@ from fpdebug.trace.facts import (
     RunEndFacts,
     RunStartFacts,
     SkillRejectedFacts,
+    StepsUnfinishedFacts,
     ToolResultFacts,
     TurnEndFacts,
     TurnStartFacts,
+    WrapUpFacts,
 )
 from fpdebug.trace.records import InvalidRecord, OpaqueRecord, Record, classify_line
 from fpdebug.trace.runs import (
@@ -88,11 +90,13 @@ from fpdebug.trace.schema import (
     RunEndEvent,
     RunStartEvent,
     SkillRejectedEvent,
+    StepsUnfinishedEvent,
     ToolResultEvent,
     TraceEvent,
     TraceHeader,
     TurnEndEvent,
     TurnStartEvent,
+    WrapUpEvent,
 )
 
 __all__ = [
@@ -142,6 +146,10 @@ _InTurnEvent: TypeAlias = (
     | RouteConflictFacts
     | RerouteSupersededEvent
     | RerouteSupersededFacts
+    | StepsUnfinishedEvent
+    | StepsUnfinishedFacts
+    | WrapUpEvent
+    | WrapUpFacts
 )
 """Every event but ``run_start`` and ``run_end``: what belongs to a turn (full events and facts)."""
 
@@ -412,6 +420,10 @@ class RunModel:
                 | RouteConflictFacts()
                 | RerouteSupersededEvent()
                 | RerouteSupersededFacts()
+                | StepsUnfinishedEvent()
+                | StepsUnfinishedFacts()
+                | WrapUpEvent()
+                | WrapUpFacts()
             ):
                 pass  # listed in their iteration above; the model keeps no other fact of them
             case CursorMoveEvent() | CursorMoveFacts():

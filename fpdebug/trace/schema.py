@@ -32,6 +32,7 @@ __all__ = [
     "EVENT_MODELS",
     "FORMAT",
     "LATEST",
+    "LOOP_BACK_ROUTES",
     "MAX_DURATION_MS",
     "SCHEMA_VERSION",
     "ActiveReason",
@@ -48,6 +49,7 @@ __all__ = [
     "DurationMs",
     "EdgeDecl",
     "EffectJudgment",
+    "EndState",
     "EngagementChange",
     "EngagementEvent",
     "EngagementPassFacts",
@@ -85,6 +87,7 @@ __all__ = [
     "PrunedLease",
     "RerouteSupersededEvent",
     "ResultRow",
+    "RouteChoice",
     "RouteConflict",
     "RouteConflictEvent",
     "RunEndEvent",
@@ -100,6 +103,7 @@ __all__ = [
     "StatedValue",
     "StepChange",
     "StepPointerRecord",
+    "StepsUnfinishedEvent",
     "StoppedEarly",
     "ThinkingBlock",
     "Timestamp",
@@ -114,6 +118,7 @@ __all__ = [
     "TurnStartEvent",
     "Usage",
     "Witness",
+    "WrapUpEvent",
 ]
 
 FORMAT: Final = "fpdebug.trace"
@@ -293,6 +298,10 @@ class Message(Frozen):
     """The tool a ``tool`` message comes from."""
     injection_id: str | None = None
     """The injection that delivered this message through the messages slot, if one did."""
+    from_loop: bool | None = None
+    """``user`` messages: ``True`` when the loop wrote it, not the user (a step nudge, a wrap-up
+    instruction, docs/context-model.md §7.1): the framework's words, never a source of a value. Absent
+    otherwise."""
     is_error: bool | None = None
     """``tool`` messages: ``True`` when the call failed or was refused (``invalid``/``failure``); sent to
     Anthropic as ``is_error``. Absent otherwise."""
@@ -334,6 +343,13 @@ class Usage(Frozen):
         return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
 
 
+RouteChoice: TypeAlias = Literal["tool-calls", "final", "step-nudge", "wrap-up", "evidence-recheck"]
+"""Route's branches (docs/context-model.md §7.1): every one but ``final`` loops back to the loop head."""
+
+LOOP_BACK_ROUTES: tuple[RouteChoice, ...] = ("step-nudge", "wrap-up")
+"""The routes that loop back without running a tool (the batch in place stays)."""
+
+
 class StoppedEarly(Frozen):
     """Why a turn ended before the model finished asking for tools (docs/context-model.md §7.2)."""
 
@@ -345,6 +361,9 @@ class StoppedEarly(Frozen):
     """How many tool calls the model had asked for and did not get."""
     answer_was_empty: bool
     """Whether the model's last content was empty."""
+    wrapped_up: bool | None = None
+    """The loop asked once more with tools off and the answer is that wrap-up reply (docs/context-model.md
+    §7.2); absent when no wrap-up call ran."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1210,6 +1229,20 @@ class TurnStartEvent(_Event):
     """What the user said."""
 
 
+class EndState(Frozen):
+    """The carriers a turn (or a run) left at its end (docs/context-model.md §7.3): what the next turn or a
+    reader starts from, recorded rather than rebuilt from grants, prunes and the last pass."""
+
+    cursor: str | None = None
+    """The skill-map cursor after the last pass (what ``continuity("conversation")`` carries on)."""
+    leases: list[LeaseRecord] | None = None
+    """The instruction leases still held, in grant order; absent when no lease record exists."""
+    engagement: list[MapEngagementRecord] | None = None
+    """Every map's engagement record; absent when the kernel is not mounted."""
+    step_pointer: list[StepPointerRecord] | None = None
+    """The step pointer (``[]`` when no procedure holds the tenure); absent when no skill declares steps."""
+
+
 class TurnEndEvent(_Event):
     """A turn's answer and totals."""
 
@@ -1227,6 +1260,9 @@ class TurnEndEvent(_Event):
     refusal: str | None = None
     """Set when the final reply was a refusal: the provider's word (``refusal``, ``content_filter``)
     or ``refusal`` for a reported refusal message; absent otherwise."""
+    end_state: EndState | None = None
+    """The carriers the turn left (cursor, leases, engagement, step pointer); absent on an agent that uses
+    none of them."""
 
 
 class PassEvent(_Event):
@@ -1248,6 +1284,9 @@ class PassEvent(_Event):
     """Active injections counted by trigger kind."""
     lease_active_ids: list[str] | None = None
     """Ids a lease served this pass; absent when no lease record exists."""
+    lease_survivors: list[LeaseRecord] | None = None
+    """The leases the pass's sweep kept for future passes, in grant order (also when it pruned nothing);
+    absent when no lease record exists."""
     parked_ids: list[str] | None = None
     """Ids the kernel suppressed this pass; absent when no map is parked."""
     served_ids: list[str] | None = None
@@ -1347,9 +1386,10 @@ class LlmCallEvent(_Event):
     """Why the call failed."""
     latency_ms: DurationMs = 0.0
     """Wall time of the call, from the injected clock."""
-    route: Literal["tool-calls", "final", "evidence-recheck"] | None = None
-    """The route decided after the reply: ``evidence-recheck`` is the evidence gate sending the answer back
-    for its revision turn (docs/honesty.md §12.5)."""
+    route: RouteChoice | None = None
+    """The route decided after the reply (docs/context-model.md §7.1): ``tool-calls``, ``final``, one
+    of the loop's non-tool ways back, ``step-nudge`` and ``wrap-up``, or ``evidence-recheck``: the evidence
+    gate sending the answer back for its revision turn (docs/honesty.md §12.5)."""
 
 
 class ToolResultEvent(_Event):
@@ -1440,6 +1480,38 @@ class RerouteSupersededEvent(_Event):
     """``tool-proposal`` when a proposal was superseded."""
 
 
+class StepsUnfinishedEvent(_Event):
+    """The model answered with a step procedure unfinished; Route chose ``step-nudge`` and re-asks once
+    per turn (docs/context-model.md §5.6)."""
+
+    kind: Literal["steps_unfinished"] = "steps_unfinished"
+    skill_id: str
+    """The stepped skill whose procedure is in progress."""
+    step: int
+    """The current (1-based) step."""
+    total: int
+    """How many steps the skill declares."""
+    tool: str
+    """The current step's tool."""
+    skipped: list[int] = Field(default_factory=list)
+    """Steps skipped so far."""
+    nudge: str
+    """The user message the loop added to the history: what the model reads on the re-ask."""
+
+
+class WrapUpEvent(_Event):
+    """The model still asked for tools at the iteration limit; Route chose ``wrap-up`` and asks once more
+    with tools off (docs/context-model.md §7.2)."""
+
+    kind: Literal["wrap_up"] = "wrap_up"
+    pending_tool_calls: int
+    """The tool calls asked for at the limit, which never ran."""
+    answer_was_empty: bool
+    """Whether the reply at the limit had no content."""
+    instruction: str
+    """The user message the loop added to the history: what the model reads on the wrap-up call."""
+
+
 class RunEndEvent(_Event):
     """How the run ended."""
 
@@ -1456,6 +1528,9 @@ class RunEndEvent(_Event):
     """Completion tokens over the run."""
     refused_turns: list[int] | None = None
     """The turns whose final reply was a refusal (see ``turn_end.refusal``); absent when none was."""
+    end_state: EndState | None = None
+    """The carriers the run's last turn left, also when the run failed or was interrupted mid-turn;
+    absent when the agent uses none of them or no turn ran."""
 
 
 TraceEvent = Annotated[
@@ -1473,6 +1548,8 @@ TraceEvent = Annotated[
     | SkillRejectedEvent
     | RouteConflictEvent
     | RerouteSupersededEvent
+    | StepsUnfinishedEvent
+    | WrapUpEvent
     | RunEndEvent,
     Field(discriminator="kind"),
 ]
@@ -1498,6 +1575,8 @@ EVENT_MODELS: dict[str, type[_Event]] = {
         SkillRejectedEvent,
         RouteConflictEvent,
         RerouteSupersededEvent,
+        StepsUnfinishedEvent,
+        WrapUpEvent,
         RunEndEvent,
     )
 }

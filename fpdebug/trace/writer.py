@@ -50,6 +50,7 @@ import mmap
 import os
 import stat
 import threading
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
@@ -551,6 +552,31 @@ class TraceWriter:
             os.close(fd)  # closing the descriptor releases the flock
 
 
+_SYNC_STATES: weakref.WeakSet[_SyncState] = weakref.WeakSet()
+"""Every live batch writer's state, so a fork finds none of their locks held (see :func:`_hold_for_fork`)."""
+_HELD_FOR_FORK: list[_SyncState] = []
+
+
+def _hold_for_fork() -> None:
+    # A sync thread holds its writer's lock for a moment around each fdatasync. Forked in that
+    # moment, the child would inherit a lock held by a thread it does not have, and its next append
+    # would wait forever. Taking every lock before the fork and letting go on both sides rules it out.
+    _HELD_FOR_FORK[:] = list(_SYNC_STATES)
+    for state in _HELD_FOR_FORK:
+        state.cond.acquire()
+
+
+def _release_after_fork() -> None:
+    for state in reversed(_HELD_FOR_FORK):
+        state.cond.release()
+    _HELD_FOR_FORK.clear()
+
+
+os.register_at_fork(
+    before=_hold_for_fork, after_in_parent=_release_after_fork, after_in_child=_release_after_fork
+)
+
+
 class _SyncState:
     """What a batch writer has written and synced, and its sync thread (started on first need).
 
@@ -572,6 +598,7 @@ class _SyncState:
         self.pid = 0  # the process that started the thread (a forked child has none running)
         self.stopping = False
         self.close_descriptor = False  # the writer was dropped: the thread closes the fd on its way out
+        _SYNC_STATES.add(self)
 
     @property
     def pending(self) -> int:

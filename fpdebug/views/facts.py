@@ -32,6 +32,9 @@ BADGES: tuple[str, ...] = (
     "invalid",
     "refused",
     "unsupported",
+    "nudge",
+    "wrapup",
+    "proposal",
 )
 """Every badge a timeline row can show, in display order."""
 
@@ -52,6 +55,8 @@ class RowFacts:
     """The reasons of the leases pruned in this iteration, in record order."""
     unsupported: int = 0
     """Values the answers assessed in this iteration state that no source supports (docs/honesty.md §12.4)."""
+    proposals: int = 0
+    """Route proposals the iteration's batch had accepted (honoured by the next pass)."""
 
 
 def _load(reader: TraceReader, line: int | None) -> dict[str, object] | None:
@@ -86,17 +91,21 @@ def row_facts(reader: TraceReader, iteration: Iteration) -> RowFacts:
             for item in records
             if isinstance(item, dict) and item.get("standing") == "parked"
         )
-    errors = 0
+    errors = proposals = 0
     for line in (*iteration.llm_lines, *iteration.tool_result_lines):
         record = _load(reader, line)
         if record is not None and isinstance(record.get("error"), dict):
             errors += 1
+        if record is not None and isinstance(effects := record.get("effects"), list):
+            proposals += sum(1 for e in effects if isinstance(e, dict) and _accepted_proposal(e))
     reasons: list[str] = []
     for line in iteration.lease_prune_lines:
         record = _load(reader, line)
         if record is not None and isinstance(pruned := record.get("pruned"), list):
             reasons.extend(str(item.get("reason")) for item in pruned if isinstance(item, dict))
-    return RowFacts(active, evaluated, parked, errors, tuple(reasons), _unsupported(reader, iteration))
+    return RowFacts(
+        active, evaluated, parked, errors, tuple(reasons), _unsupported(reader, iteration), proposals
+    )
 
 
 def _unsupported(reader: TraceReader, iteration: Iteration) -> int:
@@ -115,6 +124,10 @@ def _unsupported(reader: TraceReader, iteration: Iteration) -> int:
             if isinstance(values, list):
                 count += sum(1 for v in values if isinstance(v, dict) and v.get("supported") is False)
     return count
+
+
+def _accepted_proposal(effect: dict[str, object]) -> bool:
+    return effect.get("kind") == "propose-transition" and effect.get("outcome") == "accepted"
 
 
 def invalid_near(model: RunModel, iteration: Iteration, *, found: Sequence[int] = ()) -> int:
@@ -167,6 +180,9 @@ def badges_of(
         "invalid": invalid_near(model, iteration, found=found) > 0,
         "refused": _refused_here(model, iteration),
         "unsupported": facts.unsupported > 0,
+        "nudge": iteration.has("steps_unfinished"),
+        "wrapup": iteration.has("wrap_up"),
+        "proposal": facts.proposals > 0,
     }
     return [name for name in BADGES if shown[name]]
 

@@ -53,7 +53,7 @@ def test_the_demo_ledger_ranks_the_never_used_injection_worst(demo_dir: Path) ->
     assert (worst.id, worst.used, worst.offered, worst.runs_seen) == ("wire-format", 0, 2, 2)
     never = [row.id for row in injections if row.used == 0]
     used = [row.id for row in injections if row.used > 0]
-    assert never == ["wire-format", "refund-policy", "triage-notes"]
+    assert never == ["wire-format", "after-escalation", "refund-policy", "triage-notes"]
     assert injections[: len(never)] == [row for row in injections if row.id in never]
     assert "tone" in used and "vip-override" in used
 

@@ -33,7 +33,8 @@ def test_run_writes_a_trace_validate_accepts(
     assert main(["run", name, "--trace", str(trace)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"trace: {trace}"
-    assert f"of {name} completed: 1 turn," in out[1]
+    turns = len(load_scenario(name).user_messages)
+    assert f"of {name} completed: {turns} turn{'s' if turns > 1 else ''}," in out[1]
     final = [e for e in events_of(trace) if isinstance(e, TurnEndEvent)][-1].final_content
     assert out[1].endswith(f"Final answer: {final}")
     assert main(["validate", str(trace)]) == 0

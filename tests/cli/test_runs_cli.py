@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fpdebug.cli import main
+from fpdebug.demo import SCENARIOS
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def test_each_row_says_what_summary_says(demo_runs: Path, capsys: pytest.Capture
     table = _json(["runs", str(demo_runs), "--json", "--no-cache"], capsys)
     assert table["version"] == 1 and table["files"] == []
     rows = {row["trace"]: row for row in table["runs"]}
-    assert len(rows) == 9
+    assert len(rows) == len(SCENARIOS) + 1  # every sample and the live one
     for path in sorted(demo_runs.iterdir()):
         summary = _json(["summary", str(path), "--json"], capsys)
         (run,) = summary["runs"]
@@ -65,21 +66,21 @@ def test_json_is_stable_and_filters_sort_apply(demo_runs: Path, capsys: pytest.C
     first = capsys.readouterr().out
     data = json.loads(first)
     assert list(data) == sorted(data)
-    assert [row["agent"] for row in data["runs"]] == ["support", "support", "traced-argument"]
+    assert [row["agent"] for row in data["runs"]] == ["support", "support", "step-nudge", "traced-argument"]
     assert [row["tokens"] for row in data["runs"]] == sorted(
         (row["tokens"] for row in data["runs"]), reverse=True
     )
-    assert data["total_runs"] == 9
+    assert data["total_runs"] == len(SCENARIOS) + 1
     assert main(argv) == 0
     second = capsys.readouterr().out
-    assert json.loads(second)["cache"] == {"cached_traces": 9, "scanned_traces": 0}
+    assert json.loads(second)["cache"] == {"cached_traces": len(SCENARIOS) + 1, "scanned_traces": 0}
     assert json.loads(second)["runs"] == data["runs"]
 
 
 def test_the_table_on_a_terminal(demo_runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["runs", str(demo_runs), "--filter", "source:native lease:refund-policy"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "2 of 9 runs"
+    assert out[0] == f"2 of {len(SCENARIOS) + 1} runs"
     assert out[1].split()[:3] == ["started", "agent", "status"]
     assert all("I refunded the duplicate charge" in line for line in out[2:4])
     assert any("no price: scripted" in line for line in out[2:4]) and any(

@@ -51,6 +51,9 @@ def test_the_registry_lists_every_scenario_with_the_contract() -> None:
         "unsupported-amount",
         "traced-argument",
         "revised-amount",
+        "step-nudge",
+        "wrap-up",
+        "continuity",
     ]
     for name in SCENARIOS:
         scenario = load_scenario(name)

@@ -94,10 +94,11 @@ def test_only_the_current_steps_tool_advances_and_a_failed_one_stays_current(tmp
             R.batch(ScriptedCall("note", {"text": "a"}), ScriptedCall("note", {"text": "b"})),
             R.batch(ScriptedCall("lookup", {"order_id": "A"}), ScriptedCall("charge", {"order_id": "A"})),
             "Stopped: the payment service is down.",
+            "Still down.",  # the answer after the step nudge
         ]
     )
     run = record(Agent("steps").skills(refund_skill()).max_iterations(6), "Refund A", model, tmp_path)
-    assert pointers(run) == [[], ptr(1), ptr(1), ptr(2)]
+    assert pointers(run) == [[], ptr(1), ptr(1), ptr(2), ptr(2)]
     rows = results(run)
     assert [(r.tool_name, r.step.outcome if r.step else None) for r in rows] == [
         ("read_skill", None),
@@ -173,10 +174,11 @@ def test_hold_records_the_skip_and_the_step_stays_current(tmp_path: Path) -> Non
             R.tool_call("skip_step", {"reason": "   "}),
             R.tool_call("lookup", {"order_id": "A"}),
             "ok",
+            "ok",  # the answer after the step nudge
         ]
     )
     run = record(Agent("hold").skills(refund_skill(on_skip="hold")), "Refund", model, tmp_path)
-    assert pointers(run) == [[], ptr(1), ptr(1), ptr(1), ptr(2)]
+    assert pointers(run) == [[], ptr(1), ptr(1), ptr(1), ptr(2), ptr(2)]
     rows = results(run)
     held = rows[1].step
     assert held is not None and (held.outcome, held.step, held.held, held.step_pointer) == (

@@ -56,6 +56,7 @@ from fpdebug.trace.schema import (
     SlotEntry,
     SlotRouting,
     StatedValue,
+    StepsUnfinishedEvent,
     StoppedEarly,
     ToolCallRecord,
     ToolResultEvent,
@@ -66,6 +67,7 @@ from fpdebug.trace.schema import (
     TurnStartEvent,
     Usage,
     Witness,
+    WrapUpEvent,
 )
 from fpdebug.trace.writer import TraceWriter
 from tests.conftest import T0
@@ -323,6 +325,16 @@ def every_kind(t0: datetime, *, run_id: str = "run-1", first_seq: int = 1) -> li
         RerouteSupersededEvent(
             **env(), volunteered_id="faq", won_id="billing", from_skill_id="triage", source="tool-proposal"
         ),
+        StepsUnfinishedEvent(
+            **env(),
+            skill_id="refund",
+            step=2,
+            total=3,
+            tool="issue_refund",
+            skipped=[1],
+            nudge="The 'refund' procedure is not finished.",
+        ),
+        WrapUpEvent(**env(), pending_tool_calls=2, answer_was_empty=True, instruction="Answer now."),
         TurnEndEvent(
             **env(iteration=None),
             final_content="Refunded.",

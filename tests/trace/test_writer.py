@@ -463,3 +463,33 @@ def test_a_fragment_that_cannot_be_removed_never_fuses_with_the_next_record(
         assert reader[1] == turn_start(1)
         assert isinstance(reader[2], InvalidRecord) and reader[2].length == 10
         assert reader[3] == turn_start(2)
+
+
+def test_a_fork_while_another_thread_holds_the_writers_lock_leaves_the_child_a_free_lock(path: Path) -> None:
+    # The sync thread holds the lock for a moment around each fdatasync; a fork in that moment must
+    # not hand the child a lock held by a thread it does not have.
+    writer = TraceWriter.create(path, durability="batch", batch_size=4)
+    writer.append(turn_start(1))
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with writer._state.cond:
+            holding.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holding.wait(5)
+    threading.Timer(0.3, release.set).start()  # the fork waits for the lock, then both sides go on
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(10)  # a child stuck on the inherited lock is killed, and the test fails
+        try:
+            writer.append(turn_start(2))
+            writer.close()
+        finally:
+            os._exit(0 if writer.closed else 1)
+    _, status = os.waitpid(pid, 0)
+    holder.join(5)
+    assert os.waitstatus_to_exitcode(status) == 0
+    writer.close()

@@ -63,3 +63,24 @@ class TestNoTenant:
             text = screen_text(pilot.app)
             assert "granted by fetch (no tenant)" in text
             assert "None" not in text
+
+
+class TestEndState:
+    def test_turn_end_says_what_the_turn_left(self) -> None:
+        from fpdebug.trace.schema import EndState, StepPointerRecord, TurnEndEvent
+
+        state = EndState(
+            cursor="billing",
+            leases=[LeaseRecord(**_lease())],
+            step_pointer=[StepPointerRecord(skill_id="refund", step=2, total=3)],
+        )
+        record = TurnEndEvent(
+            **{**_AT, "iteration": None}, final_content="ok", iteration_count=3, end_state=state
+        )
+        assert summarize(record) == "answer: ok · left: cursor billing, 1 lease(s), step 2/3 of refund"
+
+    def test_a_run_without_carriers_says_nothing_more(self) -> None:
+        from fpdebug.trace.schema import RunEndEvent
+
+        record = RunEndEvent(seq=9, ts=T0, run_id="r", status="completed", turns=1)
+        assert summarize(record) == "completed · 1 turn(s)"

@@ -33,10 +33,11 @@ def test_the_pointer_each_pass_saw_and_what_each_result_did(tmp_path: Path) -> N
                 ScriptedCall("skip_step", {"reason": "no \x1b[31mcard"}),
             ),
             "done",
+            "done",  # the answer after the step nudge
         ]
     )
     run = record(Agent("steps").skills(refund_skill()), "Refund A", model, tmp_path)
-    first, second, third = shown(run.path)
+    first, second, third, _nudged = shown(run.path)
     assert "no procedure holds the tenure" in first
     assert "refund  step 1 of 3" in second
     assert "step 1 of 3 (lookup) advanced → refund  step 2 of 3" in second

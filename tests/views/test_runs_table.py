@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fpdebug.demo import SCENARIOS
 from fpdebug.views.runs import RunsTable, build_table
 from fpdebug.views.runs.cache import cache_path
 from fpdebug.views.runs.table import NO_START_NOTE, RUNNING_NOTE
@@ -50,7 +51,7 @@ def test_one_row_per_demo_run_with_its_facts(runs: Path) -> None:
 @pytest.mark.parametrize(
     ("filters", "expected"),
     [
-        (["tool:refund"], ["support", "traced-argument"]),
+        (["tool:refund"], ["step-nudge", "support", "traced-argument"]),
         (["lease:refund-policy"], ["support"]),
         (["model:ZONE"], ["zone-trap"]),
         (["late fee"], ["revised-amount", "unsupported-amount"]),
@@ -154,7 +155,7 @@ def test_every_bad_input_is_an_entry_and_the_table_still_stands(runs: Path, tmp_
     assert len(broken) == 1 and broken[0].bad_lines == 2
     assert broken[0].notes == ["its last line is still being written", "2 unreadable lines in its trace"]
     assert broken[0].status == "completed"
-    assert len(table.rows) == 9  # the eight demo runs and the broken one
+    assert len(table.rows) == len(SCENARIOS) + 1  # every demo run and the broken one
 
 
 def test_an_unreadable_file_says_why(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,7 +180,7 @@ def test_a_dangling_link_is_unreadable_not_fatal(runs: Path) -> None:
     (runs / "gone.fptrace.jsonl").symlink_to(runs / "nowhere")
     table = build_table([str(runs)])
     assert [(Path(e.path).name, e.what) for e in table.entries] == [("gone.fptrace.jsonl", "unreadable")]
-    assert len(table.rows) == 8
+    assert len(table.rows) == len(SCENARIOS)
 
 
 def test_a_name_duckdb_would_read_as_a_glob_is_read_as_itself(runs: Path) -> None:
@@ -187,7 +188,7 @@ def test_a_name_duckdb_would_read_as_a_glob_is_read_as_itself(runs: Path) -> Non
     shutil.copy(runs / "support.fptrace.jsonl", runs / "lease*.fptrace.jsonl")
     shutil.copy(runs / "zone-trap.fptrace.jsonl", runs / "run[1].fptrace.jsonl")
     rows = {Path(row.trace).name: row for row in build_table([str(runs)]).rows}
-    assert len(rows) == 10
+    assert len(rows) == len(SCENARIOS) + 2
     assert rows["leases.fptrace.jsonl"].llm_calls == 3
     assert (rows["lease*.fptrace.jsonl"].agent, rows["run[1].fptrace.jsonl"].agent) == (
         "support",
@@ -211,7 +212,7 @@ def test_a_file_the_scanner_refuses_is_an_entry_not_an_empty_table(
 
     monkeypatch.setattr(scan, "_query", refusing)
     table = build_table([str(runs)])
-    assert len(table.rows) == 7
+    assert len(table.rows) == len(SCENARIOS) - 1
     assert [(Path(e.path).name, e.what, e.reason) for e in table.entries] == [
         ("leases.fptrace.jsonl", "broken", "could not be scanned: InvalidInputException: refused")
     ]

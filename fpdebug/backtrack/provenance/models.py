@@ -61,6 +61,7 @@ Via: TypeAlias = Literal[
     "base",
     "user",
     "conversation",
+    "loop",
     "tool-result",
     "registry",
     "unknown",

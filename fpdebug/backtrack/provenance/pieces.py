@@ -98,6 +98,8 @@ class Pieces:
         landed = f"message {position + 1} ({message.role})"
         if message.injection_id is not None:
             return self._delivered_piece(position, message, message.injection_id, address, landed)
+        if message.role == "user" and message.from_loop:
+            return self._loop_piece(position, message, address, landed)
         if message.role == "user":
             return self._user_piece(position, message, address, landed)
         if message.role == "assistant":
@@ -150,6 +152,28 @@ class Pieces:
             origin_line=admission.pass_line,
             origin_iteration=self.context.iteration,
             suspect_id=suspect_id(kind, injection_id),
+        )
+
+    def _loop_piece(self, position: int, message: Message, address: str, landed: str) -> ContextPiece:
+        """A message the loop itself wrote (a step nudge or a wrap-up instruction): not the user's."""
+        admission = Admission(via="loop")
+        chain = [
+            self.chains.read_hop(),
+            self.chains.landed_hop(landed),
+            self.context.hop(
+                "BORN", "the loop's own message (a step nudge or a wrap-up: steps_unfinished / wrap_up)"
+            ),
+        ]
+        return ContextPiece(
+            id=address,
+            slot="messages",
+            position=position,
+            kind="message",
+            source="loop",
+            text=message.content,
+            admission=admission,
+            reason=reason_words(admission),
+            chain=chain,
         )
 
     def _user_piece(self, position: int, message: Message, address: str, landed: str) -> ContextPiece:

@@ -83,6 +83,8 @@ def admission_words(admission: Admission) -> str:
             return "the user said it"
         case "conversation":
             return "it is the model's own earlier reply in this conversation"
+        case "loop":
+            return "the loop re-asked the model (a step nudge or a wrap-up)"
         case "tool-result":
             ref = admission.activation
             return f"{call_words(ref)} returned it" if ref else "a tool returned it"

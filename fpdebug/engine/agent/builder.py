@@ -169,6 +169,28 @@ class Agent:
             raise DefinitionError(f"on_truncation must be 'reask' or 'fail', got {policy!r}")
         return self._with(on_truncation=policy)
 
+    def step_nudge(self, enabled: bool = True) -> Agent:
+        """Re-ask an answer given while a declared step procedure is unfinished (on by default).
+
+        Once per turn, while the budget lasts, Route chooses ``step-nudge`` instead of ``final``: the
+        model reads which step is current and may run it, skip it with a reason, or answer again
+        (docs/context-model.md §5.6). ``step_nudge(False)`` lets the model answer with steps left.
+        """
+        if not isinstance(enabled, bool):
+            raise DefinitionError(f"step_nudge takes True or False, got {enabled!r}")
+        return self._with(step_nudge=enabled)
+
+    def wrap_up(self, enabled: bool = True) -> Agent:
+        """Wrap up a turn cut short by ``max_iterations`` (docs/context-model.md §7.2).
+
+        A reply that still asks for tools at the limit does not end the turn: its calls never run, the
+        model is told so, and one more call runs at ``max_iterations + 1`` with no tool offered. That
+        reply is the answer; ``stopped_early.wrapped_up`` says so (``wrap_up`` on the trace).
+        """
+        if not isinstance(enabled, bool):
+            raise DefinitionError(f"wrap_up takes True or False, got {enabled!r}")
+        return self._with(wrap_up=enabled)
+
     def edit_requests(self, edit: RequestEdit) -> Agent:
         """Rewrite every composed request before it is sent (what ``fpdebug fork`` applies).
 

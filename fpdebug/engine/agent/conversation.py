@@ -70,6 +70,7 @@ class Conversation:
         self.status: RunStatus | Literal["running"] = "running"
         """``running`` until ``run_end`` is written."""
         self._result: RunResult | None = None
+        self._last_loop: TurnLoop | None = None
         self._busy = threading.Lock()
         try:
             self._write_run_start(options)
@@ -134,6 +135,10 @@ class Conversation:
             }
         if spec.on_truncation != "reask":
             recorded["on_truncation"] = spec.on_truncation
+        if spec.wrap_up:
+            recorded["wrap_up"] = True
+        if not spec.step_nudge and self.compiled.step_plans:
+            recorded["step_nudge"] = False
         provider_options = getattr(self.provider, "run_options", None)
         if isinstance(provider_options, Mapping) and provider_options:
             # Reasoning / thinking / caching settings shape every reply: recorded with the run.
@@ -173,6 +178,7 @@ class Conversation:
             raise FpdebugError(f"run {self.run_id}: a turn is already running; send one message at a time")
         try:
             loop = TurnLoop(self, len(self.turns) + 1, user_message)
+            self._last_loop = loop
             try:
                 turn = loop.run()
             except RunFailed as failed:
@@ -247,6 +253,7 @@ class Conversation:
                 input_tokens=inputs,
                 output_tokens=outputs,
                 refused_turns=list(self._result.refused_turns) or None,
+                end_state=self._last_loop.end_state() if self._last_loop is not None else None,
             )
         except RunInterrupted:
             pass  # a gate still stopping the run: it is ending anyway, and the gate chose to drop run_end

@@ -18,12 +18,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from fpdebug.engine.agent.branches import (
+    StepNudge,
+    WrapUp,
+    choose_route,
+    loop_back_messages,
+    step_nudge_due,
+    tools_off,
+)
 from fpdebug.engine.agent.compose import compose_request
 from fpdebug.engine.agent.failures import RunFailed, error_info
 from fpdebug.engine.agent.replies import assistant_turn, refusal_of, truncated_calls, well_formed_reply
-from fpdebug.engine.agent.results import RunStatus, TurnResult
+from fpdebug.engine.agent.results import RunStatus, TurnResult, end_state_of
 from fpdebug.engine.agent.spec import READ_SKILL
 from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls, skill_text
 from fpdebug.engine.agent.tool_call import ToolCallOutcome, coverage_of, run_tool_call
@@ -38,7 +46,7 @@ from fpdebug.engine.effects import (
 )
 from fpdebug.engine.engagement import MapEngagementRecord, parked_member_ids
 from fpdebug.engine.evaluate import PassInputs, PassResult, evaluate_pass
-from fpdebug.engine.injections import StepPointer
+from fpdebug.engine.injections import StepPointer, TurnRoute
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
 from fpdebug.engine.sink import EventRecord
 from fpdebug.engine.skillmap import PickCarriers, SkillPick, gate_skill_pick
@@ -52,6 +60,7 @@ from fpdebug.errors import ProviderError, RunInterrupted
 from fpdebug.trace.schema import (
     CursorMoveEvent,
     EffectJudgment,
+    EndState,
     EngagementEvent,
     ErrorInfo,
     LeaseGrantEvent,
@@ -63,17 +72,20 @@ from fpdebug.trace.schema import (
     Message,
     PassEvent,
     RerouteSupersededEvent,
+    RouteChoice,
     RouteConflictEvent,
     SkillGate,
     SkillRejectedEvent,
     SlotRouting,
     StepChange,
+    StepsUnfinishedEvent,
     StoppedEarly,
     ToolCallRecord,
     ToolResultEvent,
     ToolResultStatus,
     TurnEndEvent,
     TurnStartEvent,
+    WrapUpEvent,
 )
 
 if TYPE_CHECKING:
@@ -142,6 +154,10 @@ class TurnLoop:
         (docs/honesty.md §12.5): the request offers none and Route dispatches none."""
         self.stopped_early: StoppedEarly | None = None
         """Set on the final branch when a limit cut the turn short (before the answer layer reads it)."""
+        self.nudged = False
+        """The turn's one step nudge was spent (docs/context-model.md §5.6)."""
+        self.wrapping: WrapUp | None = None
+        """Set by the ``wrap-up`` branch: the next call runs with tools off and its reply is the answer."""
         self.input_tokens = 0
         """Prompt tokens of this turn's calls."""
         self.output_tokens = 0
@@ -164,14 +180,15 @@ class TurnLoop:
                 self.step_pointer,
                 mark_cache_prefix=self.conversation.caches_prompt,
             )
-            if self.tools_off:
-                request = request.model_copy(update={"tools": []})  # the revision turn: no tool offered
+            if self.tools_off or self.wrapping is not None:
+                # The evidence gate's revision turn, or the wrap-up call: nothing more may run this turn.
+                request = tools_off(request)
             if self.spec.request_edit is not None:
                 # A fork's edits (Agent.edit_requests): the record shows the request as sent.
                 request = self.spec.request_edit(request, self.turn, self.iteration)
             reply, latency_ms = self._call(request)
             response = self._honesty_inputs(request, reply)  # what Route may dispatch
-            route: Literal["tool-calls", "final", "evidence-recheck"] = self._route(response)
+            route: RouteChoice = self._route(response)
             ask = self._honesty_gate(response.content) if route == "final" else None
             if ask is not None:
                 route = "evidence-recheck"  # the evidence gate sends the answer back for its revision turn
@@ -188,6 +205,10 @@ class TurnLoop:
                 return self._final(response)
             if ask is not None:
                 self._revise(response, ask)
+                continue
+            if route != "tool-calls":  # a way back that runs no tool: the batch in place stays
+                self._loop_back(route, response)
+                self.iteration += 1
                 continue
             # The model's own request stays in the history; the tool messages say what ran.
             self.history.append(assistant_turn(response))
@@ -206,6 +227,11 @@ class TurnLoop:
             output_tokens=self.output_tokens,
             error=error,
         )
+
+    def end_state(self) -> EndState | None:
+        """The carriers this turn left as it stands (docs/context-model.md §7.3); see :func:`end_state_of`."""
+        graph = self.compiled.setup.skill_map is not None
+        return end_state_of(graph, self.cursor, self.leases, self.engagement, self.step_pointer)
 
     def _emit(self, event_type: type[EventRecord], /, **fields: object) -> None:
         self.recorder.emit(event_type, turn=self.turn, iteration=self.iteration, **fields)
@@ -235,6 +261,7 @@ class TurnLoop:
                 accepted_skill_picks=self.accepted,
                 served_injection_ids=self.served,
                 map_engagement=self.engagement,
+                turn_route=self._turn_route(),
             ),
         )
         # Outputs REPLACE the carriers (docs/context-model.md §3.2), never concatenate.
@@ -250,6 +277,13 @@ class TurnLoop:
         self.prior_by_slot = result.by_slot
         self._record_pass(result)
         return result
+
+    def _turn_route(self) -> TurnRoute | None:
+        """The turn-start verdict on iteration 1 (docs/context-model.md §5.1): a cursor the conversation
+        carried (``continuity("conversation")``) holds the start, ``by: continuity``; else none."""
+        if self.iteration == 1 and self.turn > 1 and self.cursor is not None:
+            return TurnRoute(to_skill=self.cursor, from_skill=self.cursor, by="continuity")
+        return None
 
     def _record_pass(self, result: PassResult) -> None:
         # In the order of docs/context-model.md §3.4: the advance, the sweep, a conflict, engagement, the told-the-truth
@@ -305,7 +339,7 @@ class TurnLoop:
         *,
         latency_ms: float,
         response: LlmResponse | None = None,
-        route: str | None = None,
+        route: RouteChoice | None = None,
         error: ErrorInfo | None = None,
     ) -> None:
         """Record one ``llm_call``: the request, and the reply with its route or the failure."""
@@ -330,13 +364,7 @@ class TurnLoop:
         Tools run while the reply asks for some, the budget lasts and the evidence gate's revision
         has not turned them off. The inputs layer asks it, so it never judges a call that will not run.
         """
-        return bool(response.tool_calls) and not self.tools_off and self.iteration < self.spec.max_iterations
-
-    def _route(self, response: LlmResponse) -> Literal["tool-calls", "final"]:
-        """Route (docs/context-model.md §7): tools while the reply asks for some and the budget lasts."""
-        if self.dispatches(response):
-            return "tool-calls"
-        return "final"
+        return self._route(response) == "tool-calls"
 
     def _revise(self, response: LlmResponse, ask: str) -> None:
         """The evidence gate's revision turn (docs/honesty.md §12.5): the draft is assessed and kept
@@ -348,9 +376,51 @@ class TurnLoop:
         self.tools_off = True
         self.iteration += 1
 
-    def _resolve(
-        self, route: Literal["tool-calls", "final", "evidence-recheck"], calls: Sequence[ToolCallRecord]
-    ) -> ResolvedCalls:
+    def _route(self, response: LlmResponse) -> RouteChoice:
+        """Route (docs/context-model.md §7.1): tools while the reply asks for some and the budget lasts;
+        else a wrap-up, a step nudge, or the final branch (:func:`~fpdebug.engine.agent.branches.choose_route`)."""
+        nudge: StepNudge | None = None
+        if (
+            self.spec.step_nudge
+            and not self.nudged
+            and self.wrapping is None
+            and refusal_of(response) is None
+        ):
+            nudge = step_nudge_due(self.step_pointer, self.compiled.step_plans)
+        if self.tools_off:  # the revision turn: a call the reply still asks for never runs
+            return "final"
+        return choose_route(
+            response,
+            iteration=self.iteration,
+            max_iterations=self.spec.max_iterations,
+            nudge=nudge,
+            wrap_up=self.spec.wrap_up and self.wrapping is None,
+        )
+
+    def _loop_back(self, route: RouteChoice, response: LlmResponse) -> None:
+        """The ``step-nudge`` or ``wrap-up`` branch: the reply's text and the loop's message join the
+        history, and the branch is recorded (``steps_unfinished`` / ``wrap_up``)."""
+        if route == "step-nudge":
+            nudge = step_nudge_due(self.step_pointer, self.compiled.step_plans)
+            assert nudge is not None  # Route chose it from this very pointer
+            self.nudged = True
+            self.history.extend(loop_back_messages(response, nudge.text))
+            self._emit(StepsUnfinishedEvent, **nudge.fields())
+            return
+        self.wrapping = WrapUp(
+            StoppedEarly(
+                reason="max-iterations",
+                iteration=self.iteration,
+                pending_tool_calls=len(response.tool_calls),
+                answer_was_empty=not response.content.strip(),
+                wrapped_up=True,
+            )
+        )
+        fields = self.wrapping.fields()
+        self.history.extend(loop_back_messages(response, str(fields["instruction"])))
+        self._emit(WrapUpEvent, **fields)
+
+    def _resolve(self, route: RouteChoice, calls: Sequence[ToolCallRecord]) -> ResolvedCalls:
         """Resolve: the calls as they will run, after the tool middleware (none on the final branch)."""
         resolved = ResolvedCalls(())
         if route == "tool-calls":
@@ -397,14 +467,18 @@ class TurnLoop:
         refusal = refusal_of(response)
         pending = len(response.tool_calls)
         stopped = (
-            StoppedEarly(
-                reason="max-iterations",
-                iteration=self.iteration,
-                pending_tool_calls=pending,
-                answer_was_empty=not content.strip(),
+            self.wrapping.stopped
+            if self.wrapping is not None
+            else (
+                StoppedEarly(
+                    reason="max-iterations",
+                    iteration=self.iteration,
+                    pending_tool_calls=pending,
+                    answer_was_empty=not content.strip(),
+                )
+                if pending
+                else None
             )
-            if pending
-            else None
         )
         self.stopped_early = stopped
         self._honesty_answer(content)
@@ -418,6 +492,7 @@ class TurnLoop:
             iteration_count=self.iteration,
             stopped_early=stopped,
             refusal=refusal,
+            end_state=self.end_state(),
         )
         return TurnResult(
             turn=self.turn,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from fpdebug.engine.injections import StepPointer
+from fpdebug.engine.leases import InstructionLease
+from fpdebug.engine.steps import step_pointer_records
 from fpdebug.errors import FpdebugError, RunInterrupted
-from fpdebug.trace.schema import ErrorInfo, StoppedEarly, TraceEvent
+from fpdebug.trace.schema import EndState, ErrorInfo, MapEngagementRecord, StoppedEarly, TraceEvent
 
 RunStatus: TypeAlias = Literal["completed", "failed", "interrupted"]
 """How a run (or a turn) ended."""
@@ -89,3 +93,22 @@ class RunResult:
             raise RunInterrupted(f"run {self.run_id} was interrupted")
         why = self.error.message if self.error is not None else "unknown error"
         raise FpdebugError(f"run {self.run_id} failed: {why}")
+
+
+def end_state_of(
+    has_map: bool,
+    cursor: str | None,
+    leases: Sequence[InstructionLease] | None,
+    engagement: Sequence[MapEngagementRecord] | None,
+    step_pointer: Sequence[StepPointer] | None,
+) -> EndState | None:
+    """The carriers a turn left (docs/context-model.md §7.3): the cursor, the leases, the engagement
+    records and the step pointer; ``None`` on an agent that uses none of them."""
+    if not has_map and leases is None and engagement is None and step_pointer is None:
+        return None
+    return EndState(
+        cursor=cursor,
+        leases=[lease.record() for lease in leases] if leases is not None else None,
+        engagement=list(engagement) if engagement is not None else None,
+        step_pointer=step_pointer_records(step_pointer) if step_pointer is not None else None,
+    )

@@ -139,3 +139,9 @@ class AgentSpec:
     on_truncation: TruncationPolicy = "reask"
     """A reply cut at the token limit with tool calls: re-ask the model, or fail the run
     (:meth:`Agent.on_truncation`)."""
+    step_nudge: bool = True
+    """An answer given with a step procedure unfinished is re-asked once per turn
+    (:meth:`Agent.step_nudge`)."""
+    wrap_up: bool = False
+    """A reply still asking for tools at the limit gets one more call with tools off
+    (:meth:`Agent.wrap_up`)."""

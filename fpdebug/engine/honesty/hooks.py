@@ -525,7 +525,8 @@ class HonestyLayers:
         run = self._run(loop)
         if run is None or not run.arms.inputs or not response.tool_calls:
             return response
-        users = tuple(message.content for message in loop.history if message.role == "user")
+        # A message the loop wrote (a nudge, a wrap-up) is not the user's word: never a source.
+        users = tuple(m.content for m in loop.history if m.role == "user" and not m.from_loop)
         sources = SourcesInReach(tuple(run.prior), users)
         in_reach = tuple(schema.name for schema in request.tools)
         # Route's dispatch test: a call Route will not run (a limit, or the gate's revision turned

@@ -53,6 +53,7 @@ from fpdebug.engine.honesty.ledger import Finding, HonestyRow, Layer, file_findi
 from fpdebug.engine.honesty.results import RanCall, results_at_loop_head
 from fpdebug.errors import TraceFormatError
 from fpdebug.trace.schema import (
+    LOOP_BACK_ROUTES,
     FindingEvent,
     HonestyArms,
     InjectionDecl,
@@ -61,6 +62,7 @@ from fpdebug.trace.schema import (
     Message,
     RunEndEvent,
     RunStartEvent,
+    StepsUnfinishedEvent,
     StoppedEarly,
     ToolCallRecord,
     ToolResultEvent,
@@ -68,6 +70,7 @@ from fpdebug.trace.schema import (
     TraceEvent,
     TurnStartEvent,
     ValidationRow,
+    WrapUpEvent,
 )
 
 __all__ = ["has_tool_surface", "recompute_findings", "recorded_findings", "tool_surface"]
@@ -227,6 +230,7 @@ class _Replay:
         self.stamp: int | None = None
         self.turn_rewrites: list[ArgumentRewrite] = []
         self.unsupported: dict[tuple[int | None, int | None], tuple[str, ...]] = {}
+        self.wrapped: StoppedEarly | None = None  # the turn's wrap-up: its stopped_early
 
     def file(
         self, layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None, *, now: bool
@@ -244,7 +248,7 @@ class _Replay:
             self.findings.append(self.due.popleft())  # this event was written after it: so was the finding
         if isinstance(event, TurnStartEvent):
             # A stamp never crosses a turn: a turn's first loop head has no batch to judge.
-            self.stamp, self.turn_rewrites = None, []
+            self.stamp, self.turn_rewrites, self.wrapped = None, [], None
         self._loop_head(event)
         if isinstance(event, TurnStartEvent):
             self.users.append(event.user_message)
@@ -253,6 +257,21 @@ class _Replay:
             self._llm_call(event, event.response)
         elif isinstance(event, ToolResultEvent):
             self._tool_result(event)
+        elif isinstance(event, StepsUnfinishedEvent | WrapUpEvent):
+            self._loop_back(event)
+
+    def _loop_back(self, event: StepsUnfinishedEvent | WrapUpEvent) -> None:
+        """A way back that runs no tool: the loop's own message joins the history (never a source)."""
+        said = event.nudge if isinstance(event, StepsUnfinishedEvent) else event.instruction
+        self.history.append(Message(role="user", content=said, from_loop=True))
+        if isinstance(event, WrapUpEvent) and event.iteration is not None:
+            self.wrapped = StoppedEarly(
+                reason="max-iterations",
+                iteration=event.iteration,
+                pending_tool_calls=event.pending_tool_calls,
+                answer_was_empty=event.answer_was_empty,
+                wrapped_up=True,
+            )
 
     def _loop_head(self, event: TraceEvent) -> None:
         """Results layer: the first event of a ``(turn, iteration)`` pair is its loop head visit."""
@@ -268,9 +287,14 @@ class _Replay:
 
     def _llm_call(self, event: LlmCallEvent, reply: LlmResponse) -> None:
         calls = reply.tool_calls
-        self.history.append(Message(role="assistant", content=reply.content, tool_calls=calls or None))
-        # Route's dispatch test: the layer never judges a call Route did not run (a limit, or tools
-        # off on the evidence gate's revision turn): those replies are routed final.
+        if event.route in LOOP_BACK_ROUTES:
+            # The loop keeps the reply's text only (an empty one not at all): its calls never run.
+            if reply.content.strip():
+                self.history.append(Message(role="assistant", content=reply.content))
+        else:
+            self.history.append(Message(role="assistant", content=reply.content, tool_calls=calls or None))
+        # Route's dispatch test: the layer never judges a call Route did not run (a limit, a loop-back
+        # route, or tools off on the evidence gate's revision turn).
         if calls and self.arms.inputs and event.route == "tool-calls":
             self._inputs(event, calls)
         if event.route in ("final", "evidence-recheck") and self.arms.answer:
@@ -306,7 +330,9 @@ class _Replay:
             # The ledger as the run held it: every finding before this one, inputs included.
             "findingsLedger": (*self.findings, *self.due),
             # A draft sent back for revision did not end the turn: nothing cut it short.
-            "stoppedEarly": _stopped_early(event, reply) if event.route == "final" else None,
+            "stoppedEarly": (self.wrapped or _stopped_early(event, reply))
+            if event.route == "final"
+            else None,
             "coverageDeclared": dict(self.coverage),
             "middlewareDecisions": tuple(self.turn_rewrites),
         }

@@ -51,6 +51,9 @@ BADGE_REASONS: dict[str, BadgeReason] = {
     "invalid": BadgeReason("Bad lines nearby", _starts("Bad lines nearby")),
     "refused": BadgeReason("LLM call", _starts("LLM call")),
     "unsupported": BadgeReason("Routing and findings", _starts("unsupported ")),
+    "nudge": BadgeReason("Routing and findings", _starts("step nudge ")),
+    "wrapup": BadgeReason("Routing and findings", _starts("wrap-up ")),
+    "proposal": BadgeReason("Tool batch", _starts("effect ", holding="propose-transition")),
 }
 """Each timeline badge's row of the pass inspector."""
 

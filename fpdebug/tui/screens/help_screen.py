@@ -37,6 +37,9 @@ _BADGE_MEANING = {
     "invalid": "an invalid or opaque line is in or next to this iteration",
     "refused": "the turn's final reply was a refusal (refusal or content filter), not an answer",
     "unsupported": "the answer assessed here states a value no source holds (route rev: the gate sent it back)",
+    "nudge": "the model answered with steps unfinished; the loop re-asked it (step-nudge)",
+    "wrapup": "the model still asked for tools at the limit; one more call ran with tools off (wrap-up)",
+    "proposal": "a tool's route proposal was accepted in this batch (the next pass moves the cursor)",
 }
 
 

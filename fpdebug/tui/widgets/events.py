@@ -17,6 +17,7 @@ from fpdebug.errors import TraceError
 from fpdebug.trace.records import InvalidRecord, OpaqueRecord, Record, TornTail
 from fpdebug.trace.schema import (
     CursorMoveEvent,
+    EndState,
     EngagementEvent,
     FindingEvent,
     LeaseGrantEvent,
@@ -97,7 +98,26 @@ def _turn_start_summary(record: TurnStartEvent) -> str:
 def _turn_end_summary(record: TurnEndEvent) -> str:
     early = f" · stopped early ({record.stopped_early.reason})" if record.stopped_early else ""
     refused = f" · REFUSED ({clip(record.refusal, 40)})" if record.refusal else ""
-    return f"answer: {clip(record.final_content, 300)}{early}{refused}"
+    wrapped = " · wrapped up" if record.stopped_early and record.stopped_early.wrapped_up else ""
+    return f"answer: {clip(record.final_content, 300)}{early}{wrapped}{refused}{_left(record.end_state)}"
+
+
+def _left(state: EndState | None) -> str:
+    """`` · left: cursor X, 2 lease(s), 1 map parked``: the carriers a turn or run left at its end."""
+    if state is None:
+        return ""
+    parts = [f"cursor {clip(state.cursor, 40) if state.cursor is not None else '(none)'}"]
+    if state.leases is not None:
+        parts.append(f"{len(state.leases)} lease(s)")
+    if state.engagement:
+        parked = sum(1 for record in state.engagement if record.standing == "parked")
+        parts.append(f"{parked} of {len(state.engagement)} map(s) parked")
+    if state.step_pointer:
+        pointer = state.step_pointer[0]
+        parts.append(
+            f"step {min(pointer.step, pointer.total)}/{pointer.total} of {clip(pointer.skill_id, 30)}"
+        )
+    return " · left: " + ", ".join(parts)
 
 
 @_summary.register
@@ -183,7 +203,7 @@ def _reroute_superseded_summary(record: RerouteSupersededEvent) -> str:
 @_summary.register
 def _run_end_summary(record: RunEndEvent) -> str:
     error = f": {record.error.type}: {record.error.message}" if record.error else ""
-    return f"{record.status}{error} · {record.turns} turn(s)"
+    return f"{record.status}{error} · {record.turns} turn(s){_left(record.end_state)}"
 
 
 def _where(record: Record) -> str:

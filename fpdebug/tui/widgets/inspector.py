@@ -43,7 +43,9 @@ from fpdebug.trace.schema import (
     RunStartEvent,
     SkillRejectedEvent,
     StepPointerRecord,
+    StepsUnfinishedEvent,
     ToolResultEvent,
+    WrapUpEvent,
 )
 from fpdebug.tui.text import Palette, compact_json, number
 from fpdebug.tui.widgets.active_injections import active_injections, active_rows, reason_text
@@ -219,6 +221,8 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
             [" (keyword ", (move.witness.keyword, palette.key), ")"] if move.witness.keyword else []
         )
         doc.fact("witness", "“", (move.witness.text, ""), "”", *keyword)
+    if move.by == "tool-proposal":
+        _proposal_fact(doc, session, iteration, move.to_skill)
     doc.fact("reachable", (", ".join(move.reachable) or "(nothing)", ""))
     if move.conflict is not None:
         winner = move.conflict.winner
@@ -236,6 +240,25 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
         doc.fact("guard", (move.guard, ""))
     if move.guards_closed:
         doc.fact("closed", (", ".join(move.guards_closed), palette.dim))
+
+
+def _proposal_fact(doc: DocBuilder, session: TraceSession, iteration: Iteration, target: str | None) -> None:
+    """Beside a move a proposal caused: the proposal's declared reason, from the batch that made it
+    (the iteration just before: a proposal is honoured only on the following pass)."""
+    run = session.model.run(iteration.run_id)
+    turn = run.turn(iteration.turn) if run is not None else None
+    before = [i for i in turn.iterations if i.number == iteration.number - 1] if turn is not None else []
+    for result in _records(session, before[0].tool_result_lines if before else (), ToolResultEvent):
+        for effect in result.effects:
+            if (
+                effect.kind == "propose-transition"
+                and effect.outcome == "accepted"
+                and effect.target_skill_id == target
+            ):
+                where = f" ({result.tool_name}, iteration {iteration.number - 1})"
+                doc.fact("proposal", "“", (effect.reason or "", ""), "”", (where, doc.palette.dim))
+                return
+    doc.fact("proposal", ("its proposal is not in the trace", doc.palette.dim))
 
 
 def _context_cost_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:
@@ -574,6 +597,8 @@ def _tool_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) 
             extra: list[Part] = []
             if effect.delivery_lease:
                 extra += [" ", (effect.delivery_lease, palette.key)]
+            if effect.reason:  # a proposal's declared reason
+                extra += [" — “", (effect.reason, ""), "”"]
             if effect.refusal_reason:
                 extra += [" — ", (effect.refusal_reason, palette.dim)]
             if effect.superseded_by:
@@ -607,9 +632,12 @@ def _routing_section(doc: DocBuilder, session: TraceSession, iteration: Iteratio
     conflicts = _records(session, iteration.route_conflict_lines, RouteConflictEvent)
     superseded = _records(session, iteration.reroute_superseded_lines, RerouteSupersededEvent)
     findings = _records(session, iteration.finding_lines, FindingEvent)
-    if not (rejected or conflicts or superseded or findings):
+    nudges = _records(session, iteration.lines_of("steps_unfinished"), StepsUnfinishedEvent)
+    wraps = _records(session, iteration.lines_of("wrap_up"), WrapUpEvent)
+    if not (rejected or conflicts or superseded or findings or nudges or wraps):
         return
     doc.heading("Routing and findings")
+    _loop_back_rows(doc, nudges, wraps)
     for rejection in rejected:
         doc.line(
             ("rejected pick ", palette.warn),
@@ -642,6 +670,22 @@ def _routing_section(doc: DocBuilder, session: TraceSession, iteration: Iteratio
         )
     for finding in findings:
         finding_rows(doc, finding)
+
+
+def _loop_back_rows(doc: DocBuilder, nudges: list[StepsUnfinishedEvent], wraps: list[WrapUpEvent]) -> None:
+    """Route's non-tool ways back: what the loop re-asked, and why."""
+    palette = doc.palette
+    for nudge in nudges:
+        where = f"step {nudge.step} of {nudge.total} ({nudge.tool}) of "
+        doc.line(
+            ("step nudge ", palette.warn), where, (nudge.skill_id, palette.accent), " unfinished", indent=2
+        )
+        doc.content(nudge.nudge, indent=4, rows=2, style=palette.dim)
+    for wrap in wraps:
+        pending = (
+            f"{wrap.pending_tool_calls} call(s) asked for at the limit never ran; one more call, tools off"
+        )
+        doc.line(("wrap-up ", palette.warn), pending, indent=2)
 
 
 def _call_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:

@@ -1,0 +1,57 @@
+"""The step nudge and the wrap-up on the timeline (a badge and the route cell) and in the inspector."""
+
+from __future__ import annotations
+
+import pytest
+from rich.text import Text
+
+from fpdebug.demo import sample_path
+from fpdebug.trace.reader import TraceReader
+from fpdebug.tui.widgets.inspector import inspect_iteration
+from fpdebug.tui.widgets.timeline import BADGE_LETTERS, _route_cell
+from tests.demo.helpers import SAMPLES
+from tests.tui.helpers import load_session
+from tests.tui.strategies import PALETTE, rendered
+
+
+@pytest.mark.parametrize(
+    ("name", "badge", "at", "route_word", "row"),
+    [
+        ("step-nudge", "nudge", 1, "nudge", "step nudge step 1 of 2 (lookup_order) of refund unfinished"),
+        ("wrap-up", "wrapup", 2, "wrap", "wrap-up 1 call(s) asked for at the limit never ran"),
+    ],
+)
+def test_the_iteration_that_re_asked_has_its_badge_route_and_inspector_row(
+    name: str, badge: str, at: int, route_word: str, row: str
+) -> None:
+    with TraceReader(sample_path(SAMPLES, name), index=False) as reader:
+        session = load_session(reader)
+        badged = [i for i in range(len(session.iterations)) if badge in session.badges(i)]
+        assert badged == [at]  # only the iteration whose reply Route sent back
+        iteration = session.iterations[at]
+        cell = Text()
+        _route_cell(cell, iteration.route, 6, PALETTE)
+        assert cell.plain.strip() == route_word
+        shown = rendered(inspect_iteration(session, iteration, PALETTE), width=160)
+    assert row in " ".join(shown.split())
+    assert BADGE_LETTERS[badge] not in {BADGE_LETTERS[b] for b in BADGE_LETTERS if b != badge}
+
+
+def test_an_accepted_proposal_has_a_badge_and_its_reason_stands_beside_the_move() -> None:
+    with TraceReader(sample_path(SAMPLES, "step-nudge"), index=False) as reader:
+        session = load_session(reader)
+        badged = [i for i in range(len(session.iterations)) if "proposal" in session.badges(i)]
+        assert badged == [0]  # escalate's batch accepted it; the next pass honoured it
+        batch = " ".join(
+            rendered(inspect_iteration(session, session.iterations[0], PALETTE), width=160).split()
+        )
+        moved = " ".join(
+            rendered(inspect_iteration(session, session.iterations[1], PALETTE), width=160).split()
+        )
+        stayed = " ".join(
+            rendered(inspect_iteration(session, session.iterations[2], PALETTE), width=160).split()
+        )
+    reason = "“the customer asked for their money back”"
+    assert f"effect propose-transition refund → accepted — {reason}" in batch
+    assert f"proposal {reason} (escalate, iteration 1)" in moved
+    assert "proposal" not in stayed.split("Cursor")[1].split("reachable")[0]  # the re-ask stays: no reason
