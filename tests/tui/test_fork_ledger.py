@@ -132,6 +132,15 @@ class TestForkAndLedgerSnapshots:
         assert snap_compare(FpdebugApp(sample("planted-fact")), run_before=keys, terminal_size=size)
 
     @pytest.mark.parametrize("size", [(80, 24), (120, 35)], ids=["80x24", "120x35"])
-    def test_the_ledger_view(self, snap_compare: Callable[..., bool], size: tuple[int, int]) -> None:
+    def test_the_ledger_view(
+        self, snap_compare: Callable[..., bool], size: tuple[int, int], tmp_path: Path
+    ) -> None:
+        # A folder of its own: the ledger reads every trace beside the opened one, and sample_traces/
+        # grows with each new demo.
+        folder = tmp_path / "ledger-runs"
+        folder.mkdir()
+        for name in ("planted-fact", "support", "leases", "zone-trap"):
+            shutil.copy(sample(name), folder / sample(name).name)
         keys = snapshot_keys("L", quiet=True)
-        assert snap_compare(FpdebugApp(sample("planted-fact")), run_before=keys, terminal_size=size)
+        app = FpdebugApp(folder / sample("planted-fact").name)
+        assert snap_compare(app, run_before=keys, terminal_size=size)
