@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from fpdebug.errors import TraceFormatError, TraceVersionError
     from fpdebug.trace.inert import inert_line
+    from fpdebug.trace.parallel import iter_problems
     from fpdebug.trace.reader import TraceReader
 
     path: str = args.trace
@@ -42,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     with reader:
         count = 0
-        for problem in reader.iter_problems():
+        # Line ranges on every core, the problems still in file order (issue 22).
+        for problem in iter_problems(reader):
             print(f"{shown}:{problem.line}: offset {problem.offset}: {inert_line(problem.message)}")
             count += 1
         if count:
