@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{shown}:0: offset 0: {inert_line(message)}")
         print("1 problem", file=sys.stderr)
         return 1
-    with reader:
+    from fpdebug.commands import collector_paused
+
+    with reader, collector_paused():
         count = 0
         # Line ranges on every core, the problems still in file order (issue 22).
         for problem in iter_problems(reader):
