@@ -45,6 +45,7 @@ def _no_live_model_calls() -> Iterator[None]:
 SLOW_MODULES = frozenset(
     {
         "tests/tui/test_app.py",
+        "tests/trace/test_parallel_validate.py",
         "tests/tui/test_backtrack_pane.py",
         "tests/tui/test_backtrack_pane_snapshots.py",
         "tests/tui/test_diff.py",

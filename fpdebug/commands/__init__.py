@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import os
@@ -100,6 +101,23 @@ def _redacted(text: str, redactor: Redactor) -> str:
         else:
             return redactor.redact_json(text)
     return redactor.redact(text)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a whole-file sweep, back as it was after.
+
+    A sweep makes millions of objects and next to no cycles; the collector walked the growing
+    model again and again (issue 22: 14 % of ``summary``, 17 % of a model's build, and ``report``
+    superlinear). Forked workers inherit the paused state.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def write_output(text: str, output: str | None, *, trace: str, encoding: str = "utf-8") -> None:

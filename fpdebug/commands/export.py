@@ -90,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
             f"OpenTelemetry is not installed ({error.name}); install the extra: pip install 'fpdebug[otel]'"
         ) from error
     target = _target(otlp, args.endpoint)  # a bad URL fails before the trace is read
-    with TraceReader(args.trace) as reader:
+    from fpdebug.commands import collector_paused
+
+    with TraceReader(args.trace) as reader, collector_paused():
         producer = reader.header.producer
         salt = trace_salt(reader.header.model_dump_json())
         spans = TraceSpans(reader, include_content=args.include_content, id_salt=salt)

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from fpdebug.backtrack.sidecar import load_sidecar
-    from fpdebug.commands import output_stream, write_output
+    from fpdebug.commands import collector_paused, output_stream, write_output
     from fpdebug.errors import ExportError
     from fpdebug.export.report import report_trace
     from fpdebug.export.report_stream import default_sidecar, write_markdown_report
@@ -45,12 +45,13 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError(f"no backtrack sidecar at {args.backtrack}")
     redactor = default_redactor()
     if args.format == "json":
-        report = redactor.redact_value(report_trace(args.trace, sidecar=args.backtrack))
+        with collector_paused():
+            report = redactor.redact_value(report_trace(args.trace, sidecar=args.backtrack))
         write_output(json.dumps(report, indent=2, ensure_ascii=True) + "\n", args.output, trace=args.trace)
         return 0
     # Markdown goes out run by run, each run's section as it is done: memory does not grow with runs.
     # The trace and the sidecar are opened first: one that cannot be read leaves no output file.
-    with TraceReader(args.trace) as reader:
+    with TraceReader(args.trace) as reader, collector_paused():
         sidecar = default_sidecar(args.trace, args.backtrack)
         saved = load_sidecar(sidecar) if sidecar is not None else None
         with output_stream(args.output, trace=args.trace) as write:

@@ -101,12 +101,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the trace once (building the model and finding problems in the same sweep) and print."""
+    from fpdebug.commands import collector_paused
     from fpdebug.trace.cost import RunCosts
     from fpdebug.trace.model import RunModel
     from fpdebug.trace.reader import ProblemScanner, TraceReader
     from fpdebug.trace.schema import AnswerAssessmentRow, FindingEvent, LlmCallEvent
 
-    with TraceReader(args.trace) as reader:
+    with TraceReader(args.trace) as reader, collector_paused():
         model = RunModel(reader)
         scanner = ProblemScanner(reader)
         problems: dict[str, int] = {}

@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from fpdebug.errors import TraceFormatError, TraceVersionError
     from fpdebug.trace.inert import inert_line
+    from fpdebug.trace.parallel import iter_problems
     from fpdebug.trace.reader import TraceReader
 
     path: str = args.trace
@@ -40,9 +41,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"{shown}:0: offset 0: {inert_line(message)}")
         print("1 problem", file=sys.stderr)
         return 1
-    with reader:
+    from fpdebug.commands import collector_paused
+
+    with reader, collector_paused():
         count = 0
-        for problem in reader.iter_problems():
+        # Line ranges on every core, the problems still in file order (issue 22).
+        for problem in iter_problems(reader):
             print(f"{shown}:{problem.line}: offset {problem.offset}: {inert_line(problem.message)}")
             count += 1
         if count:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from fpdebug.export.report import RunReport
     from fpdebug.trace.model import Run, RunModel
     from fpdebug.trace.reader import TraceReader
+    from fpdebug.trace.records import Record
     from fpdebug.trace.redact import Redactor
 
 __all__ = ["default_sidecar", "run_last_lines", "write_markdown_report"]
@@ -121,7 +122,8 @@ def _stream(
     ends = run_last_lines(reader, stop)
     order = iter(ends.items())  # ends is only read from here on
     next_end = next(order, None)
-    model = RunModel(reader)
+    held = _HeldRecords(reader)
+    model = RunModel(held)
     wanted = {backtrack.report.run_id for backtrack in saved.backtracks} if saved is not None else set()
     seen: set[str] = set()
     # Per run: its first line, and where its Markdown lies in the spool (24 bytes a run, not a tuple's 130).
@@ -132,6 +134,7 @@ def _stream(
             run_id = record.run_id
             if ends.get(run_id, -1) < line:
                 raise _Mismatch(run_id)
+            held.hold(run_id, line, record)
         model.feed(line, record)
         while next_end is not None and next_end[1] <= line:
             run_id, _last = next_end
@@ -140,6 +143,7 @@ def _stream(
             if run is None:  # an envelope of invalid lines only
                 continue
             report = _finished(model, run_id, run, redactor)
+            held.drop(run_id)
             if run.run_id in wanted:
                 seen.add(run.run_id)
             first = report if not chunks else None
@@ -166,6 +170,48 @@ def _stream(
     else:
         _copy_runs(spool, chunks, write)
     write("\n".join(markdown_tail(head)))
+
+
+HELD_RECORDS = 50_000
+"""The most parsed records :class:`_HeldRecords` keeps (a run longer than this is partly read twice)."""
+
+
+class _HeldRecords:
+    """The reader, with the records of the runs still open kept as the sweep parsed them.
+
+    A run's report reads every record of the run again (``model.record``); through the reader
+    alone that is a second ``pread`` and validation of each line, random once the reader's cache
+    is outrun (issue 22: each line validated about 1.8 times). A run's records are dropped when
+    its report is done, and no more than :data:`HELD_RECORDS` are kept at once, so memory stays
+    bounded by the longest open runs, not the file. The record given out is the one the reader
+    would give: both come from the same line's bytes.
+    """
+
+    def __init__(self, reader: TraceReader) -> None:
+        self.reader = reader
+        self._records: dict[int, Record] = {}
+        self._lines: dict[str, list[int]] = {}
+
+    def hold(self, run_id: str, line: int, record: Record) -> None:
+        """Keep ``record`` (on ``line``, of ``run_id``) until :meth:`drop` of its run, if there is room."""
+        if len(self._records) < HELD_RECORDS:
+            self._records[line] = record
+            self._lines.setdefault(run_id, []).append(line)
+
+    def drop(self, run_id: str) -> None:
+        """Forget the records of a finished run."""
+        for line in self._lines.pop(run_id, ()):
+            del self._records[line]
+
+    def __getitem__(self, line: int) -> Record:
+        record = self._records.get(line)
+        return self.reader[line] if record is None else record
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.reader, name)
 
 
 def _copy_runs(spool: IO[bytes], chunks: array[int], write: Callable[[str], object]) -> None:

@@ -33,6 +33,7 @@ lock to read several facts that must agree with each other.
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -213,9 +214,20 @@ class RunModel:
 
     @classmethod
     def build(cls, source: RecordSource, *, validate: bool = False) -> RunModel:
-        """Build a model from every record currently in ``source`` (see the class for ``validate``)."""
-        model = cls(source, validate=validate)
-        model.update()
+        """Build a model from every record currently in ``source`` (see the class for ``validate``).
+
+        The cyclic collector is off while it builds (and back as it was after): the build makes
+        long-lived objects and no cycles, and the collector's walks over the growing model were 17 %
+        of it (issue 22).
+        """
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            model = cls(source, validate=validate)
+            model.update()
+        finally:
+            if enabled:
+                gc.enable()
         return model
 
     @property

@@ -67,6 +67,7 @@ __all__ = [
     "TraceReader",
     "line_form_problems",
     "max_line_bytes_from_env",
+    "record_problems",
 ]
 
 DEFAULT_CACHE_SIZE = 4096
@@ -588,45 +589,58 @@ class ProblemScanner:
 
     def check(self, line: int, record: Record) -> list[Problem]:
         """The problems of one record (in line order; line 0 is ignored)."""
-        problems: list[Problem] = []
         if isinstance(record, TraceHeader):
-            return problems
-        if isinstance(record, InvalidRecord):
-            code: ProblemCode = "line-too-long" if record.too_long else record.code
-            problems.append(Problem(line, record.offset, code, record.error))
-            seq = record.seq
-        elif isinstance(record, OpaqueRecord):
-            problems.append(
-                Problem(
-                    line,
-                    record.offset,
-                    "unknown-kind",
-                    f"unknown kind {record.kind!r}: kept as an opaque record (written by a newer fpdebug?)",
-                )
-            )
-            seq = record.seq
-        else:
-            seq = record.seq
+            return []
+        problems = record_problems(line, record)
+        gap = self.check_seq(line, record.seq)
+        if gap is not None:
+            problems.append(gap)
+        return problems
+
+    def check_seq(self, line: int, seq: int | None) -> Problem | None:
+        """The ``seq`` problem of the record on ``line`` whose seq is ``seq`` (``None``: unreadable)."""
         if seq is None:
             self._unknown += 1
-            return problems
+            return None
         expected, unknown = self._expected, self._unknown
+        self._expected, self._unknown = seq + 1, 0
         # A bad line whose seq cannot be read may have held one (corruption) or not (a torn
         # fragment a resumed writer closed off): either is consistent, neither is a gap.
-        if not expected <= seq <= expected + unknown:
-            what = f"{seq - expected - unknown} missing" if seq > expected else "repeated or out of order"
-            problems.append(
-                Problem(
-                    line, self.reader.offset(line), "seq", f"seq {seq} where {expected} was expected ({what})"
-                )
-            )
-        self._expected, self._unknown = seq + 1, 0
-        return problems
+        if expected <= seq <= expected + unknown:
+            return None
+        what = f"{seq - expected - unknown} missing" if seq > expected else "repeated or out of order"
+        return Problem(
+            line, self.reader.offset(line), "seq", f"seq {seq} where {expected} was expected ({what})"
+        )
+
+    def check_healthy(self, first: int, last: int) -> Problem | None:
+        """Lines ``first..last`` each hold a good record whose seq is its line: what :meth:`check` of
+        each would find (only the first can disagree with what came before)."""
+        gap = self.check_seq(first, first)
+        self._expected, self._unknown = last + 1, 0
+        return gap
 
     def finish(self) -> list[Problem]:
         """The torn tail, if the file ends with an unfinished line."""
         torn = self.reader.torn_tail()
         return [] if torn is None else [Problem(torn.line, torn.offset, "torn-tail", torn.describe())]
+
+
+def record_problems(line: int, record: Record) -> list[Problem]:
+    """What the record itself says is wrong (an invalid line, an unknown kind), before its ``seq`` is judged."""
+    if isinstance(record, InvalidRecord):
+        code: ProblemCode = "line-too-long" if record.too_long else record.code
+        return [Problem(line, record.offset, code, record.error)]
+    if isinstance(record, OpaqueRecord):
+        return [
+            Problem(
+                line,
+                record.offset,
+                "unknown-kind",
+                f"unknown kind {record.kind!r}: kept as an opaque record (written by a newer fpdebug?)",
+            )
+        ]
+    return []
 
 
 def line_form_problems(line: int, offset: int, raw: bytes) -> list[Problem]:

@@ -277,7 +277,7 @@ def classify_line(line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueReco
                 event = EVENT_ADAPTER.validate_json(repaired)
             except ValidationError:
                 return _explain(line, offset, raw, error)  # explained from the line as written
-    if _MAYBE_NON_FINITE.search(raw) is not None and _holds_non_finite(raw):
+    if _maybe_non_finite(raw) and _holds_non_finite(raw):
         # pydantic's parser reads NaN, Infinity and 1e400 into free-form fields (tool arguments,
         # options); they are not JSON, and no exporter can encode them.
         preview = raw[:PREVIEW_BYTES].decode("utf-8", "backslashreplace")
@@ -287,6 +287,21 @@ def classify_line(line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueReco
 
 
 _MAYBE_NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE]\+?[0-9]{3}")
+"""What a line holding a non-finite number must contain somewhere (in a string or not)."""
+
+_DIGITS_AND_E = bytes.maketrans(b"123456789E", b"000000000e")
+
+
+def _maybe_non_finite(raw: bytes) -> bool:
+    """Whether :data:`_MAYBE_NON_FINITE` matches ``raw``, answered without the regex.
+
+    The regex tries its three branches at every byte: 20-55 us a line, 3 to 5 times what parsing
+    the line costs (issue 22). Mapping every digit to ``0`` and ``E`` to ``e`` (one C pass) turns
+    ``[0-9][eE]\\+?[0-9]{3}`` into two fixed strings, and four substring searches answer the same.
+    """
+    folded = raw.translate(_DIGITS_AND_E)
+    return b"0e000" in folded or b"0e+000" in folded or b"NaN" in folded or b"Infinity" in folded
+
 
 _WRITER_KIND = b'{"kind":"'
 """How every line the writer writes begins: ``kind`` is its first key."""

@@ -1,0 +1,210 @@
+"""The whole-file commands against an orjson parse of every line, alternated in the same run (issue 22).
+
+For each shape (the synthetic trace of :mod:`bench.gen_trace`, the demo-shaped trace of
+:mod:`bench.demo_trace`) and each size, every command runs in a fresh interpreter started with a
+clean ``exec`` and is followed at once by the baseline: a fresh interpreter that reads the same
+file in blocks and ``orjson.loads`` every line. Each pair is repeated and the medians taken.
+
+What each child reports about itself, after its imports (the modules the command uses are imported
+before the clock starts, so a figure is the command's work, not Python's start):
+
+- **CPU**: user + system seconds of the child and of the worker processes it waited for
+  (``RUSAGE_SELF`` + ``RUSAGE_CHILDREN``), the figure that does not move when other jobs share the
+  cores;
+- **wall** seconds;
+- **peak RSS**: its own ``VmHWM`` from ``/proc/self/status`` (a fresh process's peak since ``exec``;
+  ``ru_maxrss`` would carry the parent's), and for ``validate`` twice the largest ``ru_maxrss`` of
+  its forked workers (which counts what each inherited: an upper bound), as a share of the file.
+
+Usage::
+
+    .venv/bin/python -m bench.commands --sizes 10000 100000 --repeat 3
+    .venv/bin/python -m bench.commands --commands validate report --shapes demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.demo_trace import ensure_demo_trace
+from bench.gen_trace import OUT_DIR, ensure_trace
+
+__all__ = ["COMMANDS", "main", "run_child"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+COMMANDS: dict[str, tuple[list[str], list[str]]] = {
+    # name: (fpdebug arguments before TRACE, modules imported before the clock starts)
+    "validate": (["validate"], ["fpdebug.commands.validate", "fpdebug.trace.reader"]),
+    "summary": (["summary", "--json"], ["fpdebug.commands.summary", "fpdebug.trace.model"]),
+    "report": (
+        ["report"],
+        ["fpdebug.commands.report", "fpdebug.export.report", "fpdebug.export.report_stream"],
+    ),
+    "report-json": (
+        ["report", "--format", "json"],
+        ["fpdebug.commands.report", "fpdebug.export.report", "fpdebug.export.report_stream"],
+    ),
+    "export": (["export"], ["fpdebug.commands.export", "fpdebug.export.saved", "fpdebug.export.otlp"]),
+    "backtrack": (["backtrack", "--json", "--no-save"], ["fpdebug.commands.backtrack"]),
+    "model": ([], ["fpdebug.trace.model", "fpdebug.trace.reader"]),
+}
+"""What ``--commands`` can name; ``model`` is ``RunModel.build`` over the whole file."""
+
+_CHILD = r"""
+import os, sys, time, resource, importlib
+kind, trace, modules = sys.argv[1], sys.argv[2], sys.argv[3]
+args = sys.argv[4:]
+for name in filter(None, modules.split(",")):
+    importlib.import_module(name)
+if kind == "parse":
+    import orjson
+from fpdebug import cli
+# The command's output goes to /dev/null at the descriptor, so print() costs what writing costs.
+null = os.open(os.devnull, os.O_WRONLY)
+saved = os.dup(1)
+started = time.perf_counter()
+cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+lines = 0
+if kind == "parse":
+    with open(trace, "rb") as handle:
+        tail = b""
+        while block := handle.read(4 << 20):
+            parts = (tail + block).split(b"\n")
+            tail = parts.pop()
+            for raw in parts:
+                orjson.loads(raw)
+            lines += len(parts)
+    code = 0
+elif kind == "model":
+    from fpdebug.trace.model import RunModel
+    from fpdebug.trace.reader import TraceReader
+    with TraceReader(trace) as reader:
+        model = RunModel.build(reader)
+        lines = len(reader)
+    code = 0
+else:
+    os.dup2(null, 1)
+    try:
+        code = cli.main([*args, trace])
+    except SystemExit as stop:
+        code = stop.code
+    sys.stdout.flush()
+    os.dup2(saved, 1)
+wall = time.perf_counter() - started
+me = resource.getrusage(resource.RUSAGE_SELF)
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = me.ru_utime + me.ru_stime - cpu0.ru_utime - cpu0.ru_stime + kids.ru_utime + kids.ru_stime
+with open("/proc/self/status") as status:
+    peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+import json
+print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "peak_kb": peak, "workers_kb": kids.ru_maxrss,
+                  "lines": lines}))
+"""
+
+
+def run_child(kind: str, trace: Path, modules: Sequence[str], args: Sequence[str], tree: Path = ROOT) -> dict:
+    """Run one child (``kind``: ``parse``, ``model`` or ``command``); return what it reported."""
+    env = dict(os.environ, PYTHONPATH=str(tree), PYDANTIC_DISABLE_PLUGINS="__all__")
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, kind, str(trace), ",".join(modules), *args],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        result = dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    except (IndexError, ValueError):
+        raise SystemExit(f"{kind} {' '.join(args)} failed:\n{done.stderr[-2000:]}") from None
+    if result["code"] not in (0, 1):
+        raise SystemExit(f"{' '.join(args)} exited {result['code']}:\n{done.stderr[-2000:]}")
+    return result
+
+
+def measure(name: str, trace: Path, repeat: int, tree: Path = ROOT) -> dict[str, float]:
+    """Medians of ``repeat`` alternated pairs: the command, then the orjson parse of the same file."""
+    args, modules = COMMANDS[name]
+    kind = "model" if name == "model" else "command"
+    runs, parses = [], []
+    for _ in range(repeat):
+        runs.append(run_child(kind, trace, modules, args, tree))
+        parses.append(run_child("parse", trace, [], [], tree))
+    size = trace.stat().st_size
+    events = sum(1 for _ in open(trace, "rb")) - 1  # noqa: SIM115 - read once, closed by refcount
+    cpu = statistics.median(r["cpu"] for r in runs)
+    wall = statistics.median(r["wall"] for r in runs)
+    parse_cpu = statistics.median(p["cpu"] for p in parses)
+    parse_wall = statistics.median(p["wall"] for p in parses)
+    # validate's worker processes (forked: each one's ru_maxrss includes what it inherited), counted as
+    # if both peaked together with the parent. Other commands' children (report asks git whether
+    # the trace is tracked) are not part of the work and not counted.
+    workers = max(r["workers_kb"] for r in runs) if name == "validate" else 0
+    own_mb = statistics.median(r["peak_kb"] for r in runs) / 1024
+    peak_mb = own_mb + 2 * workers / 1024
+    return {
+        "events": events,
+        "mb": size / 1e6,
+        "cpu": cpu,
+        "wall": wall,
+        "parse_cpu": parse_cpu,
+        "parse_wall": parse_wall,
+        "ratio_cpu": cpu / parse_cpu,
+        "ratio_wall": wall / parse_wall,
+        "us_per_event": cpu / events * 1e6,
+        "peak_mb": peak_mb,
+        "own_peak_mb": own_mb,
+    }
+
+
+def _trace(shape: str, size: int) -> Path:
+    return ensure_demo_trace(size) if shape == "demo" else ensure_trace(size)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print one row per shape, size and command; the raw numbers go to ``bench/out/commands.json``."""
+    parser = argparse.ArgumentParser(prog="python -m bench.commands", description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--shapes", nargs="+", choices=("synthetic", "demo"), default=["synthetic", "demo"])
+    parser.add_argument("--commands", nargs="+", choices=sorted(COMMANDS), default=sorted(COMMANDS))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tree", type=Path, default=ROOT, help="measure the fpdebug of this checkout")
+    args = parser.parse_args(argv)
+    rows = []
+    print(
+        f"{'shape':<10}{'events':>9}{'MB':>7} {'command':<12}{'CPU s':>8}{'wall s':>8}{'parse CPU':>10}"
+        f"{'x CPU':>7}{'x wall':>7}{'us/ev':>7}{'RSS MB':>8}{'RSS %':>7}",
+        flush=True,
+    )
+    for shape in args.shapes:
+        for size in args.sizes:
+            trace = _trace(shape, size)
+            for name in args.commands:
+                row = {
+                    "shape": shape,
+                    "command": name,
+                    **measure(name, trace, args.repeat, args.tree.resolve()),
+                }
+                rows.append(row)
+                share = row["peak_mb"] * 1024 * 1024 / (row["mb"] * 1e6) * 100
+                print(
+                    f"{shape:<10}{row['events']:>9}{row['mb']:>7.0f} {name:<12}{row['cpu']:>8.2f}"
+                    f"{row['wall']:>8.2f}{row['parse_cpu']:>10.2f}{row['ratio_cpu']:>7.2f}"
+                    f"{row['ratio_wall']:>7.2f}{row['us_per_event']:>7.0f}{row['peak_mb']:>8.0f}{share:>6.1f}%",
+                    flush=True,
+                )
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / "commands.json").write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
