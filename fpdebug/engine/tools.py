@@ -52,6 +52,7 @@ from fpdebug.engine.tool_workers import run_with_timeout
 from fpdebug.engine.types import Tool
 from fpdebug.errors import DefinitionError
 from fpdebug.trace.records import well_formed_value
+from fpdebug.trace.schema import ToolPeriod
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -368,6 +369,7 @@ class _HonestyDeclarations(TypedDict, total=False):
     hides_arguments: bool
     display_name: str
     coverage: Coverage
+    period: ToolPeriod
 
 
 @overload
@@ -380,6 +382,7 @@ def tool(
     hides_arguments: bool = False,
     display_name: str | None = None,
     coverage: Coverage | None = None,
+    period: ToolPeriod | None = None,
 ) -> Tool: ...
 
 
@@ -393,6 +396,7 @@ def tool(
     hides_arguments: bool = False,
     display_name: str | None = None,
     coverage: Coverage | None = None,
+    period: ToolPeriod | None = None,
 ) -> Callable[[Callable[..., object]], Tool]: ...
 
 
@@ -405,6 +409,7 @@ def tool(
     hides_arguments: bool = False,
     display_name: str | None = None,
     coverage: Coverage | None = None,
+    period: ToolPeriod | None = None,
 ) -> Tool | Callable[[Callable[..., object]], Tool]:
     """Make a tool of a Python function (also usable as a decorator, ``@tool`` or ``@tool(timeout=5)``).
 
@@ -421,6 +426,9 @@ def tool(
         coverage: What a result covers: a fixed text (``"the last 90 days only"``) or a function
             ``(args, result) -> str | None`` called after each successful call; recorded on the
             call's ``tool_result``.
+        period: The time layer: the arguments holding the window a call covers
+            (``ToolPeriod(start="from", end="to")``); under ``.time()`` each call files a
+            ``call-window`` row.
 
     Returns:
         A :class:`~fpdebug.engine.types.Tool` whose handler is a :class:`ToolFunction`.
@@ -436,6 +444,10 @@ def tool(
         honesty["display_name"] = display_name
     if coverage is not None:
         honesty["coverage"] = coverage
+    if period is not None:
+        if not isinstance(period, ToolPeriod):
+            raise DefinitionError(f"tool {name!r}: period takes a ToolPeriod, got {period!r}")
+        honesty["period"] = period
     if fn is None:
         return lambda f: tool(
             f,
@@ -445,6 +457,7 @@ def tool(
             hides_arguments=hides_arguments,
             display_name=display_name,
             coverage=coverage,
+            period=period,
         )
     if isinstance(fn, Tool):
         return replace(fn, **honesty) if honesty else fn

@@ -21,6 +21,7 @@ from fpdebug.trace.schema import (
     EvidenceStrength,
     Message,
     ToolCallRecord,
+    ToolPeriod,
     ToolResultStatus,
     ToolSchema,
 )
@@ -140,6 +141,9 @@ class Tool:
     """What a result covers (``first 50 of 300``): a fixed text, or a function of the call's
     arguments and what the tool returned (an envelope's content) giving a text or ``None``.
     Recorded on the call's ``tool_result`` and read by the results and answer layers."""
+    period: ToolPeriod | None = None
+    """The time layer: the period a call covers, declared by its forms (the arguments holding its
+    window's start and end); under ``.time()`` each call files a ``call-window`` row."""
 
     def __post_init__(self) -> None:
         require_id(self.name, "tool name")

@@ -41,6 +41,8 @@ __all__ = [
     "AssumedValue",
     "BasisRow",
     "CachePrefix",
+    "CallWindowRow",
+    "ClockRow",
     "ConflictParty",
     "ContextSource",
     "CursorMoveEvent",
@@ -108,6 +110,7 @@ __all__ = [
     "ThinkingBlock",
     "Timestamp",
     "ToolCallRecord",
+    "ToolPeriod",
     "ToolResultEvent",
     "ToolResultStatus",
     "ToolSchema",
@@ -512,6 +515,18 @@ class DeclaredSource(Frozen):
     """The document: JSON data (searched by JSON path) or a text."""
 
 
+class ToolPeriod(Frozen):
+    """The period a tool's call covers, declared by its forms: the arguments that hold its window
+    (the time layer, docs/honesty.md §12.6)."""
+
+    start: str
+    """The argument that holds the window's start (an ISO date or date-time)."""
+    end: str
+    """The argument that holds the window's end (an ISO date or date-time)."""
+    wall_zone: Literal["app", "utc"] = "app"
+    """The zone a wall time without an offset is read in: the app's (``time.appZone``) or UTC."""
+
+
 class HonestyArms(Frozen):
     """Which honesty layers the agent armed (docs/honesty.md §12), and the build-time facts they read."""
 
@@ -543,6 +558,11 @@ class HonestyArms(Frozen):
     """Which prose answers get a standing line: every one, or those stating an unsupported value."""
     display_names: dict[str, str] | None = None
     """Tool names in the app's words (tool name → display name), where the app declared one."""
+    app_zone: str | None = None
+    """The time layer is armed (``time.appZone``): the app's IANA zone, the zone of a period form
+    declaring ``wall_zone: "app"``. Absent: no ``clock`` or ``call-window`` row is ever filed."""
+    periods: dict[str, ToolPeriod] | None = None
+    """Under the time layer, the tools whose period declares forms (tool name → period)."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1019,6 +1039,37 @@ class ResultRow(Frozen):
     """The values the result holds (numbers, amounts, dates, ids, quoted strings)."""
     values_omitted: int | None = None
     """How many more values the result holds beyond those listed (the list is bounded)."""
+    beyond_now: bool | None = None
+    """Under the time layer: the call's window ends after this turn's clock ``now``, so the result
+    cannot cover the part of the window still to come (``time_of_batch``); absent otherwise."""
+
+
+class ClockRow(Frozen):
+    """A turn's clock (time layer): the instant the turn reads as "now", in the app's zone."""
+
+    row: Literal["clock"] = "clock"
+    turn: int
+    """The turn whose clock it is (a clock from another turn never judges this one's calls)."""
+    now: datetime
+    """The clock's reading, in the app's zone."""
+    zone: str
+    """The app's zone (``time.appZone``)."""
+
+
+class CallWindowRow(Frozen):
+    """The window one call covers (time layer): its period's forms, read in their zone."""
+
+    row: Literal["call-window"] = "call-window"
+    tool_call_id: str
+    """The call."""
+    tool_name: str
+    """The tool."""
+    start: datetime
+    """Where the window starts (a date alone starts at midnight)."""
+    end: datetime
+    """Where the window ends (a date alone ends at the next midnight: the whole day is in it)."""
+    zone: str
+    """The zone its wall times were read in (the app's, or ``UTC``)."""
 
 
 class StatedValue(Frozen):
@@ -1082,7 +1133,8 @@ class ValidationRow(Frozen):
 
 
 FindingRow = Annotated[
-    ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow | ValidationRow, Field(discriminator="row")
+    ArgumentRow | BasisRow | ClockRow | CallWindowRow | ResultRow | AnswerAssessmentRow | ValidationRow,
+    Field(discriminator="row"),
 ]
 """Any honesty row."""
 

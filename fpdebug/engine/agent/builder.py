@@ -46,6 +46,8 @@ class _LayerArms(TypedDict, total=False):
     evidence_gate: Literal["flag", "enforce"] | None
     answer_validation: Callable[[str], str | None] | None
     standing_line: Literal["always", "unsupported"] | bool | None
+    time_zone: str | None
+    time_clock: Clock | None
 
 
 class Agent:
@@ -360,6 +362,27 @@ class Agent:
             A new agent; ``run_start.honesty.answer_validation`` is true.
         """
         return self._arm(answer_validation=validator)
+
+    def time(self, zone: str = "UTC", *, clock: Clock | None = None) -> Agent:
+        """Arm the time layer (``.time({ zone })``, docs/honesty.md §12.6); it arms the inputs layer too.
+
+        The inputs layer then files, in its one write, the turn's ``clock`` row (read once a turn) and
+        a ``call-window`` row for each call to a tool declaring a ``period`` (the arguments holding
+        its window). With the results layer armed, a result whose window ends after the turn's
+        ``now`` is marked ``beyond_now``.
+
+        Args:
+            zone: The app's IANA zone (``time.appZone``): the zone of a period form whose
+                ``wall_zone`` is ``"app"``, and the zone the clock row is read in.
+            clock: The layer's clock (a ``FixedClock`` in tests); the run's clock by default.
+
+        Returns:
+            A new agent; ``run_start.honesty`` records ``app_zone`` and the tools' periods.
+
+        Raises:
+            DefinitionError: An unknown zone, or a clock without ``now()``.
+        """
+        return self._arm(time_zone=zone, time_clock=clock)
 
     def ledger_gate(
         self,

@@ -35,7 +35,7 @@ import json
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from fpdebug.engine.honesty.answer import (
@@ -59,9 +59,13 @@ from fpdebug.engine.honesty.inputs import (
 from fpdebug.engine.honesty.ledger import Finding, HonestyRow, Layer, file_finding
 from fpdebug.engine.honesty.replay import tool_surface
 from fpdebug.engine.honesty.results import RanCall, batch_to_judge, results_at_loop_head
+from fpdebug.engine.honesty.timelayer import app_zone_of, call_windows, clock_row, turn_clock, windows_of
 from fpdebug.engine.types import Tool
 from fpdebug.errors import DefinitionError
+from fpdebug.trace.clock import Clock
 from fpdebug.trace.schema import (
+    CallWindowRow,
+    ClockRow,
     DeclaredSource,
     ExternalGround,
     FindingEvent,
@@ -213,6 +217,8 @@ class PendingInputs:
         tools_in_reach: The tools offered on the call.
         resolved: What Route may dispatch (``_from`` stripped when argument sources are armed).
         finding: The rows judged without any rewrite (``None``: nothing to write).
+        clock: The turn's clock row, on the layer's first visit of the turn (the time layer).
+        windows: The calls' ``call-window`` rows (the time layer).
     """
 
     calls: tuple[ToolCallRecord, ...]
@@ -220,6 +226,12 @@ class PendingInputs:
     tools_in_reach: tuple[str, ...]
     resolved: tuple[ToolCallRecord, ...]
     finding: Finding | None
+    clock: tuple[ClockRow, ...] = ()
+    windows: tuple[CallWindowRow, ...] = ()
+
+    def rows(self, rows: Sequence[HonestyRow]) -> tuple[HonestyRow, ...]:
+        """The visit's ONE write: the clock row, the argument and basis rows, the call windows."""
+        return (*self.clock, *rows, *self.windows)
 
 
 def _rewrites(resolved: Sequence[ToolCallRecord], ran: Sequence[ToolCallRecord]) -> list[ArgumentRewrite]:
@@ -254,6 +266,7 @@ class HonestyRun:
         unsupported: The evidence gate's verdicts on the answer of this iteration
             (``unsupportedValues``), keyed by ``(turn, iteration)``.
         tools: The agent has a tool surface (a tool that ran writes ``coverageDeclared``).
+        clocked: The turns whose clock row is filed (the time layer reads its clock once a turn).
     """
 
     arms: HonestyArms
@@ -268,6 +281,7 @@ class HonestyRun:
     decisions_turn: int | None = None
     unsupported: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)
     tools: bool = False
+    clocked: set[int] = field(default_factory=set)
 
     def committed(self, loop: TurnLoop) -> dict[str, object]:
         """The committed state the answer fold and the gate read: only keys some arm writes."""
@@ -332,6 +346,8 @@ class HonestyLayers:
             ``unsupported``; ``None`` composes none.
         gate_posture: The evidence gate's posture (``flag`` or ``enforce``); ``None``: not armed.
         validator: Answer validation (``validated``): the app's check of each final answer.
+        app_zone: The time layer (``time.appZone``): the app's zone; ``None``: not armed.
+        time_clock: The time layer's clock; ``None`` reads the run's clock (the loop's).
     """
 
     inputs: bool = False
@@ -343,6 +359,8 @@ class HonestyLayers:
     standing_line: StandingLineWhen | None = None
     gate_posture: GatePosture | None = None
     validator: AnswerValidator | None = None
+    app_zone: str | None = None
+    time_clock: Clock | None = None
     _runs: weakref.WeakKeyDictionary[Conversation, HonestyRun] = field(
         default_factory=weakref.WeakKeyDictionary, init=False, repr=False, compare=False
     )
@@ -365,6 +383,8 @@ class HonestyLayers:
         standing_line: StandingLineWhen | bool | None = None,
         evidence_gate: GatePosture | None = None,
         answer_validation: AnswerValidator | None = None,
+        time_zone: str | None = None,
+        time_clock: Clock | None = None,
     ) -> HonestyLayers:
         """These layers with more armed: a layer once armed stays armed; an option given replaces.
 
@@ -383,6 +403,9 @@ class HonestyLayers:
                 layer, whose fold reads its verdicts); ``None`` keeps.
             answer_validation: Arm answer validation with this check (it arms the answer layer);
                 ``None`` keeps.
+            time_zone: Arm the time layer with the app's zone (it arms the inputs layer, which
+                files its rows); ``None`` keeps.
+            time_clock: The time layer's clock (``None`` keeps; unset, the run's clock is read).
 
         Returns:
             The new layers.
@@ -401,13 +424,14 @@ class HonestyLayers:
             )
         if evidence_gate not in (None, "flag", "enforce"):
             raise DefinitionError(f"evidence_gate must be 'flag' or 'enforce', got {evidence_gate!r}")
+        zone, clock = self._armed_time(time_zone, time_clock)
         if answer_validation is not None and not callable(answer_validation):
             raise DefinitionError(f"answer_validation takes a function, got {answer_validation!r}")
         armed_sources = self.argument_sources
         if argument_sources is not None or gives_sources:
             armed_sources = bool(argument_sources) or gives_sources
         return HonestyLayers(
-            inputs=self.inputs or bool(inputs),
+            inputs=self.inputs or bool(inputs) or zone is not None,  # the time layer files its rows there
             results=self.results or bool(results),
             answer=self.answer or bool(answer) or evidence_gate is not None or answer_validation is not None,
             argument_sources=armed_sources,
@@ -416,7 +440,16 @@ class HonestyLayers:
             standing_line=self.standing_line if standing_line is None else _standing_line(standing_line),
             gate_posture=self.gate_posture if evidence_gate is None else evidence_gate,
             validator=self.validator if answer_validation is None else answer_validation,
+            app_zone=zone,
+            time_clock=clock,
         )
+
+    def _armed_time(self, time_zone: str | None, time_clock: Clock | None) -> tuple[str | None, Clock | None]:
+        """The time layer's zone and clock after :meth:`arm`: an option given replaces, checked."""
+        zone = self.app_zone if time_zone is None else app_zone_of(time_zone)
+        if time_clock is not None and not callable(getattr(time_clock, "now", None)):
+            raise DefinitionError(f"time(clock=...) takes a clock with a now() method, got {time_clock!r}")
+        return zone, self.time_clock if time_clock is None else time_clock
 
     def arms(self, tools: Iterable[Tool], *, tool_middleware: bool = False) -> HonestyArms | None:
         """What ``run_start.honesty`` records for an agent whose tools are ``tools``.
@@ -434,6 +467,7 @@ class HonestyLayers:
         tools = list(tools)
         hidden = [t.name for t in tools if t.hides_arguments]
         names = {t.name: t.display_name for t in tools if t.display_name is not None}
+        periods = {t.name: t.period for t in tools if t.period is not None} if self.app_zone else {}
         return HonestyArms(
             inputs=self.inputs,
             results=self.results,
@@ -448,6 +482,8 @@ class HonestyLayers:
             evidence_gate=True if self.gate_posture else None,
             tools_off_after_revision=True if self.gate_posture == "enforce" else None,
             answer_validation=True if self.validator is not None else None,
+            app_zone=self.app_zone,
+            periods=periods or None,
         )
 
     # -- HonestyHooks ----------------------------------------------------------------------------
@@ -512,7 +548,12 @@ class HonestyLayers:
             if call.coverage is not None:
                 run.coverage[call.tool_call_id] = call.coverage
         if run.arms.results:
-            rows = results_at_loop_head(loop.iteration, stamp, calls)
+            if run.arms.app_zone is not None:  # the time layer: each call's window, this turn's clock
+                windows = windows_of(run.ledger, loop.turn)
+                calls = [replace(c, window=windows.get(c.tool_call_id)) for c in calls]
+            rows = results_at_loop_head(
+                loop.iteration, stamp, calls, clock=turn_clock(run.ledger), turn=loop.turn
+            )
             run.file(loop, "results", rows, iteration=loop.iteration)
 
     def after_llm_call(self, loop: TurnLoop, request: LlmRequest, response: LlmResponse) -> LlmResponse:
@@ -535,12 +576,14 @@ class HonestyLayers:
         verdict = judge_inputs(
             response.tool_calls, sources, config=run.config, tools_in_reach=in_reach, tools_off=tools_off
         )
-        run.pending = PendingInputs(
-            tuple(response.tool_calls),
-            sources,
-            in_reach,
-            verdict.resolved,
-            file_finding("inputs", verdict.rows, turn=loop.turn, iteration=loop.iteration),
+        pending = PendingInputs(tuple(response.tool_calls), sources, in_reach, verdict.resolved, None)
+        if run.arms.app_zone is not None and not tools_off:
+            pending = self._time_rows(run, loop, pending)
+        run.pending = replace(
+            pending,
+            finding=file_finding(
+                "inputs", pending.rows(verdict.rows), turn=loop.turn, iteration=loop.iteration
+            ),
         )
         if tools_off:
             return response  # nothing runs, so nothing is resolved: the reply stays as the model wrote it
@@ -569,8 +612,25 @@ class HonestyLayers:
                 tools_in_reach=pending.tools_in_reach,
                 rewrites=rewrites,
             )
-            finding = file_finding("inputs", verdict.rows, turn=loop.turn, iteration=loop.iteration)
+            rows = pending.rows(verdict.rows)
+            finding = file_finding("inputs", rows, turn=loop.turn, iteration=loop.iteration)
         run.write(loop, finding)
+
+    def _time_rows(self, run: HonestyRun, loop: TurnLoop, pending: PendingInputs) -> PendingInputs:
+        """The time layer's rows for a visit: the turn's clock (read once a turn), the call windows.
+
+        The clock is the layer's own (``time(clock=...)``) or, unset, the run's: the one the loop
+        stamps its events with, so a run on a fixed clock files a reproducible ``now``.
+        """
+        zone = run.arms.app_zone
+        assert zone is not None
+        clock: tuple[ClockRow, ...] = ()
+        if loop.turn not in run.clocked:
+            run.clocked.add(loop.turn)
+            now = (self.time_clock or loop.conversation.clock).now()
+            clock = (clock_row(loop.turn, now, zone),)
+        windows = tuple(call_windows(pending.resolved, run.arms.periods or {}, zone))
+        return replace(pending, clock=clock, windows=windows)
 
     def evidence_gate(self, loop: TurnLoop, content: str) -> str | None:
         """The evidence gate, on a reply Route sends to ``final``: judge it, and say whether to revise.

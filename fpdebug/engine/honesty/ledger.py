@@ -15,6 +15,8 @@ from fpdebug.trace.schema import (
     AnswerAssessmentRow,
     ArgumentRow,
     BasisRow,
+    CallWindowRow,
+    ClockRow,
     FindingEvent,
     ResultRow,
     ValidationRow,
@@ -25,7 +27,9 @@ __all__ = ["Finding", "HonestyRow", "Layer", "file_finding"]
 Layer: TypeAlias = Literal["inputs", "results", "answer"]
 """The layer that files a finding."""
 
-HonestyRow: TypeAlias = ArgumentRow | BasisRow | ResultRow | AnswerAssessmentRow | ValidationRow
+HonestyRow: TypeAlias = (
+    ArgumentRow | BasisRow | ClockRow | CallWindowRow | ResultRow | AnswerAssessmentRow | ValidationRow
+)
 """Any row a layer files (``FindingEvent.rows``)."""
 
 

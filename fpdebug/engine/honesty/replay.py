@@ -19,6 +19,10 @@ the loop calls at the three mount points, handing them only what the trace recor
   visit's recorded ``validation`` row. fpdebug has no argument ask or paused calls: the fold never
   reads those keys (docs/honesty.md §12.4).
 
+- **time** (armed with ``app_zone``) — the clock is the app's, so each turn's ``now`` is read from
+  the turn's recorded ``clock`` row; which visit files it (the turn's first inputs visit), the call
+  windows, and each result's ``beyond_now`` are recomputed.
+
 An interrupted run (``run_end`` ``interrupted``) or a trace cut short wrote only the findings of the
 visits it finished; :func:`recompute_findings` states the rule that says which.
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from fpdebug.engine.honesty.answer import (
     AnswerValidation,
@@ -51,9 +56,11 @@ from fpdebug.engine.honesty.inputs import (
 )
 from fpdebug.engine.honesty.ledger import Finding, HonestyRow, Layer, file_finding
 from fpdebug.engine.honesty.results import RanCall, results_at_loop_head
+from fpdebug.engine.honesty.timelayer import call_windows, clock_row, turn_clock, windows_of
 from fpdebug.errors import TraceFormatError
 from fpdebug.trace.schema import (
     LOOP_BACK_ROUTES,
+    ClockRow,
     FindingEvent,
     HonestyArms,
     InjectionDecl,
@@ -219,6 +226,15 @@ class _Replay:
             for row in e.rows
             if isinstance(row, ValidationRow)
         }
+        # The time layer's clock is the app's too: each turn's `now` is the recorded clock row's.
+        self.clocks = {
+            row.turn: row.now
+            for e in events
+            if isinstance(e, FindingEvent) and e.layer == "inputs"
+            for row in e.rows
+            if isinstance(row, ClockRow)
+        }
+        self.clocked: set[int] = set()
         self.findings: list[Finding] = []
         self.due: deque[Finding] = deque()  # filed by a visit, written only if the run got further
         self.prior: list[PriorResult] = []
@@ -283,7 +299,14 @@ class _Replay:
         self.visited.add(head)
         if self.arms.results:
             batch = self.batches.get((event.turn, self.stamp), [])
-            self.file("results", results_at_loop_head(event.iteration, self.stamp, batch), *head, now=True)
+            ledger = (*self.findings, *self.due)
+            if self.arms.app_zone is not None:
+                windows = windows_of(ledger, event.turn)
+                batch = [replace(c, window=windows.get(c.tool_call_id)) for c in batch]
+            rows = results_at_loop_head(
+                event.iteration, self.stamp, batch, clock=turn_clock(ledger), turn=event.turn
+            )
+            self.file("results", rows, *head, now=True)
 
     def _llm_call(self, event: LlmCallEvent, reply: LlmResponse) -> None:
         calls = reply.tool_calls
@@ -320,7 +343,15 @@ class _Replay:
             rewrites=rewrites,
         )
         self.turn_rewrites.extend(rewrites)
-        self.file("inputs", verdict.rows, event.turn, event.iteration, now=False)
+        rows: list[HonestyRow] = list(verdict.rows)
+        zone = self.arms.app_zone
+        if zone is not None and event.turn is not None:
+            now = self.clocks.get(event.turn)
+            if event.turn not in self.clocked and now is not None:
+                rows.insert(0, clock_row(event.turn, now, zone))
+            self.clocked.add(event.turn)
+            rows.extend(call_windows(verdict.resolved, self.arms.periods or {}, zone))
+        self.file("inputs", rows, event.turn, event.iteration, now=False)
 
     def _answer(self, event: LlmCallEvent, reply: LlmResponse) -> None:
         """Answer layer: the committed state rebuilt from the events before the final reply."""

@@ -90,7 +90,7 @@ class RanCall:
         result: The result text the model read.
         status: The status an envelope declared (or ``failure`` when the tool raised).
         coverage: The coverage the tool declared, when it declared one.
-        window: The call's time row, under a time layer (fpdebug's loop never sets it).
+        window: The call's window (its ``call-window`` row), under the time layer.
     """
 
     tool_call_id: str
@@ -117,10 +117,9 @@ class BatchTime:
 def time_of_batch(clock: TurnClock | None, calls: Sequence[RanCall], *, turn: int) -> BatchTime:
     """The times the result checks may use for a batch: only this turn's clock (docs/honesty.md §12.3).
 
-    fpdebug has no time layer: its loop hands ``clock=None``, so the answer is always the empty
-    :class:`BatchTime` and no result row carries a time. The rule is kept, and tested, for the day
-    a time layer arrives: a clock carried forward from an earlier turn (a restored ledger) holds an
-    earlier ``now`` and must not judge this turn's calls, so it yields nothing either.
+    Without the time layer there is no clock row, so the answer is the empty :class:`BatchTime` and
+    no result row carries a time. A clock carried forward from an earlier turn (a restored ledger)
+    holds an earlier ``now`` and must not judge this turn's calls, so it yields nothing either.
 
     Args:
         clock: The latest clock row in the ledger, if any.
@@ -135,18 +134,27 @@ def time_of_batch(clock: TurnClock | None, calls: Sequence[RanCall], *, turn: in
     return BatchTime(clock.now, tuple(c.window for c in calls if c.window is not None))
 
 
-def judge_results(batch_iteration: int, calls: Sequence[RanCall]) -> list[ResultRow]:
+def judge_results(
+    batch_iteration: int, calls: Sequence[RanCall], time: BatchTime | None = None
+) -> list[ResultRow]:
     """One result row per call of a batch: status, declared coverage, the values it holds.
+
+    Under the time layer, a call whose window ends after this turn's ``now`` is marked
+    ``beyond_now``: its result cannot cover the part of the window still to come.
 
     Args:
         batch_iteration: The iteration that dispatched the batch.
         calls: The batch's calls, in call order.
+        time: What :func:`time_of_batch` gave for the batch (nothing by default).
 
     Returns:
         The rows, in call order.
     """
+    now = time.now if time is not None else None
+    ends = {w.tool_call_id: w.end for w in time.windows} if time is not None else {}
     rows = []
     for call in calls:
+        end = ends.get(call.tool_call_id)
         values = values_in(call.result)
         omitted = len(values) - RESULT_VALUES_LIMIT
         rows.append(
@@ -158,21 +166,34 @@ def judge_results(batch_iteration: int, calls: Sequence[RanCall]) -> list[Result
                 coverage=call.coverage,
                 values=values[:RESULT_VALUES_LIMIT],
                 values_omitted=omitted if omitted > 0 else None,
+                beyond_now=None if now is None or end is None else end > now,
             )
         )
     return rows
 
 
-def results_at_loop_head(iteration: int, stamp: object, calls: Sequence[RanCall]) -> list[ResultRow]:
+def results_at_loop_head(
+    iteration: int,
+    stamp: object,
+    calls: Sequence[RanCall],
+    *,
+    clock: TurnClock | None = None,
+    turn: int | None = None,
+) -> list[ResultRow]:
     """The results layer's visit at the loop head: the rows to file, or none.
 
     Args:
         iteration: The loop head's iteration.
         stamp: The stamp ToolCalls wrote beside the batch in place (``None`` when there is none).
-        calls: The batch in place.
+        calls: The batch in place (each with its window, under the time layer).
+        clock: The latest clock row in the ledger (the time layer), if any.
+        turn: The turn being judged (a clock of another turn judges nothing).
 
     Returns:
         The batch's result rows when :func:`batch_to_judge` says it is new on this visit, else ``[]``.
     """
     batch = batch_to_judge(iteration, stamp)
-    return [] if batch is None else judge_results(batch, calls)
+    if batch is None:
+        return []
+    time = time_of_batch(clock, calls, turn=turn) if turn is not None else None
+    return judge_results(batch, calls, time)
