@@ -3,13 +3,23 @@
 Results-layer rows say what each call of the judged batch returned (status, declared coverage, the
 values it holds); the answer layer's rows say whether validation withheld the answer and which
 values the answer states that no source supports (the timeline's ``unsupported`` badge points at
-those lines). Argument and basis rows are shown beside their calls in the Calls view, so here they
+those lines). The time layer's rows say the turn's clock (``now``, in the app's zone) and the
+window each call covers; a result whose window runs past ``now`` says so. Argument and basis rows are shown beside their calls in the Calls view, so here they
 are counted. Every value is trace text: it goes through :meth:`DocBuilder.compose` as such.
 """
 
 from __future__ import annotations
 
-from fpdebug.trace.schema import AnswerAssessmentRow, FindingEvent, ResultRow, ValidationRow
+from datetime import datetime
+
+from fpdebug.trace.schema import (
+    AnswerAssessmentRow,
+    CallWindowRow,
+    ClockRow,
+    FindingEvent,
+    ResultRow,
+    ValidationRow,
+)
 from fpdebug.tui.widgets.document import DocBuilder
 
 __all__ = ["finding_rows"]
@@ -34,6 +44,26 @@ def finding_rows(doc: DocBuilder, finding: FindingEvent) -> None:
             )
         elif isinstance(row, AnswerAssessmentRow):
             _assessment(doc, row)
+        elif isinstance(row, ClockRow):
+            doc.line(
+                ("clock ", palette.key), f"turn {row.turn} · now {_at(row.now)} ", (row.zone, ""), indent=4
+            )
+        elif isinstance(row, CallWindowRow):
+            doc.line(
+                ("window ", palette.key),
+                (row.tool_call_id, palette.accent),
+                " ",
+                (row.tool_name, ""),
+                f" · {_at(row.start)} → {_at(row.end)} ",
+                (row.zone, ""),
+                indent=4,
+                hang=2,
+            )
+
+
+def _at(moment: datetime) -> str:
+    """An instant as the row holds it, to the minute, with its offset (``2026-03-01 00:00+01:00``)."""
+    return moment.isoformat(sep=" ", timespec="minutes")
 
 
 def _result(doc: DocBuilder, row: ResultRow) -> None:
@@ -45,6 +75,7 @@ def _result(doc: DocBuilder, row: ResultRow) -> None:
         (row.tool_name, ""),
         f" · batch of I{row.batch_iteration}",
         *((" · status ", (row.status, palette.warn)) if row.status else ()),
+        *((" · ", ("beyond now", palette.warn)) if row.beyond_now else ()),
         indent=4,
         hang=2,
     )
