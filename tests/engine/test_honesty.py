@@ -154,7 +154,7 @@ def windowed(call_id: str) -> RanCall:
 
 
 def test_no_clock_means_no_times() -> None:
-    # fpdebug arms no time layer: the loop hands no clock, and the batch gets no times.
+    # An agent without the time layer files no clock row: the batch gets no times.
     assert time_of_batch(None, [windowed("c1")], turn=1) == BatchTime()
 
 
@@ -167,6 +167,18 @@ def test_this_turns_clock_hands_now_and_the_calls_windows() -> None:
     times = time_of_batch(TurnClock(2, T), calls, turn=2)
     assert times.now == T
     assert [w.tool_call_id for w in times.windows] == ["c1", "c3"]
+
+
+def test_a_result_is_beyond_now_only_by_this_turns_clock() -> None:
+    calls = [windowed("c1"), RanCall("c2", "t", "ok")]
+
+    def verdicts(clock: TurnClock | None) -> list[bool | None]:
+        return [r.beyond_now for r in results_at_loop_head(2, 1, calls, clock=clock, turn=2)]
+
+    assert verdicts(TurnClock(2, T)) == [True, None]  # the window ends after now; c2 has none
+    assert verdicts(TurnClock(2, T + timedelta(seconds=1))) == [False, None]  # ends exactly at now
+    assert verdicts(TurnClock(1, T)) == [None, None]  # an earlier turn's clock judges nothing
+    assert verdicts(None) == [None, None]
 
 
 # ----------------------------------------------------------------------------------------------
