@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from fpdebug.demo import SCENARIOS, load_scenario
 from fpdebug.engine.agent import Agent
 from fpdebug.engine.honesty.replay import recompute_findings, recorded_findings
 from fpdebug.engine.honesty.timelayer import call_windows, clock_row
@@ -22,12 +23,14 @@ from fpdebug.trace.schema import (
     ArgumentRow,
     CallWindowRow,
     ClockRow,
+    LlmCallEvent,
     ResultRow,
     ToolCallRecord,
     ToolPeriod,
+    TraceEvent,
 )
 from tests.conftest import T0
-from tests.engine.test_honesty_interrupted import StopAt, read
+from tests.engine.test_honesty_interrupted import StopAt, armed, read
 from tests.engine.test_honesty_loop import assert_equality_law, record, scripted
 
 PARIS = ZoneInfo("Europe/Paris")
@@ -224,3 +227,33 @@ def test_stopped_at_any_event_the_time_rows_recompute_to_exactly_what_was_writte
             )
         events = read(path)
         assert recompute_findings(events) == recorded_findings(events), f"stopped at event {at}"
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_demo_with_the_time_layer_stopped_at_any_event_keeps_the_equality_law(
+    name: str, tmp_path: Path
+) -> None:
+    # The demos' tools declare no period, so this pins the clock row: read once a turn, filed on the
+    # turn's first dispatching visit, through nudges, wrap-ups, the gate's revision and a second turn.
+    scenario = load_scenario(name)
+
+    def run(path: Path, at: int | None = None) -> list[TraceEvent]:
+        clock = FixedClock(T0)
+        with TraceFileSink.create(path, clock=clock) as sink:
+            armed(name).time("Europe/Paris").run(
+                list(scenario.user_messages),
+                provider=scenario.scripted_provider(),
+                sink=StopAt(sink, at=at),
+                clock=clock,
+                run_id="t",
+            )
+        return read(path)
+
+    complete = run(tmp_path / "complete.jsonl")
+    written = recorded_findings(complete)
+    turns = {e.turn for e in complete if isinstance(e, LlmCallEvent) and e.route == "tool-calls"}
+    assert {r.turn for f in written for r in f.rows if isinstance(r, ClockRow)} == turns
+    assert recompute_findings(complete) == written
+    for at in range(1, len(complete) - 1):
+        events = run(tmp_path / f"stop-{at}.jsonl", at)
+        assert recompute_findings(events) == recorded_findings(events), f"{name} stopped at its event {at}"
