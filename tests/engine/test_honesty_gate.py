@@ -37,6 +37,7 @@ from fpdebug.trace.schema import (
     LlmRequest,
     Message,
     ResultRow,
+    ToolPeriod,
     ToolResultEvent,
     TraceEvent,
 )
@@ -135,6 +136,7 @@ ARMS = st.fixed_dictionaries(
         "gate": st.sampled_from([None, "flag", "enforce"]),
         "middleware": st.booleans(),
         "validation": st.booleans(),
+        "time": st.booleans(),
     }
 )
 
@@ -145,7 +147,11 @@ def no_fee(answer: str) -> str | None:
 
 
 def agent_of(arms: Mapping[str, Any], limit: int) -> Agent:
-    agent = Agent("prop").tools(tool(lookup, display_name="Lookup"), note).max_iterations(limit)
+    # Under the time layer a lookup of a date covers that day (a call-window row); of an id, nothing.
+    period = ToolPeriod(start="key", end="key")
+    agent = (
+        Agent("prop").tools(tool(lookup, display_name="Lookup", period=period), note).max_iterations(limit)
+    )
     if arms["middleware"]:
         agent = agent.tool_middleware(lambda call: call)
     if arms["inputs"]:
@@ -158,6 +164,8 @@ def agent_of(arms: Mapping[str, Any], limit: int) -> Agent:
         agent = agent.evidence_gate(enforce=arms["gate"] == "enforce")
     if arms["validation"]:
         agent = agent.answer_validation(no_fee)
+    if arms["time"]:
+        agent = agent.time("Europe/Paris")
     return agent
 
 
