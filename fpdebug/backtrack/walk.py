@@ -24,19 +24,19 @@ whole run, so "convicted" means "removing it from this call's request flips this
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from fpdebug.backtrack.ablation import SuspectProbes, probe_suspects
 from fpdebug.backtrack.flip import AnswerChanged
-from fpdebug.backtrack.probe import Runner, resolve_samples
+from fpdebug.backtrack.probe import Runner, RunOutput, resolve_samples
 from fpdebug.backtrack.provenance import Hop, Provenance, trace_provenance
 from fpdebug.backtrack.provenance.calls import call_lines
 from fpdebug.backtrack.rerun import ModuleLoader, RerunProvider, rerun_provider_for, runner_for
-from fpdebug.backtrack.session import FlipTest, flip_test_for
-from fpdebug.backtrack.suspects import Suspect, rank_pieces, suspect_label
+from fpdebug.backtrack.session import Cancelled, FlipTest, Progress, WatchedRunner, flip_test_for
+from fpdebug.backtrack.suspects import AblationSpec, Suspect, rank_pieces, suspect_label
 from fpdebug.errors import BacktrackError
 from fpdebug.trace.model import RunModel
 from fpdebug.trace.reader import TraceReader
@@ -239,6 +239,8 @@ def walk_to_root(
     load_module: ModuleLoader | None = None,
     rerun: RerunProvider | None = None,
     runner: WalkRunner | None = None,
+    progress: Progress | None = None,
+    cancelled: Cancelled | None = None,
 ) -> Walk:
     """Walk from the symptom call (``seq``; default the final answer) back to its root cause.
 
@@ -257,6 +259,8 @@ def walk_to_root(
         load_module: Loads the recorded scenario or module (see :func:`backtrack`).
         rerun: A ready provider source.
         runner: Builds a runner per frame (tests and embedders; overrides ``rerun``).
+        progress: Called after every rerun with ``(done, upper bound)``.
+        cancelled: Asked before every rerun; True raises :class:`BacktrackCancelled`.
 
     Returns:
         The walk: its steps, its root and why it stopped.
@@ -264,6 +268,7 @@ def walk_to_root(
     Raises:
         TraceError: The trace cannot be read.
         BacktrackError: No such call; no way to rebuild a provider.
+        BacktrackCancelled: ``cancelled()`` stopped the walk.
     """
     count = resolve_samples(samples)
     with TraceReader(trace) as reader:
@@ -284,6 +289,21 @@ def walk_to_root(
 
         def runner(provenance: Provenance) -> Runner:
             return runner_for(provenance, source)
+
+    if progress is not None or cancelled is not None:
+        inner, total, counted = runner, max_ablations * count, {"done": 0}
+
+        def runner(provenance: Provenance) -> Runner:
+            # One WatchedRunner per frame, sharing one count: progress runs over the whole walk.
+            watched = WatchedRunner(inner(provenance), total=total, progress=progress, cancelled=cancelled)
+            watched.done = counted["done"]
+
+            def run(specs: Sequence[AblationSpec], *, seed: int) -> str | RunOutput:
+                output = watched(specs, seed=seed)
+                counted["done"] = watched.done
+                return output
+
+            return run
 
     return _Walker([*frames, symptom], runner, count, flip_test, beam, max_hops, max_ablations).walk(symptom)
 

@@ -114,3 +114,13 @@ def test_a_convict_with_no_recorded_writer_is_an_untracked_origin(monkeypatch: p
     monkeypatch.setattr(walk_module.Provenance, "origin", bare)
     result = walk_to_root(sample("planted-fact"), beam=1, runner=removal_flips)
     assert result.stop == "untracked-origin" and result.root is not None
+
+
+def test_progress_counts_every_rerun_and_cancel_stops_the_walk() -> None:
+    from fpdebug.errors import BacktrackCancelled
+
+    seen: list[tuple[int, int]] = []
+    result = walk("traced-argument", beam=1, progress=lambda done, total: seen.append((done, total)))
+    assert [done for done, _ in seen] == list(range(1, result.runs + 1))
+    with pytest.raises(BacktrackCancelled):
+        walk("traced-argument", beam=1, cancelled=lambda: True)
