@@ -309,14 +309,17 @@ def walk_to_root(
 
 
 def _earlier(model: RunModel, symptom: Provenance, trace: str) -> list[Provenance]:
-    """The provenance of every call before the symptom that has a reply (the frames a walk can reach)."""
+    """The provenance of every call of the symptom's run before it that has a reply (the frames a walk
+    can reach: a writer is always in the same run, and recall never mixes runs)."""
     found = []
     for line in call_lines(model):
         if line < symptom.call_line:
             try:
-                found.append(trace_provenance(model, line=line, trace=trace))
+                provenance = trace_provenance(model, line=line, trace=trace)
             except BacktrackError:
                 continue  # a failed call has no reply, so no frame
+            if provenance.run_id == symptom.run_id:
+                found.append(provenance)
     return found
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
-from fpdebug.backtrack import AblationSpec, Provenance, Runner, loop_frames, walk_to_root
+from fpdebug.backtrack import AblationSpec, Provenance, Runner, loop_frames, trace_provenance, walk_to_root
 from fpdebug.backtrack.walk import STOP_WORDS
 from fpdebug.demo import recorded_module_loader
 from fpdebug.trace.model import RunModel
@@ -124,3 +125,30 @@ def test_progress_counts_every_rerun_and_cancel_stops_the_walk() -> None:
     assert [done for done, _ in seen] == list(range(1, result.runs + 1))
     with pytest.raises(BacktrackCancelled):
         walk("traced-argument", beam=1, cancelled=lambda: True)
+
+
+def test_a_walk_never_reaches_into_another_run(tmp_path: Path) -> None:
+    from fpdebug.backtrack.walk import _earlier
+    from fpdebug.demo import planted_fact
+    from fpdebug.engine.sink import TraceFileSink
+    from fpdebug.trace.clock import FixedClock
+    from tests.conftest import T0
+
+    path = tmp_path / "two-runs.fptrace.jsonl"
+    clock = FixedClock(T0)
+    with TraceFileSink.create(path, clock=clock, durability="none") as sink:
+        for run_id in ("first", "second"):
+            planted_fact.build_agent().run(
+                list(planted_fact.USER_MESSAGES),
+                provider=planted_fact.scripted_provider(),
+                sink=sink,
+                clock=clock,
+                run_id=run_id,
+                options={"scenario": "planted-fact"},
+            )
+    with TraceReader(path) as reader:
+        model = RunModel.build(reader)
+        symptom = trace_provenance(model, trace=str(path))
+        earlier = _earlier(model, symptom, str(path))
+    assert symptom.run_id == "second"
+    assert [p.run_id for p in earlier] == ["second"]  # the first run's two calls are not frames of this walk
