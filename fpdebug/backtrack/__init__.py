@@ -154,6 +154,15 @@ from fpdebug.backtrack.suspects import (
     token_set,
     tokenize,
 )
+from fpdebug.backtrack.walk import (
+    FrameSource,
+    LoopFrame,
+    StopReason,
+    Walk,
+    WalkStep,
+    loop_frames,
+    walk_to_root,
+)
 
 __all__ = [
     "CLAIM_DISCIPLINE",
@@ -184,6 +193,7 @@ __all__ = [
     "EngagementStanding",
     "EvidenceInput",
     "FlipTest",
+    "FrameSource",
     "HonestyFlag",
     "Hop",
     "InfluenceScore",
@@ -192,6 +202,7 @@ __all__ = [
     "InjectionSpec",
     "Known",
     "LeaseOrigin",
+    "LoopFrame",
     "MemorySpec",
     "MissingCard",
     "MissingPiece",
@@ -220,6 +231,7 @@ __all__ = [
     "Similarity",
     "SimilarityStats",
     "Spread",
+    "StopReason",
     "Suspect",
     "SuspectCard",
     "SuspectDetail",
@@ -232,6 +244,8 @@ __all__ = [
     "UnsupportedCard",
     "UnsupportedValue",
     "VerdictStamp",
+    "Walk",
+    "WalkStep",
     "WhatChanged",
     "ablation_spec_for",
     "answer_similarity",
@@ -253,6 +267,7 @@ __all__ = [
     "known",
     "lexical_overlap",
     "load_sidecar",
+    "loop_frames",
     "margin_strategy",
     "median",
     "normalize_answer",
@@ -285,4 +300,5 @@ __all__ = [
     "unknown",
     "value_or",
     "verdict_for",
+    "walk_to_root",
 ]

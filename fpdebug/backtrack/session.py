@@ -221,7 +221,7 @@ def explain(
     return Backtrack(report=report, provenance=provenance, ranking=ranking)
 
 
-class _Watched:
+class WatchedRunner:
     """A runner that reports progress and honours cancellation between reruns."""
 
     def __init__(
@@ -357,7 +357,7 @@ def backtrack(
         max_probes=max_probes,
         max_culprits=max_culprits,
     )
-    watched = _Watched(runner, total=plan.total_runs, progress=progress, cancelled=cancelled)
+    watched = WatchedRunner(runner, total=plan.total_runs, progress=progress, cancelled=cancelled)
     status = _watched_run(result, watched, writer, plan)
     result.live_calls = _live_calls(rerun, runner)
     if status == "complete" and progress is not None:
@@ -387,7 +387,7 @@ def _answer_changed(
 
 
 def _watched_run(
-    result: Backtrack, runner: _Watched, writer: SidecarWriter | None, plan: _RerunPlan
+    result: Backtrack, runner: WatchedRunner, writer: SidecarWriter | None, plan: _RerunPlan
 ) -> Literal["complete", "cancelled"]:
     """Run the reruns of ``plan``, finish the report and close the sidecar.
 
@@ -435,7 +435,7 @@ class _RerunPlan:
         return probes + (self.max_probes * self.samples if self.bisect else 0)
 
 
-def _run(result: Backtrack, runner: _Watched, writer: SidecarWriter | None, plan: _RerunPlan) -> None:
+def _run(result: Backtrack, runner: WatchedRunner, writer: SidecarWriter | None, plan: _RerunPlan) -> None:
     samples, changed = plan.samples, plan.changed
     original = result.provenance.answer
     queue = (plan.probed if plan.ablate else []) + (plan.restored if plan.restore else [])

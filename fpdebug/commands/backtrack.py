@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from fpdebug.backtrack.provenance import ContextPiece, Hop, MissingPiece
     from fpdebug.backtrack.report import BacktrackReport, ProbeVerdict, VerdictStamp
     from fpdebug.backtrack.session import Backtrack
+    from fpdebug.backtrack.walk import Walk
 
 HELP = "Explain an answer: the chain of every piece of context, ranked suspects, and seeded rerun verdicts."
 
@@ -73,6 +74,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-probes", type=int, default=24, metavar="N", help="the bisection's probe budget (default 24)"
     )
+    parser.add_argument(
+        "--walk",
+        action="store_true",
+        help="walk from the call back to its root: recall, a beam ablated per frame, hop along the "
+        "writer to the producing call (docs/backtracking.md §9.8)",
+    )
+    parser.add_argument(
+        "--beam", type=int, default=2, metavar="N", help="sources the walk ablates per frame (default 2)"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--no-save",
@@ -100,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         raise BacktrackError("--model names a live model: pass --provider anthropic or --provider openai too")
     if args.max_probes < 1:
         raise BacktrackError(f"--max-probes must be at least 1, got {args.max_probes}")
+    if args.beam < 1:
+        raise BacktrackError(f"--beam must be at least 1, got {args.beam}")
     if args.force_module and not args.module:
         raise BacktrackError("--force-module needs the module to load (--module PATH_OR_MODULE)")
     trace = Path(args.trace)
@@ -123,12 +135,60 @@ def run(args: argparse.Namespace) -> int:
     )
     if progress is not None:
         print(file=sys.stderr)
+    walk = _walk(trace, args) if args.walk else None
     source_note = _source_note(trace)
     if args.json:
-        print(json.dumps(_as_json(result, source_note), indent=2, ensure_ascii=True))
+        data = _as_json(result, source_note)
+        if walk is not None:
+            data["walk"] = walk.model_dump(mode="json", exclude_none=True)
+        print(json.dumps(data, indent=2, ensure_ascii=True))
     else:
         sys.stdout.write(render(result, source_note=source_note))
+        if walk is not None:
+            sys.stdout.write(render_walk(walk))
     return 1 if result.report.target_note else 0
+
+
+def _walk(trace: Path, args: argparse.Namespace) -> Walk:
+    from fpdebug.backtrack.walk import walk_to_root
+    from fpdebug.demo import recorded_module_loader
+
+    return walk_to_root(
+        trace,
+        seq=args.call,
+        samples=args.samples,
+        beam=args.beam,
+        flip_test=args.flip_test,
+        provider=args.provider,
+        model=args.model,
+        base_url=args.base_url,
+        load_module=recorded_module_loader(trace, module=args.module, force=args.force_module),
+    )
+
+
+def render_walk(walk: Walk) -> str:
+    """The walk as text: one block per frame it stood on, then the root and why it stopped."""
+    from fpdebug.trace.inert import inert_line
+
+    lines = ["", f"walk to the root (docs/backtracking.md §9.8): from llm_call seq {walk.symptom_seq}"]
+    for number, step in enumerate(walk.steps, 1):
+        turn = f"turn {step.turn}, " if step.turn is not None else ""
+        lines.append(
+            f"  {number}. seq {step.call_seq} ({turn}iteration {step.iteration}) wrote {bounded(step.output, 80)}"
+        )
+        recall = ", ".join(f"{label} {score:.2f}" for label, score in step.recall[:4]) or "nothing"
+        lines.append(f"     recall ({step.narrowed_by}): {recall}")
+        if step.baseline_flips is not None:
+            samples = step.verdicts[0].samples if step.verdicts else 0
+            lines.append(f"     baseline: {step.baseline_flips}/{samples} flipped with no ablation")
+        lines += [f"     {verdict.claim}" for verdict in step.verdicts]
+        if step.writer is not None:
+            lines.append(f"     ← HOP     {step.writer.text}  [seq {step.writer.seq}]")
+    root = f"{walk.root} (convicted at seq {walk.root_seq})" if walk.root else "none convicted"
+    lines.append(f"  root: {root}")
+    lines.append(f"  stop: {walk.stop}: {walk.stop_note}")
+    lines.append(f"  {walk.ablations} probes, {walk.runs} reruns (each replays one recorded call)")
+    return "".join(inert_line(line) + "\n" for line in lines)
 
 
 def _progress(done: int, total: int) -> None:

@@ -12,7 +12,8 @@ recognised from what is typed:
 - ``diff: iteration 3 vs 7`` (also ``diff: 3 vs 7``, ``diff: turn 1 iteration 2 vs turn 2 iteration 1``;
   typing ``diff: iteration 3`` offers it against the selected iteration), ``diff: mark iteration``,
   ``diff: clear mark``; ``backtrack: final answer``, ``backtrack: this call``, ``backtrack: ablate
-  suspects``, ``backtrack: bisect``, ``backtrack: restore missing``, ``backtrack: cancel``.
+  suspects``, ``backtrack: bisect``, ``backtrack: restore missing``, ``backtrack: walk``,
+  ``backtrack: cancel``.
 
 A run controller (drive mode) adds its own commands through
 :meth:`~fpdebug.tui.app.RunController.commands`.
@@ -387,7 +388,8 @@ def diff_backtrack_commands(screen: TraceScreen) -> list[PaletteCommand]:
         pane().open(None)
         screen.view = "backtrack"
 
-    def rerun(bisect: bool, restore: bool) -> None:
+    def traced() -> BacktrackPane | None:
+        """The pane, shown, once its call is traced (``None`` and a notice while it is not)."""
         screen.view = "backtrack"
         target = pane()
         if target.report is None:
@@ -395,6 +397,17 @@ def diff_backtrack_commands(screen: TraceScreen) -> list[PaletteCommand]:
             screen.app.notify(
                 "Tracing the answer first: run the command again once the chain shows.", timeout=3
             )
+            return None
+        return target
+
+    def walk() -> None:
+        target = traced()
+        if target is not None:
+            target.start_walk()
+
+    def rerun(bisect: bool, restore: bool) -> None:
+        target = traced()
+        if target is None:
             return
         target.start(bisect=bisect, restore=restore)
 
@@ -435,6 +448,11 @@ def diff_backtrack_commands(screen: TraceScreen) -> list[PaletteCommand]:
             "backtrack: restore missing",
             "Ablate, and rerun with each missing piece put back",
             partial(rerun, False, True),
+        ),
+        PaletteCommand(
+            "backtrack: walk",
+            "Walk back to the root: ablate a beam per call, hop to the call that wrote the convict",
+            walk,
         ),
         PaletteCommand(
             "backtrack: cancel",

@@ -490,3 +490,37 @@ class TestAuditA59:
             assert "the llm_call record at line 7 is unreadable" in text
             assert text.index("⚠ target") < text.index("claim")
             assert "trace 1 problem (1 invalid" in text
+
+
+class TestWalk:
+    async def test_w_walks_to_the_root_and_the_pane_lists_the_hops(self, tmp_path: Path) -> None:
+        trace = copy_sample("unsupported-amount", tmp_path)
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            pane = await open_pane(pilot)
+            assert "Walk to the root" not in pane_text(app)
+            await pilot.press("W")
+            assert await wait_for(pilot, lambda: pane.state.walk is not None, timeout=RERUNS)
+            assert await wait_for(pilot, lambda: "Walk to the root" in pane_text(app))
+            text = pane_text(app)
+            assert "1. seq 9 iteration 2 wrote Invoice INV-204 has $1,250.00 due" in text
+            assert "confirmed injection 'late-fee-reminder' 3/3 flipped" in text
+            assert "root none convicted" in text
+            assert "stop unseparated-siblings more than one beam member is convicted" in text
+            assert "reruns 3 probes, 9 reruns" in text
+            assert not pane.running and pane.state.error is None
+
+    async def test_the_palette_walks_and_the_default_beam_says_it_missed(self, tmp_path: Path) -> None:
+        trace = copy_sample("planted-fact", tmp_path)
+        app = FpdebugApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot)
+            await run_palette(pilot, "backtrack: final answer")
+            pane = _pane(app)
+            assert await wait_for(pilot, lambda: pane.report is not None)
+            await run_palette(pilot, "backtrack: walk")
+            assert await wait_for(pilot, lambda: pane.state.walk is not None, timeout=RERUNS)
+            assert await wait_for(pilot, lambda: "Walk to the root" in pane_text(app))
+            text = pane_text(app)
+            assert "not-confirmed injection 'refund-limits' 0/3 flipped" in text
+            assert "stop overdetermined-or-incomplete removing each beam member alone changed nothing" in text

@@ -48,6 +48,7 @@ from fpdebug.backtrack import (
     sidecar_path_for,
     sidecar_where,
 )
+from fpdebug.backtrack.walk import Walk, walk_to_root
 from fpdebug.errors import BacktrackError, FpdebugError
 from fpdebug.tui.text import Palette, plain
 from fpdebug.tui.widgets.backtrack_report import PaneState, VerdictBlock, backtrack_document, find_assessment
@@ -134,6 +135,14 @@ class BacktrackPane(Vertical):
             id="backtrack-restore",
             tooltip="Ablate, and rerun with each missing-context candidate put back.",
         ),
+        Binding(
+            "W",
+            "walk",
+            "Walk",
+            show=False,
+            id="backtrack-walk",
+            tooltip="Walk back to the root: ablate a beam per call, hop to the call that wrote the convict.",
+        ),
         # Not c: c opens the go-to-call prompt everywhere else (escape backs out, as it does anywhere).
         Binding(
             "x,escape",
@@ -203,6 +212,16 @@ class BacktrackPane(Vertical):
             """The run it belongs to."""
             self.report = report
             """The final report."""
+            super().__init__()
+
+    class Walked(Message):
+        """The walk to the root ended."""
+
+        def __init__(self, token: int, walk: Walk) -> None:
+            self.token = token
+            """The run it belongs to."""
+            self.walk = walk
+            """The walk."""
             super().__init__()
 
     class Failed(Message):
@@ -401,6 +420,7 @@ class BacktrackPane(Vertical):
             saved_status=before.saved_status,
             saved_where=before.saved_where,
             running=True,
+            walk=before.walk,
         )
         self.set_class(True, "-running")
         self.query_one(ProgressBar).update(total=None, progress=0)
@@ -408,6 +428,67 @@ class BacktrackPane(Vertical):
         module, force = self.rerun_module
         self._rerun(self._token, self.report.call_line, bisect, restore, module, force)
         return True
+
+    def action_walk(self) -> None:
+        """Walk from the call on show back to its root (docs/backtracking.md §9.8)."""
+        self.start_walk()
+
+    def start_walk(self) -> bool:
+        """Start the walk to the root in a worker; return whether it started."""
+        if self.running or self.report is None:
+            self.app.notify("Nothing to walk yet, or reruns are running (x cancels them).", timeout=3)
+            return False
+        self._token += 1
+        self._cancel.clear()
+        self.state.running, self.state.done, self.state.total = True, 0, 0
+        self.state.error = self.state.hint = None
+        self.state.notes = ["walking to the root: one recorded call rerun per frame"]
+        self.set_class(True, "-running")
+        self.query_one(ProgressBar).update(total=None, progress=0)
+        self._refresh()
+        module, force = self.rerun_module
+        self._walk(self._token, self.report.call_seq, module, force)
+        return True
+
+    @work(thread=True, exclusive=True, group="backtrack", exit_on_error=False)
+    def _walk(self, token: int, call_seq: int, module: str | None, force: bool) -> None:
+        """Run the walk; report progress; never touch a widget."""
+        from fpdebug.demo import recorded_module_loader  # the scenario registry: for reruns only
+
+        worker = get_current_worker()
+
+        def progress(done: int, total: int) -> None:
+            self.post_message(self.Progressed(token, done, total))
+
+        try:
+            walk = walk_to_root(
+                self.trace,
+                seq=call_seq,
+                samples=SAMPLES,
+                load_module=recorded_module_loader(
+                    self.trace, module=module, force=force, command="fpdebug view TRACE"
+                ),
+                progress=progress,
+                cancelled=lambda: self._cancel.is_set() or worker.is_cancelled,
+            )
+        except FpdebugError as error:
+            self.post_message(self.Failed(token, str(error), self._hint(str(error), call_seq)))
+            return
+        except Exception as error:
+            self.post_message(self.Failed(token, f"{type(error).__name__}: {error}", None))
+            return
+        self.post_message(self.Walked(token, walk))
+
+    @on(Walked)
+    def _walked(self, message: Walked) -> None:
+        message.stop()
+        if message.token != self._token:
+            return
+        self.state.walk = message.walk
+        self.state.running = False
+        self.state.notes = []
+        self.set_class(False, "-running")
+        self._refresh()
 
     @property
     def rerun_module(self) -> tuple[str | None, bool]:

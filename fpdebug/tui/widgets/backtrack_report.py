@@ -29,6 +29,7 @@ from rich.text import Text
 
 from fpdebug.backtrack.provenance import Hop
 from fpdebug.backtrack.report import BacktrackReport, ProbeVerdict, SuspectCard
+from fpdebug.backtrack.walk import Walk
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
     AssumedValue,
@@ -119,6 +120,8 @@ class PaneState:
     """What to do about the error (the CLI command for a live provider)."""
     notes: list[str] = field(default_factory=list)
     """Other remarks (an unreadable sidecar…)."""
+    walk: Walk | None = None
+    """The walk to the root, once one ran in this session (W; never saved)."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -233,6 +236,8 @@ def backtrack_document(
     _convicted_section(doc, report)
     _assessment_section(doc, report, assessment)
     _verdicts_section(doc, report, state)
+    if state.walk is not None:
+        _walk_section(doc, state.walk)
     _suspects_section(doc, report)
     _missing_section(doc, report)
     doc.heading("Honesty")
@@ -534,6 +539,47 @@ def _missing_section(doc: DocBuilder, report: BacktrackReport) -> None:
             hang=4,
         )
         doc.line((card.reason, palette.dim), indent=5, hang=2)
+
+
+def _walk_section(doc: DocBuilder, walk: Walk) -> None:
+    """The walk's hops: each call it stood on, its beam's verdicts, the hop, the root and the stop."""
+    palette = doc.palette
+    doc.heading(
+        "Walk to the root", ("  one recorded call rerun per frame (docs/backtracking.md §9.8)", palette.dim)
+    )
+    for number, step in enumerate(walk.steps, 1):
+        doc.line(
+            (f"{number}. ", palette.dim),
+            (f"seq {step.call_seq}", palette.accent),
+            f" iteration {step.iteration} wrote ",
+            (step.output, ""),
+            indent=2,
+            hang=5,
+        )
+        recall = ", ".join(f"{label} {score:.2f}" for label, score in step.recall[:4]) or "nothing"
+        doc.line(("recall ", palette.dim), (recall, ""), indent=5, hang=2)
+        for verdict in step.verdicts:
+            style = {"confirmed": palette.good, "inconclusive": palette.warn}.get(verdict.kind, palette.dim)
+            doc.line(
+                (f"{verdict.kind:<15}", style),
+                (verdict.label, palette.accent),
+                (f"  {verdict.flips}/{verdict.samples} flipped", style),
+                indent=5,
+                hang=17,
+            )
+        if step.writer is not None:
+            link_line(
+                doc,
+                hop_jump(step.writer),
+                ("← HOP  ", palette.accent),
+                (step.writer.text, ""),
+                indent=5,
+                hang=7,
+            )
+    root = f"{walk.root} (convicted at seq {walk.root_seq})" if walk.root else "none convicted"
+    doc.fact("root", (root, palette.good if walk.root else palette.warn))
+    doc.fact("stop", (walk.stop, palette.accent), (f"  {walk.stop_note}", palette.dim))
+    doc.fact("reruns", (f"{walk.ablations} probes, {walk.runs} reruns", ""))
 
 
 def _verdicts_section(doc: DocBuilder, report: BacktrackReport, state: PaneState) -> None:
