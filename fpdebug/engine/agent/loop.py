@@ -35,6 +35,7 @@ from fpdebug.engine.agent.results import RunStatus, TurnResult, end_state_of
 from fpdebug.engine.agent.spec import READ_SKILL
 from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls, skill_text
 from fpdebug.engine.agent.tool_call import ToolCallOutcome, coverage_of, run_tool_call
+from fpdebug.engine.agent.turn_start import turn_route
 from fpdebug.engine.effects import (
     CallJudgment,
     EffectScope,
@@ -279,11 +280,12 @@ class TurnLoop:
         return result
 
     def _turn_route(self) -> TurnRoute | None:
-        """The turn-start verdict on iteration 1 (docs/context-model.md §5.1): a cursor the conversation
-        carried (``continuity("conversation")``) holds the start, ``by: continuity``; else none."""
-        if self.iteration == 1 and self.turn > 1 and self.cursor is not None:
-            return TurnRoute(to_skill=self.cursor, from_skill=self.cursor, by="continuity")
-        return None
+        """The turn-start cascade's verdict, asked once per turn on iteration 1 (:mod:`.turn_start`)."""
+        graph = self.compiled.setup.skill_map
+        if self.iteration != 1 or graph is None:
+            return None
+        carried = self.cursor if self.turn > 1 else None
+        return turn_route(self.spec.turn_start, self.user_message, carried, graph.node_ids)
 
     def _record_pass(self, result: PassResult) -> None:
         # In the order of docs/context-model.md §3.4: the advance, the sweep, a conflict, engagement, the told-the-truth
