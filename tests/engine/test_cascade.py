@@ -9,10 +9,21 @@ from pathlib import Path
 import pytest
 
 from fpdebug.demo import cascade
+from fpdebug.demo.script import tool_results
 from fpdebug.engine.agent.turn_start import TurnStart, turn_route
+from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply
 from fpdebug.engine.sink import MemorySink
 from fpdebug.errors import DefinitionError
-from fpdebug.trace.schema import CursorMoveEvent, EngagementEvent, LlmCallEvent, RunEndEvent, TurnEndEvent
+from fpdebug.trace.schema import (
+    CursorMoveEvent,
+    EngagementEvent,
+    LlmCallEvent,
+    LlmRequest,
+    RunEndEvent,
+    SkillRejectedEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+)
 from tests.demo.helpers import run_events
 
 NODES = ("billing", "shipping")
@@ -112,3 +123,41 @@ def test_a_bad_verdict_in_a_run_ends_it_failed_with_the_reason() -> None:
     end = [e for e in sink.events if isinstance(e, RunEndEvent)]
     assert len(end) == 1 and end[0].status == "failed" and end[0].error is not None
     assert "not a node of the map" in end[0].error.message
+
+
+def _picks(posture: str | None, messages: list[str], wanted: str) -> list[tuple[int | None, str, str | None]]:
+    """Run the cascade agent with a posture; the model asks read_skill(wanted) once per turn, then answers.
+    Returns each read_skill verdict as (turn, outcome, the posture its skill_rejected recorded)."""
+
+    def respond(request: LlmRequest) -> ScriptedReply:
+        if not tool_results(request, "read_skill"):
+            return ScriptedReply.tool_call("read_skill", {"id": wanted})
+        return ScriptedReply.text("done")
+
+    sink = MemorySink()
+    agent = cascade.build_agent().read_skill_posture(posture)  # type: ignore[arg-type]
+    agent.run(messages, provider=ScriptedProvider(respond=respond, model="m"), sink=sink)
+    rejected = {e.turn: e.posture for e in sink.events if isinstance(e, SkillRejectedEvent)}
+    return [
+        (e.turn, e.skill_gate.outcome, rejected.get(e.turn))
+        for e in sink.events
+        if isinstance(e, ToolResultEvent) and e.skill_gate is not None
+    ]
+
+
+def test_the_guard_posture_admits_only_hops_on_the_turns_menu() -> None:
+    # Turn 1 started by intent: no menu is outstanding, so guard refuses the hop; turn 2's decider
+    # offered [billing, shipping], so the hop to billing is on the menu and admitted.
+    assert _picks("guard", ["hello, I was charged twice", "And the other thing?"], "shipping")[0] == (
+        1,
+        "rejected",
+        "guard",
+    )
+    assert _picks("guard", ["And the other thing?"], "billing") == [(1, "hop", None)]
+
+
+def test_the_rails_posture_refuses_every_hop_and_no_posture_admits_it() -> None:
+    assert _picks("rails", ["And the other thing?"], "billing") == [(1, "rejected", "rails")]
+    assert _picks(None, ["And the other thing?"], "billing") == [(1, "hop", None)]
+    with pytest.raises(DefinitionError, match="read_skill_posture must be"):
+        cascade.build_agent().read_skill_posture("strict")  # type: ignore[arg-type]

@@ -179,6 +179,23 @@ class Agent:
             raise DefinitionError(f"turn_start(): threshold must be a number, got {threshold!r}")
         return self._with(turn_start=TurnStart(classifier, float(threshold), decider))
 
+    def read_skill_posture(self, posture: Literal["rails", "guard"] | None) -> Agent:
+        """Set the read_skill gate's posture for hops on the map (docs/context-model.md §5.5).
+
+        Args:
+            posture: ``rails`` refuses every hop (the map's routes alone move the cursor); ``guard``
+                refuses a hop not on the turn's outstanding menu, the menu the turn-start decider
+                resolved (so with no decider verdict this turn, every hop is refused); ``None``
+                (the default) admits every reachable hop. Open skills and re-engagements of a
+                parked map are admitted whatever the posture.
+
+        Returns:
+            A new agent. A refused pick's ``skill_rejected`` records the posture.
+        """
+        if posture not in ("rails", "guard", None):
+            raise DefinitionError(f"read_skill_posture must be 'rails', 'guard' or None, got {posture!r}")
+        return self._with(read_skill_posture=posture)
+
     def sampling(self, *, temperature: float | None = None, max_tokens: int | None = None) -> Agent:
         """Set the request's temperature and reply budget (``None`` leaves them to the provider)."""
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):

@@ -122,6 +122,8 @@ class AgentSpec:
     """Whether the cursor carries from one turn to the next."""
     turn_start: TurnStart | None = None
     """The turn-start cascade's classifier and decider (:meth:`Agent.turn_start`)."""
+    read_skill_posture: Literal["rails", "guard"] | None = None
+    """The read_skill gate's posture for hops (:meth:`Agent.read_skill_posture`)."""
     temperature: float | None = None
     """Sampling temperature sent with every request (not sent when ``None``)."""
     max_tokens: int | None = None
