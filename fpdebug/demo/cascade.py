@@ -6,8 +6,8 @@ a turn-start cascade (``Agent.turn_start``): a deterministic classifier that sco
 against the user message, and a decider that resolves a menu when the classifier is not sure.
 
 Turn 1: "I was charged twice for order 42". The classifier scores billing 0.8, so the first pass
-starts on ``billing`` ``by: intent`` (semantic evidence: a guess, tentative). The model then reads
-the order with the agent's own tools three times and never calls billing's tool: nothing renews the
+starts on ``billing`` ``by: intent`` (semantic evidence: a guess, tentative). The model then makes
+three reads with the agent's own tools and never calls billing's tool: nothing renews the
 guess, so after three idle passes (the renewal grace) the engagement kernel parks the map: billing's
 prompt and ``refund_charge`` leave the request, the park card takes their place, and the model
 answers. Turn 2: "And the other thing?". The classifier scores nothing, the cursor does not carry
@@ -44,8 +44,9 @@ EXPECTED = {
     "answers": [FIRST_ANSWER, SECOND_ANSWER],
 }
 
-_READS = ("lookup_order", "list_payments", "list_emails")
-"""The agent's own tools the model reads the order with on turn 1, none of them billing's."""
+_READS = (("lookup_order", "42"), ("list_payments", "42"), ("lookup_order", "41"))
+"""The reads the model makes on turn 1 with the agent's own tools (none of them billing's): the order,
+its payments, the customer's previous order."""
 
 
 def classify(message: str) -> Mapping[str, float]:
@@ -75,15 +76,6 @@ def list_payments(order_id: str) -> dict[str, object]:
         order_id: The order id.
     """
     return {"order_id": order_id, "captured": [42.0], "authorizations": [42.0]}
-
-
-def list_emails(order_id: str) -> dict[str, object]:
-    """The emails sent about an order.
-
-    Args:
-        order_id: The order id.
-    """
-    return {"order_id": order_id, "emails": ["Your order shipped"]}
 
 
 def refund_charge(order_id: str) -> dict[str, object]:
@@ -126,7 +118,7 @@ def build_agent() -> Agent:
     return (
         Agent(NAME)
         .system_prompt("You answer questions about orders.")
-        .tools(lookup_order, list_payments, list_emails)
+        .tools(lookup_order, list_payments)
         .skill_map(skill_map)
         .maps(renewal_grace=3)
         .turn_start(classifier=classify, threshold=0.5, decider=decide)
@@ -140,9 +132,10 @@ def respond(request: LlmRequest) -> ScriptedReply:
         if "track_parcel" in offered(request) and not tool_results(request, "track_parcel"):
             return ScriptedReply.tool_call("track_parcel", {"order_id": "42"})
         return ScriptedReply.text(SECOND_ANSWER)
-    for name in _READS:
-        if not tool_results(request, name):
-            return ScriptedReply.tool_call(name, {"order_id": "42"})
+    done = len(tool_results(request))
+    if done < len(_READS):
+        name, order_id = _READS[done]
+        return ScriptedReply.tool_call(name, {"order_id": order_id})
     return ScriptedReply.text(FIRST_ANSWER)
 
 
