@@ -58,6 +58,7 @@ SCENARIOS: Mapping[str, str] = {
     "step-nudge": "fpdebug.demo.step_nudge",
     "wrap-up": "fpdebug.demo.wrap_up",
     "continuity": "fpdebug.demo.continuity",
+    "cascade": "fpdebug.demo.cascade",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 

@@ -314,6 +314,8 @@ class PassResult:
             "conflict": move.conflict,
             "guard": move.guard,
             "guards_closed": list(move.guards_closed) if move.guards_closed is not None else None,
+            "score": move.score,
+            "offered": list(move.offered) if move.offered is not None else None,
         }
 
     def lease_prune_fields(self) -> dict[str, object] | None:

@@ -1367,7 +1367,7 @@ class CursorMoveEvent(_Event):
     strength: EvidenceStrength
     """``strength_of_move(by)``."""
     witness: Witness | None = None
-    """The matched text, for data-matched entries."""
+    """The matched text, for data-matched entries; the user message, for ``intent`` and ``decider``."""
     reachable: list[str] = Field(default_factory=list)
     """What the read_skill gate admits from the landed cursor."""
     conflict: RouteConflict | None = None
@@ -1376,6 +1376,10 @@ class CursorMoveEvent(_Event):
     """A description of the guard that passed, when the winning edge had one."""
     guards_closed: list[str] | None = None
     """Guarded edges from the cursor whose guards did not pass."""
+    score: float | None = None
+    """``intent`` moves (and a scored ``decider`` move): the turn-start classifier's score of ``to_skill``."""
+    offered: list[str] | None = None
+    """``decider`` moves: the menu the turn-start decider resolved."""
 
 
 class LeaseGrantEvent(_Event):

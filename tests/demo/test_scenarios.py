@@ -54,6 +54,7 @@ def test_the_registry_lists_every_scenario_with_the_contract() -> None:
         "step-nudge",
         "wrap-up",
         "continuity",
+        "cascade",
     ]
     for name in SCENARIOS:
         scenario = load_scenario(name)

@@ -20,6 +20,7 @@ from fpdebug.engine.agent.spec import (
     ToolLike,
     TruncationPolicy,
 )
+from fpdebug.engine.agent.turn_start import Classifier, Decider, TurnStart
 from fpdebug.engine.injections import Injection
 from fpdebug.engine.ledger_gate import LedgerGate, LedgerPolicy, ledger_gated
 from fpdebug.engine.sink import EventSink
@@ -152,6 +153,50 @@ class Agent:
         if mode not in ("turn", "conversation"):
             raise DefinitionError(f"continuity must be 'turn' or 'conversation', got {mode!r}")
         return self._with(continuity=mode)
+
+    def turn_start(
+        self, *, classifier: Classifier | None = None, threshold: float = 0.5, decider: Decider | None = None
+    ) -> Agent:
+        """Declare the turn-start cascade (docs/context-model.md §5.1): where each turn's cursor starts.
+
+        Once per turn, before the first pass: the classifier's best score at or above ``threshold``
+        starts the cursor ``by: intent``; else a carried cursor holds it (``by: continuity``); else
+        the decider picks from a menu ``by: decider``; else the map's entries decide as usual.
+
+        Args:
+            classifier: ``f(user_message) -> {skill_id: score}``, deterministic (entry scoring).
+            threshold: The score the classifier's best skill needs.
+            decider: ``f(user_message, menu) -> skill_id | None``: the menu is the classifier's
+                positively scored skills, best first, else every node of the map.
+
+        Returns:
+            A new agent. Needs a skill map (checked at compile time).
+        """
+        if classifier is None and decider is None:
+            raise DefinitionError("turn_start() needs a classifier, a decider or both")
+        for name, fn in (("classifier", classifier), ("decider", decider)):
+            if fn is not None and not callable(fn):
+                raise DefinitionError(f"turn_start(): the {name} must be callable, got {fn!r}")
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+            raise DefinitionError(f"turn_start(): threshold must be a number, got {threshold!r}")
+        return self._with(turn_start=TurnStart(classifier, float(threshold), decider))
+
+    def read_skill_posture(self, posture: Literal["rails", "guard"] | None) -> Agent:
+        """Set the read_skill gate's posture for hops on the map (docs/context-model.md §5.5).
+
+        Args:
+            posture: ``rails`` refuses every hop (the map's routes alone move the cursor); ``guard``
+                refuses a hop not on the turn's outstanding menu, the menu the turn-start decider
+                resolved (so with no decider verdict this turn, every hop is refused); ``None``
+                (the default) admits every reachable hop. Open skills and re-engagements of a
+                parked map are admitted whatever the posture.
+
+        Returns:
+            A new agent. A refused pick's ``skill_rejected`` records the posture.
+        """
+        if posture not in ("rails", "guard", None):
+            raise DefinitionError(f"read_skill_posture must be 'rails', 'guard' or None, got {posture!r}")
+        return self._with(read_skill_posture=posture)
 
     def sampling(self, *, temperature: float | None = None, max_tokens: int | None = None) -> Agent:
         """Set the request's temperature and reply budget (``None`` leaves them to the provider)."""

@@ -52,6 +52,8 @@ def compile_spec(spec: AgentSpec) -> Compiled:
     graph = spec.skill_map
     map_injections = graph.injections if graph is not None else ()
     _check_without(spec)
+    if spec.turn_start is not None and graph is None:
+        raise DefinitionError("turn_start() needs a skill map: the cascade starts the map's cursor")
     own = tuple(i for i in spec.injections if i.id not in set(spec.excluded_injections))
     catalog = own + map_injections
     setup = PassSetup(catalog, skill_map=graph)  # refuses duplicate ids

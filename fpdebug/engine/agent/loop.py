@@ -35,6 +35,7 @@ from fpdebug.engine.agent.results import RunStatus, TurnResult, end_state_of
 from fpdebug.engine.agent.spec import READ_SKILL
 from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls, skill_text
 from fpdebug.engine.agent.tool_call import ToolCallOutcome, coverage_of, run_tool_call
+from fpdebug.engine.agent.turn_start import turn_route
 from fpdebug.engine.effects import (
     CallJudgment,
     EffectScope,
@@ -131,6 +132,7 @@ class TurnLoop:
         self.provenance: dict[str, Activation] = {}
         """Who activated each id."""
         self.pending_pick: str | None = None
+        self.menu: tuple[str, ...] | None = None
         self.pending_transition: PendingToolTransition | None = None
         self.leases: tuple[InstructionLease, ...] | None = None
         self.accepted: tuple[str, ...] | None = None
@@ -279,11 +281,14 @@ class TurnLoop:
         return result
 
     def _turn_route(self) -> TurnRoute | None:
-        """The turn-start verdict on iteration 1 (docs/context-model.md §5.1): a cursor the conversation
-        carried (``continuity("conversation")``) holds the start, ``by: continuity``; else none."""
-        if self.iteration == 1 and self.turn > 1 and self.cursor is not None:
-            return TurnRoute(to_skill=self.cursor, from_skill=self.cursor, by="continuity")
-        return None
+        """The turn-start cascade's verdict, asked once per turn on iteration 1 (:mod:`.turn_start`)."""
+        graph = self.compiled.setup.skill_map
+        if self.iteration != 1 or graph is None:
+            return None
+        carried = self.cursor if self.turn > 1 else None
+        route = turn_route(self.spec.turn_start, self.user_message, carried, graph.node_ids)
+        self.menu = route.offered if route is not None else None  # the guard posture's outstanding menu
+        return route
 
     def _record_pass(self, result: PassResult) -> None:
         # In the order of docs/context-model.md §3.4: the advance, the sweep, a conflict, engagement, the told-the-truth
@@ -598,17 +603,16 @@ class TurnLoop:
             error = ErrorInfo(type="InvalidToolArguments", message=message)
             self._record_tool_result(call, message, start, status="invalid", error=error)
             return None, message, "invalid"
-        skill_map = self.compiled.setup.skill_map
-        if skill_map is not None:
-            pick = gate_skill_pick(
-                requested,
-                hops=skill_map.allowed_skill_ids(self.cursor),
-                open_skill_ids=self.compiled.open_skill_ids,
-                parked_member_ids=parked,
-                current_skill_id=self.cursor,
-            )
-        else:  # no graph: every read_skill skill is admitted like an open skill
-            pick = gate_skill_pick(requested, hops=(), open_skill_ids=self.compiled.open_skill_ids)
+        graph = self.compiled.setup.skill_map  # without one, every read_skill skill is admitted as open
+        pick = gate_skill_pick(
+            requested,
+            hops=graph.allowed_skill_ids(self.cursor) if graph is not None else (),
+            open_skill_ids=self.compiled.open_skill_ids,
+            parked_member_ids=parked,
+            current_skill_id=self.cursor,
+            posture=self.spec.read_skill_posture if graph is not None else None,
+            menu=self.menu,
+        )
         text = skill_text(self.compiled, pick)
         self._record_tool_result(call, text, start, skill_gate=pick.record())
         if not pick.accepted:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
+from fpdebug.engine.agent.turn_start import TurnStart
 from fpdebug.engine.injections import Injection
 from fpdebug.engine.skillmap import SkillMap
 from fpdebug.engine.tool_middleware import ToolMiddleware
@@ -119,6 +120,10 @@ class AgentSpec:
     """Seconds a tool call may take unless the tool sets its own; ``None``: no limit (runs inline)."""
     continuity: Continuity = "turn"
     """Whether the cursor carries from one turn to the next."""
+    turn_start: TurnStart | None = None
+    """The turn-start cascade's classifier and decider (:meth:`Agent.turn_start`)."""
+    read_skill_posture: Literal["rails", "guard"] | None = None
+    """The read_skill gate's posture for hops (:meth:`Agent.read_skill_posture`)."""
     temperature: float | None = None
     """Sampling temperature sent with every request (not sent when ``None``)."""
     max_tokens: int | None = None

@@ -32,7 +32,11 @@ class TurnRoute:
     by: str = "entry"
     """``intent``, ``continuity``, ``decider`` or ``entry``."""
     witness: Witness | None = None
-    """The text that decided, when the verdict came from a data matcher."""
+    """The text that decided, when the verdict came from a data matcher or a classifier."""
+    score: float | None = None
+    """``intent`` (and a scored ``decider``) verdicts: the classifier's score of ``to_skill``."""
+    offered: tuple[str, ...] | None = None
+    """``decider`` verdicts: the menu the decider resolved."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,6 +149,8 @@ class SkillMap:
                 to_skill=turn_route.to_skill,
                 from_skill=turn_route.from_skill,
                 witness=turn_route.witness,
+                score=turn_route.score,
+                offered=turn_route.offered,
             )
         proposal = ctx.pending_tool_transition.target_skill_id if ctx.pending_tool_transition else None
         pick = ctx.pending_skill_pick

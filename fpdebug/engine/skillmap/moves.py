@@ -45,11 +45,15 @@ class CursorMove:
     conflict: RouteConflict | None = None
     """``route`` moves only: results whose edges named other targets."""
     witness: Witness | None = None
-    """``entry`` moves decided by a data matcher: the bounded matched text."""
+    """``entry`` moves decided by a data matcher, and ``intent`` / ``decider`` moves: the bounded text."""
     guard: str | None = None
     """``route`` moves: the winning edge's guard, when it had one."""
     guards_closed: tuple[str, ...] | None = None
     """``route`` moves: guarded edges from the cursor whose guard stopped them (``from→to: guard``)."""
+    score: float | None = None
+    """``intent`` (and a scored ``decider``) moves: the turn-start classifier's score of ``to_skill``."""
+    offered: tuple[str, ...] | None = None
+    """``decider`` moves: the menu the turn-start decider resolved."""
 
 
 @dataclass(frozen=True, slots=True)

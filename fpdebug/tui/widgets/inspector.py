@@ -221,6 +221,10 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
             [" (keyword ", (move.witness.keyword, palette.key), ")"] if move.witness.keyword else []
         )
         doc.fact("witness", "“", (move.witness.text, ""), "”", *keyword)
+    if move.score is not None:  # the turn-start classifier's score (docs/context-model.md §5.1)
+        doc.fact("score", (f"{move.score:g}", ""))
+    if move.offered is not None:  # the menu the turn-start decider resolved
+        doc.fact("menu", (", ".join(move.offered) or "(empty)", ""))
     if move.by == "tool-proposal":
         _proposal_fact(doc, session, iteration, move.to_skill)
     doc.fact("reachable", (", ".join(move.reachable) or "(nothing)", ""))
