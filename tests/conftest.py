@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -17,6 +18,17 @@ T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 def t0() -> datetime:
     """The fixed start instant of deterministic traces."""
     return T0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the tests a default SIGHUP, whatever the runner was started under.
+
+    A runner started with ``nohup`` ignores SIGHUP, and an ignored signal stays ignored across
+    ``exec``: every fpdebug child would then rightly keep running when its terminal closes (as
+    ``nohup`` asks), and the tests of what a hang-up does would fail for the runner's reason.
+    """
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.fixture(autouse=True, scope="session")
