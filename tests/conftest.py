@@ -21,14 +21,17 @@ def t0() -> datetime:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Give the tests a default SIGHUP, whatever the runner was started under.
+    """Give the tests default SIGHUP and SIGINT, whatever the runner was started under.
 
-    A runner started with ``nohup`` ignores SIGHUP, and an ignored signal stays ignored across
-    ``exec``: every fpdebug child would then rightly keep running when its terminal closes (as
-    ``nohup`` asks), and the tests of what a hang-up does would fail for the runner's reason.
+    A runner started with ``nohup`` ignores SIGHUP, and one started in the background by a
+    non-interactive shell ignores SIGINT. An ignored signal stays ignored across ``exec``, and Python
+    installs no Ctrl-C handler when SIGINT starts ignored: every fpdebug child would then rightly keep
+    running on a hang-up or a Ctrl-C, and the tests of what those do would fail for the runner's reason.
     """
     if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True, scope="session")
