@@ -253,3 +253,7 @@ class Chains:
     def landed_hop(self, text: str, *, ref: str | None = None) -> Hop:
         """LANDED: the slot of the explained request the piece rode in."""
         return self.context.hop("LANDED", text, line=self.context.call_line, ref=ref)
+
+    def born_chain(self, landed: str, born: str, *, line: int | None) -> list[Hop]:
+        """READ, LANDED, then BORN at ``line``: the chain of a message piece born where it was written."""
+        return [self.read_hop(), self.landed_hop(landed), self.context.hop("BORN", born, line=line)]

@@ -190,15 +190,11 @@ class Pieces:
             self.context.flag("untracked-sources", f"user message {position + 1} matches no turn_start")
         line = found[0] if found else None
         admission = Admission(via="user")
-        chain = [
-            self.chains.read_hop(),
-            self.chains.landed_hop(landed),
-            self.context.hop(
-                "BORN",
-                "the user's message (turn_start)" if found else "a user message (no turn_start holds it)",
-                line=line,
-            ),
-        ]
+        chain = self.chains.born_chain(
+            landed,
+            "the user's message (turn_start)" if found else "a user message (no turn_start holds it)",
+            line=line,
+        )
         return ContextPiece(
             id=address,
             slot="messages",
@@ -224,17 +220,13 @@ class Pieces:
             )
         text = render_answer(LlmResponse(content=message.content, tool_calls=message.tool_calls or []))
         writer = self.context.index.call_at(line)
-        chain = [
-            self.chains.read_hop(),
-            self.chains.landed_hop(landed),
-            self.context.hop(
-                "BORN",
-                f"the reply of {self.context.call_label(line)}"
-                if line is not None
-                else "an earlier reply (no llm_call holds it)",
-                line=line,
-            ),
-        ]
+        chain = self.chains.born_chain(
+            landed,
+            f"the reply of {self.context.call_label(line)}"
+            if line is not None
+            else "an earlier reply (no llm_call holds it)",
+            line=line,
+        )
         return ContextPiece(
             id=address,
             slot="messages",
@@ -354,15 +346,9 @@ class Pieces:
         """The evidence gate's ask, born when the gate sent back the draft of the call at ``line``."""
         admission = Admission(via="conversation")
         writer = self.context.index.call_at(line)
-        chain = [
-            self.chains.read_hop(),
-            self.chains.landed_hop(landed),
-            self.context.hop(
-                "BORN",
-                f"the evidence gate's ask after the draft of {self.context.call_label(line)}",
-                line=line,
-            ),
-        ]
+        chain = self.chains.born_chain(
+            landed, f"the evidence gate's ask after the draft of {self.context.call_label(line)}", line=line
+        )
         return ContextPiece(
             id=address,
             slot="messages",
