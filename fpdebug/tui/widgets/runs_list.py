@@ -10,7 +10,7 @@ trace goes through :func:`~fpdebug.tui.text.plain` (clipped, inert, never markup
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.style import Style
 from rich.text import Text
@@ -60,9 +60,12 @@ class Column:
     """Right-aligned (numbers)."""
 
 
+AGENT = Column("agent", "agent", 12, 2, lambda row: row.agent or "?")
+"""The agent column (the one that widens on a wide screen)."""
+
 COLUMNS: tuple[Column, ...] = (
     Column("started", "started", 16, 3, _started),
-    Column("agent", "agent", 12, 2, lambda row: row.agent or "?"),
+    AGENT,
     Column("status", "status", 11, 1, lambda row: row.status),
     Column("t/iter", "iterations", 6, 4, lambda row: f"{row.turns}/{row.iterations}", right=True),
     Column("tokens", "tokens", 9, 5, lambda row: number(row.tokens), right=True),
@@ -81,11 +84,22 @@ ANSWER_MIN = 14
 """The least room the answer column keeps before other columns give way."""
 
 
+WIDE_AGENT = 24
+"""The agent column's width when the screen has room to spare (names are cut at the narrow width)."""
+
+ROOMY_ANSWER = 60
+"""The answer's room at which the agent column widens to :data:`WIDE_AGENT`."""
+
+
 def fit_columns(width: int) -> list[Column]:
-    """The columns shown at ``width`` cells (the lowest-ranked are left out first)."""
+    """The columns shown at ``width`` cells (the lowest-ranked are left out first; on a wide screen
+    the agent column grows so that names are not cut)."""
     shown = list(COLUMNS)
     while shown and MARK_WIDTH + sum(c.width + 1 for c in shown) + ANSWER_MIN > width:
         shown.remove(max(shown, key=lambda column: column.rank))
+    used = MARK_WIDTH + sum(c.width + 1 for c in shown)
+    if width - used - (WIDE_AGENT - AGENT.width) >= ROOMY_ANSWER:
+        shown = [replace(c, width=WIDE_AGENT) if c is AGENT else c for c in shown]
     return shown
 
 
