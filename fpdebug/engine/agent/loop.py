@@ -17,7 +17,6 @@ arming methods install them), so an unarmed agent's trace is unchanged.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from fpdebug.engine.agent.branches import (
@@ -33,57 +32,43 @@ from fpdebug.engine.agent.failures import RunFailed, error_info
 from fpdebug.engine.agent.replies import assistant_turn, refusal_of, truncated_calls, well_formed_reply
 from fpdebug.engine.agent.results import RunStatus, TurnResult, end_state_of
 from fpdebug.engine.agent.spec import READ_SKILL
-from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls, skill_text
-from fpdebug.engine.agent.tool_call import ToolCallOutcome, coverage_of, run_tool_call
+from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls
+from fpdebug.engine.agent.tool_recording import ToolRecording, elapsed_ms
 from fpdebug.engine.agent.turn_start import turn_route
 from fpdebug.engine.effects import (
-    CallJudgment,
     EffectScope,
     EffectState,
-    Envelope,
-    judge_effects,
     proposal_conflict,
-    warn_near_miss,
 )
 from fpdebug.engine.engagement import MapEngagementRecord, parked_member_ids
 from fpdebug.engine.evaluate import PassInputs, PassResult, evaluate_pass
 from fpdebug.engine.injections import StepPointer, TurnRoute
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
 from fpdebug.engine.sink import EventRecord
-from fpdebug.engine.skillmap import PickCarriers, SkillPick, gate_skill_pick
+from fpdebug.engine.skillmap import PickCarriers
 from fpdebug.engine.steps import (
     SKIP_STEP,
-    skip_step_result,
-    step_on_return,
 )
-from fpdebug.engine.types import Activation, Tool, ToolResult
+from fpdebug.engine.types import Activation, ToolResult
 from fpdebug.errors import ProviderError, RunInterrupted
 from fpdebug.trace.schema import (
     CursorMoveEvent,
-    EffectJudgment,
     EndState,
     EngagementEvent,
     ErrorInfo,
-    LeaseGrantEvent,
     LeasePruneEvent,
     LlmCallEvent,
     LlmRequest,
     LlmResponse,
-    MalformedEffect,
     Message,
     PassEvent,
     RerouteSupersededEvent,
     RouteChoice,
     RouteConflictEvent,
-    SkillGate,
-    SkillRejectedEvent,
     SlotRouting,
-    StepChange,
     StepsUnfinishedEvent,
     StoppedEarly,
     ToolCallRecord,
-    ToolResultEvent,
-    ToolResultStatus,
     TurnEndEvent,
     TurnStartEvent,
     WrapUpEvent,
@@ -93,11 +78,7 @@ if TYPE_CHECKING:
     from fpdebug.engine.agent.conversation import Conversation
 
 
-def _ms(start: datetime, end: datetime) -> float:
-    return round((end - start).total_seconds() * 1000.0, 3)
-
-
-class TurnLoop:
+class TurnLoop(ToolRecording):
     """One turn of the ReAct loop (docs/context-model.md §7), with every carrier of docs/context-model.md §3.1 / §7.3 as an attribute.
 
     The honesty hooks receive this object; its public attributes are the loop's state: ``turn``,
@@ -329,11 +310,11 @@ class TurnLoop:
         except RunInterrupted:
             raise
         except Exception as exc:  # every provider failure is the run's failure, recorded, not a traceback
-            latency_ms = _ms(start, self.recorder.now())
+            latency_ms = elapsed_ms(start, self.recorder.now())
             error = error_info(exc)
             self._record_llm_call(request, latency_ms=latency_ms, error=error)
             raise RunFailed(error, exc) from exc
-        latency_ms = _ms(start, self.recorder.now())
+        latency_ms = elapsed_ms(start, self.recorder.now())
         self.input_tokens += response.usage.input_tokens
         self.output_tokens += response.usage.output_tokens
         return response, latency_ms
@@ -590,182 +571,6 @@ class TurnLoop:
         conflict = proposal_conflict(state, from_skill_id=self.cursor)
         if conflict is not None:
             self._emit(RouteConflictEvent, **conflict.fields())
-
-    def _read_skill(
-        self, call: ToolCallRecord, parked: frozenset[str]
-    ) -> tuple[SkillPick | None, str, ToolResultStatus | None]:
-        """The read_skill gate (docs/context-model.md §5.5): judge the pick, record it, return the
-        verdict (``None`` for unreadable arguments), the text and the status."""
-        start = self.recorder.now()
-        requested = call.args.get("id")
-        if call.raw_args is not None or not isinstance(requested, str) or not requested.strip():
-            message = f'read_skill needs {{"id": "<skill id>"}}, got {call.raw_args or call.args!r}'
-            error = ErrorInfo(type="InvalidToolArguments", message=message)
-            self._record_tool_result(call, message, start, status="invalid", error=error)
-            return None, message, "invalid"
-        graph = self.compiled.setup.skill_map  # without one, every read_skill skill is admitted as open
-        pick = gate_skill_pick(
-            requested,
-            hops=graph.allowed_skill_ids(self.cursor) if graph is not None else (),
-            open_skill_ids=self.compiled.open_skill_ids,
-            parked_member_ids=parked,
-            current_skill_id=self.cursor,
-            posture=self.spec.read_skill_posture if graph is not None else None,
-            menu=self.menu,
-        )
-        text = skill_text(self.compiled, pick)
-        self._record_tool_result(call, text, start, skill_gate=pick.record())
-        if not pick.accepted:
-            self._emit(
-                SkillRejectedEvent,
-                requested_id=requested,
-                current_skill_id=pick.current_skill_id,
-                allowed=list(pick.allowed),
-                tool_call_id=call.id,
-                posture=pick.posture,
-            )
-        return pick, text, None
-
-    def _skip_step(self, call: ToolCallRecord) -> str:
-        """The framework's ``skip_step``: skip (or hold) the current step; record it; return the text."""
-        start = self.recorder.now()
-        if call.raw_args is not None:
-            message = f'skip_step needs {{"reason": "<why>"}}, got {call.raw_args!r}'
-            error = ErrorInfo(type="InvalidToolArguments", message=message)
-            self._record_tool_result(call, message, start, status="invalid", error=error)
-            return message
-        reason = call.args.get("reason")
-        text, boundary = skip_step_result(self.step_pointer, self.compiled.step_plans, reason)
-        step: StepChange | None = None
-        if boundary is not None:
-            self.step_pointer = boundary.next
-            step = boundary.record()
-        self._record_tool_result(call, text, start, step=step)
-        return text
-
-    def _run_tool(
-        self,
-        call: ToolCallRecord,
-        scope: EffectScope,
-        state: EffectState,
-        batch: list[ToolResult],
-        *,
-        refused: ErrorInfo | None = None,
-    ) -> tuple[EffectState, str, str | None]:
-        """Run one call, record its ``tool_result``; return the effect state, the text read, the coverage.
-
-        ``refused`` is a tool middleware's failure: the tool does not run, the call is a ``failure``.
-        """
-        start = self.recorder.now()
-        found = None if call.name in self.spec.ignored_tools else self.compiled.tools_by_name.get(call.name)
-        outcome = run_tool_call(call, found, refused=refused, default_timeout=self.spec.tool_timeout)
-        if outcome.error is not None:
-            text = f"Error: {call.name} failed: {outcome.error.type}: {outcome.error.message}"
-            self._record_tool_result(call, text, start, status=outcome.status, error=outcome.error)
-            batch.append(ToolResult(call.name, text, call.id, outcome.status))
-            return state, text, None
-        if outcome.envelope is None:
-            text, coverage = self._record_plain_result(call, found, outcome, start)
-            batch.append(ToolResult(call.name, outcome.value, call.id))
-            return state, text, coverage
-        envelope = outcome.envelope
-        judged, text, coverage = self._record_envelope_result(
-            call, found, outcome, envelope, scope, state, start
-        )
-        batch.append(ToolResult(call.name, envelope.content, call.id, envelope.status))
-        return judged.state, text, coverage
-
-    def _record_plain_result(
-        self, call: ToolCallRecord, found: Tool | None, outcome: ToolCallOutcome, start: datetime
-    ) -> tuple[str, str | None]:
-        """Record a call that returned a plain value: the step advance, the coverage it declares."""
-        warn_near_miss(outcome.value, tool_name=call.name)
-        suffix, step = self._step_on_return(call.name)
-        text = outcome.text + suffix
-        coverage = coverage_of(found, call.args, outcome.value)
-        self._record_tool_result(call, text, start, coverage=coverage, step=step)
-        return text, coverage
-
-    def _record_envelope_result(
-        self,
-        call: ToolCallRecord,
-        found: Tool | None,
-        outcome: ToolCallOutcome,
-        envelope: Envelope,
-        scope: EffectScope,
-        state: EffectState,
-        start: datetime,
-    ) -> tuple[CallJudgment, str, str | None]:
-        """Judge an envelope's effects (docs/context-model.md §4) and record the call, its lease grants
-        and prunes; return the judgement, the text read and the coverage."""
-        judged = judge_effects(envelope, tool_name=call.name, tool_call_id=call.id, scope=scope, state=state)
-        for sid, activation in judged.activations:
-            self.provenance.setdefault(sid, activation)
-        # A declared status does not stop the advance: only a call that failed to run clean does
-        # (reference toolCalls.ts: `executed && !error && !denied && !skillRejected && !ceilingRefused`).
-        suffix, step = self._step_on_return(call.name)
-        text = outcome.text + suffix + judged.suffix
-        coverage = coverage_of(found, call.args, envelope.content)
-        self._record_tool_result(
-            call,
-            text,
-            start,
-            status=envelope.status,
-            effects=list(judged.judgments),
-            malformed=list(envelope.malformed),
-            coverage=coverage,
-            step=step,
-        )
-        for lease in judged.grants:
-            self._emit(LeaseGrantEvent, lease=lease.record())
-        for prune in judged.prunes:
-            self._emit(LeasePruneEvent, **prune.fields())
-        return judged, text, coverage
-
-    # -- recording a call ------------------------------------------------------------------------
-
-    def _record_tool_result(
-        self,
-        call: ToolCallRecord,
-        text: str,
-        start: datetime,
-        *,
-        status: ToolResultStatus | None = None,
-        error: ErrorInfo | None = None,
-        skill_gate: SkillGate | None = None,
-        effects: Sequence[EffectJudgment] = (),
-        malformed: Sequence[MalformedEffect] = (),
-        coverage: str | None = None,
-        step: StepChange | None = None,
-    ) -> None:
-        """Record one call's ``tool_result``: the text the model reads, how long the call took since
-        ``start``, and the kind's other fields (an absent one writes no key)."""
-        self._emit(
-            ToolResultEvent,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            args=dict(call.args),
-            result=text,
-            status=status,
-            error=error,
-            skill_gate=skill_gate,
-            effects=list(effects),
-            malformed=list(malformed),
-            coverage=coverage,
-            step=step,
-            duration_ms=_ms(start, self.recorder.now()),
-        )
-
-    def _step_on_return(self, tool_name: str) -> tuple[str, StepChange | None]:
-        """Advance the step pointer for a call that ran clean: the suffix the model reads after the
-        result and the ``tool_result.step`` record (empty and ``None`` when nothing moved,
-        docs/context-model.md §5.6)."""
-        moved = step_on_return(self.step_pointer, self.compiled.step_plans, tool_name)
-        if moved is None:
-            return "", None  # no procedure in progress, or not the current step's tool: no key written
-        boundary, suffix = moved
-        self.step_pointer = boundary.next
-        return suffix, boundary.record()
 
     # -- HONESTY HOOKS (docs/honesty.md §12): plain calls that do nothing on an unarmed agent -------------
 
