@@ -12,6 +12,7 @@ from rich.text import Text
 from fpdebug.trace.schema import ActiveReason, InjectionDecl, PassEvent, RunStartEvent, SlotRouting
 from fpdebug.tui.text import Palette, clip
 from fpdebug.tui.widgets.document import DocBuilder, Part
+from fpdebug.views.pass_diff.records import TREE_PATH_SEPARATOR
 from fpdebug.views.source import trigger_not_recorded
 
 __all__ = ["active_injections", "active_rows", "reason_text"]
@@ -42,6 +43,11 @@ def reason_text(reason: ActiveReason | None, trigger: str | None, palette: Palet
         return DocBuilder.compose("activated by ", (reason.tool_name or "read_skill", ""), *call)
     if via == "cursor":
         return DocBuilder.compose(("cursor", palette.accent), " is on this skill-map node")
+    if via == "tree":
+        path = TREE_PATH_SEPARATOR.join(reason.path or []) or "(path not recorded)"
+        return DocBuilder.compose(
+            ("tree ", palette.accent), (reason.label or "?", palette.key), ": ", (path, ""), " (no cursor)"
+        )
     if via == "park-card":
         return DocBuilder.compose(("park card", palette.bad), " (the kernel's map-status row)")
     if via == "fork-edit":

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from fpdebug.trace.model import Iteration, LeaseLifetime, Run
 from fpdebug.trace.schema import ActiveReason, EngagementEvent, LeasePruneEvent
-from fpdebug.views.pass_diff.records import Step, Walk, prune_words, record, serving_lease
+from fpdebug.views.pass_diff.records import (
+    Step,
+    Walk,
+    prune_words,
+    record,
+    serving_lease,
+    tree_path_words,
+)
 from fpdebug.views.session import TraceSession
 from fpdebug.views.source import trigger_not_recorded
 
@@ -93,6 +100,8 @@ def _what_served_it_ended(walk: Walk, step: Step, previous: Step | None, id_: st
             return f"its on-tool-return trigger ({tool}) fired only on the pass after the return"
         case "park-card":
             return "no map is parked any more"
+        case "tree":
+            return f"a branch on its path no longer holds ({tree_path_words(reason)})"
     return None
 
 
