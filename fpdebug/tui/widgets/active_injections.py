@@ -12,8 +12,8 @@ from rich.text import Text
 from fpdebug.trace.schema import ActiveReason, InjectionDecl, PassEvent, RunStartEvent, SlotRouting
 from fpdebug.tui.text import Palette, clip
 from fpdebug.tui.widgets.document import DocBuilder, Part
-from fpdebug.views.pass_diff.records import TREE_PATH_SEPARATOR
 from fpdebug.views.source import trigger_not_recorded
+from fpdebug.views.tree_words import tree_path_text
 
 __all__ = ["active_injections", "active_rows", "reason_text"]
 
@@ -44,9 +44,12 @@ def reason_text(reason: ActiveReason | None, trigger: str | None, palette: Palet
     if via == "cursor":
         return DocBuilder.compose(("cursor", palette.accent), " is on this skill-map node")
     if via == "tree":
-        path = TREE_PATH_SEPARATOR.join(reason.path or []) or "(path not recorded)"
         return DocBuilder.compose(
-            ("tree ", palette.accent), (reason.label or "?", palette.key), ": ", (path, ""), " (no cursor)"
+            ("tree ", palette.accent),
+            (reason.label or "?", palette.key),
+            ": ",
+            (tree_path_text(reason.path), ""),
+            " (no cursor)",
         )
     if via == "park-card":
         return DocBuilder.compose(("park card", palette.bad), " (the kernel's map-status row)")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from fpdebug.trace.schema import PassEvent, SkillMapDecl, TreeBranchDecl
 from fpdebug.tui.text import Palette, clip
 from fpdebug.tui.widgets.document import DocBuilder, Part
-from fpdebug.views.pass_diff.records import TREE_PATH_SEPARATOR
+from fpdebug.views.tree_words import tree_path_text
 
 __all__ = ["branch_condition", "trees_section"]
 
@@ -93,8 +93,7 @@ def _leaf_state(pass_: PassEvent | None, leaf: str, at: str | None, palette: Pal
     when = f" at {at}" if at else ""
     for reason in pass_.reasons:
         if reason.id == leaf and reason.via == "tree":
-            path = TREE_PATH_SEPARATOR.join(reason.path or []) or "path not recorded"
-            return [("   ● active", palette.accent), when, " (", (path, ""), ")"]
+            return [("   ● active", palette.accent), when, " (", (tree_path_text(reason.path), ""), ")"]
     if leaf in pass_.active_ids:
         return [("   ● active", palette.accent), when]
     for skipped in pass_.skipped:

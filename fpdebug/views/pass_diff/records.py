@@ -14,6 +14,7 @@ from fpdebug.trace.schema import ActiveReason, InjectionDecl, LlmCallEvent, Pass
 from fpdebug.views.pass_diff.model import ACTIVE, SLOTS
 from fpdebug.views.session import TraceSession
 from fpdebug.views.source import trigger_not_recorded
+from fpdebug.views.tree_words import tree_path_words
 
 _Record = TypeVar("_Record")
 
@@ -57,16 +58,6 @@ def routed(record: PassEvent | None) -> bool:
     return record is not None and any(getattr(record.by_slot, field) for field, _ in SLOTS)
 
 
-TREE_PATH_SEPARATOR = " › "
-"""Between the branch labels of a decision-tree leaf's path (as the engine writes them)."""
-
-
-def tree_path_words(reason: ActiveReason) -> str:
-    """``decision tree support: billing › refund``: the tree and the path a ``tree`` reason took."""
-    path = TREE_PATH_SEPARATOR.join(reason.path or []) or "(path not recorded)"
-    return f"decision tree {reason.label or '?'}: {path}"
-
-
 def describe_reason(reason: ActiveReason | None, decl: InjectionDecl | None) -> str:
     """Why an active injection rode a pass, in words (its recorded reason, else its declared trigger).
 
@@ -97,7 +88,7 @@ def describe_reason(reason: ActiveReason | None, decl: InjectionDecl | None) -> 
         case "cursor":
             return "the cursor is on this skill"
         case "tree":
-            return f"every branch on its path held ({tree_path_words(reason)})"
+            return f"every branch on its path held ({tree_path_words(reason.path, reason.label)})"
         case "park-card":
             return "the park card (a map parked)"
         case "fork-edit":

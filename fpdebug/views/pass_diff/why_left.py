@@ -16,10 +16,10 @@ from fpdebug.views.pass_diff.records import (
     prune_words,
     record,
     serving_lease,
-    tree_path_words,
 )
 from fpdebug.views.session import TraceSession
 from fpdebug.views.source import trigger_not_recorded
+from fpdebug.views.tree_words import tree_path_words
 
 
 def why_left(walk: Walk, index: int, id_: str) -> str:
@@ -101,7 +101,7 @@ def _what_served_it_ended(walk: Walk, step: Step, previous: Step | None, id_: st
         case "park-card":
             return "no map is parked any more"
         case "tree":
-            return f"a branch on its path no longer holds ({tree_path_words(reason)})"
+            return f"a branch on its path no longer holds ({tree_path_words(reason.path, reason.label)})"
     return None
 
 
