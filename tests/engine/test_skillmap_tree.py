@@ -12,7 +12,14 @@ from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply
 from fpdebug.engine.sink import MemorySink
 from fpdebug.engine.skillmap import SkillMap, SkillMapBuilder, branch
 from fpdebug.errors import DefinitionError
-from fpdebug.trace.schema import CursorMoveEvent, PassEvent, RunStartEvent, TreeBranchDecl, TreeDecl
+from fpdebug.trace.schema import (
+    CursorMoveEvent,
+    LlmCallEvent,
+    PassEvent,
+    RunStartEvent,
+    TreeBranchDecl,
+    TreeDecl,
+)
 from tests.demo.helpers import run_events
 
 
@@ -235,3 +242,23 @@ def test_the_decision_tree_demo_takes_one_branch_per_turn(tmp_path: Path) -> Non
         (["shipping"], [("tree", ["shipping"])]),
     ]
     assert [e.by for e in events if isinstance(e, CursorMoveEvent)] == ["none"] * 4
+
+
+def test_a_leaf_is_not_offered_to_read_skill_and_a_map_of_trees_offers_no_read_skill() -> None:
+    only_trees = (
+        builder("a", "b").tree("t", branch("x", keywords=["go"], then="a"), branch("y", then="b")).build()
+    )
+    sink = MemorySink()
+    Agent("trees").system_prompt("s").skill_map(only_trees).run(
+        "go", provider=ScriptedProvider(replies=[ScriptedReply.text("ok")]), sink=sink
+    )
+    (call,) = [e for e in sink.events if isinstance(e, LlmCallEvent)]
+    assert [t.name for t in call.request.tools] == []
+    mixed = builder("triage", "a").entry("triage").tree("t", branch("x", keywords=["go"], then="a")).build()
+    sink = MemorySink()
+    Agent("mixed").system_prompt("s").skill_map(mixed).run(
+        "go", provider=ScriptedProvider(replies=[ScriptedReply.text("ok")]), sink=sink
+    )
+    (call,) = [e for e in sink.events if isinstance(e, LlmCallEvent)]
+    (read_skill,) = [t for t in call.request.tools if t.name == "read_skill"]
+    assert "- triage:" in (read_skill.description or "") and "- a:" not in (read_skill.description or "")
