@@ -13,6 +13,7 @@ from fpdebug.cli import main
 from fpdebug.demo import sample_path
 from fpdebug.trace.reader import TraceReader
 from fpdebug.views.pass_diff import iter_changes, pass_diff
+from fpdebug.views.run_diff import run_diff
 from tests.demo.helpers import SAMPLES
 from tests.tui.helpers import load_session
 
@@ -48,3 +49,17 @@ def test_backtrack_says_why_a_tree_leaf_rode(tmp_path: Path, capsys: pytest.Capt
     out = capsys.readouterr().out
     assert "skill 'shipping'" in out
     assert "← ALLOWED  every branch on its path held (decision tree support: shipping)" in out
+
+
+def test_the_run_diff_tells_a_changed_tree_apart(tmp_path: Path) -> None:
+    a = tmp_path / "a.fptrace.jsonl"
+    shutil.copy(sample_path(SAMPLES, "decision-tree"), a)
+    text = a.read_text(encoding="utf-8")
+    b = tmp_path / "b.fptrace.jsonl"
+    b.write_text(text.replace('"label":"copy"', '"label":"duplicate"', 1), encoding="utf-8")
+    with TraceReader(a, index=False) as ra, TraceReader(b, index=False) as rb:
+        sa, sb = load_session(ra), load_session(rb)
+        diff = run_diff((sa, sa.model.runs[0], str(a)), (sb, sb.model.runs[0], str(b)))
+    (skill_map,) = [d for d in diff.declared if d.kind == "skill-map"]
+    assert skill_map.a == "3 skill(s) (refund, invoice-copy, shipping), 0 route(s), 1 decision tree(s)"
+    assert any('"label": "duplicate"' in line for line in skill_map.detail)
