@@ -10,13 +10,7 @@ from __future__ import annotations
 
 from fpdebug.trace.model import Iteration, LeaseLifetime, Run
 from fpdebug.trace.schema import ActiveReason, EngagementEvent, LeasePruneEvent
-from fpdebug.views.pass_diff.records import (
-    Step,
-    Walk,
-    prune_words,
-    record,
-    serving_lease,
-)
+from fpdebug.views.pass_diff.records import Step, Walk, prune_words, record, serving_lease
 from fpdebug.views.session import TraceSession
 from fpdebug.views.source import trigger_not_recorded
 from fpdebug.views.tree_words import tree_path_words
