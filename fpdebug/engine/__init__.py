@@ -78,6 +78,7 @@ from fpdebug.engine.skillmap import (
     SkillMapBuilder,
     SkillPick,
     apply_skill_pick,
+    branch,
     gate_skill_pick,
 )
 from fpdebug.engine.tool_middleware import ToolCallContext, ToolMiddleware
@@ -138,6 +139,7 @@ __all__ = [
     "active_lease_ids",
     "advance_engagement",
     "apply_skill_pick",
+    "branch",
     "check_unique_ids",
     "define_fact",
     "define_injection",

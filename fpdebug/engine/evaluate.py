@@ -411,6 +411,8 @@ def _reason(
     match trigger:
         case Always():
             return ActiveReason(id=injection.id, via="always")
+        case Rule(tree_path=tuple() as path, tree_label=label):
+            return ActiveReason(id=injection.id, via="tree", path=list(path), label=label)
         case Rule(graph_node=True):
             return ActiveReason(id=injection.id, via="cursor")
         case Rule():

@@ -271,7 +271,9 @@ class _Converter:
 
         The commit log decides a lease: an id a lease served rides by its lease, not as the rule
         agentfootprint counts it under (docs/context-model.md §4.3)."""
-        routed = {item.get("injectionId") for item in payload.get("routing") or () if isinstance(item, dict)}
+        rows = [item for item in payload.get("routing") or () if isinstance(item, dict)]
+        routed = {item.get("injectionId") for item in rows}
+        trees = {item.get("injectionId"): item for item in rows if item.get("via") == "tree"}
         reasons: list[ActiveReason] = []
         for id_ in active:
             lease = self.leases.serving_lease(number, id_) if id_ in leased else None
@@ -287,6 +289,8 @@ class _Converter:
                         tenant=lease.skill_id,
                     )
                 )
+            elif id_ in trees:
+                reasons.append(_tree_reason(id_, trees[id_]))  # a decision tree's leaf: no cursor
             elif id_ in routed:
                 reasons.append(ActiveReason(id=id_, via="cursor"))  # the skill-map routing admitted it
             elif (decl := self.catalog.get(id_)) is not None and decl.trigger.kind == "always":
@@ -463,3 +467,11 @@ def _prune(site: str, fact: LeasePruneFact, ts: datetime, envelope: dict[str, An
         pruned=list(fact.pruned),
         survivors=list(fact.survivors),
     )
+
+
+def _tree_reason(id_: str, row: dict[str, Any]) -> ActiveReason:
+    """A ``routing`` row with ``via: tree`` (docs/context-model.md §5.2), its path and label kept as recorded."""
+    path = row.get("path")
+    label = row.get("label")
+    steps = [str(step) for step in path] if isinstance(path, list) else None
+    return ActiveReason(id=id_, via="tree", path=steps, label=str(label) if label is not None else None)

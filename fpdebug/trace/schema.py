@@ -462,8 +462,34 @@ class EdgeDecl(Frozen):
     """False for a model-only edge (reachable by ``read_skill`` but never fired by data)."""
 
 
+class TreeBranchDecl(Frozen):
+    """One branch of a decision tree: a condition, then a leaf skill or more branches."""
+
+    label: str
+    """The branch's label (a step of a leaf's ``path``)."""
+    kind: Literal["unconditional", "when", "keywords", "regex"]
+    """How the branch decides (as an entry does)."""
+    keywords: list[str] | None = None
+    """``keywords`` branches: the words matched against the user message."""
+    pattern: str | None = None
+    """``regex`` branches: the pattern searched in the user message."""
+    leaf: str | None = None
+    """The skill this branch ends in; absent when it has ``branches``."""
+    branches: list[TreeBranchDecl] = Field(default_factory=list)
+    """The branches under it, in declaration order; empty when it ends in a ``leaf``."""
+
+
+class TreeDecl(Frozen):
+    """A decision tree of a skill map (docs/context-model.md §5.2): no cursor, leaves by conjunction."""
+
+    label: str
+    """The tree's label (the ``label`` of its leaves' ``tree`` reasons)."""
+    branches: list[TreeBranchDecl]
+    """The root's branches, in declaration order."""
+
+
 class SkillMapDecl(Frozen):
-    """The declared skill map: nodes, entries, edges, open skills."""
+    """The declared skill map: nodes, entries, edges, open skills, decision trees."""
 
     nodes: list[str]
     """Every node id, in declaration order."""
@@ -473,6 +499,9 @@ class SkillMapDecl(Frozen):
     """Edges, in declaration order (the order the resolver tries them)."""
     open_skills: list[str] = Field(default_factory=list)
     """Skills reachable from anywhere by ``read_skill`` that never move the cursor."""
+    trees: list[TreeDecl] | None = None
+    """Decision trees, in declaration order; their leaves are nodes with no cursor. Absent when the
+    map declares none."""
 
 
 class MountedMapDecl(Frozen):
@@ -607,10 +636,19 @@ class ActiveReason(Frozen):
     id: str
     """The injection id."""
     via: Literal[
-        "always", "rule", "cursor", "on-tool-return", "llm-activated", "lease", "park-card", "fork-edit"
+        "always",
+        "rule",
+        "cursor",
+        "tree",
+        "on-tool-return",
+        "llm-activated",
+        "lease",
+        "park-card",
+        "fork-edit",
     ]
-    """What admitted it: its own trigger kind, the skill-map cursor (a compiled node trigger),
-    a lease, the kernel's park card row, or a fork's edit (``add-injection``, ``grant-lease``)."""
+    """What admitted it: its own trigger kind, the skill-map cursor (a compiled node trigger), a
+    decision tree of the map (every predicate on the leaf's path held), a lease, the kernel's park
+    card row, or a fork's edit (``add-injection``, ``grant-lease``)."""
     tool_name: str | None = None
     """``on-tool-return``: the matching tool; ``lease``: the granting tool; ``llm-activated``:
     ``read_skill`` or the proposing tool."""
@@ -622,6 +660,10 @@ class ActiveReason(Frozen):
     """``lease``: which lease served it."""
     tenant: str | None = None
     """``lease``: the lease's tenant skill (``None`` when granted without a tenant)."""
+    path: list[str] | None = None
+    """``tree``: the labels of the branches taken from the root to the leaf."""
+    label: str | None = None
+    """``tree``: the decision tree's label."""
 
 
 class SlotEntry(Frozen):

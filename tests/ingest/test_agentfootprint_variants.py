@@ -13,7 +13,7 @@ import pytest
 from fpdebug.ingest.agentfootprint import import_agentfootprint
 from fpdebug.ingest.agentfootprint_leases import read_lease_ledger
 from fpdebug.trace.reader import TraceReader
-from fpdebug.trace.schema import LeaseGrantEvent, ToolResultEvent
+from fpdebug.trace.schema import LeaseGrantEvent, PassEvent, ToolResultEvent
 
 REFUND = Path(__file__).parent / "fixtures" / "agentfootprint" / "support-refund.recording.json"
 
@@ -148,3 +148,25 @@ def test_the_commit_log_decides_grants_sweeps_and_grant_time_prunes() -> None:
 def test_no_commit_log_means_no_lease_record() -> None:
     ledger = read_lease_ledger({})
     assert (ledger.used, ledger.grants, ledger.prunes, ledger.record_before(3)) == (False, [], [], None)
+
+
+def test_a_tree_routing_row_keeps_its_path_and_label(envelope: dict[str, Any], tmp_path: Path) -> None:
+    # agentfootprint's routing row for a decision-tree leaf (docs/context-model.md §5.2): via tree, path, label.
+    variant = copy.deepcopy(envelope)
+    evaluated = payload_of(variant, "context.evaluated", iteration=1)
+    evaluated["routing"] = [
+        {
+            "injectionId": "triage",
+            "flavor": "skill",
+            "via": "tree",
+            "path": ["contact", "new customer"],
+            "label": "intake",
+            "tools": ["lookup_customer"],
+        }
+    ]
+    passes = [r for r in imported(variant, tmp_path) if isinstance(r, PassEvent)]
+    (reason,) = [r for r in passes[0].reasons if r.id == "triage"]
+    assert (reason.via, reason.path, reason.label) == ("tree", ["contact", "new customer"], "intake")
+    # The untouched recording's entry row stays a cursor admission.
+    (plain,) = [r for r in imported(envelope, tmp_path) if isinstance(r, PassEvent)][:1]
+    assert [(r.id, r.via) for r in plain.reasons if r.id == "triage"] == [("triage", "cursor")]

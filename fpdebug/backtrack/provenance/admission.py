@@ -74,6 +74,8 @@ class Admissions:
             trigger_description=decl.trigger.description if decl else None,
             activation=activation,
             lease=lease,
+            tree_path=list(reason.path or []) if reason is not None and reason.via == "tree" else None,
+            tree_label=reason.label if reason is not None and reason.via == "tree" else None,
             cursor=cursor,
             engagement=engagement,
             pass_line=pass_line,

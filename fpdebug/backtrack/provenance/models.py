@@ -53,6 +53,7 @@ Via: TypeAlias = Literal[
     "always",
     "rule",
     "cursor",
+    "tree",
     "on-tool-return",
     "llm-activated",
     "lease",
@@ -212,6 +213,10 @@ class Admission(_Frozen):
     """``on-tool-return`` / ``llm-activated``: the call that activated it."""
     lease: LeaseOrigin | None = None
     """``lease``: the lease that served it."""
+    tree_path: list[str] | None = None
+    """``tree``: the branch labels from the decision tree's root to the leaf."""
+    tree_label: str | None = None
+    """``tree``: the decision tree's label."""
     cursor: CursorOrigin | None = None
     """The cursor's standing on this piece's skill, when it is a skill-map node the cursor is on."""
     engagement: EngagementStanding | None = None

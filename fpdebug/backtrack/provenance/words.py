@@ -46,16 +46,33 @@ def engagement_words(standing: EngagementStanding) -> str:
     return words + f"; {founded}; idle {standing.idle}"
 
 
+_FIXED_WORDS: dict[str, str] = {
+    "always": "its trigger is always",
+    "fork-edit": "a fork's edit put it in",
+    "base": "it is the agent's own system prompt",
+    "user": "the user said it",
+    "conversation": "it is the model's own earlier reply in this conversation",
+    "loop": "the loop re-asked the model (a step nudge or a wrap-up)",
+    "registry": "the agent offers this tool on every call",
+    "unknown": "the trace does not say (an untracked source)",
+}
+"""The admissions whose words need nothing but their name."""
+
+
 def admission_words(admission: Admission) -> str:
     """What admitted a piece, in one clause (the ALLOWED hop's text)."""
+    fixed = _FIXED_WORDS.get(admission.via)
+    if fixed is not None:
+        return fixed
     match admission.via:
-        case "always":
-            return "its trigger is always"
         case "rule":
             description = f" ({admission.trigger_description})" if admission.trigger_description else ""
             return f"its rule held{description}"
         case "cursor":
             return cursor_words(admission.cursor) if admission.cursor else "the cursor is on it"
+        case "tree":
+            path = " › ".join(admission.tree_path or []) or "(path not recorded)"
+            return f"every branch on its path held (decision tree {admission.tree_label or '?'}: {path})"
         case "on-tool-return":
             ref = admission.activation
             return f"{call_words(ref)} returned" if ref else "a tool it waits for returned"
@@ -75,23 +92,9 @@ def admission_words(admission: Admission) -> str:
             if standing is None:
                 return "a map is parked"
             return f"map {standing.map_id} is parked (idle {standing.idle})"
-        case "fork-edit":
-            return "a fork's edit put it in"
-        case "base":
-            return "it is the agent's own system prompt"
-        case "user":
-            return "the user said it"
-        case "conversation":
-            return "it is the model's own earlier reply in this conversation"
-        case "loop":
-            return "the loop re-asked the model (a step nudge or a wrap-up)"
         case "tool-result":
             ref = admission.activation
             return f"{call_words(ref)} returned it" if ref else "a tool returned it"
-        case "registry":
-            return "the agent offers this tool on every call"
-        case "unknown":
-            return "the trace does not say (an untracked source)"
     return admission.via
 
 

@@ -72,8 +72,12 @@ def compile_spec(spec: AgentSpec) -> Compiled:
     )
     open_ids = tuple(dict.fromkeys([*(graph.open_skill_ids if graph is not None else ()), *standalone]))
     read_skill: ToolSchema | None = None
-    if graph is not None or standalone:
-        read_skill = _read_skill_schema([i for i in catalog if i.flavor == "skill" or i.id in standalone])
+    # A decision-tree leaf is never a pick (it has no cursor; the gate refuses it), so the catalog
+    # leaves it out, and a map of trees alone offers no read_skill at all.
+    leaves = set(graph.tree_leaves) if graph is not None else set()
+    pickable = [i for i in catalog if (i.flavor == "skill" or i.id in standalone) and i.id not in leaves]
+    if (graph is not None and (pickable or not leaves)) or standalone:
+        read_skill = _read_skill_schema(pickable)
     return Compiled(
         setup=setup,
         plan=plan,

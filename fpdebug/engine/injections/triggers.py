@@ -32,6 +32,11 @@ class Rule:
     """A human description of the predicate, recorded in the catalog."""
     graph_node: bool = field(default=False, kw_only=True)
     """True when a skill map compiled this rule from a node (docs/context-model.md §5.2): its admission is the cursor."""
+    tree_path: tuple[str, ...] | None = field(default=None, kw_only=True)
+    """Set when a skill map compiled this rule for a decision-tree leaf: the branch labels from the
+    root, whose conjunction is the predicate (docs/context-model.md §5.2); its admission is ``tree``."""
+    tree_label: str | None = field(default=None, kw_only=True)
+    """The decision tree's label, beside ``tree_path``."""
     ledger: LedgerCheck | None = field(default=None, kw_only=True)
     """The context ledger's gate joined to the predicate (set by ``ledger_gated``): asked only when
     the predicate admits, its demotion recorded as a ``ledger-demoted`` skip."""

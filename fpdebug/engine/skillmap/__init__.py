@@ -13,6 +13,7 @@ Build a map with :class:`SkillMapBuilder`::
         .route("billing", "triage", on_tool_status={"denied"})
         .route("refund", "billing")                             # no condition: a model-only edge
         .open_skill(helper)
+        .tree("shipping", branch("parcel", keywords=["parcel"], then="tracking"))  # no cursor
         .build()
     )
 
@@ -24,7 +25,7 @@ makes exactly one resolver call (invariant 1).
 The package's modules: :mod:`~fpdebug.engine.skillmap.builder` (the builder),
 :mod:`~fpdebug.engine.skillmap.graph` (the built map and its resolver),
 :mod:`~fpdebug.engine.skillmap.edges` (entries and routes), :mod:`~fpdebug.engine.skillmap.guards`
-(guards and their satisfiability), :mod:`~fpdebug.engine.skillmap.moves` (the cursor move) and
+(guards and their satisfiability), :mod:`~fpdebug.engine.skillmap.tree` (decision trees), :mod:`~fpdebug.engine.skillmap.moves` (the cursor move) and
 :mod:`~fpdebug.engine.skillmap.gate` (the read_skill gate).
 """
 
@@ -40,11 +41,14 @@ from fpdebug.engine.skillmap.moves import (
     RouteConflictReport,
     bounded_witness,
 )
+from fpdebug.engine.skillmap.tree import Branch, DecisionTree, TreeLeaf, branch
 
 __all__ = [
     "MOVE_CAUSES",
     "WITNESS_LIMIT",
+    "Branch",
     "CursorMove",
+    "DecisionTree",
     "Entry",
     "Guard",
     "GuardOp",
@@ -54,7 +58,9 @@ __all__ = [
     "SkillMap",
     "SkillMapBuilder",
     "SkillPick",
+    "TreeLeaf",
     "apply_skill_pick",
     "bounded_witness",
+    "branch",
     "gate_skill_pick",
 ]

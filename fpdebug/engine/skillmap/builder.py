@@ -10,6 +10,7 @@ from fpdebug.engine.injections import Injection, InjectionContext, LlmActivated
 from fpdebug.engine.skillmap.edges import Entry, Route
 from fpdebug.engine.skillmap.graph import SkillMap
 from fpdebug.engine.skillmap.guards import Guard, guards_of
+from fpdebug.engine.skillmap.tree import Branch, DecisionTree, check_trees, decision_tree
 from fpdebug.engine.types import TOOL_STATUSES, ToolResult, ToolStatus, require_id
 from fpdebug.errors import DefinitionError
 
@@ -26,6 +27,7 @@ class SkillMapBuilder:
     _entries: list[Entry] = field(default_factory=list)
     _routes: list[Route] = field(default_factory=list)
     _open: list[Injection] = field(default_factory=list)
+    _trees: list[DecisionTree] = field(default_factory=list)
 
     def skill(self, injection: Injection) -> SkillMapBuilder:
         """Add a node (normally a ``define_skill`` injection); its trigger is compiled at build."""
@@ -137,12 +139,24 @@ class SkillMapBuilder:
         self._open.append(injection)
         return self
 
+    def tree(self, label: str, *branches: Branch) -> SkillMapBuilder:
+        """Add a decision tree (docs/context-model.md §5.2): each leaf is active while every predicate on its path holds.
+
+        Args:
+            label: The tree's label (recorded with each leaf's ``tree`` reason).
+            branches: The root's branches, made with :func:`~fpdebug.engine.skillmap.tree.branch`;
+                their leaves must be nodes declared with :meth:`skill`.
+        """
+        self._trees.append(decision_tree(label, branches))
+        return self
+
     def build(self) -> SkillMap:
         """Check the references and compile the map.
 
         Raises:
             DefinitionError: no nodes, duplicate ids, a node also declared open, an entry or route
-                naming an unknown node.
+                naming an unknown node, a tree leaf that is unknown, reached twice, an entry or a
+                route's end.
         """
         if not self._nodes:
             raise DefinitionError("a skill map needs at least one node")
@@ -160,4 +174,12 @@ class SkillMapBuilder:
                     raise DefinitionError(
                         f"route {route.from_skill}→{route.to_skill} names unknown node {end!r}"
                     )
-        return SkillMap(self._nodes, self._entries, self._routes, self._open)
+        leaves = check_trees(
+            self._trees,
+            nodes,
+            {entry.skill_id for entry in self._entries},
+            {end for route in self._routes for end in (route.from_skill, route.to_skill)},
+        )
+        return SkillMap(
+            self._nodes, self._entries, self._routes, self._open, trees=self._trees, leaves=leaves
+        )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
 
@@ -10,6 +10,7 @@ from fpdebug.engine.injections import Always, Injection, InjectionContext, Rule,
 from fpdebug.engine.skillmap.edges import Entry, Route
 from fpdebug.engine.skillmap.gate import SkillPick, gate_skill_pick
 from fpdebug.engine.skillmap.moves import CursorMove
+from fpdebug.engine.skillmap.tree import DecisionTree, TreeLeaf
 from fpdebug.engine.types import ToolResult
 from fpdebug.trace.schema import ConflictParty, RouteConflict, SkillMapDecl
 
@@ -20,7 +21,18 @@ class SkillMap:
     Immutable once built (the only state is the resolver's call counter and its one-slot memo).
     """
 
-    __slots__ = ("_calls", "_entries", "_entry_ids", "_injections", "_memo", "_node_ids", "_open", "_routes")
+    __slots__ = (
+        "_calls",
+        "_entries",
+        "_entry_ids",
+        "_injections",
+        "_leaves",
+        "_memo",
+        "_node_ids",
+        "_open",
+        "_routes",
+        "_trees",
+    )
 
     def __init__(
         self,
@@ -28,7 +40,12 @@ class SkillMap:
         entries: Sequence[Entry],
         routes: Sequence[Route],
         open_skills: Sequence[Injection],
+        *,
+        trees: Sequence[DecisionTree] = (),
+        leaves: Mapping[str, TreeLeaf] | None = None,
     ) -> None:
+        self._trees = tuple(trees)
+        self._leaves = dict(leaves or {})
         self._node_ids = tuple(node.id for node in nodes)
         self._entries = tuple(entries)
         self._entry_ids = tuple(dict.fromkeys(entry.skill_id for entry in entries))
@@ -61,6 +78,16 @@ class SkillMap:
         return tuple(skill.id for skill in self._open)
 
     @property
+    def trees(self) -> tuple[DecisionTree, ...]:
+        """Decision trees, in declaration order."""
+        return self._trees
+
+    @property
+    def tree_leaves(self) -> Mapping[str, TreeLeaf]:
+        """Each decision-tree leaf's skill id → the leaf and its path."""
+        return dict(self._leaves)
+
+    @property
     def injections(self) -> tuple[Injection, ...]:
         """The nodes with compiled triggers (declaration order), then the open skills."""
         return self._injections
@@ -77,11 +104,22 @@ class SkillMap:
             entries=[entry.declaration() for entry in self._entries],
             edges=[route.declaration() for route in self._routes],
             open_skills=list(self.open_skill_ids),
+            trees=[tree.declaration() for tree in self._trees] or None,
         )
 
     # -- compiled triggers (docs/context-model.md §5.2) -----------------------------------------------------
 
     def _compile(self, node: Injection) -> Injection:
+        leaf = self._leaves.get(node.id)
+        if leaf is not None:  # a tree leaf: the conjunction of its path, no cursor
+            rule = Rule(
+                leaf.holds,
+                description=leaf.describe(),
+                graph_node=True,
+                tree_path=leaf.labels,
+                tree_label=leaf.tree,
+            )
+            return replace(node, trigger=rule)
         own = [entry for entry in self._entries if entry.skill_id == node.id]
         if any(not entry.conditional for entry in own):
             return replace(node, trigger=Always())

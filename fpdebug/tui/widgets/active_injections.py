@@ -13,6 +13,7 @@ from fpdebug.trace.schema import ActiveReason, InjectionDecl, PassEvent, RunStar
 from fpdebug.tui.text import Palette, clip
 from fpdebug.tui.widgets.document import DocBuilder, Part
 from fpdebug.views.source import trigger_not_recorded
+from fpdebug.views.tree_words import tree_path_text
 
 __all__ = ["active_injections", "active_rows", "reason_text"]
 
@@ -42,6 +43,14 @@ def reason_text(reason: ActiveReason | None, trigger: str | None, palette: Palet
         return DocBuilder.compose("activated by ", (reason.tool_name or "read_skill", ""), *call)
     if via == "cursor":
         return DocBuilder.compose(("cursor", palette.accent), " is on this skill-map node")
+    if via == "tree":
+        return DocBuilder.compose(
+            ("tree ", palette.accent),
+            (reason.label or "?", palette.key),
+            ": ",
+            (tree_path_text(reason.path), ""),
+            " (no cursor)",
+        )
     if via == "park-card":
         return DocBuilder.compose(("park card", palette.bad), " (the kernel's map-status row)")
     if via == "fork-edit":

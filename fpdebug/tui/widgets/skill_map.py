@@ -28,6 +28,7 @@ from fpdebug.trace.schema import (
     EdgeDecl,
     EngagementEvent,
     EntryDecl,
+    PassEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
     RunStartEvent,
@@ -38,6 +39,7 @@ from fpdebug.tui.text import Palette, clip, compact_json
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part, blank
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 from fpdebug.tui.widgets.map_layout import Diagram, MapEdge, edge_tags, layout_map
+from fpdebug.tui.widgets.skill_map_trees import trees_section
 from fpdebug.views.session import TraceSession
 
 __all__ = [
@@ -347,9 +349,24 @@ def skill_map_document(
         )
         for skill in skill_map.open_skills:
             doc.line((skill, palette.key), indent=2)
+    trees_section(
+        doc, skill_map, _pass_of(session, iteration), session.label(iteration) if iteration else None
+    )
     _path_section(doc, skill_map, tags, path, iteration, session)
     _refusals(doc, path, iteration, session)
     return doc.blocks
+
+
+def _pass_of(session: TraceSession, iteration: Iteration | None) -> PassEvent | None:
+    """The selected iteration's pass record (``None`` when there is none or it is unreadable)."""
+    line = iteration.pass_line if iteration is not None else None
+    if line is None:
+        return None
+    try:
+        record = session.record(line)
+    except IndexError:
+        return None
+    return record if isinstance(record, PassEvent) else None
 
 
 def _marks(skill_map: SkillMapDecl, tags: list[str], path: CursorPath) -> _Marks:
@@ -418,7 +435,7 @@ def _header(
     counts = (
         f"   {_plural(len(skill_map.nodes), 'node')} · {_plural(len(skill_map.entries), 'entry', 'entries')}"
         f" · {_plural(len(skill_map.edges), 'edge')}"
-    )
+    ) + (f" · {_plural(len(skill_map.trees), 'tree')}" if skill_map.trees else "")
     where: list[Part] = [f" · at {session.label(iteration)}"] if iteration is not None else []
     title = Text("Skill map", style=palette.heading)
     doc.line(title, " · run ", (start.run_id, palette.accent), *where, (counts, palette.dim))

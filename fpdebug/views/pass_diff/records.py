@@ -14,6 +14,7 @@ from fpdebug.trace.schema import ActiveReason, InjectionDecl, LlmCallEvent, Pass
 from fpdebug.views.pass_diff.model import ACTIVE, SLOTS
 from fpdebug.views.session import TraceSession
 from fpdebug.views.source import trigger_not_recorded
+from fpdebug.views.tree_words import tree_path_words
 
 _Record = TypeVar("_Record")
 
@@ -86,6 +87,8 @@ def describe_reason(reason: ActiveReason | None, decl: InjectionDecl | None) -> 
             return f"activated by {reason.tool_name or 'read_skill'}{call}"
         case "cursor":
             return "the cursor is on this skill"
+        case "tree":
+            return f"every branch on its path held ({tree_path_words(reason.path, reason.label)})"
         case "park-card":
             return "the park card (a map parked)"
         case "fork-edit":

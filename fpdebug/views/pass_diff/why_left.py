@@ -13,6 +13,7 @@ from fpdebug.trace.schema import ActiveReason, EngagementEvent, LeasePruneEvent
 from fpdebug.views.pass_diff.records import Step, Walk, prune_words, record, serving_lease
 from fpdebug.views.session import TraceSession
 from fpdebug.views.source import trigger_not_recorded
+from fpdebug.views.tree_words import tree_path_words
 
 
 def why_left(walk: Walk, index: int, id_: str) -> str:
@@ -93,6 +94,8 @@ def _what_served_it_ended(walk: Walk, step: Step, previous: Step | None, id_: st
             return f"its on-tool-return trigger ({tool}) fired only on the pass after the return"
         case "park-card":
             return "no map is parked any more"
+        case "tree":
+            return f"a branch on its path no longer holds ({tree_path_words(reason.path, reason.label)})"
     return None
 
 

@@ -126,7 +126,10 @@ def _plan_words(plan: object) -> str | None:
     if plan is None:
         return None
     if isinstance(plan, SkillMapDecl):
-        return clip(f"{len(plan.nodes)} skill(s) ({', '.join(plan.nodes)}), {len(plan.edges)} route(s)")
+        trees = f", {len(plan.trees)} decision tree(s)" if plan.trees else ""
+        return clip(
+            f"{len(plan.nodes)} skill(s) ({', '.join(plan.nodes)}), {len(plan.edges)} route(s){trees}"
+        )
     if isinstance(plan, MapsPlanDecl):
         return clip(f"{len(plan.maps)} map(s) ({', '.join(m.id for m in plan.maps)})")
     if isinstance(plan, HonestyArms):
