@@ -59,6 +59,7 @@ SCENARIOS: Mapping[str, str] = {
     "wrap-up": "fpdebug.demo.wrap_up",
     "continuity": "fpdebug.demo.continuity",
     "cascade": "fpdebug.demo.cascade",
+    "entry-rules": "fpdebug.demo.entry_rules",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 
