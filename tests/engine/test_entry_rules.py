@@ -4,6 +4,7 @@ pseudo-code, the cascade's tiers, the witness bound, and ``offered`` / ``decline
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,16 @@ def test_cold_start_enters_the_first_entry_only_when_no_verdict_is_present() -> 
     # A verdict that decided nothing (a menu) keeps the entries' cold start off: no cursor.
     menu = TurnRoute(by="menu", offered=("billing", "shipping"))
     assert graph.explain_next_skill(_ctx(turn_route=menu)).by == "none"
+
+
+def test_cold_start_precedence_entries_then_proposal_then_pick_then_activations() -> None:
+    graph = _map()
+    both = _ctx(2, pending_tool_transition=ProposedTransition("returns"), pending_skill_pick="shipping")
+    assert graph.explain_next_skill(both).by == "entry"  # no verdict: the entries come first
+    menu = TurnRoute(by="menu", offered=("billing",))
+    assert graph.explain_next_skill(replace(both, turn_route=menu)).by == "tool-proposal"
+    activated = graph.explain_next_skill(_ctx(2, turn_route=menu, activated_injection_ids=("shipping",)))
+    assert (activated.by, activated.to_skill, activated.declined_offer) == ("model-pick", "shipping", True)
 
 
 def test_entries_by_read_never_cold_start_and_the_models_read_enters() -> None:
@@ -265,3 +276,21 @@ def test_precomputed_scores_thread_into_every_pass_context() -> None:
     moves = [(m.by, m.to_skill) for m in sink.events if isinstance(m, CursorMoveEvent)]
     assert moves == [("intent", "billing"), ("stay", "billing")]  # the precomputed scores decided tier 2
     assert all("scored" in p.active_ids for p in sink.events if isinstance(p, PassEvent))
+
+
+def test_the_guard_posture_admits_only_a_pick_on_the_menu_left_to_the_model() -> None:
+    def run(wanted: str) -> list[tuple[str, str | None]]:
+        def respond(request: LlmRequest) -> ScriptedReply:
+            if not tool_results(request, "read_skill"):
+                return ScriptedReply.tool_call("read_skill", {"id": wanted})
+            return ScriptedReply.text("done")
+
+        sink = MemorySink()
+        agent = entry_rules.build_agent().read_skill_posture("guard")
+        agent.run(
+            [entry_rules.USER_MESSAGES[2]], provider=ScriptedProvider(respond=respond, model="m"), sink=sink
+        )
+        return [(m.by, m.to_skill) for m in sink.events if isinstance(m, CursorMoveEvent)]
+
+    assert run("shipping") == [("none", None), ("model-pick", "shipping")]  # on the menu: admitted
+    assert run("returns") == [("none", None), ("none", None)]  # off it: refused, nothing lands
