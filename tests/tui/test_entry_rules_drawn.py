@@ -8,8 +8,10 @@ import re
 
 from fpdebug.demo import sample_path
 from fpdebug.trace.reader import TraceReader
+from fpdebug.tui.screens.badge_reason import BADGE_REASONS
 from fpdebug.tui.widgets.inspector import inspect_iteration
 from fpdebug.tui.widgets.skill_map import skill_map_document
+from fpdebug.tui.widgets.timeline import BADGE_LETTERS
 from tests.demo.helpers import SAMPLES
 from tests.tui.helpers import load_session
 from tests.tui.strategies import PALETTE, rendered
@@ -44,3 +46,14 @@ def test_the_skill_map_path_shows_by_witness_score_and_the_declined_menu() -> No
     assert "· → returns" in rule and "witness “return” (keyword return)" in rule
     assert "· → billing" in intent and "score 0.9" in intent and "menu" not in intent
     assert "menu billing, shipping" in picked and "✗ declined the menu" in picked
+
+
+def test_the_pass_that_declined_the_menu_has_its_badge_and_its_reason_row() -> None:
+    with TraceReader(sample_path(SAMPLES, "entry-rules"), index=False) as reader:
+        session = load_session(reader)
+        badged = [i for i in range(len(session.iterations)) if "declined" in session.badges(i)]
+        assert badged == [3]  # turn 3's second pass, where the off-menu read landed
+        shown = rendered(inspect_iteration(session, session.iterations[3], PALETTE), width=160)
+    reason = BADGE_REASONS["declined"]
+    assert reason.section == "Cursor" and any(reason.row(line) for line in shown.splitlines())
+    assert BADGE_LETTERS["declined"] not in {BADGE_LETTERS[b] for b in BADGE_LETTERS if b != "declined"}
