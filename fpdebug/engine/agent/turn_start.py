@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fpdebug.engine.injections import InjectionContext, TurnRoute
-from fpdebug.engine.skillmap import Entry, bounded_witness
+from fpdebug.engine.injections import InjectionContext, TurnRoute, define_skill
+from fpdebug.engine.skillmap import Entry, SkillMapBuilder, bounded_witness
 from fpdebug.errors import DefinitionError
 from fpdebug.trace.schema import LlmRequest, Witness
 
@@ -185,9 +185,6 @@ def turn_route(
 ) -> TurnRoute | None:
     """:func:`plan_turn` over a bare map of ``node_ids``, each an unconditional entry (for tests and
     tools that hold only the message)."""
-    from fpdebug.engine.injections import define_skill
-    from fpdebug.engine.skillmap import SkillMapBuilder
-
     builder = SkillMapBuilder()
     for node in node_ids:
         builder.skill(define_skill(node, description=node, body=node)).entry(node)
