@@ -12,7 +12,7 @@ unused" (different from an empty value), and the matching result fields stay ``N
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -149,7 +149,9 @@ class PassInputs:
     turn_route: TurnRoute | None = None
     """The turn-start cascade verdict."""
     entry_scores: Mapping[str, float] | None = None
-    """Turn-start entry scores (carried into the context)."""
+    """The turn's entry scores (the scorer's, or the precomputed ones), carried into the context."""
+    entry_scorer: Callable[[InjectionContext], Mapping[str, float]] | None = None
+    """The turn-start entry scorer, carried into the context."""
     step_pointer: tuple[StepPointer, ...] | None = None
     """The step pointer before the pass."""
     pending_tool_transition: PendingToolTransition | None = None
@@ -316,6 +318,7 @@ class PassResult:
             "guards_closed": list(move.guards_closed) if move.guards_closed is not None else None,
             "score": move.score,
             "offered": list(move.offered) if move.offered is not None else None,
+            "declined_offer": move.declined_offer,
         }
 
     def lease_prune_fields(self) -> dict[str, object] | None:
@@ -535,6 +538,7 @@ def _base_context(
         pending_tool_transition=ProposedTransition(proposal.target_skill_id) if proposal else None,
         turn_route=inputs.turn_route,
         entry_scores=inputs.entry_scores,
+        entry_scorer=inputs.entry_scorer,
         step_pointer=inputs.step_pointer,
     )
 

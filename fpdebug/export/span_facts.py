@@ -175,6 +175,12 @@ def _cursor(attrs: Attributes, event: CursorMoveEvent, *, include_content: bool)
         attrs["fpdebug.cursor.guard"] = event.guard
     if event.guards_closed:
         attrs["fpdebug.cursor.guards_closed"] = list(event.guards_closed)
+    if event.score is not None:  # the turn-start cascade's evidence (docs/context-model.md §5.1)
+        attrs["fpdebug.cursor.score"] = event.score
+    if event.offered is not None:
+        attrs["fpdebug.cursor.offered"] = list(event.offered)
+    if event.declined_offer:
+        attrs["fpdebug.cursor.declined_offer"] = True
 
 
 def _engagement(attrs: Attributes, event: EngagementEvent, *, include_content: bool) -> None:

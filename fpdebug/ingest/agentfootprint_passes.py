@@ -43,6 +43,7 @@ def cursor_fields(move: dict[str, Any]) -> dict[str, Any]:
     by = text(move.get("by"))
     witness = move.get("witness")
     closed = move.get("guardsClosed")
+    score, offered = move.get("score"), move.get("offered")
     return {
         "from_skill": move.get("from") if isinstance(move.get("from"), str) else None,
         "to_skill": move.get("to") if isinstance(move.get("to"), str) else None,
@@ -52,6 +53,11 @@ def cursor_fields(move: dict[str, Any]) -> dict[str, Any]:
         "reachable": [r for r in move.get("reachable") or () if isinstance(r, str)],
         "guard": _guard_text(move.get("guard")),
         "guards_closed": [_guard_text(g) or "" for g in closed] if isinstance(closed, list) else None,
+        # The turn-start cascade's evidence (docs/context-model.md §5.1): a scored verdict, the menu a
+        # decider or a model pick resolved, and a pick that declined it.
+        "score": score if isinstance(score, int | float) and not isinstance(score, bool) else None,
+        "offered": [o for o in offered if isinstance(o, str)] if isinstance(offered, list) else None,
+        "declined_offer": True if move.get("declinedOffer") is True else None,
     }
 
 

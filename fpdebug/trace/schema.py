@@ -502,6 +502,9 @@ class SkillMapDecl(Frozen):
     trees: list[TreeDecl] | None = None
     """Decision trees, in declaration order; their leaves are nodes with no cursor. Absent when the
     map declares none."""
+    entry_mode: Literal["relevance", "read"] | None = None
+    """Exclusive entries: ``relevance`` (the best-scored entry is entered) or ``read`` (the model
+    reads one); absent for ordinary entries."""
 
 
 class MountedMapDecl(Frozen):
@@ -1421,7 +1424,11 @@ class CursorMoveEvent(_Event):
     score: float | None = None
     """``intent`` moves (and a scored ``decider`` move): the turn-start classifier's score of ``to_skill``."""
     offered: list[str] | None = None
-    """``decider`` moves: the menu the turn-start decider resolved."""
+    """``decider`` moves: the menu the turn-start decider resolved out of band; ``model-pick`` moves:
+    the menu outstanding to the model that the pick resolved."""
+    declined_offer: bool | None = None
+    """``model-pick`` moves that resolved an outstanding menu: ``True`` when the model picked off the
+    menu (absent when it picked on it)."""
 
 
 class LeaseGrantEvent(_Event):

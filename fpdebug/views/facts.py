@@ -35,6 +35,7 @@ BADGES: tuple[str, ...] = (
     "nudge",
     "wrapup",
     "proposal",
+    "declined",
 )
 """Every badge a timeline row can show, in display order."""
 
@@ -57,6 +58,8 @@ class RowFacts:
     """Values the answers assessed in this iteration state that no source supports (docs/honesty.md §12.4)."""
     proposals: int = 0
     """Route proposals the iteration's batch had accepted (honoured by the next pass)."""
+    declined: bool = False
+    """The pass's cursor move was a model pick that declined the menu left to it (docs/context-model.md §5.1)."""
 
 
 def _load(reader: TraceReader, line: int | None) -> dict[str, object] | None:
@@ -103,8 +106,17 @@ def row_facts(reader: TraceReader, iteration: Iteration) -> RowFacts:
         record = _load(reader, line)
         if record is not None and isinstance(pruned := record.get("pruned"), list):
             reasons.extend(str(item.get("reason")) for item in pruned if isinstance(item, dict))
+    record = _load(reader, iteration.cursor_line)
+    declined = record is not None and record.get("declined_offer") is True
     return RowFacts(
-        active, evaluated, parked, errors, tuple(reasons), _unsupported(reader, iteration), proposals
+        active,
+        evaluated,
+        parked,
+        errors,
+        tuple(reasons),
+        _unsupported(reader, iteration),
+        proposals,
+        declined,
     )
 
 
@@ -183,6 +195,7 @@ def badges_of(
         "nudge": iteration.has("steps_unfinished"),
         "wrapup": iteration.has("wrap_up"),
         "proposal": facts.proposals > 0,
+        "declined": facts.declined,
     }
     return [name for name in BADGES if shown[name]]
 

@@ -107,7 +107,7 @@ def test_a_bad_verdict_is_a_clear_error(start: TurnStart, message: str) -> None:
 
 def test_turn_start_refuses_a_bad_declaration() -> None:
     agent = cascade.build_agent()
-    with pytest.raises(DefinitionError, match="needs a classifier, a decider or both"):
+    with pytest.raises(DefinitionError, match="needs a classifier, an entry scorer, a decider or offer_menu"):
         agent.turn_start()
     with pytest.raises(DefinitionError, match="must be callable"):
         agent.turn_start(classifier="billing")  # type: ignore[arg-type]

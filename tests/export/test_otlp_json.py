@@ -160,7 +160,7 @@ def test_every_fpdebug_fact_is_an_event_on_its_turn_span(sample: Path) -> None:
             assert got["fpdebug.pass.active_ids"] == record["active_ids"]
             assert got.get("fpdebug.pass.lease_active_ids") == record.get("lease_active_ids")
         elif record["kind"] == "cursor_move":
-            # A move with no cursor (by: none, a decision tree's run) has no `to` on either side.
+            # A move with no cursor (by: none: a decision tree's run, or a menu left to the model) has no `to`.
             assert (
                 got.get("fpdebug.cursor.from"),
                 got.get("fpdebug.cursor.to"),
@@ -170,6 +170,9 @@ def test_every_fpdebug_fact_is_an_event_on_its_turn_span(sample: Path) -> None:
                 record.get("to_skill"),
                 record["by"],
             )
+            assert got.get("fpdebug.cursor.score") == record.get("score")
+            assert got.get("fpdebug.cursor.offered") == record.get("offered")
+            assert got.get("fpdebug.cursor.declined_offer") == record.get("declined_offer")
         elif record["kind"] == "lease_grant":
             lease = record["lease"]
             assert got["fpdebug.lease.instruction_id"] == lease["instruction_id"]

@@ -13,7 +13,7 @@ import pytest
 from fpdebug.ingest.agentfootprint import import_agentfootprint
 from fpdebug.ingest.agentfootprint_leases import read_lease_ledger
 from fpdebug.trace.reader import TraceReader
-from fpdebug.trace.schema import LeaseGrantEvent, PassEvent, ToolResultEvent
+from fpdebug.trace.schema import CursorMoveEvent, LeaseGrantEvent, PassEvent, ToolResultEvent
 
 REFUND = Path(__file__).parent / "fixtures" / "agentfootprint" / "support-refund.recording.json"
 
@@ -170,3 +170,32 @@ def test_a_tree_routing_row_keeps_its_path_and_label(envelope: dict[str, Any], t
     # The untouched recording's entry row stays a cursor admission.
     (plain,) = [r for r in imported(envelope, tmp_path) if isinstance(r, PassEvent)][:1]
     assert [(r.id, r.via) for r in plain.reasons if r.id == "triage"] == [("triage", "cursor")]
+
+
+def test_turn_start_evidence_on_a_cursor_move_imports_losslessly(
+    envelope: dict[str, Any], tmp_path: Path
+) -> None:
+    # The reference's cascade writes by: entry / intent, and a model pick that resolved an
+    # outstanding menu carries offered and declinedOffer (docs/context-model.md §5.1).
+    variant = copy.deepcopy(envelope)
+    evaluated = [e["payload"] for e in events_of(variant) if e["type"] == "agentfootprint.context.evaluated"]
+    evaluated[0]["cursorMove"] = {
+        "to": "billing",
+        "by": "intent",
+        "score": 0.82,
+        "witness": {"text": "charged   twice"},
+    }
+    evaluated[1]["cursorMove"] = {
+        "from": "billing",
+        "to": "refund",
+        "by": "model-pick",
+        "offered": ["triage", "billing"],
+        "declinedOffer": True,
+        "reachable": ["billing"],
+    }
+    moves = [r for r in imported(variant, tmp_path) if isinstance(r, CursorMoveEvent)]
+    first, second = moves[0], moves[1]
+    assert (first.by, first.strength, first.score) == ("intent", "semantic", 0.82)
+    assert first.witness is not None and first.witness.text == "charged twice"
+    assert (second.by, second.offered, second.declined_offer) == ("model-pick", ["triage", "billing"], True)
+    assert (first.offered, first.declined_offer) == (None, None)

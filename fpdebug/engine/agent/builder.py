@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -20,11 +21,11 @@ from fpdebug.engine.agent.spec import (
     ToolLike,
     TruncationPolicy,
 )
-from fpdebug.engine.agent.turn_start import Classifier, Decider, TurnStart
-from fpdebug.engine.injections import Injection
+from fpdebug.engine.agent.turn_start import Classifier, Decider, EntryScorer, TurnStart
+from fpdebug.engine.injections import Injection, InjectionContext
 from fpdebug.engine.ledger_gate import LedgerGate, LedgerPolicy, ledger_gated
 from fpdebug.engine.sink import EventSink
-from fpdebug.engine.skillmap import SkillMap
+from fpdebug.engine.skillmap import SkillMap, declare_entry
 from fpdebug.engine.tool_middleware import ToolMiddleware, check_tool_middleware
 from fpdebug.engine.tools import tool
 from fpdebug.engine.types import Tool
@@ -155,31 +156,89 @@ class Agent:
         return self._with(continuity=mode)
 
     def turn_start(
-        self, *, classifier: Classifier | None = None, threshold: float = 0.5, decider: Decider | None = None
+        self,
+        *,
+        classifier: Classifier | None = None,
+        threshold: float = 0.5,
+        decider: Decider | None = None,
+        entry_scorer: EntryScorer | None = None,
+        offer_menu: bool = False,
     ) -> Agent:
         """Declare the turn-start cascade (docs/context-model.md §5.1): where each turn's cursor starts.
 
-        Once per turn, before the first pass: the classifier's best score at or above ``threshold``
-        starts the cursor ``by: intent``; else a carried cursor holds it (``by: continuity``); else
-        the decider picks from a menu ``by: decider``; else the map's entries decide as usual.
+        Once per turn, before the first pass: a start rule (:meth:`start_rule`) that matches starts
+        the cursor ``by: entry``; else tier 2's best score at or above ``threshold`` starts it
+        ``by: intent``; else a carried cursor holds it (``by: continuity``); else the decider picks
+        from a menu ``by: decider``; else, with ``offer_menu``, the menu is left to the model; else
+        the map's entries decide as usual.
 
         Args:
-            classifier: ``f(user_message) -> {skill_id: score}``, deterministic (entry scoring).
-            threshold: The score the classifier's best skill needs.
-            decider: ``f(user_message, menu) -> skill_id | None``: the menu is the classifier's
+            classifier: ``f(user_message) -> {skill_id: score}``, deterministic (scores the nodes).
+            threshold: The score tier 2's best skill needs.
+            decider: ``f(user_message, menu) -> skill_id | None``: the menu is tier 2's
                 positively scored skills, best first, else every node of the map.
+            entry_scorer: ``f(ctx) -> {entry_id: score}``: tier 2 over the map's entries, from the
+                first pass's context (which carries the turn's precomputed ``entry_scores``, see
+                :meth:`Conversation.send`); not together with a classifier.
+            offer_menu: Leave a menu nothing resolved outstanding to the model: no entry loads, the
+                ``read_skill`` description leads with the menu (the scored entries, best first, else
+                every entry), and the pick that resolves it records ``offered`` (``declined_offer``
+                when it is off the menu).
 
         Returns:
-            A new agent. Needs a skill map (checked at compile time).
+            A new agent. Needs a skill map (checked at compile time). Start rules declared before
+            are kept.
         """
-        if classifier is None and decider is None:
-            raise DefinitionError("turn_start() needs a classifier, a decider or both")
-        for name, fn in (("classifier", classifier), ("decider", decider)):
+        if classifier is None and decider is None and entry_scorer is None and not offer_menu:
+            raise DefinitionError(
+                "turn_start() needs a classifier, an entry scorer, a decider or offer_menu=True"
+            )
+        for name, fn in (("classifier", classifier), ("decider", decider), ("entry scorer", entry_scorer)):
             if fn is not None and not callable(fn):
                 raise DefinitionError(f"turn_start(): the {name} must be callable, got {fn!r}")
+        if classifier is not None and entry_scorer is not None:
+            raise DefinitionError("turn_start(): give a classifier or an entry scorer, not both (one tier 2)")
         if isinstance(threshold, bool) or not isinstance(threshold, int | float):
             raise DefinitionError(f"turn_start(): threshold must be a number, got {threshold!r}")
-        return self._with(turn_start=TurnStart(classifier, float(threshold), decider))
+        if not isinstance(offer_menu, bool):
+            raise DefinitionError(f"turn_start(): offer_menu must be True or False, got {offer_menu!r}")
+        rules = self.spec.turn_start.rules if self.spec.turn_start is not None else ()
+        start = TurnStart(classifier, float(threshold), decider, rules, entry_scorer, offer_menu)
+        return self._with(turn_start=start)
+
+    def start_rule(
+        self,
+        skill_id: str,
+        *,
+        keywords: Sequence[str] | None = None,
+        regex: str | re.Pattern[str] | None = None,
+        when: Callable[[InjectionContext], object] | None = None,
+        label: str | None = None,
+    ) -> Agent:
+        """Add a tier-1 start rule to the turn-start cascade (docs/context-model.md §5.1).
+
+        Start rules are asked first, in declaration order, once per turn: the first that matches the
+        user message starts the cursor on ``skill_id`` ``by: entry`` (before the classifier, the
+        entry scorer and continuity). A keyword or regex rule records what it matched as the move's
+        ``witness`` (whitespace collapsed, at most 80 characters with the "…").
+
+        Args:
+            skill_id: A node of the map (checked at compile time).
+            keywords: Words matched case-insensitively as whole words in the user message.
+            regex: A pattern searched in the user message (must not match the empty string).
+            when: A predicate over the first pass's context; a raising one fails the run.
+            label: A description.
+
+        Returns:
+            A new agent.
+        """
+        if keywords is None and regex is None and when is None:
+            raise DefinitionError(f"start rule {skill_id!r}: give one of keywords, regex, when")
+        rule = declare_entry(
+            skill_id, when=when, keywords=keywords, regex=regex, label=label, what="start rule"
+        )
+        start = self.spec.turn_start or TurnStart()
+        return self._with(turn_start=replace(start, rules=(*start.rules, rule)))
 
     def read_skill_posture(self, posture: Literal["rails", "guard"] | None) -> Agent:
         """Set the read_skill gate's posture for hops on the map (docs/context-model.md §5.5).

@@ -54,6 +54,7 @@ def compile_spec(spec: AgentSpec) -> Compiled:
     _check_without(spec)
     if spec.turn_start is not None and graph is None:
         raise DefinitionError("turn_start() needs a skill map: the cascade starts the map's cursor")
+    _check_turn_start(spec)
     own = tuple(i for i in spec.injections if i.id not in set(spec.excluded_injections))
     catalog = own + map_injections
     setup = PassSetup(catalog, skill_map=graph)  # refuses duplicate ids
@@ -140,3 +141,22 @@ def _read_skill_schema(skills: Sequence[Injection]) -> ToolSchema:
             "required": ["id"],
         },
     )
+
+
+def _check_turn_start(spec: AgentSpec) -> None:
+    """Refuse a cascade the map cannot honour: a start rule off the map, an entry scorer without
+    entries, the ``rails`` posture with entries by read (no hop could ever land a cursor)."""
+    graph, start = spec.skill_map, spec.turn_start
+    if graph is None:
+        return
+    if start is not None:
+        for rule in start.rules:
+            if rule.skill_id not in graph.node_ids:
+                raise DefinitionError(f"start rule names {rule.skill_id!r}, which is not a node of the map")
+        if start.entry_scorer is not None and not graph.entry_ids:
+            raise DefinitionError("turn_start(): an entry scorer needs a map with entries to score")
+    if spec.read_skill_posture == "rails" and graph.entry_mode == "read":
+        raise DefinitionError(
+            "read_skill_posture('rails') cannot honour entries by read: the model's read is the only way "
+            "in; use entries by relevance, or the 'guard' posture"
+        )

@@ -152,11 +152,14 @@ class Conversation:
         """The run's result once it ended (``None`` while it is open)."""
         return self._result
 
-    def send(self, user_message: str) -> TurnResult:
+    def send(self, user_message: str, *, entry_scores: Mapping[str, float] | None = None) -> TurnResult:
         """Run one turn.
 
         Args:
             user_message: What the user says.
+            entry_scores: The turn's precomputed entry scores (entry id → score, e.g. from an app's
+                retriever): tier 2 of the turn-start cascade when no classifier or entry scorer is
+                declared, and carried in every pass's context (docs/context-model.md §5.1).
 
         Returns:
             The turn's result. When the run ended during the turn (``failed`` or ``interrupted``), the
@@ -177,7 +180,7 @@ class Conversation:
         if not self._busy.acquire(blocking=False):
             raise FpdebugError(f"run {self.run_id}: a turn is already running; send one message at a time")
         try:
-            loop = TurnLoop(self, len(self.turns) + 1, user_message)
+            loop = TurnLoop(self, len(self.turns) + 1, user_message, entry_scores)
             self._last_loop = loop
             try:
                 turn = loop.run()

@@ -16,7 +16,7 @@ arming methods install them), so an unarmed agent's trace is unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from fpdebug.engine.agent.branches import (
@@ -34,7 +34,7 @@ from fpdebug.engine.agent.results import RunStatus, TurnResult, end_state_of
 from fpdebug.engine.agent.spec import READ_SKILL
 from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls
 from fpdebug.engine.agent.tool_recording import ToolRecording, elapsed_ms
-from fpdebug.engine.agent.turn_start import turn_route
+from fpdebug.engine.agent.turn_start import TurnPlan, menu_lead, plan_turn
 from fpdebug.engine.effects import (
     EffectScope,
     EffectState,
@@ -42,7 +42,7 @@ from fpdebug.engine.effects import (
 )
 from fpdebug.engine.engagement import MapEngagementRecord, parked_member_ids
 from fpdebug.engine.evaluate import PassInputs, PassResult, evaluate_pass
-from fpdebug.engine.injections import StepPointer, TurnRoute
+from fpdebug.engine.injections import InjectionContext, StepPointer, TurnRoute
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
 from fpdebug.engine.sink import EventRecord
 from fpdebug.engine.skillmap import PickCarriers
@@ -90,7 +90,13 @@ class TurnLoop(ToolRecording):
     ``finding`` events), ``conversation``.
     """
 
-    def __init__(self, conversation: Conversation, turn: int, user_message: str) -> None:
+    def __init__(
+        self,
+        conversation: Conversation,
+        turn: int,
+        user_message: str,
+        entry_scores: Mapping[str, float] | None = None,
+    ) -> None:
         self.conversation = conversation
         """The run this turn belongs to."""
         self.turn = turn
@@ -114,6 +120,10 @@ class TurnLoop(ToolRecording):
         """Who activated each id."""
         self.pending_pick: str | None = None
         self.menu: tuple[str, ...] | None = None
+        self.plan: TurnPlan | None = None
+        """The turn-start cascade's verdict, asked once on iteration 1 and kept for the turn."""
+        self.entry_scores = entry_scores
+        """The turn's precomputed entry scores (:meth:`Conversation.send`)."""
         self.pending_transition: PendingToolTransition | None = None
         self.leases: tuple[InstructionLease, ...] | None = None
         self.accepted: tuple[str, ...] | None = None
@@ -163,6 +173,7 @@ class TurnLoop(ToolRecording):
                 self.step_pointer,
                 mark_cache_prefix=self.conversation.caches_prompt,
             )
+            request = menu_lead(request, self._turn_route(), self.cursor, READ_SKILL)
             if self.tools_off or self.wrapping is not None:
                 # The evidence gate's revision turn, or the wrap-up call: nothing more may run this turn.
                 request = tools_off(request)
@@ -245,6 +256,8 @@ class TurnLoop(ToolRecording):
                 served_injection_ids=self.served,
                 map_engagement=self.engagement,
                 turn_route=self._turn_route(),
+                entry_scores=self.plan.entry_scores if self.plan is not None else self.entry_scores,
+                entry_scorer=self.spec.turn_start.entry_scorer if self.spec.turn_start is not None else None,
             ),
         )
         # Outputs REPLACE the carriers (docs/context-model.md §3.2), never concatenate.
@@ -262,14 +275,26 @@ class TurnLoop(ToolRecording):
         return result
 
     def _turn_route(self) -> TurnRoute | None:
-        """The turn-start cascade's verdict, asked once per turn on iteration 1 (:mod:`.turn_start`)."""
+        """The turn-start cascade's verdict (:mod:`.turn_start`): asked once, on iteration 1, and kept
+        in every pass's context for the turn (the resolver honours its ``to_skill`` on iteration 1
+        only; a verdict present keeps the entries' cold start off, e.g. while a menu is outstanding)."""
         graph = self.compiled.setup.skill_map
-        if self.iteration != 1 or graph is None:
+        if graph is None:
             return None
-        carried = self.cursor if self.turn > 1 else None
-        route = turn_route(self.spec.turn_start, self.user_message, carried, graph.node_ids)
-        self.menu = route.offered if route is not None else None  # the guard posture's outstanding menu
-        return route
+        if self.plan is None:
+            carried = self.cursor if self.turn > 1 else None
+            ctx = InjectionContext(
+                1,
+                max_iterations=self.spec.max_iterations,
+                user_message=self.user_message,
+                history=tuple(self.history),
+                current_skill_id=carried,
+                entry_scores=self.entry_scores,
+            )
+            self.plan = plan_turn(self.spec.turn_start, ctx, carried, graph)
+            route = self.plan.route
+            self.menu = route.offered if route is not None else None  # the guard posture's outstanding menu
+        return self.plan.route
 
     def _record_pass(self, result: PassResult) -> None:
         # In the order of docs/context-model.md §3.4: the advance, the sweep, a conflict, engagement, the told-the-truth

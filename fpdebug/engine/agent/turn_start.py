@@ -1,14 +1,21 @@
 """The turn-start cascade (docs/context-model.md §5.1): where iteration 1 of a turn starts the cursor.
 
-Once per turn, before the first Evaluate pass, the cascade asks its tiers in order and the first that
-decides wins:
+Once per turn, before the first Evaluate pass (the reference's ``pick-entry`` / ``RouteTurn`` stage),
+the cascade asks its tiers in order and the first that decides wins:
 
-1. the **classifier** (tier 2, ``by: intent``): the app's deterministic function scores the map's
-   skills against the user message (entry scoring); the best score at or above the threshold starts
-   the cursor, ties going to declaration order;
-2. **continuity** (``by: continuity``): a cursor the conversation carried holds the start;
-3. the **decider** (tier 3, ``by: decider``): the app's function picks one skill of a menu (the
-   classifier's positive scores, best first, else every node of the map) out of band.
+1. the **start rules** (tier 1, ``by: entry``): deterministic rules over the user message
+   (keywords, a regex, or a ``when(ctx)`` predicate), in declaration order; a keyword or regex rule
+   records the matched text as its ``witness``;
+2. the **classifier or entry scorer** (tier 2, ``by: intent``): the app's deterministic function
+   scores skills (the classifier scores the map's nodes from the message; the entry scorer scores
+   its entries from the pass context, or the turn's precomputed ``entry_scores`` stand in for it);
+   the best score at or above the threshold starts the cursor, ties going to declaration order;
+3. **continuity** (``by: continuity``): a cursor the conversation carried holds the start;
+4. the **decider** (tier 3, ``by: decider``): the app's function picks one skill of a menu (the
+   tier-2 positive scores, best first, else every node of the map) out of band;
+5. with ``offer_menu``, a menu nothing resolved is left **outstanding to the model**: no entry loads,
+   the ``read_skill`` description leads with the menu, and the model pick that resolves it records
+   ``offered`` (and ``declined_offer`` when it picked off the menu).
 
 Nothing deciding leaves the cold start to the map's entries. ``intent`` and ``decider`` are
 semantic evidence (tentative, §6.1): a guess the engagement kernel parks if nothing renews it.
@@ -18,16 +25,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from fpdebug.engine.injections import TurnRoute
-from fpdebug.engine.skillmap import bounded_witness
+from fpdebug.engine.injections import InjectionContext, TurnRoute, define_skill
+from fpdebug.engine.skillmap import Entry, SkillMapBuilder, bounded_witness
 from fpdebug.errors import DefinitionError
-from fpdebug.trace.schema import Witness
+from fpdebug.trace.schema import LlmRequest, Witness
 
-__all__ = ["Classifier", "Decider", "TurnStart", "turn_route"]
+if TYPE_CHECKING:
+    from fpdebug.engine.skillmap import SkillMap
+
+__all__ = [
+    "Classifier",
+    "Decider",
+    "EntryScorer",
+    "TurnPlan",
+    "TurnStart",
+    "menu_lead",
+    "plan_turn",
+    "turn_route",
+]
 
 Classifier = Callable[[str], Mapping[str, float]]
 """Scores skills against the user message: skill id → score (ids it does not score count as 0)."""
+
+EntryScorer = Callable[[InjectionContext], Mapping[str, float]]
+"""Scores the map's entries from the first pass's context: entry id → score (unscored count as 0)."""
 
 Decider = Callable[[str, tuple[str, ...]], "str | None"]
 """Picks one skill of the menu for the user message, or ``None`` to decide nothing."""
@@ -35,78 +58,155 @@ Decider = Callable[[str, tuple[str, ...]], "str | None"]
 
 @dataclass(frozen=True, slots=True)
 class TurnStart:
-    """The declared tiers of the turn-start cascade (:meth:`Agent.turn_start`)."""
+    """The declared tiers of the turn-start cascade (:meth:`Agent.turn_start`, :meth:`Agent.start_rule`)."""
 
     classifier: Classifier | None = None
-    """Tier 2: the entry scorer."""
+    """Tier 2: scores the map's nodes from the user message."""
     threshold: float = 0.5
-    """The score a classifier's best skill needs to start the cursor."""
+    """The score tier 2's best skill needs to start the cursor."""
     decider: Decider | None = None
-    """Tier 3: resolves a menu when the classifier (and continuity) decided nothing."""
+    """Tier 3: resolves a menu when the earlier tiers (and continuity) decided nothing."""
+    rules: tuple[Entry, ...] = ()
+    """Tier 1: deterministic start rules, in declaration order."""
+    entry_scorer: EntryScorer | None = None
+    """Tier 2 without a classifier: scores the map's entries from the pass context."""
+    offer_menu: bool = False
+    """Leave a menu nothing resolved outstanding to the model (instead of the entries' cold start)."""
 
 
-def _scores(start: TurnStart, message: str, node_ids: tuple[str, ...]) -> dict[str, float]:
-    if start.classifier is None:
-        return {}
-    raw = start.classifier(message)
+@dataclass(frozen=True, slots=True)
+class TurnPlan:
+    """What the cascade decided for one turn, and the entry scores it wrote."""
+
+    route: TurnRoute | None
+    """The verdict the resolver honours (``None``: no tier decided, the entries cold-start)."""
+    entry_scores: Mapping[str, float] | None
+    """The turn's tier-2 scores (the scorer's, else the precomputed ones); ``None`` when unused."""
+
+
+def _checked(raw: object, who: str, ids: tuple[str, ...], what: str) -> dict[str, float]:
     if not isinstance(raw, Mapping):
-        raise DefinitionError(
-            f"the turn-start classifier must return a mapping of skill id to score, got {raw!r}"
-        )
+        raise DefinitionError(f"the turn-start {who} must return a mapping of skill id to score, got {raw!r}")
     scores: dict[str, float] = {}
     for skill_id, score in raw.items():
-        if skill_id not in node_ids:
-            raise DefinitionError(
-                f"the turn-start classifier scored {skill_id!r}, which is not a node of the map"
-            )
-        if isinstance(score, bool) or not isinstance(score, int | float):
-            raise DefinitionError(
-                f"the turn-start classifier's score for {skill_id!r} is not a number: {score!r}"
-            )
+        if skill_id not in ids:
+            raise DefinitionError(f"the turn-start {who} scored {skill_id!r}, which is not {what}")
+        if isinstance(score, bool) or not isinstance(score, int | float) or score != score:
+            raise DefinitionError(f"the turn-start {who}'s score for {skill_id!r} is not a number: {score!r}")
         scores[skill_id] = float(score)
     return scores
+
+
+def _scores(
+    start: TurnStart | None, ctx: InjectionContext, node_ids: tuple[str, ...], entry_ids: tuple[str, ...]
+) -> tuple[dict[str, float], tuple[str, ...]]:
+    """Tier 2's scores and the ids they rank over (declaration order)."""
+    if start is not None and start.classifier is not None:
+        raw = start.classifier(ctx.user_message)
+        return _checked(raw, "classifier", node_ids, "a node of the map"), node_ids
+    if start is not None and start.entry_scorer is not None:
+        raw = start.entry_scorer(ctx)
+        return _checked(raw, "entry scorer", entry_ids, "an entry of the map"), entry_ids
+    if ctx.entry_scores is not None:
+        return _checked(ctx.entry_scores, "entry scores", entry_ids, "an entry of the map"), entry_ids
+    return {}, entry_ids
+
+
+def _start_rule(start: TurnStart, ctx: InjectionContext, carried: str | None) -> TurnRoute | None:
+    """Tier 1: the first start rule that matches (a raising ``when`` propagates: the run fails)."""
+    for rule in start.rules:
+        matched, witness = rule.match(ctx)
+        if matched:
+            return TurnRoute(to_skill=rule.skill_id, from_skill=carried, by="entry", witness=witness)
+    return None
+
+
+def plan_turn(
+    start: TurnStart | None, ctx: InjectionContext, carried: str | None, skill_map: SkillMap
+) -> TurnPlan:
+    """The cascade's verdict for one turn (computed once, before iteration 1).
+
+    Args:
+        start: The declared tiers (``None``: only continuity, and precomputed scores if any).
+        ctx: The first pass's context as the cascade sees it (user message, history, the turn's
+            precomputed ``entry_scores``).
+        carried: The cursor the conversation carried into this turn (``None`` on a fresh start).
+        skill_map: The agent's map.
+
+    Returns:
+        The :class:`TurnPlan`.
+
+    Raises:
+        DefinitionError: A classifier or scorer that returns something other than scores of its
+            skills, or a decider that picks a skill off its menu.
+    """
+    node_ids, entry_ids = skill_map.node_ids, skill_map.entry_ids
+    if start is not None:
+        ruled = _start_rule(start, ctx, carried)
+        if ruled is not None:
+            return TurnPlan(ruled, ctx.entry_scores)
+    message = ctx.user_message
+    witness = Witness(text=bounded_witness(message)) if message.strip() else None
+    scores, ranked_over = _scores(start, ctx, node_ids, entry_ids)
+    written = scores if (start is not None and start.entry_scorer is not None) else ctx.entry_scores
+    threshold = start.threshold if start is not None else 0.5
+    # Sorted is stable: equal scores keep declaration order, so a tie goes to the first declared.
+    ranked = sorted((s for s in ranked_over if scores.get(s, 0.0) > 0.0), key=lambda s: -scores[s])
+    if ranked and scores[ranked[0]] >= threshold:
+        best = ranked[0]
+        route = TurnRoute(to_skill=best, from_skill=carried, by="intent", witness=witness, score=scores[best])
+        return TurnPlan(route, written)
+    if carried is not None:
+        return TurnPlan(TurnRoute(to_skill=carried, from_skill=carried, by="continuity"), written)
+    if start is None:
+        return TurnPlan(None, written)
+    if start.decider is not None:
+        menu = tuple(ranked) or node_ids
+        picked = start.decider(message, menu)
+        if picked is not None:
+            if picked not in menu:
+                raise DefinitionError(
+                    f"the turn-start decider picked {picked!r}, which is not on its menu {list(menu)}"
+                )
+            score = scores[picked] if picked in ranked else None
+            route = TurnRoute(to_skill=picked, by="decider", witness=witness, score=score, offered=menu)
+            return TurnPlan(route, written)
+    if start.offer_menu:
+        # At a cold start the read_skill gate admits the entries: the model's menu is the scored
+        # entries, best first, else every entry.
+        menu = tuple(s for s in ranked if s in entry_ids) or entry_ids
+        if menu:
+            return TurnPlan(TurnRoute(by="menu", offered=menu), written)
+    return TurnPlan(None, written)
 
 
 def turn_route(
     start: TurnStart | None, message: str, carried: str | None, node_ids: tuple[str, ...]
 ) -> TurnRoute | None:
-    """The cascade's verdict for one turn (computed once, before iteration 1).
+    """:func:`plan_turn` over a bare map of ``node_ids``, each an unconditional entry (for tests and
+    tools that hold only the message)."""
+    builder = SkillMapBuilder()
+    for node in node_ids:
+        builder.skill(define_skill(node, description=node, body=node)).entry(node)
+    return plan_turn(start, InjectionContext(1, user_message=message), carried, builder.build()).route
 
-    Args:
-        start: The declared tiers (``None``: only continuity).
-        message: The turn's user message.
-        carried: The cursor the conversation carried into this turn (``None`` on a fresh start).
-        node_ids: The skill map's nodes, in declaration order.
 
-    Returns:
-        The :class:`TurnRoute` the resolver honours on iteration 1, or ``None`` when no tier decided.
+def menu_lead(
+    request: LlmRequest, route: TurnRoute | None, cursor: str | None, read_skill: str
+) -> LlmRequest:
+    """Lead ``read_skill``'s description with the menu while it is outstanding to the model.
 
-    Raises:
-        DefinitionError: A classifier that returns something other than scores of the map's nodes, or
-            a decider that picks a skill off its menu.
+    A menu is outstanding from a ``menu`` verdict until a cursor lands (the reference's
+    ``menuOutstanding``); the request is returned unchanged otherwise.
     """
-    witness = Witness(text=bounded_witness(message)) if message.strip() else None
-    scores = _scores(start, message, node_ids) if start is not None else {}
-    ranked = sorted((s for s in node_ids if scores.get(s, 0.0) > 0.0), key=lambda s: -scores[s])
-    if start is not None and ranked and scores[ranked[0]] >= start.threshold:
-        best = ranked[0]
-        return TurnRoute(to_skill=best, from_skill=carried, by="intent", witness=witness, score=scores[best])
-    if carried is not None:
-        return TurnRoute(to_skill=carried, from_skill=carried, by="continuity")
-    if start is None or start.decider is None:
-        return None
-    menu = tuple(ranked) or node_ids
-    picked = start.decider(message, menu)
-    if picked is None:
-        return None
-    if picked not in menu:
-        raise DefinitionError(
-            f"the turn-start decider picked {picked!r}, which is not on its menu {list(menu)}"
-        )
-    return TurnRoute(
-        to_skill=picked,
-        by="decider",
-        witness=witness,
-        score=scores[picked] if picked in ranked else None,
-        offered=menu,
+    if route is None or route.by != "menu" or route.offered is None or cursor is not None:
+        return request
+    lead = (
+        "Routing choice: no skill is loaded yet. Read the one that fits the request first, "
+        f"one of: {', '.join(route.offered)}. "
     )
+    tools = [
+        t.model_copy(update={"description": lead + t.description}) if t.name == read_skill else t
+        for t in request.tools
+    ]
+    return request.model_copy(update={"tools": tools})

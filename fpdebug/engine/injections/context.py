@@ -26,17 +26,19 @@ class TurnRoute:
     """A precomputed turn-start cascade verdict; the resolver honours it on iteration 1."""
 
     to_skill: str | None = None
-    """Where the cascade starts the cursor (``None``: the cascade decided nothing)."""
+    """Where the cascade starts the cursor (``None``: no start, e.g. a menu left to the model)."""
     from_skill: str | None = None
     """The inherited cursor it started from, if any."""
     by: str = "entry"
-    """``intent``, ``continuity``, ``decider`` or ``entry``."""
+    """``intent``, ``continuity``, ``decider``, ``entry`` (a start rule) or ``menu`` (a menu left
+    outstanding to the model: no ``to_skill``, the menu in ``offered``)."""
     witness: Witness | None = None
     """The text that decided, when the verdict came from a data matcher or a classifier."""
     score: float | None = None
     """``intent`` (and a scored ``decider``) verdicts: the classifier's score of ``to_skill``."""
     offered: tuple[str, ...] | None = None
-    """``decider`` verdicts: the menu the decider resolved."""
+    """``decider`` verdicts: the menu the decider resolved; ``menu`` verdicts: the menu the model is
+    offered (outstanding until a cursor lands)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +97,10 @@ class InjectionContext:
     turn_route: TurnRoute | None = None
     """The turn-start cascade verdict (iteration 1)."""
     entry_scores: Mapping[str, float] | None = None
-    """Turn-start entry scores, carried for a scorer; the core resolver does not read them."""
+    """The turn's entry scores (the entry scorer's, else the app's precomputed ones); the resolver does
+    not read them."""
     entry_scorer: Callable[[InjectionContext], Mapping[str, float]] | None = None
-    """A turn-start entry scorer, carried for the cascade; the core resolver does not call it."""
+    """The declared turn-start entry scorer; the resolver does not call it."""
     step_pointer: tuple[StepPointer, ...] | None = None
     """The FRESH step pointer, already re-keyed for this pass."""
     cursor_move: CursorMove | None = None

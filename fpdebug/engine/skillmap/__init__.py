@@ -30,7 +30,7 @@ The package's modules: :mod:`~fpdebug.engine.skillmap.builder` (the builder),
 """
 
 from fpdebug.engine.skillmap.builder import SkillMapBuilder
-from fpdebug.engine.skillmap.edges import Entry, Route
+from fpdebug.engine.skillmap.edges import Entry, Route, declare_entry
 from fpdebug.engine.skillmap.gate import PickCarriers, SkillPick, apply_skill_pick, gate_skill_pick
 from fpdebug.engine.skillmap.graph import SkillMap
 from fpdebug.engine.skillmap.guards import Guard, GuardOp
@@ -62,5 +62,6 @@ __all__ = [
     "apply_skill_pick",
     "bounded_witness",
     "branch",
+    "declare_entry",
     "gate_skill_pick",
 ]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from fpdebug.engine.injections import Injection, InjectionContext, LlmActivated
-from fpdebug.engine.skillmap.edges import Entry, Route
+from fpdebug.engine.skillmap.edges import Entry, Route, declare_entry
 from fpdebug.engine.skillmap.graph import SkillMap
 from fpdebug.engine.skillmap.guards import Guard, guards_of
 from fpdebug.engine.skillmap.tree import Branch, DecisionTree, check_trees, decision_tree
@@ -28,6 +29,7 @@ class SkillMapBuilder:
     _routes: list[Route] = field(default_factory=list)
     _open: list[Injection] = field(default_factory=list)
     _trees: list[DecisionTree] = field(default_factory=list)
+    _entry_mode: Literal["relevance", "read"] | None = None
 
     def skill(self, injection: Injection) -> SkillMapBuilder:
         """Add a node (normally a ``define_skill`` injection); its trigger is compiled at build."""
@@ -54,32 +56,7 @@ class SkillMapBuilder:
             regex: A pattern searched in the user message (must not match the empty string).
             label: A description for the declaration.
         """
-        require_id(skill_id, "entry skill id")
-        given = [x for x in (when, keywords, regex) if x is not None]
-        if len(given) > 1:
-            raise DefinitionError(f"entry {skill_id!r}: give at most one of when, keywords, regex")
-        pattern: re.Pattern[str] | None = None
-        if regex is not None:
-            try:
-                pattern = regex if isinstance(regex, re.Pattern) else re.compile(regex)
-            except re.error as exc:
-                raise DefinitionError(f"entry {skill_id!r}: bad regex {regex!r}: {exc}") from exc
-            if pattern.search("") is not None:
-                raise DefinitionError(
-                    f"entry {skill_id!r}: regex {pattern.pattern!r} matches the empty string"
-                )
-        words: tuple[str, ...] | None = None
-        if keywords is not None:
-            if isinstance(keywords, str):
-                raise DefinitionError(f"entry {skill_id!r}: keywords must be a list of words, not one string")
-            words = tuple(keywords)
-            if not words or any(not isinstance(w, str) or not w.strip() for w in words):
-                raise DefinitionError(
-                    f"entry {skill_id!r}: keywords must be a non-empty list of non-empty words"
-                )
-        if when is not None and not callable(when):
-            raise DefinitionError(f"entry {skill_id!r}: when must be callable")
-        self._entries.append(Entry(skill_id, when, words, pattern, label))
+        self._entries.append(declare_entry(skill_id, when=when, keywords=keywords, regex=regex, label=label))
         return self
 
     def route(
@@ -130,6 +107,31 @@ class SkillMapBuilder:
         )
         return self
 
+    def entry_by_relevance(self) -> SkillMapBuilder:
+        """Make the entries exclusive, entered by relevance (the reference's ``entryByRelevance``).
+
+        Each entry compiles to the rule "the cursor is on it" (docs/context-model.md §5.2), so only
+        the entered one is active. The turn-start cascade's entry scores pick it (``by: intent``,
+        :meth:`Agent.turn_start`); when nothing scores high enough, the first entry in declaration
+        order is entered (``by: entry``). The entries must be unconditional.
+        """
+        return self._exclusive("relevance")
+
+    def entry_by_read(self) -> SkillMapBuilder:
+        """Make the entries exclusive, entered by the model reading one (``entryByRead``).
+
+        No entry is entered at a cold start: the cursor stays empty until the model's ``read_skill``
+        of an entry moves it (``by: model-pick``). A turn-start verdict still starts the cursor. The
+        entries must be unconditional.
+        """
+        return self._exclusive("read")
+
+    def _exclusive(self, mode: Literal["relevance", "read"]) -> SkillMapBuilder:
+        if self._entry_mode is not None and self._entry_mode != mode:
+            raise DefinitionError(f"the map's entries are already by {self._entry_mode}, not by {mode}")
+        self._entry_mode = mode
+        return self
+
     def open_skill(self, injection: Injection) -> SkillMapBuilder:
         """Add a skill reachable by ``read_skill`` from anywhere, which never moves the cursor."""
         if not isinstance(injection, Injection) or not isinstance(injection.trigger, LlmActivated):
@@ -174,6 +176,15 @@ class SkillMapBuilder:
                     raise DefinitionError(
                         f"route {route.from_skill}→{route.to_skill} names unknown node {end!r}"
                     )
+        if self._entry_mode is not None:
+            if not self._entries:
+                raise DefinitionError(f"entries by {self._entry_mode} need at least one entry")
+            for entry in self._entries:
+                if entry.conditional:
+                    raise DefinitionError(
+                        f"entry {entry.skill_id!r} has a condition, but entries by {self._entry_mode} are "
+                        "exclusive and unconditional (the cascade or the model picks one)"
+                    )
         leaves = check_trees(
             self._trees,
             nodes,
@@ -181,5 +192,11 @@ class SkillMapBuilder:
             {end for route in self._routes for end in (route.from_skill, route.to_skill)},
         )
         return SkillMap(
-            self._nodes, self._entries, self._routes, self._open, trees=self._trees, leaves=leaves
+            self._nodes,
+            self._entries,
+            self._routes,
+            self._open,
+            self._entry_mode,
+            trees=self._trees,
+            leaves=leaves,
         )

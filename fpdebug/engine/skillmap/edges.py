@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from fpdebug.engine.injections import InjectionContext, tool_name_matches
 from fpdebug.engine.skillmap.guards import Guard
 from fpdebug.engine.skillmap.moves import bounded_witness
-from fpdebug.engine.types import ToolResult, ToolStatus
+from fpdebug.engine.types import ToolResult, ToolStatus, require_id
+from fpdebug.errors import DefinitionError
 from fpdebug.trace.schema import EdgeDecl, EntryDecl, Witness
 
 
@@ -75,6 +76,48 @@ class Entry:
             pattern=self.pattern.pattern if self.pattern is not None else None,
             description=self.label,
         )
+
+
+def declare_entry(
+    skill_id: str,
+    *,
+    when: Callable[[InjectionContext], object] | None = None,
+    keywords: Sequence[str] | None = None,
+    regex: str | re.Pattern[str] | None = None,
+    label: str | None = None,
+    what: str = "entry",
+) -> Entry:
+    """Check and build an :class:`Entry` (a map's entry, or a turn-start rule): unconditional, or
+    exactly one of ``when``, ``keywords``, ``regex``.
+
+    Raises:
+        DefinitionError: More than one condition, a bad or empty-matching regex, keywords that are
+            not a non-empty list of non-empty words, a ``when`` that is not callable.
+    """
+    require_id(skill_id, f"{what} skill id")
+    given = [x for x in (when, keywords, regex) if x is not None]
+    if len(given) > 1:
+        raise DefinitionError(f"{what} {skill_id!r}: give at most one of when, keywords, regex")
+    pattern: re.Pattern[str] | None = None
+    if regex is not None:
+        try:
+            pattern = regex if isinstance(regex, re.Pattern) else re.compile(regex)
+        except re.error as exc:
+            raise DefinitionError(f"{what} {skill_id!r}: bad regex {regex!r}: {exc}") from exc
+        if pattern.search("") is not None:
+            raise DefinitionError(f"{what} {skill_id!r}: regex {pattern.pattern!r} matches the empty string")
+    words: tuple[str, ...] | None = None
+    if keywords is not None:
+        if isinstance(keywords, str):
+            raise DefinitionError(f"{what} {skill_id!r}: keywords must be a list of words, not one string")
+        words = tuple(keywords)
+        if not words or any(not isinstance(w, str) or not w.strip() for w in words):
+            raise DefinitionError(
+                f"{what} {skill_id!r}: keywords must be a non-empty list of non-empty words"
+            )
+    if when is not None and not callable(when):
+        raise DefinitionError(f"{what} {skill_id!r}: when must be callable")
+    return Entry(skill_id, when, words, pattern, label)
 
 
 @dataclass(frozen=True, slots=True)

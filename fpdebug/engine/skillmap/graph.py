@@ -25,6 +25,7 @@ class SkillMap:
         "_calls",
         "_entries",
         "_entry_ids",
+        "_entry_mode",
         "_injections",
         "_leaves",
         "_memo",
@@ -40,10 +41,12 @@ class SkillMap:
         entries: Sequence[Entry],
         routes: Sequence[Route],
         open_skills: Sequence[Injection],
+        entry_mode: Literal["relevance", "read"] | None = None,
         *,
         trees: Sequence[DecisionTree] = (),
         leaves: Mapping[str, TreeLeaf] | None = None,
     ) -> None:
+        self._entry_mode = entry_mode
         self._trees = tuple(trees)
         self._leaves = dict(leaves or {})
         self._node_ids = tuple(node.id for node in nodes)
@@ -66,6 +69,17 @@ class SkillMap:
     def entries(self) -> tuple[Entry, ...]:
         """Entries in declaration order."""
         return self._entries
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        """The entered nodes, in declaration order (no duplicates)."""
+        return self._entry_ids
+
+    @property
+    def entry_mode(self) -> Literal["relevance", "read"] | None:
+        """Exclusive entries (docs/context-model.md §5.2): ``relevance`` (the best-scored entry is
+        entered), ``read`` (no cold-start entry: the model reads one), or ``None`` (ordinary entries)."""
+        return self._entry_mode
 
     @property
     def routes(self) -> tuple[Route, ...]:
@@ -105,6 +119,7 @@ class SkillMap:
             edges=[route.declaration() for route in self._routes],
             open_skills=list(self.open_skill_ids),
             trees=[tree.declaration() for tree in self._trees] or None,
+            entry_mode=self._entry_mode,
         )
 
     # -- compiled triggers (docs/context-model.md §5.2) -----------------------------------------------------
@@ -121,6 +136,10 @@ class SkillMap:
             )
             return replace(node, trigger=rule)
         own = [entry for entry in self._entries if entry.skill_id == node.id]
+        if own and self._entry_mode is not None:  # an exclusive entry: active only under the cursor
+            return replace(
+                node, trigger=Rule(self._cursor_rule(node.id), description="entry", graph_node=True)
+            )
         if any(not entry.conditional for entry in own):
             return replace(node, trigger=Always())
         if own:
@@ -204,7 +223,7 @@ class SkillMap:
         return CursorMove(by="stay", to_skill=cur, from_skill=cur)
 
     def _cold_start(self, ctx: InjectionContext, proposal: str | None, pick: str | None) -> CursorMove:
-        if ctx.turn_route is None:
+        if self._entry_mode != "read" and ctx.turn_route is None:
             for entry in self._entries:
                 try:
                     matched, witness = entry.match(ctx)
@@ -215,10 +234,10 @@ class SkillMap:
         if proposal is not None and proposal in self._entry_ids:
             return CursorMove(by="tool-proposal", to_skill=proposal)
         if pick is not None and pick in self._entry_ids:
-            return CursorMove(by="model-pick", to_skill=pick)
+            return _resolving_menu(CursorMove(by="model-pick", to_skill=pick), ctx)
         for entry_id in self._entry_ids:
             if entry_id in ctx.activated_injection_ids:
-                return CursorMove(by="model-pick", to_skill=entry_id)
+                return _resolving_menu(CursorMove(by="model-pick", to_skill=entry_id), ctx)
         return CursorMove(by="none")
 
     def _declared_edges(self, ctx: InjectionContext, cur: str) -> CursorMove | None:
@@ -328,3 +347,13 @@ class SkillMap:
             posture=posture,
             menu=menu,
         )
+
+
+def _resolving_menu(move: CursorMove, ctx: InjectionContext) -> CursorMove:
+    """A cold-start model pick resolves a menu outstanding to the model: it records the menu, and
+    ``declined_offer`` when it picked off it (docs/context-model.md §5.1)."""
+    route = ctx.turn_route
+    if route is None or route.to_skill is not None or route.offered is None:
+        return move
+    declined = True if move.to_skill not in route.offered else None
+    return replace(move, offered=route.offered, declined_offer=declined)

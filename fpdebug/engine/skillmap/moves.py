@@ -53,7 +53,11 @@ class CursorMove:
     score: float | None = None
     """``intent`` (and a scored ``decider``) moves: the turn-start classifier's score of ``to_skill``."""
     offered: tuple[str, ...] | None = None
-    """``decider`` moves: the menu the turn-start decider resolved."""
+    """``decider`` moves: the menu the turn-start decider resolved out of band; ``model-pick`` moves:
+    the menu outstanding to the model that the pick resolved."""
+    declined_offer: bool | None = None
+    """``model-pick`` moves that resolved an outstanding menu: ``True`` when the pick was off the menu
+    (absent when it was on it)."""
 
 
 @dataclass(frozen=True, slots=True)

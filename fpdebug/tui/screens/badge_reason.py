@@ -54,6 +54,7 @@ BADGE_REASONS: dict[str, BadgeReason] = {
     "nudge": BadgeReason("Routing and findings", _starts("step nudge ")),
     "wrapup": BadgeReason("Routing and findings", _starts("wrap-up ")),
     "proposal": BadgeReason("Tool batch", _starts("effect ", holding="propose-transition")),
+    "declined": BadgeReason("Cursor", _starts("declined ")),
 }
 """Each timeline badge's row of the pass inspector."""
 

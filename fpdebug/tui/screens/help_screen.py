@@ -40,6 +40,7 @@ _BADGE_MEANING = {
     "nudge": "the model answered with steps unfinished; the loop re-asked it (step-nudge)",
     "wrapup": "the model still asked for tools at the limit; one more call ran with tools off (wrap-up)",
     "proposal": "a tool's route proposal was accepted in this batch (the next pass moves the cursor)",
+    "declined": "the model's pick resolved the turn-start menu left to it by picking off the menu",
 }
 
 

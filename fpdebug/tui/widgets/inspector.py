@@ -223,8 +223,15 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
         doc.fact("witness", "“", (move.witness.text, ""), "”", *keyword)
     if move.score is not None:  # the turn-start classifier's score (docs/context-model.md §5.1)
         doc.fact("score", (f"{move.score:g}", ""))
-    if move.offered is not None:  # the menu the turn-start decider resolved
+    if move.offered is not None:  # the menu the turn-start decider (or a model pick) resolved
         doc.fact("menu", (", ".join(move.offered) or "(empty)", ""))
+    if move.declined_offer:  # the model's pick resolved the menu by picking off it
+        doc.fact(
+            "declined",
+            ("the model picked ", palette.warn),
+            (move.to_skill or "(none)", ""),
+            (", off the menu", palette.warn),
+        )
     if move.by == "tool-proposal":
         _proposal_fact(doc, session, iteration, move.to_skill)
     doc.fact("reachable", (", ".join(move.reachable) or "(nothing)", ""))

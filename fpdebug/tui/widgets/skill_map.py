@@ -154,10 +154,15 @@ def _collect(
             path.superseded.append((label, record))
 
 
-def entry_condition(entry: EntryDecl, palette: Palette) -> list[Part]:
-    """How an entry is chosen, in words (docs/context-model.md §5.1–5.3)."""
+def entry_condition(entry: EntryDecl, palette: Palette, mode: str | None = None) -> list[Part]:
+    """How an entry is chosen, in words (docs/context-model.md §5.1–5.3); ``mode`` is the map's
+    exclusive-entry mode, when it has one."""
     parts: list[Part]
-    if entry.kind == "unconditional":
+    if mode == "relevance":
+        parts = ["exclusive ", ("(entered when it scores best; the first when nothing does)", palette.dim)]
+    elif mode == "read":
+        parts = ["exclusive ", ("(entered when the model reads it)", palette.dim)]
+    elif entry.kind == "unconditional":
         parts = ["unconditional ", ("(enters when no earlier entry matches)", palette.dim)]
     elif entry.kind == "keywords":
         parts = ["keywords ", (", ".join(entry.keywords or []) or "(none)", palette.key)]
@@ -521,7 +526,13 @@ def _legend(doc: DocBuilder, diagram: Diagram, marks: _Marks, at: str) -> None:
 
 def _entries(doc: DocBuilder, skill_map: SkillMapDecl, tags: list[str], marks: _Marks) -> None:
     palette = doc.palette
-    doc.heading("Entries", ("  tried in declaration order on a cold start", palette.dim))
+    if skill_map.entry_mode == "relevance":
+        note = "  exclusive, by relevance: the best-scored is entered, else the first"
+    elif skill_map.entry_mode == "read":
+        note = "  exclusive, by read: none on a cold start, the model reads one"
+    else:
+        note = "  tried in declaration order on a cold start"
+    doc.heading("Entries", (note, palette.dim))
     if not skill_map.entries:
         doc.line(("(none: the map is entered by a pick or a proposal only)", palette.dim), indent=2)
     width = min(max((len(entry.skill_id) for entry in skill_map.entries), default=8), 24) + 2
@@ -529,7 +540,7 @@ def _entries(doc: DocBuilder, skill_map: SkillMapDecl, tags: list[str], marks: _
         doc.line(
             "▶ ",
             (clip(entry.skill_id, width).ljust(width), _node_style(entry.skill_id, marks, palette)),
-            *entry_condition(entry, palette),
+            *entry_condition(entry, palette, skill_map.entry_mode),
             indent=2,
             hang=width + 2,
         )
@@ -589,7 +600,10 @@ def _outline(
         parts: list[Part] = [(marker, palette.accent if node == marks.current else palette.key)]
         parts.append((node, _node_style(node, marks, palette) + Style(bold=True)))
         if node in entries:
-            parts += [("  entry: ", palette.dim), *entry_condition(entries[node], palette)]
+            parts += [
+                ("  entry: ", palette.dim),
+                *entry_condition(entries[node], palette, skill_map.entry_mode),
+            ]
         if node == marks.current:
             parts.append(("  ← the cursor", palette.accent))
         if node not in skill_map.nodes:
@@ -656,6 +670,12 @@ def _path_section(
             parts += ["witness “", (move.witness.text, ""), "”"]
             if move.witness.keyword:
                 parts += [" (keyword ", (move.witness.keyword, palette.key), ")"]
+        if move.score is not None:  # a turn-start classifier's or scorer's score
+            parts += ["  score ", (f"{move.score:g}", "")]
+        if move.offered is not None:  # the menu a decider or the model's pick resolved
+            parts += ["  menu ", (", ".join(move.offered) or "(empty)", "")]
+        if move.declined_offer:
+            parts += [("  ✗ declined the menu", palette.warn)]
         if move.conflict is not None:
             parts += [("  ⚡ conflict", palette.warn)]
         if move.guard is not None:

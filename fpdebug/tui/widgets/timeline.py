@@ -47,6 +47,7 @@ BADGE_LETTERS: dict[str, str] = {
     "nudge": "N",
     "wrapup": "W",
     "proposal": "p",
+    "declined": "M",
 }
 """One-letter badges used when the timeline is too narrow for words (listed in the help)."""
 
@@ -57,6 +58,7 @@ _BADGE_WORDS: dict[str, str] = {
     "unsupported": "unsupported value",
     "nudge": "step nudge",
     "wrapup": "wrap-up",
+    "declined": "declined menu",
 }
 """How the legend spells a badge whose name says less than it could."""
 
