@@ -55,6 +55,7 @@ def test_the_registry_lists_every_scenario_with_the_contract() -> None:
         "wrap-up",
         "continuity",
         "cascade",
+        "argument-ask",
     ]
     for name in SCENARIOS:
         scenario = load_scenario(name)

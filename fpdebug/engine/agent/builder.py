@@ -33,6 +33,7 @@ from fpdebug.trace.clock import Clock
 
 if TYPE_CHECKING:
     from fpdebug.engine.providers.base import Provider
+    from fpdebug.trace.schema import AskRow
 
 
 class _LayerArms(TypedDict, total=False):
@@ -49,6 +50,7 @@ class _LayerArms(TypedDict, total=False):
     standing_line: Literal["always", "unsupported"] | bool | None
     time_zone: str | None
     time_clock: Clock | None
+    ask: bool | None
 
 
 class Agent:
@@ -336,6 +338,7 @@ class Agent:
         argument_sources: bool | None = None,
         external_grounds: Mapping[str, object] | None = None,
         declared_sources: Mapping[str, object] | None = None,
+        ask: bool | None = None,
     ) -> Agent:
         """Arm the inputs layer: after each LLM call, where every tool argument's value came from.
 
@@ -343,6 +346,9 @@ class Agent:
             argument_sources: Read ``_from`` citations and search grounds and declared sources.
             external_grounds: Values the app vouches for, label → value (arms argument sources).
             declared_sources: Documents the app declares, name → data (arms argument sources).
+            ask: The argument ask (docs/honesty.md §12.7): when a call Route will run has an
+                argument no source in reach holds, the call does not run; the turn pauses with a
+                question for the user (``Conversation.paused``) until ``Conversation.resume(value)``.
 
         Returns:
             A new agent.
@@ -352,6 +358,7 @@ class Agent:
             argument_sources=argument_sources,
             external_grounds=external_grounds,
             declared_sources=declared_sources,
+            ask=ask,
         )
 
     def results_layer(self) -> Agent:
@@ -535,6 +542,7 @@ class Agent:
         clock: Clock | None = None,
         run_id: str | None = None,
         options: Mapping[str, object] | None = None,
+        answer: Callable[[AskRow], object] | None = None,
     ) -> RunResult:
         """Run one or several turns and end the run.
 
@@ -552,6 +560,8 @@ class Agent:
             clock: Stamps events and measures latencies.
             run_id: The run's id.
             options: Extra settings recorded in ``run_start.options``.
+            answer: The user's side of an argument ask (``inputs_layer(ask=True)``): given the ask,
+                the value to resume with. Without it, a turn that pauses ends the run ``paused``.
 
         Returns:
             The :class:`RunResult`.
@@ -563,6 +573,11 @@ class Agent:
             provider=provider, sink=sink, clock=clock, run_id=run_id, options=options
         )
         for message in messages:
-            if conversation.status != "running" or conversation.send(message).status != "completed":
+            if conversation.status != "running":
+                break
+            turn = conversation.send(message)
+            while turn.status == "paused" and answer is not None and conversation.paused is not None:
+                turn = conversation.resume(answer(conversation.paused))
+            if turn.status != "completed":
                 break
         return conversation.close()
