@@ -46,6 +46,7 @@ BADGE_LETTERS: dict[str, str] = {
     "unsupported": "U",
     "nudge": "N",
     "wrapup": "W",
+    "ask": "A",
     "proposal": "p",
 }
 """One-letter badges used when the timeline is too narrow for words (listed in the help)."""
@@ -57,6 +58,7 @@ _BADGE_WORDS: dict[str, str] = {
     "unsupported": "unsupported value",
     "nudge": "step nudge",
     "wrapup": "wrap-up",
+    "ask": "argument ask",
 }
 """How the legend spells a badge whose name says less than it could."""
 
