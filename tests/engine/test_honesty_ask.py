@@ -305,3 +305,18 @@ def test_no_ask_about_a_call_route_will_not_run_or_without_the_arm(tmp_path: Pat
         events = read(path)
         assert rows_of(events, AskRow) == [] and "ask_answer" not in [e.kind for e in events], name
         assert recompute_findings(events) == recorded_findings(events)
+
+
+def test_fpdebug_run_says_a_run_ended_paused_on_an_unanswered_ask(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fpdebug.cli import main
+
+    module = tmp_path / "no_user.py"  # the argument-ask demo without its scripted user
+    module.write_text("from fpdebug.demo.argument_ask import USER_MESSAGES, build_agent, scripted_provider\n")
+    trace = tmp_path / "t.jsonl"
+    assert main(["run", str(module), "--trace", str(trace)]) != 0
+    captured = capsys.readouterr()
+    assert "paused" in captured.out and "an argument ask nobody answered" in captured.err
+    events = read(trace)
+    assert isinstance(events[-1], RunEndEvent) and events[-1].status == "paused"
