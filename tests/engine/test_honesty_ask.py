@@ -320,3 +320,17 @@ def test_fpdebug_run_says_a_run_ended_paused_on_an_unanswered_ask(
     assert "paused" in captured.out and "an argument ask nobody answered" in captured.err
     events = read(trace)
     assert isinstance(events[-1], RunEndEvent) and events[-1].status == "paused"
+
+
+def test_an_answer_function_that_raises_ends_the_run_paused_then_raises(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    clock = FixedClock(T0)
+
+    def user(ask: AskRow) -> object:
+        raise LookupError("no such account")
+
+    provider = model(ScriptedReply.tool_call("get_balance", {"account_id": "ACC-1"}))
+    with TraceFileSink.create(path, clock=clock) as sink, pytest.raises(LookupError):
+        agent(get_balance).run("Balance?", provider=provider, sink=sink, clock=clock, answer=user)
+    end = read(path)[-1]
+    assert isinstance(end, RunEndEvent) and end.status == "paused"

@@ -561,7 +561,8 @@ class Agent:
             run_id: The run's id.
             options: Extra settings recorded in ``run_start.options``.
             answer: The user's side of an argument ask (``inputs_layer(ask=True)``): given the ask,
-                the value to resume with. Without it, a turn that pauses ends the run ``paused``.
+                the value to resume with. Without it, a turn that pauses ends the run ``paused``;
+                when it raises, the run ends ``paused`` and the exception propagates.
 
         Returns:
             The :class:`RunResult`.
@@ -577,7 +578,12 @@ class Agent:
                 break
             turn = conversation.send(message)
             while turn.status == "paused" and answer is not None and conversation.paused is not None:
-                turn = conversation.resume(answer(conversation.paused))
+                try:
+                    value = answer(conversation.paused)
+                except BaseException:
+                    conversation.close()  # the ask was never answered: the run ends paused, then raise
+                    raise
+                turn = conversation.resume(value)
             if turn.status != "completed":
                 break
         return conversation.close()
