@@ -98,6 +98,7 @@ SLOW_MODULES = frozenset(
         "tests/tui/test_fork_ledger.py",
         "tests/tui/test_verdict_first.py",
         "tests/tui/test_badge_reason.py",
+        "tests/tui/test_ask_badge.py",
         "tests/tui/test_lease_reason.py",
         "tests/tui/test_link_cursor.py",
         "tests/tui/test_keys_everywhere.py",

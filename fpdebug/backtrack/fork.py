@@ -48,6 +48,7 @@ from fpdebug.backtrack.suspects import InjectionSpec, RestoreSpec
 from fpdebug.errors import BacktrackError
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import (
+    AskAnswerEvent,
     ForkEditKind,
     ForkEditRecord,
     LeaseGrantEvent,
@@ -124,6 +125,8 @@ class ForkPoint:
     """Injection ids leased in the fork's turn before its pass (what ``revoke-lease`` may name)."""
     final_answers: tuple[str, ...]
     """The parent's final answers, one per finished turn."""
+    user_answers: tuple[AskAnswerEvent, ...] = ()
+    """The user's answers to the parent's argument asks, in order (the fork gives them again)."""
 
     @property
     def request(self) -> LlmRequest:
@@ -251,7 +254,8 @@ def load_fork_point(
     )
     leases = _leases_before(mine, turn, at_pass)
     answers = tuple(r.final_content for r in mine if isinstance(r, TurnEndEvent))
-    return ForkPoint(path, start, turn, at_pass, calls, before, messages, leases, answers)
+    asked = tuple(r for r in mine if isinstance(r, AskAnswerEvent))
+    return ForkPoint(path, start, turn, at_pass, calls, before, messages, leases, answers, asked)
 
 
 def _leases_before(records: Sequence[object], turn: int, at_pass: int) -> tuple[str, ...]:

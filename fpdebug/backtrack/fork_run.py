@@ -28,6 +28,7 @@ from fpdebug.engine.sink import EventSink, TraceFileSink
 from fpdebug.errors import BacktrackError, FpdebugError, ReplayDivergenceError, RunInterrupted
 from fpdebug.trace.clock import Clock, SystemClock
 from fpdebug.trace.schema import (
+    AskRow,
     ForkOrigin,
     LlmCallEvent,
     LlmRequest,
@@ -252,6 +253,27 @@ def _build_agent(point: ForkPoint, load_module: ModuleLoader) -> Agent:
     return agent.max_iterations(point.run_start.max_iterations).check()
 
 
+def _parent_answers(point: ForkPoint) -> Callable[[AskRow], object] | None:
+    """The user's side of the fork's argument asks: the parent's recorded answers, like its user
+    messages (docs/honesty.md §12.7). Each is given once, to the ask on the same call and argument,
+    else to the next ask on the same argument; an ask the parent never answered stops the fork."""
+    recorded = list(point.user_answers)
+    if not recorded:
+        return None
+
+    def answer(ask: AskRow) -> object:
+        for same_call in (True, False):
+            for index, given in enumerate(recorded):
+                if given.path == ask.path and (given.tool_call_id == ask.tool_call_id or not same_call):
+                    return recorded.pop(index).answer
+        raise BacktrackError(
+            f"the fork asked the user for {ask.path} of {ask.tool_name} ({ask.tool_call_id}), and the "
+            "parent recorded no answer to give: the fork's trace ends paused there"
+        )
+
+    return answer
+
+
 def _user_messages(point: ForkPoint, edits: Sequence[ForkEdit]) -> list[str]:
     """The turns to send: the parent's, with the fork turn's message replaced when the fork is at its
     first pass (its ``turn_start`` then records the new message; at a later pass the turn has begun,
@@ -354,7 +376,12 @@ def run_fork(
         # Nothing reaches the network unless the user asked for a live continuation.
         with allow_live_calls(source is not None and source.live):
             result = agent.edit_requests(edit).run(
-                _user_messages(point, edits), provider=fork_provider, sink=sink, clock=clock, options=options
+                _user_messages(point, edits),
+                provider=fork_provider,
+                sink=sink,
+                clock=clock,
+                options=options,
+                answer=_parent_answers(point),
             )
     return ForkOutcome(
         point=point,

@@ -408,6 +408,11 @@ def finish(run: ScenarioRun) -> int:
         return 0
     if result.status == "interrupted":
         return 130
+    if result.status == "paused":  # an argument ask (docs/honesty.md §12.7) that nothing answered
+        raise FpdebugError(
+            "the run ended paused on an argument ask nobody answered: give the scenario module an "
+            "answer_ask(ask) function that returns the user's value"
+        )
     if isinstance(result.exception, FpdebugError):
         raise result.exception
     error = result.error

@@ -25,6 +25,7 @@ from fpdebug.engine.providers.replay import ReplayProvider
 from fpdebug.engine.sink import EventSink, TraceFileSink
 from fpdebug.errors import DefinitionError, FpdebugError, ProviderError, ScenarioError
 from fpdebug.trace.clock import Clock, FixedClock, SystemClock
+from fpdebug.trace.schema import AskRow
 from fpdebug.trace.writer import Durability
 
 __all__ = [
@@ -61,6 +62,7 @@ SCENARIOS: Mapping[str, str] = {
     "cascade": "fpdebug.demo.cascade",
     "decision-tree": "fpdebug.demo.decision_tree",
     "entry-rules": "fpdebug.demo.entry_rules",
+    "argument-ask": "fpdebug.demo.argument_ask",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 
@@ -133,6 +135,12 @@ class Scenario:
             return check_provider(provider)
         except DefinitionError as exc:
             raise ScenarioError(f"{self.source}: scripted_provider() returned no provider: {exc}") from exc
+
+    @property
+    def answer_ask(self) -> Callable[[AskRow], object] | None:
+        """The module's scripted user for an argument ask (``answer_ask(ask)``), if it declares one."""
+        answer = getattr(self.module, "answer_ask", None)
+        return answer if callable(answer) else None
 
     @property
     def expected(self) -> Mapping[str, object]:
@@ -434,7 +442,13 @@ def run_target(
         sink: EventSink = wrap_sink(file_sink) if wrap_sink is not None else file_sink
         try:
             result = agent.run(
-                turns, provider=provider, sink=sink, clock=clock, run_id=run_id, options=scenario.options
+                turns,
+                provider=provider,
+                sink=sink,
+                clock=clock,
+                run_id=run_id,
+                options=scenario.options,
+                answer=scenario.answer_ask,
             )
         finally:
             if sink is not file_sink:

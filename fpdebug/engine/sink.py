@@ -27,6 +27,7 @@ from typing import Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 from fpdebug.errors import RunInterrupted
 from fpdebug.trace.clock import Clock, SystemClock
 from fpdebug.trace.schema import (
+    AskAnswerEvent,
     CursorMoveEvent,
     EngagementEvent,
     FindingEvent,
@@ -74,6 +75,7 @@ EventRecord: TypeAlias = (
     | RerouteSupersededEvent
     | StepsUnfinishedEvent
     | WrapUpEvent
+    | AskAnswerEvent
     | RunEndEvent
 )
 """The event classes of :data:`~fpdebug.trace.schema.TraceEvent` (the union without its discriminator)."""

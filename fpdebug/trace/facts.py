@@ -41,6 +41,7 @@ from fpdebug.trace.schema import (
 __all__ = [
     "FACTS_ADAPTER",
     "FACTS_MODELS",
+    "AskAnswerFacts",
     "CursorMoveFacts",
     "EngagementFacts",
     "Facts",
@@ -97,7 +98,7 @@ class RunEndFacts(_Facts):
     """``run_end``: how the run ended."""
 
     kind: Literal["run_end"]
-    status: Literal["completed", "failed", "interrupted"]
+    status: Literal["completed", "failed", "interrupted", "paused"]
     """The run's status."""
     error: ErrorInfo | None = None
     """Why it failed."""
@@ -234,6 +235,12 @@ class WrapUpFacts(_Facts):
     kind: Literal["wrap_up"]
 
 
+class AskAnswerFacts(_Facts):
+    """``ask_answer``: the envelope only."""
+
+    kind: Literal["ask_answer"]
+
+
 FACTS_MODELS: tuple[type[_Facts], ...] = (
     RunStartFacts,
     RunEndFacts,
@@ -252,6 +259,7 @@ FACTS_MODELS: tuple[type[_Facts], ...] = (
     RerouteSupersededFacts,
     StepsUnfinishedFacts,
     WrapUpFacts,
+    AskAnswerFacts,
 )
 """One facts model per event kind."""
 
@@ -272,7 +280,8 @@ Facts = Annotated[
     | RouteConflictFacts
     | RerouteSupersededFacts
     | StepsUnfinishedFacts
-    | WrapUpFacts,
+    | WrapUpFacts
+    | AskAnswerFacts,
     Field(discriminator="kind"),
 ]
 """The facts of any event line."""

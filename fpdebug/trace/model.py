@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from fpdebug.trace.facts import (
     FACTS_ADAPTER,
+    AskAnswerFacts,
     CursorMoveFacts,
     EngagementFacts,
     Facts,
@@ -78,6 +79,7 @@ from fpdebug.trace.runs import (
     Turn,
 )
 from fpdebug.trace.schema import (
+    AskAnswerEvent,
     CursorMoveEvent,
     EngagementEvent,
     FindingEvent,
@@ -151,6 +153,8 @@ _InTurnEvent: TypeAlias = (
     | StepsUnfinishedFacts
     | WrapUpEvent
     | WrapUpFacts
+    | AskAnswerEvent
+    | AskAnswerFacts
 )
 """Every event but ``run_start`` and ``run_end``: what belongs to a turn (full events and facts)."""
 
@@ -436,6 +440,8 @@ class RunModel:
                 | StepsUnfinishedFacts()
                 | WrapUpEvent()
                 | WrapUpFacts()
+                | AskAnswerEvent()
+                | AskAnswerFacts()
             ):
                 pass  # listed in their iteration above; the model keeps no other fact of them
             case CursorMoveEvent() | CursorMoveFacts():

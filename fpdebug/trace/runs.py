@@ -49,7 +49,7 @@ KINDS: tuple[str, ...] = tuple(sorted(EVENT_KINDS))
 KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 """The one-byte code of each kind, as packed in :attr:`Iteration.entries`."""
 
-RunStatus: TypeAlias = Literal["running", "completed", "failed", "interrupted"]
+RunStatus: TypeAlias = Literal["running", "completed", "failed", "interrupted", "paused"]
 """A run's status: ``running`` until its ``run_end`` line arrives."""
 
 LeaseState: TypeAlias = Literal["alive", "spent", "tenure-ended"]

@@ -38,6 +38,8 @@ __all__ = [
     "ActiveReason",
     "AnswerAssessmentRow",
     "ArgumentRow",
+    "AskAnswerEvent",
+    "AskRow",
     "AssumedValue",
     "BasisRow",
     "CachePrefix",
@@ -595,6 +597,10 @@ class HonestyArms(Frozen):
     declaring ``wall_zone: "app"``. Absent: no ``clock`` or ``call-window`` row is ever filed."""
     periods: dict[str, ToolPeriod] | None = None
     """Under the time layer, the tools whose period declares forms (tool name → period)."""
+    argument_ask: bool | None = None
+    """The inputs layer asks (``argumentAsk``): an argument of a call Route will run that no source in
+    reach holds is put to the user as a question, and the run pauses on that call until
+    ``Conversation.resume`` supplies the value (docs/honesty.md §12.7)."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1050,6 +1056,28 @@ class ArgumentRow(Frozen):
     """The value is withheld because a tool in reach hides its arguments."""
     dropped_from: int | None = None
     """Count of dropped ``from`` entries, when no basis row was filed."""
+    answered: bool | None = None
+    """The user gave this value, answering the layer's ask (``source`` is ``user``; the call ran
+    with it)."""
+
+
+class AskRow(Frozen):
+    """The inputs layer's argument ask (``argumentAsk``): the run pauses on this call until the user
+    answers (docs/honesty.md §12.7)."""
+
+    row: Literal["ask"] = "ask"
+    tool_call_id: str
+    """The call the run pauses on (``pausedToolCallId``); it does not run before the answer."""
+    tool_name: str
+    """The tool called."""
+    path: str
+    """The argument asked about (its JSON path)."""
+    question: str
+    """The question put to the user."""
+    guessed: Any = None
+    """The value the model supplied, which no source in reach holds (``None`` when hidden)."""
+    hidden: bool = False
+    """The guess is withheld because a tool in reach hides its arguments."""
 
 
 class BasisRow(Frozen):
@@ -1178,7 +1206,14 @@ class ValidationRow(Frozen):
 
 
 FindingRow = Annotated[
-    ArgumentRow | BasisRow | ClockRow | CallWindowRow | ResultRow | AnswerAssessmentRow | ValidationRow,
+    ArgumentRow
+    | AskRow
+    | BasisRow
+    | ClockRow
+    | CallWindowRow
+    | ResultRow
+    | AnswerAssessmentRow
+    | ValidationRow,
     Field(discriminator="row"),
 ]
 """Any honesty row."""
@@ -1617,12 +1652,28 @@ class WrapUpEvent(_Event):
     """The user message the loop added to the history: what the model reads on the wrap-up call."""
 
 
+class AskAnswerEvent(_Event):
+    """The user answered the inputs layer's argument ask: the paused call runs with this value
+    (``Conversation.resume``, docs/honesty.md §12.7)."""
+
+    kind: Literal["ask_answer"] = "ask_answer"
+    tool_call_id: str
+    """The paused call."""
+    tool_name: str
+    """Its tool."""
+    path: str
+    """The argument asked about."""
+    answer: Any = None
+    """The user's value (JSON data)."""
+
+
 class RunEndEvent(_Event):
     """How the run ended."""
 
     kind: Literal["run_end"] = "run_end"
-    status: Literal["completed", "failed", "interrupted"]
-    """Completed, failed (see ``error``) or interrupted by the user."""
+    status: Literal["completed", "failed", "interrupted", "paused"]
+    """Completed, failed (see ``error``), interrupted by the user, or closed while paused on an
+    argument ask nobody answered (docs/honesty.md §12.7)."""
     error: ErrorInfo | None = None
     """Why it failed."""
     turns: int = 0
@@ -1655,6 +1706,7 @@ TraceEvent = Annotated[
     | RerouteSupersededEvent
     | StepsUnfinishedEvent
     | WrapUpEvent
+    | AskAnswerEvent
     | RunEndEvent,
     Field(discriminator="kind"),
 ]
@@ -1682,6 +1734,7 @@ EVENT_MODELS: dict[str, type[_Event]] = {
         RerouteSupersededEvent,
         StepsUnfinishedEvent,
         WrapUpEvent,
+        AskAnswerEvent,
         RunEndEvent,
     )
 }

@@ -34,6 +34,7 @@ BADGES: tuple[str, ...] = (
     "unsupported",
     "nudge",
     "wrapup",
+    "ask",
     "proposal",
     "declined",
 )
@@ -60,6 +61,8 @@ class RowFacts:
     """Route proposals the iteration's batch had accepted (honoured by the next pass)."""
     declined: bool = False
     """The pass's cursor move was a model pick that declined the menu left to it (docs/context-model.md §5.1)."""
+    asks: int = 0
+    """Arguments the inputs layer put to the user in this iteration (docs/honesty.md §12.7)."""
 
 
 def _load(reader: TraceReader, line: int | None) -> dict[str, object] | None:
@@ -108,34 +111,38 @@ def row_facts(reader: TraceReader, iteration: Iteration) -> RowFacts:
             reasons.extend(str(item.get("reason")) for item in pruned if isinstance(item, dict))
     record = _load(reader, iteration.cursor_line)
     declined = record is not None and record.get("declined_offer") is True
+    unsupported, asks = _honesty_counts(reader, iteration)
     return RowFacts(
         active,
         evaluated,
         parked,
         errors,
         tuple(reasons),
-        _unsupported(reader, iteration),
+        unsupported,
         proposals,
         declined,
+        asks,
     )
 
 
-def _unsupported(reader: TraceReader, iteration: Iteration) -> int:
-    """How many values the answer layer's assessments of this iteration marked unsupported."""
-    count = 0
+def _honesty_counts(reader: TraceReader, iteration: Iteration) -> tuple[int, int]:
+    """How many values the answer layer's assessments of this iteration marked unsupported, and how
+    many arguments the inputs layer asked the user for."""
+    count = asks = 0
     for line in iteration.finding_lines:
         record = _load(reader, line)
-        if (
-            record is None
-            or record.get("layer") != "answer"
-            or not isinstance(rows := record.get("rows"), list)
-        ):
+        if record is None or not isinstance(rows := record.get("rows"), list):
+            continue
+        if record.get("layer") == "inputs":
+            asks += sum(1 for row in rows if isinstance(row, dict) and row.get("row") == "ask")
+            continue
+        if record.get("layer") != "answer":
             continue
         for row in rows:
             values = row.get("values") if isinstance(row, dict) and row.get("row") == "assessment" else None
             if isinstance(values, list):
                 count += sum(1 for v in values if isinstance(v, dict) and v.get("supported") is False)
-    return count
+    return count, asks
 
 
 def _accepted_proposal(effect: dict[str, object]) -> bool:
@@ -194,6 +201,7 @@ def badges_of(
         "unsupported": facts.unsupported > 0,
         "nudge": iteration.has("steps_unfinished"),
         "wrapup": iteration.has("wrap_up"),
+        "ask": facts.asks > 0,
         "proposal": facts.proposals > 0,
         "declined": facts.declined,
     }

@@ -252,3 +252,16 @@ def test_a_live_continuation_needs_live(tmp_path: Path) -> None:
             model="claude-test",
         )
     assert not (tmp_path / "fork.fptrace.jsonl").exists()
+
+
+def test_a_fork_of_a_run_that_asked_gives_the_parents_answer_again(tmp_path: Path) -> None:
+    # argument-ask: pass 1's call waited for the user's ACC-7731 (docs/honesty.md §12.7)
+    parent = demo_trace(tmp_path, "argument-ask")
+    text = '{"account_id": "ACC-7731", "type": "checking", "balance": 10.0, "currency": "USD"}'
+    _, outcome = fork(parent, 2, [ForkEdit("tool-result", "call_1", text)])
+    assert outcome.result.status == "completed"
+    assert outcome.result.content == "Your checking account ACC-7731 has a balance of $10.00."
+    with TraceReader(outcome.path) as reader:
+        kinds = [r.kind for r in reader]
+        answers = [r.answer for r in reader if r.kind == "ask_answer"]  # type: ignore[union-attr]
+    assert answers == ["ACC-7731"] and kinds[-1] == "run_end"

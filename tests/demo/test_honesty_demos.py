@@ -82,7 +82,7 @@ def test_the_enforcing_gate_sends_the_made_up_fee_back_and_the_revision_drops_it
     assert [v.text for v in draft_row.values if not v.supported] == expected["unsupported_in_draft"]
     assert all(v.supported for v in final_row.values) and final_row.values
     assert "unsupportedValues" in final_row.reads and "answerValidation" in final_row.reads
-    assert "argumentAsk" not in final_row.reads
+    assert "argumentAsk" in final_row.reads and "pausedToolCallId" in final_row.reads
     (end,) = [e for e in events if isinstance(e, TurnEndEvent)]
     assert end.final_content == expected["answer"] and end.iteration_count == expected["revision_iteration"]
     # The batch of iteration 1 is judged once: the revision turn's loop head leaves it in place.
@@ -182,6 +182,7 @@ def test_assessing_during_the_run_equals_assessing_the_saved_trace(name: str, tm
             sink=sink,
             clock=clock,
             run_id="t",
+            answer=scenario.answer_ask,
         )
     assert result.status == "completed"
     events = events_of(path)
@@ -190,7 +191,7 @@ def test_assessing_during_the_run_equals_assessing_the_saved_trace(name: str, tm
     assert recompute_findings(events) == written
 
 
-@pytest.mark.parametrize("name", ["unsupported-amount", "traced-argument", "revised-amount"])
+@pytest.mark.parametrize("name", ["unsupported-amount", "traced-argument", "revised-amount", "argument-ask"])
 def test_the_committed_honesty_samples_satisfy_the_equality_law(name: str) -> None:
     events = events_of(sample_path(SAMPLES, name))
     assert recorded_findings(events) and recompute_findings(events) == recorded_findings(events)

@@ -57,6 +57,7 @@ def test_the_registry_lists_every_scenario_with_the_contract() -> None:
         "cascade",
         "decision-tree",
         "entry-rules",
+        "argument-ask",
     ]
     for name in SCENARIOS:
         scenario = load_scenario(name)

@@ -374,5 +374,5 @@ def test_compose_standing_line_wording() -> None:
     )
     assert compose_standing_line([v("1", "user")], asked=True) == (
         "The 1 value in this answer is backed by the user's message. "
-        "The model asked the user for an argument it could not ground."
+        "The model asked the user for an argument no source held, and the call ran with the answer."
     )

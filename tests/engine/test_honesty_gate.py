@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from fpdebug.demo.script import this_turn
 from fpdebug.engine.agent import Agent
-from fpdebug.engine.honesty import NOT_WRITTEN, answer_fold_reads, fold_reads, gate_verdict
+from fpdebug.engine.honesty import answer_fold_reads, fold_reads, gate_verdict
 from fpdebug.engine.honesty import hooks as hooks_module
 from fpdebug.engine.honesty.replay import recompute_findings, recorded_findings
 from fpdebug.engine.providers.scripted import ScriptedCall, ScriptedProvider, ScriptedReply
@@ -32,6 +32,8 @@ from fpdebug.trace.clock import FixedClock
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
+    AskAnswerEvent,
+    AskRow,
     FindingEvent,
     LlmCallEvent,
     LlmRequest,
@@ -86,7 +88,11 @@ def run(
         clock = FixedClock(T0)
         with TraceFileSink.create(path, clock=clock, durability="none") as sink:
             result = agent.run(
-                list(messages), provider=ScriptedProvider(respond=model), sink=sink, clock=clock
+                list(messages),
+                provider=ScriptedProvider(respond=model),
+                sink=sink,
+                clock=clock,
+                answer=lambda ask: "REF-5",  # the user's side of an argument ask
             )
         assert result.status == "completed"
         with TraceReader(path) as reader:
@@ -137,6 +143,7 @@ ARMS = st.fixed_dictionaries(
         "middleware": st.booleans(),
         "validation": st.booleans(),
         "time": st.booleans(),
+        "ask": st.booleans(),
     }
 )
 
@@ -154,8 +161,8 @@ def agent_of(arms: Mapping[str, Any], limit: int) -> Agent:
     )
     if arms["middleware"]:
         agent = agent.tool_middleware(lambda call: call)
-    if arms["inputs"]:
-        agent = agent.inputs_layer()
+    if arms["inputs"] or arms["ask"]:
+        agent = agent.inputs_layer(ask=arms["ask"])
     if arms["results"]:
         agent = agent.results_layer()
     if arms["answer"]:
@@ -193,9 +200,25 @@ def test_the_honesty_laws_hold_on_any_run_with_or_without_the_gate(
     # A fold never reads what nothing writes: each key read is one the run's arms wrote.
     for reads, committed in folds:
         assert set(reads) <= set(committed), set(reads) - set(committed)
-        assert not set(reads) & NOT_WRITTEN
+        assert "pausedToolCallId" in reads
+        # An answer is never assessed as if a paused call had run: no call is paused at the fold.
+        assert committed["pausedToolCallId"] is None
         assert ("unsupportedValues" in reads) == (arms["gate"] is not None)
         assert ("answerValidation" in reads) == arms["validation"]
+    # The argument ask: each ask is answered once, the call ran with the answer, and the answered
+    # argument is filed again with the user as its source.
+    asks = [
+        (f.turn, row.tool_call_id, row.path)
+        for f in findings(events, "inputs")
+        for row in f.rows
+        if isinstance(row, AskRow)
+    ]
+    answered = [(e.turn, e.tool_call_id, e.path) for e in events if isinstance(e, AskAnswerEvent)]
+    assert asks == answered and len(asks) == len(set(asks))
+    assert bool(asks) <= arms["ask"]
+    ran_args = {(e.turn, e.tool_call_id): e.args for e in events if isinstance(e, ToolResultEvent)}
+    for turn, call_id, path in asks:
+        assert ran_args[(turn, call_id)][path.removeprefix("$.")] == "REF-5"
     # The inputs layer never judges a call Route does not run.
     dispatched = {(c.turn, c.iteration) for c in calls_of(events) if c.route == "tool-calls"}
     assert {(f.turn, f.iteration) for f in findings(events, "inputs")} <= dispatched
@@ -218,9 +241,31 @@ def test_fold_reads_never_lists_a_key_nothing_writes_in_any_combination() -> Non
             "inputs": inputs,
             "tool_middleware": middleware,
         }
-        seed = answer_fold_reads(**arms)
-        assert fold_reads(**arms) == [key for key in seed if key not in NOT_WRITTEN]
-    assert {"pausedToolCallId", "argumentAsk"} == NOT_WRITTEN
+        # Every key of the seed's list has a writer in fpdebug: the fold reads exactly that list.
+        assert fold_reads(**arms) == answer_fold_reads(**arms)
+        assert ("argumentAsk" in fold_reads(**arms)) == inputs
+        assert fold_reads(**arms)[:3] == ["history", "turnNumber", "pausedToolCallId"]
+
+
+def test_the_fold_reads_the_seeds_example_list() -> None:
+    # The seed's @example: tools only.
+    assert answer_fold_reads(
+        tools=True, evidence_gate=False, answer_validation=False, inputs=False, tool_middleware=False
+    ) == ["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly", "coverageDeclared"]
+    assert fold_reads(
+        tools=True, evidence_gate=True, answer_validation=True, inputs=True, tool_middleware=True
+    ) == [
+        "history",
+        "turnNumber",
+        "pausedToolCallId",
+        "findingsLedger",
+        "stoppedEarly",
+        "coverageDeclared",
+        "unsupportedValues",
+        "answerValidation",
+        "argumentAsk",
+        "middlewareDecisions",
+    ]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ def run_stopped(name: str, path: Path, **stop: object) -> tuple[RunResult, StopA
             sink=gate,
             clock=clock,
             run_id="t",
+            answer=scenario.answer_ask,
         )
     return result, gate, read(path)
 
@@ -104,7 +105,7 @@ def test_a_run_stopped_at_any_event_recomputes_to_exactly_what_it_wrote(name: st
         assert written == everything[: len(written)], at
 
 
-@pytest.mark.parametrize("name", ["unsupported-amount", "traced-argument", "revised-amount"])
+@pytest.mark.parametrize("name", ["unsupported-amount", "traced-argument", "revised-amount", "argument-ask"])
 def test_a_trace_cut_short_at_any_line_recomputes_to_exactly_what_it_holds(name: str, tmp_path: Path) -> None:
     _, _, complete = run_stopped(name, tmp_path / "complete.jsonl")
     for cut in range(1, len(complete) + 1):

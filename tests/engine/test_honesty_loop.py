@@ -544,6 +544,7 @@ def test_the_answer_is_assessed_once_before_turn_end_with_supported_and_unsuppor
     assert row.reads == [
         "history",
         "turnNumber",
+        "pausedToolCallId",
         "findingsLedger",
         "stoppedEarly",
         "coverageDeclared",
@@ -567,7 +568,7 @@ def test_the_answer_is_assessed_once_before_turn_end_with_supported_and_unsuppor
 def test_the_fold_reads_only_keys_the_agents_arms_can_write(tmp_path: Path) -> None:
     bare = record(Agent("chat").answer_layer(), "hi", scripted("Hello on 2026-01-05."), tmp_path, name="b")
     (row,) = rows_of(bare.findings("answer")[0])
-    assert row.reads == ["history", "turnNumber", "findingsLedger", "stoppedEarly"]
+    assert row.reads == ["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly"]
     assert [(v.text, v.supported) for v in row.values] == [("2026-01-05", False)]
     skills = Agent("s").skills(define_skill("faq", body="Answer FAQs.", description="FAQ")).findings()
     run = record(skills, "hi", scripted("Hello."), tmp_path, name="s")
@@ -575,9 +576,11 @@ def test_the_fold_reads_only_keys_the_agents_arms_can_write(tmp_path: Path) -> N
     assert row.reads == [
         "history",
         "turnNumber",
+        "pausedToolCallId",
         "findingsLedger",
         "stoppedEarly",
         "coverageDeclared",
+        "argumentAsk",  # .findings() arms the inputs layer, which writes it
     ]
     assert row.values == [] and row.standing_line is None
 

@@ -220,9 +220,11 @@ EXPECTED_REFUND = [
                 reads=[
                     "history",
                     "turnNumber",
+                    "pausedToolCallId",
                     "findingsLedger",
                     "stoppedEarly",
                     "coverageDeclared",
+                    "argumentAsk",
                 ],
                 values=[
                     StatedValue(
@@ -379,7 +381,7 @@ def test_the_answer_assessment_says_the_final_reply_was_cut_short() -> None:
     run.llm(1, 1, calls=[ToolCallRecord(id="c1", name="x")], route="final")
     run.end_turn(1, 1, "", stopped=stopped)
     (answer,) = recompute_findings(run.events)
-    always = ["history", "turnNumber", "findingsLedger", "stoppedEarly"]
+    always = ["history", "turnNumber", "pausedToolCallId", "findingsLedger", "stoppedEarly"]
     assert answer.rows == (AnswerAssessmentRow(reads=always, stopped_early=stopped),)
 
 

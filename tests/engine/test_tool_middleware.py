@@ -251,7 +251,7 @@ def test_the_rewrite_reaches_the_argument_row_and_the_assumed_block(tmp_path: Pa
     )
     assert (row.rewritten, row.rewritten_to) == (True, 100.0)
     answer = assessment(run)
-    assert answer.reads[-2:] == ["coverageDeclared", "middlewareDecisions"]
+    assert answer.reads[-3:] == ["coverageDeclared", "argumentAsk", "middlewareDecisions"]
     assert answer.assumed == [
         AssumedValue(tool_call_id="call_2", path="$.amount", original=250.0, rewritten_to=100.0)
     ]

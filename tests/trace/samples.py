@@ -10,6 +10,8 @@ from fpdebug.trace.schema import (
     ActiveReason,
     AnswerAssessmentRow,
     ArgumentRow,
+    AskAnswerEvent,
+    AskRow,
     AssumedValue,
     BasisRow,
     ConflictParty,
@@ -285,6 +287,9 @@ def every_kind(t0: datetime, *, run_id: str = "run-1", first_seq: int = 1) -> li
             rows=[
                 ArgumentRow(tool_call_id="call-1", tool_name="fetch", path="$.url", value="x", source="user"),
                 BasisRow(tool_call_id="call-1", tool_name="fetch", from_entries=["user"]),
+                AskRow(
+                    tool_call_id="call-1", tool_name="fetch", path="$.url", question="Which url?", guessed="x"
+                ),
                 ResultRow(
                     batch_iteration=1,
                     tool_call_id="call-1",
@@ -335,6 +340,9 @@ def every_kind(t0: datetime, *, run_id: str = "run-1", first_seq: int = 1) -> li
             nudge="The 'refund' procedure is not finished.",
         ),
         WrapUpEvent(**env(), pending_tool_calls=2, answer_was_empty=True, instruction="Answer now."),
+        AskAnswerEvent(
+            **env(), tool_call_id="c1", tool_name="get_balance", path="$.account_id", answer="ACC-7"
+        ),
         TurnEndEvent(
             **env(iteration=None),
             final_content="Refunded.",

@@ -84,3 +84,7 @@ class TestHonesty:
     def test_an_answer_the_evidence_gate_sent_back(self, snap_compare: Callable[..., bool]) -> None:
         # revised-amount's draft (T1·I2): route rev, the unsupported badge, the findings in full
         assert snap_compare(FpdebugApp(sample("revised-amount")), run_before=_keys("j"), terminal_size=WIDE)
+
+    def test_an_argument_ask(self, snap_compare: Callable[..., bool]) -> None:
+        # argument-ask's T1·I1: the ask badge, the ask and its question, the user's answer
+        assert snap_compare(FpdebugApp(sample("argument-ask")), run_before=_keys(), terminal_size=WIDE)

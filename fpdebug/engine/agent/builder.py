@@ -34,6 +34,7 @@ from fpdebug.trace.clock import Clock
 
 if TYPE_CHECKING:
     from fpdebug.engine.providers.base import Provider
+    from fpdebug.trace.schema import AskRow
 
 
 class _LayerArms(TypedDict, total=False):
@@ -50,6 +51,7 @@ class _LayerArms(TypedDict, total=False):
     standing_line: Literal["always", "unsupported"] | bool | None
     time_zone: str | None
     time_clock: Clock | None
+    ask: bool | None
 
 
 class Agent:
@@ -395,6 +397,7 @@ class Agent:
         argument_sources: bool | None = None,
         external_grounds: Mapping[str, object] | None = None,
         declared_sources: Mapping[str, object] | None = None,
+        ask: bool | None = None,
     ) -> Agent:
         """Arm the inputs layer: after each LLM call, where every tool argument's value came from.
 
@@ -402,6 +405,9 @@ class Agent:
             argument_sources: Read ``_from`` citations and search grounds and declared sources.
             external_grounds: Values the app vouches for, label → value (arms argument sources).
             declared_sources: Documents the app declares, name → data (arms argument sources).
+            ask: The argument ask (docs/honesty.md §12.7): when a call Route will run has an
+                argument no source in reach holds, the call does not run; the turn pauses with a
+                question for the user (``Conversation.paused``) until ``Conversation.resume(value)``.
 
         Returns:
             A new agent.
@@ -411,6 +417,7 @@ class Agent:
             argument_sources=argument_sources,
             external_grounds=external_grounds,
             declared_sources=declared_sources,
+            ask=ask,
         )
 
     def results_layer(self) -> Agent:
@@ -594,6 +601,7 @@ class Agent:
         clock: Clock | None = None,
         run_id: str | None = None,
         options: Mapping[str, object] | None = None,
+        answer: Callable[[AskRow], object] | None = None,
     ) -> RunResult:
         """Run one or several turns and end the run.
 
@@ -611,6 +619,9 @@ class Agent:
             clock: Stamps events and measures latencies.
             run_id: The run's id.
             options: Extra settings recorded in ``run_start.options``.
+            answer: The user's side of an argument ask (``inputs_layer(ask=True)``): given the ask,
+                the value to resume with. Without it, a turn that pauses ends the run ``paused``;
+                when it raises, the run ends ``paused`` and the exception propagates.
 
         Returns:
             The :class:`RunResult`.
@@ -622,6 +633,16 @@ class Agent:
             provider=provider, sink=sink, clock=clock, run_id=run_id, options=options
         )
         for message in messages:
-            if conversation.status != "running" or conversation.send(message).status != "completed":
+            if conversation.status != "running":
+                break
+            turn = conversation.send(message)
+            while turn.status == "paused" and answer is not None and conversation.paused is not None:
+                try:
+                    value = answer(conversation.paused)
+                except BaseException:
+                    conversation.close()  # the ask was never answered: the run ends paused, then raise
+                    raise
+                turn = conversation.resume(value)
+            if turn.status != "completed":
                 break
         return conversation.close()

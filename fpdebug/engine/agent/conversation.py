@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, Self
 
@@ -16,7 +17,7 @@ from fpdebug.engine.sink import EventSink, MemorySink, Recorder
 from fpdebug.errors import DefinitionError, FpdebugError, RunInterrupted
 from fpdebug.trace.clock import Clock, SystemClock
 from fpdebug.trace.records import well_formed_text
-from fpdebug.trace.schema import ErrorInfo, Message, RunEndEvent, RunStartEvent
+from fpdebug.trace.schema import AskRow, ErrorInfo, Message, RunEndEvent, RunStartEvent
 
 if TYPE_CHECKING:
     from fpdebug.engine.agent.builder import Agent
@@ -71,6 +72,7 @@ class Conversation:
         """``running`` until ``run_end`` is written."""
         self._result: RunResult | None = None
         self._last_loop: TurnLoop | None = None
+        self._paused_loop: TurnLoop | None = None
         self._busy = threading.Lock()
         try:
             self._write_run_start(options)
@@ -177,41 +179,98 @@ class Conversation:
         user_message = well_formed_text(user_message)
         if self.status != "running":
             raise FpdebugError(f"run {self.run_id} has ended ({self.status}); open a new conversation")
+        if self._paused_loop is not None:
+            raise FpdebugError(
+                f"run {self.run_id} is paused on an argument ask ({self._paused_loop.paused_tool_call_id}): "
+                "answer it with resume(value) before the next message"
+            )
         if not self._busy.acquire(blocking=False):
             raise FpdebugError(f"run {self.run_id}: a turn is already running; send one message at a time")
         try:
             loop = TurnLoop(self, len(self.turns) + 1, user_message, entry_scores)
             self._last_loop = loop
-            try:
-                turn = loop.run()
-            except RunFailed as failed:
-                turn = loop.result("failed", error=failed.error)
-                self.turns.append(turn)
-                self._end("failed", error=failed.error, exception=failed.cause)
-                return turn
-            except RunInterrupted:
-                turn = loop.result("interrupted")
-                self.turns.append(turn)
-                self._end("interrupted")
-                return turn
-            except KeyboardInterrupt:
-                self.turns.append(loop.result("interrupted"))
-                self._end_quietly("interrupted", None)
-                raise
-            except BaseException as exc:
-                error = error_info(exc)
-                self.turns.append(loop.result("failed", error=error))
-                self._end_quietly("failed", error, exc)
-                raise
-            self.turns.append(turn)
-            if self.agent.spec.continuity == "conversation":
-                self.cursor = loop.cursor
-            return turn
+            return self._drive(loop, loop.run)
         finally:
             self._busy.release()
 
+    @property
+    def paused(self) -> AskRow | None:
+        """The argument ask the run waits on (docs/honesty.md §12.7), or ``None``.
+
+        Its ``question`` is what to put to the user, ``guessed`` what the model supplied; answer it
+        with :meth:`resume`.
+        """
+        return self._paused_loop.paused if self._paused_loop is not None else None
+
+    def resume(self, answer: object) -> TurnResult:
+        """Answer the argument ask the run waits on: the paused call runs with ``answer``, the turn goes on.
+
+        Args:
+            answer: The user's value (JSON data: a text, a number…).
+
+        Returns:
+            The turn's result (``paused`` again when the batch has another argument to ask about).
+
+        Raises:
+            FpdebugError: The run is not paused, has ended, or a turn is running.
+            DefinitionError: The answer is not JSON data.
+        """
+        loop = self._paused_loop
+        if self.status != "running" or loop is None:
+            raise FpdebugError(f"run {self.run_id} is not paused on an argument ask: nothing to resume")
+        try:  # a bad answer is refused before anything is recorded: the ask still waits
+            answer = json.loads(json.dumps(answer, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise DefinitionError(
+                f"an answer must be JSON data (str, number, bool, None, list, dict): {exc}"
+            ) from None
+        if not self._busy.acquire(blocking=False):
+            raise FpdebugError(f"run {self.run_id}: a turn is already running; send one message at a time")
+        try:
+            self._paused_loop = None
+            return self._drive(loop, lambda: loop.resume(answer))
+        finally:
+            self._busy.release()
+
+    def _drive(self, loop: TurnLoop, step: Callable[[], TurnResult]) -> TurnResult:
+        """Run a turn (or resume it) and record how the run ended if it ended during the turn."""
+        try:
+            turn = step()
+        except RunFailed as failed:
+            turn = loop.result("failed", error=failed.error)
+            self.turns.append(turn)
+            self._end("failed", error=failed.error, exception=failed.cause)
+            return turn
+        except RunInterrupted:
+            turn = loop.result("interrupted")
+            self.turns.append(turn)
+            self._end("interrupted")
+            return turn
+        except KeyboardInterrupt:
+            self.turns.append(loop.result("interrupted"))
+            self._end_quietly("interrupted", None)
+            raise
+        except BaseException as exc:
+            error = error_info(exc)
+            self.turns.append(loop.result("failed", error=error))
+            self._end_quietly("failed", error, exc)
+            raise
+        if turn.status == "paused":
+            self._paused_loop = loop  # the turn is not over: resume() continues it
+            return turn
+        self.turns.append(turn)
+        if self.agent.spec.continuity == "conversation":
+            self.cursor = loop.cursor
+        return turn
+
     def close(self) -> RunResult:
-        """End the run (``run_end`` ``completed`` if nothing ended it before) and return its result."""
+        """End the run (``run_end`` ``completed`` if nothing ended it before, ``paused`` while an
+        argument ask waits) and return its result."""
+        if self._result is None and self._paused_loop is not None:
+            # Closed while a call waits for the user's answer: the turn and the run end paused.
+            self.turns.append(self._paused_loop.result("paused"))
+            self._paused_loop = None
+            self._end("paused")
         if self._result is None:
             self._end("completed")
         assert self._result is not None

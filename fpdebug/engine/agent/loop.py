@@ -17,6 +17,7 @@ arming methods install them), so an unarmed agent's trace is unchanged.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fpdebug.engine.agent.branches import (
@@ -52,6 +53,7 @@ from fpdebug.engine.steps import (
 from fpdebug.engine.types import Activation, ToolResult
 from fpdebug.errors import ProviderError, RunInterrupted
 from fpdebug.trace.schema import (
+    AskRow,
     CursorMoveEvent,
     EndState,
     EngagementEvent,
@@ -151,6 +153,9 @@ class TurnLoop(ToolRecording):
         """The turn's one step nudge was spent (docs/context-model.md §5.6)."""
         self.wrapping: WrapUp | None = None
         """Set by the ``wrap-up`` branch: the next call runs with tools off and its reply is the answer."""
+        self.paused: AskRow | None = None
+        """The argument ask the turn waits on (docs/honesty.md §12.7); its call is ``pausedToolCallId``."""
+        self._held: tuple[LlmResponse, ResolvedCalls] | None = None
         self.input_tokens = 0
         """Prompt tokens of this turn's calls."""
         self.output_tokens = 0
@@ -162,6 +167,32 @@ class TurnLoop(ToolRecording):
         """Run the turn to its final answer: one iteration per pass, until Route chooses ``final``."""
         self.recorder.emit(TurnStartEvent, turn=self.turn, user_message=self.user_message)
         self.history.append(Message(role="user", content=self.user_message))
+        return self._iterate()
+
+    @property
+    def paused_tool_call_id(self) -> str | None:
+        """``pausedToolCallId``: the call the turn waits on, written on every agent (``None``: none)."""
+        return self.paused.tool_call_id if self.paused is not None else None
+
+    def resume(self, answer: object) -> TurnResult:
+        """Continue a paused turn with the user's answer: the held batch runs with it, then the loop.
+
+        Returns:
+            The turn's result: ``paused`` again when the batch has another argument to ask about.
+        """
+        hooks, held = self.spec.honesty, self._held
+        assert hooks is not None and held is not None, "resume() on a turn that is not paused"
+        self.paused = hooks.answer_ask(self, answer)
+        if self.paused is not None:
+            return self.result("paused")
+        (response, resolved), self._held = held, None
+        self.history.append(assistant_turn(response))
+        self._dispatch(replace(resolved, calls=self.calls_to_run))
+        self.iteration += 1
+        return self._iterate()
+
+    def _iterate(self) -> TurnResult:
+        """The iterations, until Route chooses ``final`` or the batch waits on an argument ask."""
         while True:
             self._honesty_loop_head()
             result = self._evaluate()
@@ -204,6 +235,8 @@ class TurnLoop(ToolRecording):
                 self._loop_back(route, response)
                 self.iteration += 1
                 continue
+            if self._honesty_pause(response, resolved):
+                return self.result("paused")  # the batch waits for the user's answer (resume)
             # The model's own request stays in the history; the tool messages say what ran.
             self.history.append(assistant_turn(response))
             self._dispatch(resolved)
@@ -617,6 +650,14 @@ class TurnLoop(ToolRecording):
         hooks = self.spec.honesty
         if hooks is not None:
             hooks.after_llm_record(self)
+
+    def _honesty_pause(self, response: LlmResponse, resolved: ResolvedCalls) -> bool:
+        # HONESTY HOOK — the inputs layer's argument ask: the batch waits for the user's answer.
+        hooks = self.spec.honesty
+        self.paused = None if hooks is None else hooks.paused(self)
+        if self.paused is not None:
+            self._held = (response, resolved)
+        return self.paused is not None
 
     def _honesty_gate(self, content: str) -> str | None:
         # HONESTY HOOK — the evidence gate, on a reply Route sends to final (a text: revise with it).

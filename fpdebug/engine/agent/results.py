@@ -12,8 +12,8 @@ from fpdebug.engine.steps import step_pointer_records
 from fpdebug.errors import FpdebugError, RunInterrupted
 from fpdebug.trace.schema import EndState, ErrorInfo, MapEngagementRecord, StoppedEarly, TraceEvent
 
-RunStatus: TypeAlias = Literal["completed", "failed", "interrupted"]
-"""How a run (or a turn) ended."""
+RunStatus: TypeAlias = Literal["completed", "failed", "interrupted", "paused"]
+"""How a run (or a turn) ended: ``paused`` waits for the user's answer to an argument ask."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +91,8 @@ class RunResult:
             raise self.exception
         if self.status == "interrupted":
             raise RunInterrupted(f"run {self.run_id} was interrupted")
+        if self.status == "paused":
+            raise FpdebugError(f"run {self.run_id} ended paused: an argument ask was never answered")
         why = self.error.message if self.error is not None else "unknown error"
         raise FpdebugError(f"run {self.run_id} failed: {why}")
 

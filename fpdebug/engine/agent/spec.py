@@ -16,7 +16,7 @@ from fpdebug.engine.injections import Injection
 from fpdebug.engine.skillmap import SkillMap
 from fpdebug.engine.tool_middleware import ToolMiddleware
 from fpdebug.engine.types import Tool
-from fpdebug.trace.schema import HonestyArms, LlmRequest, LlmResponse
+from fpdebug.trace.schema import AskRow, HonestyArms, LlmRequest, LlmResponse
 
 if TYPE_CHECKING:
     from fpdebug.engine.agent.conversation import Conversation
@@ -84,6 +84,16 @@ class HonestyHooks(Protocol):
         reply the provider already gave. ``loop.calls_to_run`` holds the calls as they will run,
         after the tool middleware (empty on the final branch): a rewrite is the difference.
         """
+        ...
+
+    def paused(self, loop: TurnLoop) -> AskRow | None:
+        """The argument ask the turn pauses on, asked right after the inputs layer's write on the
+        ``tool-calls`` branch: the batch waits for the user's answer (docs/honesty.md §12.7)."""
+        ...
+
+    def answer_ask(self, loop: TurnLoop, answer: object) -> AskRow | None:
+        """The user's answer to the waiting ask (``Conversation.resume``): recorded and filed;
+        ``loop.calls_to_run`` then holds it. Returns the next ask, or ``None`` when the batch runs."""
         ...
 
     def evidence_gate(self, loop: TurnLoop, content: str) -> str | None:

@@ -26,13 +26,14 @@ module             concept
 ``inputs``         the inputs layer (:func:`judge_inputs`, the ``_from`` basis, rewrites)
 ``results``        the results layer (:func:`batch_to_judge`, :func:`judge_results`)
 ``answer``         the answer layer (:func:`answer_fold_reads`, :func:`assess_answer`)
+``ask``            the argument ask and the paused call (:func:`next_ask`, :class:`ArgumentAsk`)
 ``sources``        what a source is and what "holds a value" means (lexical, normalised)
 ``values``         the values a text states (amounts, dates, identifiers)
 ``hooks``          :class:`~fpdebug.engine.honesty.hooks.HonestyLayers`: the layers armed on an agent
 ``replay``         :func:`~fpdebug.engine.honesty.replay.recompute_findings` over a saved trace
 =================  ===========================================================================
 
-This module exports the pure core (the first four); ``hooks`` and ``replay`` are imported by path,
+This module exports the pure core (the first five); ``hooks`` and ``replay`` are imported by path,
 so that importing the core never pulls in the agent loop.
 """
 
@@ -41,7 +42,6 @@ from __future__ import annotations
 from fpdebug.engine.honesty.answer import (
     ALWAYS_READ,
     ANSWER_FOLD_KEYS,
-    NOT_WRITTEN,
     AnswerFoldKey,
     AnswerFoldState,
     AnswerValidation,
@@ -53,6 +53,7 @@ from fpdebug.engine.honesty.answer import (
     gate_verdict,
     revision_ask,
 )
+from fpdebug.engine.honesty.ask import ArgumentAsk, PausedVisit, argument_ask_of, ask_question, next_ask
 from fpdebug.engine.honesty.inputs import (
     BASIS_KEY,
     ArgumentRewrite,
@@ -81,11 +82,11 @@ __all__ = [
     "ALWAYS_READ",
     "ANSWER_FOLD_KEYS",
     "BASIS_KEY",
-    "NOT_WRITTEN",
     "RESULT_VALUES_LIMIT",
     "AnswerFoldKey",
     "AnswerFoldState",
     "AnswerValidation",
+    "ArgumentAsk",
     "ArgumentRewrite",
     "BatchTime",
     "CallWindow",
@@ -95,12 +96,15 @@ __all__ = [
     "InputsConfig",
     "InputsVerdict",
     "Layer",
+    "PausedVisit",
     "PriorResult",
     "RanCall",
     "SourcesInReach",
     "StandingLineWhen",
     "TurnClock",
     "answer_fold_reads",
+    "argument_ask_of",
+    "ask_question",
     "assess_answer",
     "batch_to_judge",
     "compose_standing_line",
@@ -109,6 +113,7 @@ __all__ = [
     "gate_verdict",
     "judge_inputs",
     "judge_results",
+    "next_ask",
     "results_at_loop_head",
     "revision_ask",
     "rewrites_of",

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, TypeVar
 
+from fpdebug.engine.honesty.ask import ArgumentAsk, answer_text
 from fpdebug.engine.honesty.inputs import ArgumentRewrite, Grounds
 from fpdebug.engine.honesty.ledger import Finding
 from fpdebug.engine.honesty.sources import Source, parse_json, source_of_result, source_of_user
@@ -28,7 +29,6 @@ from fpdebug.trace.schema import (
 __all__ = [
     "ALWAYS_READ",
     "ANSWER_FOLD_KEYS",
-    "NOT_WRITTEN",
     "AnswerFoldKey",
     "AnswerFoldState",
     "AnswerValidation",
@@ -116,19 +116,14 @@ def answer_fold_reads(
     return keys
 
 
-NOT_WRITTEN: frozenset[AnswerFoldKey] = frozenset({"pausedToolCallId", "argumentAsk"})
-"""The seed's fold keys that no arm of fpdebug writes: it builds no paused call and no argument ask."""
-
-
 def fold_reads(
     *, tools: bool, evidence_gate: bool, answer_validation: bool, inputs: bool, tool_middleware: bool
 ) -> list[AnswerFoldKey]:
-    """The keys fpdebug's answer fold reads: :func:`answer_fold_reads` without :data:`NOT_WRITTEN`.
+    """The keys fpdebug's answer fold reads: exactly the seed's list, :func:`answer_fold_reads`.
 
-    The seed's list reads ``pausedToolCallId`` on every agent and ``argumentAsk`` under the inputs
-    layer, because the reference writes them there. fpdebug has no writer for either, and a fold
-    never reads what nothing writes (a tracked read of a key a run never writes is a phantom context
-    source), so they are left out here. The loop and the replay both read this list.
+    Every key of it has a writer in fpdebug: the loop writes ``pausedToolCallId`` on every agent (cleared
+    at each turn's start, set while a call waits for the user's answer) and the inputs layer writes
+    ``argumentAsk`` (docs/honesty.md §12.7). The loop and the replay read this list.
 
     Args:
         tools: The agent has a tool surface.
@@ -140,14 +135,13 @@ def fold_reads(
     Returns:
         The keys, in :func:`answer_fold_reads`'s order.
     """
-    seed = answer_fold_reads(
+    return answer_fold_reads(
         tools=tools,
         evidence_gate=evidence_gate,
         answer_validation=answer_validation,
         inputs=inputs,
         tool_middleware=tool_middleware,
     )
-    return [key for key in seed if key not in NOT_WRITTEN]
 
 
 @dataclass(frozen=True)
@@ -180,7 +174,7 @@ class AnswerFoldState:
         coverage_declared: ``coverageDeclared``: call id → coverage, named in the standing line.
         unsupported_values: ``unsupportedValues``: the evidence gate's verdicts.
         answer_validation: ``answerValidation``: a withheld answer is never assessed.
-        argument_ask: ``argumentAsk``: the inputs layer asked the user instead of calling.
+        argument_ask: ``argumentAsk``: this turn's ask; once answered, the user's value is a source.
         middleware_decisions: ``middlewareDecisions``: rewrites that may enter the Assumed block.
     """
 
@@ -192,7 +186,7 @@ class AnswerFoldState:
     coverage_declared: Mapping[str, str] = field(default_factory=dict)
     unsupported_values: frozenset[str] = frozenset()
     answer_validation: AnswerValidation | None = None
-    argument_ask: str | None = None
+    argument_ask: ArgumentAsk | None = None
     middleware_decisions: tuple[ArgumentRewrite, ...] = ()
 
     @classmethod
@@ -225,7 +219,7 @@ class AnswerFoldState:
             coverage_declared=dict(_pairs(view, "coverageDeclared")),
             unsupported_values=frozenset(_items(view, "unsupportedValues", str)),
             answer_validation=_optional(view, "answerValidation", AnswerValidation),
-            argument_ask=_optional(view, "argumentAsk", str),
+            argument_ask=_optional(view, "argumentAsk", ArgumentAsk),
             middleware_decisions=_items(view, "middlewareDecisions", ArgumentRewrite),
         )
 
@@ -367,7 +361,7 @@ def compose_standing_line(
             f"{pending} tool {_plural(pending, 'call', 'calls')} not run)."
         )
     if asked:
-        line += " The model asked the user for an argument it could not ground."
+        line += " The model asked the user for an argument no source held, and the call ran with the answer."
     return line
 
 
@@ -400,7 +394,9 @@ def assess_answer(
     - ``unsupportedValues`` (sequence of value texts): the evidence gate's verdicts win — such a
       value is unsupported whatever holds it;
     - ``answerValidation`` (:class:`AnswerValidation` | None): a withheld answer is never assessed;
-    - ``argumentAsk`` (str | None): the inputs layer asked the user instead of calling; noted;
+    - ``argumentAsk`` (:class:`~fpdebug.engine.honesty.ask.ArgumentAsk` | None): this turn's ask;
+      the user's answer is a source (``user``) once given, and the standing line says a value was
+      asked for;
     - ``middlewareDecisions`` (sequence of :class:`ArgumentRewrite`): a rewrite that supersedes one
       of this turn's argument rows enters the Assumed block.
 
@@ -502,6 +498,10 @@ def _sources(state: AnswerFoldState, grounds: Grounds) -> tuple[list[Source], di
             tool_name_of.setdefault(message.tool_call_id, message.tool_name or "")
         elif message.role == "user":
             users.append(source_of_user(message.content))
+    ask = state.argument_ask
+    if ask is not None and ask.answered:
+        # The user's answer to the inputs layer's ask: their word, as a message of theirs is.
+        users.append(source_of_user(answer_text(ask.answer)))
     for finding in state.findings_ledger:
         for row in finding.rows:
             if isinstance(row, ResultRow) and row.tool_call_id != paused:
@@ -582,7 +582,7 @@ def _standing_line(
         names_of=words,
         stopped_early=state.stopped_early,
         coverage=notes,
-        asked=bool(state.argument_ask),
+        asked=state.argument_ask is not None and state.argument_ask.answered,
     )
 
 

@@ -47,6 +47,7 @@ from fpdebug.engine.honesty.answer import (
     gate_verdict,
     revision_ask,
 )
+from fpdebug.engine.honesty.ask import PausedVisit, answer_text, argument_ask_of, next_ask, with_answer
 from fpdebug.engine.honesty.inputs import (
     ArgumentRewrite,
     Grounds,
@@ -64,6 +65,8 @@ from fpdebug.engine.types import Tool
 from fpdebug.errors import DefinitionError
 from fpdebug.trace.clock import Clock
 from fpdebug.trace.schema import (
+    AskAnswerEvent,
+    AskRow,
     CallWindowRow,
     ClockRow,
     DeclaredSource,
@@ -267,6 +270,8 @@ class HonestyRun:
             (``unsupportedValues``), keyed by ``(turn, iteration)``.
         tools: The agent has a tool surface (a tool that ran writes ``coverageDeclared``).
         clocked: The turns whose clock row is filed (the time layer reads its clock once a turn).
+        paused: The visit whose ask waits for the user's answer (docs/honesty.md §12.7).
+        answers: ``(turn, call id, path)`` → each answer the user gave (``argumentAsk``).
     """
 
     arms: HonestyArms
@@ -282,6 +287,8 @@ class HonestyRun:
     unsupported: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)
     tools: bool = False
     clocked: set[int] = field(default_factory=set)
+    paused: PausedVisit | None = None
+    answers: dict[tuple[int | None, str, str], object] = field(default_factory=dict)
 
     def committed(self, loop: TurnLoop) -> dict[str, object]:
         """The committed state the answer fold and the gate read: only keys some arm writes."""
@@ -292,7 +299,10 @@ class HonestyRun:
             "turnNumber": loop.turn,
             "findingsLedger": tuple(self.ledger),
             "stoppedEarly": loop.stopped_early,  # Route writes it on every agent
+            "pausedToolCallId": loop.paused_tool_call_id,  # the loop writes it on every agent
         }
+        if self.arms.inputs:
+            committed["argumentAsk"] = argument_ask_of(self.ledger, loop.turn, self.answers)
         if self.tools:
             committed["coverageDeclared"] = dict(self.coverage)
         if self.arms.inputs and self.arms.tool_middleware:
@@ -348,6 +358,8 @@ class HonestyLayers:
         validator: Answer validation (``validated``): the app's check of each final answer.
         app_zone: The time layer (``time.appZone``): the app's zone; ``None``: not armed.
         time_clock: The time layer's clock; ``None`` reads the run's clock (the loop's).
+        ask: The argument ask (``argumentAsk``): an ungrounded argument of a call Route will run is
+            put to the user, and the turn pauses on the call (docs/honesty.md §12.7).
     """
 
     inputs: bool = False
@@ -361,6 +373,7 @@ class HonestyLayers:
     validator: AnswerValidator | None = None
     app_zone: str | None = None
     time_clock: Clock | None = None
+    ask: bool = False
     _runs: weakref.WeakKeyDictionary[Conversation, HonestyRun] = field(
         default_factory=weakref.WeakKeyDictionary, init=False, repr=False, compare=False
     )
@@ -385,6 +398,7 @@ class HonestyLayers:
         answer_validation: AnswerValidator | None = None,
         time_zone: str | None = None,
         time_clock: Clock | None = None,
+        ask: bool | None = None,
     ) -> HonestyLayers:
         """These layers with more armed: a layer once armed stays armed; an option given replaces.
 
@@ -406,6 +420,8 @@ class HonestyLayers:
             time_zone: Arm the time layer with the app's zone (it arms the inputs layer, which
                 files its rows); ``None`` keeps.
             time_clock: The time layer's clock (``None`` keeps; unset, the run's clock is read).
+            ask: Arm (``True``) or disarm (``False``) the argument ask (it arms the inputs layer);
+                ``None`` keeps.
 
         Returns:
             The new layers.
@@ -425,13 +441,15 @@ class HonestyLayers:
         if evidence_gate not in (None, "flag", "enforce"):
             raise DefinitionError(f"evidence_gate must be 'flag' or 'enforce', got {evidence_gate!r}")
         zone, clock = self._armed_time(time_zone, time_clock)
+        asks = self._armed_ask(ask)
         if answer_validation is not None and not callable(answer_validation):
             raise DefinitionError(f"answer_validation takes a function, got {answer_validation!r}")
         armed_sources = self.argument_sources
         if argument_sources is not None or gives_sources:
             armed_sources = bool(argument_sources) or gives_sources
         return HonestyLayers(
-            inputs=self.inputs or bool(inputs) or zone is not None,  # the time layer files its rows there
+            # The time layer and the ask file their rows in the inputs layer: each arms it.
+            inputs=any((self.inputs, bool(inputs), zone is not None, asks)),
             results=self.results or bool(results),
             answer=self.answer or bool(answer) or evidence_gate is not None or answer_validation is not None,
             argument_sources=armed_sources,
@@ -442,7 +460,14 @@ class HonestyLayers:
             validator=self.validator if answer_validation is None else answer_validation,
             app_zone=zone,
             time_clock=clock,
+            ask=asks,
         )
+
+    def _armed_ask(self, ask: bool | None) -> bool:
+        """The argument ask after :meth:`arm`: an option given replaces, checked."""
+        if ask is not None and not isinstance(ask, bool):
+            raise DefinitionError(f"ask must be a bool, got {ask!r}")
+        return self.ask if ask is None else ask
 
     def _armed_time(self, time_zone: str | None, time_clock: Clock | None) -> tuple[str | None, Clock | None]:
         """The time layer's zone and clock after :meth:`arm`: an option given replaces, checked."""
@@ -484,6 +509,7 @@ class HonestyLayers:
             answer_validation=True if self.validator is not None else None,
             app_zone=self.app_zone,
             periods=periods or None,
+            argument_ask=True if self.ask else None,
         )
 
     # -- HonestyHooks ----------------------------------------------------------------------------
@@ -568,6 +594,7 @@ class HonestyLayers:
             return response
         # A message the loop wrote (a nudge, a wrap-up) is not the user's word: never a source.
         users = tuple(m.content for m in loop.history if m.role == "user" and not m.from_loop)
+        users += tuple(answer_text(answer) for answer in run.answers.values())  # the user's answers too
         sources = SourcesInReach(tuple(run.prior), users)
         in_reach = tuple(schema.name for schema in request.tools)
         # Route's dispatch test: a call Route will not run (a limit, or the gate's revision turned
@@ -614,7 +641,49 @@ class HonestyLayers:
             )
             rows = pending.rows(verdict.rows)
             finding = file_finding("inputs", rows, turn=loop.turn, iteration=loop.iteration)
+        if run.arms.argument_ask and loop.calls_to_run and finding is not None:
+            # The ask ends the visit's ONE write: the call waits for the user (docs/honesty.md §12.7).
+            ask = next_ask(finding.rows, display_names=run.arms.display_names)
+            if ask is not None:
+                run.paused = PausedVisit(ask, finding.rows)
+                finding = replace(finding, rows=(*finding.rows, ask))
         run.write(loop, finding)
+
+    def paused(self, loop: TurnLoop) -> AskRow | None:
+        """The ask the turn pauses on (the inputs layer's last write ended with it), or ``None``."""
+        run = self._run(loop)
+        return None if run is None or run.paused is None else run.paused.ask
+
+    def answer_ask(self, loop: TurnLoop, answer: object) -> AskRow | None:
+        """The user answered the ask: record it, file the answered argument (and the next ask).
+
+        ``loop.calls_to_run`` then holds the answer at the asked argument.
+
+        Returns:
+            The next ask (the turn stays paused), or ``None``: the batch runs.
+
+        Raises:
+            DefinitionError: The answer is not JSON data, or no ask waits for one.
+        """
+        run = self._run(loop)
+        if run is None or run.paused is None:
+            raise DefinitionError("no argument ask is waiting for an answer")
+        answer = _json_value(answer, "the answer to an argument ask")
+        ask = run.paused.ask
+        loop.recorder.emit(
+            AskAnswerEvent,
+            turn=loop.turn,
+            iteration=loop.iteration,
+            tool_call_id=ask.tool_call_id,
+            tool_name=ask.tool_name,
+            path=ask.path,
+            answer=answer,
+        )
+        run.answers[(loop.turn, ask.tool_call_id, ask.path)] = answer
+        rows, run.paused = run.paused.answered(answer, run.arms.display_names)
+        loop.calls_to_run = with_answer(loop.calls_to_run, ask.tool_call_id, ask.path, answer)
+        run.file(loop, "inputs", rows, iteration=loop.iteration)
+        return None if run.paused is None else run.paused.ask
 
     def _time_rows(self, run: HonestyRun, loop: TurnLoop, pending: PendingInputs) -> PendingInputs:
         """The time layer's rows for a visit: the turn's clock (read once a turn), the call windows.

@@ -14,6 +14,7 @@ from typing import Literal, TypeAlias
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
     ArgumentRow,
+    AskRow,
     BasisRow,
     CallWindowRow,
     ClockRow,
@@ -28,7 +29,14 @@ Layer: TypeAlias = Literal["inputs", "results", "answer"]
 """The layer that files a finding."""
 
 HonestyRow: TypeAlias = (
-    ArgumentRow | BasisRow | ClockRow | CallWindowRow | ResultRow | AnswerAssessmentRow | ValidationRow
+    ArgumentRow
+    | AskRow
+    | BasisRow
+    | ClockRow
+    | CallWindowRow
+    | ResultRow
+    | AnswerAssessmentRow
+    | ValidationRow
 )
 """Any row a layer files (``FindingEvent.rows``)."""
 

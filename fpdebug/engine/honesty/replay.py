@@ -16,8 +16,13 @@ the loop calls at the three mount points, handing them only what the trace recor
   (history, this turn's number, the findings recomputed so far, the ``stopped_early`` the final
   branch derives from the reply, declared coverage, this turn's rewrites, the gate's verdicts judged
   again from that state). Answer validation's report is the app's code, so it is read from the
-  visit's recorded ``validation`` row. fpdebug has no argument ask or paused calls: the fold never
-  reads those keys (docs/honesty.md §12.4).
+  visit's recorded ``validation`` row. ``pausedToolCallId`` is always empty there: a paused turn
+  gives no answer before its ask is answered; ``argumentAsk`` is this turn's last ``ask`` row, with
+  the user's answer from its ``ask_answer`` event.
+- **ask** (armed with ``argument_ask``) — an inputs visit of a call Route ran ends with the ask the
+  same pure function chooses (:func:`~fpdebug.engine.honesty.ask.next_ask`); each ``ask_answer``
+  event (the user's word, read as a fact like a tool's result) files the answered argument and the
+  next ask, due right after it (docs/honesty.md §12.7).
 
 - **time** (armed with ``app_zone``) — the clock is the app's, so each turn's ``now`` is read from
   the turn's recorded ``clock`` row; which visit files it (the turn's first inputs visit), the call
@@ -37,6 +42,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from fpdebug.engine.agent.replies import truncated_calls
 from fpdebug.engine.honesty.answer import (
     AnswerValidation,
     assess_answer,
@@ -44,6 +50,7 @@ from fpdebug.engine.honesty.answer import (
     gate_verdict,
     revision_ask,
 )
+from fpdebug.engine.honesty.ask import PausedVisit, answer_text, argument_ask_of, next_ask
 from fpdebug.engine.honesty.inputs import (
     BASIS_KEY,
     ArgumentRewrite,
@@ -60,6 +67,7 @@ from fpdebug.engine.honesty.timelayer import call_windows, clock_row, turn_clock
 from fpdebug.errors import TraceFormatError
 from fpdebug.trace.schema import (
     LOOP_BACK_ROUTES,
+    AskAnswerEvent,
     ClockRow,
     FindingEvent,
     HonestyArms,
@@ -247,6 +255,12 @@ class _Replay:
         self.turn_rewrites: list[ArgumentRewrite] = []
         self.unsupported: dict[tuple[int | None, int | None], tuple[str, ...]] = {}
         self.wrapped: StoppedEarly | None = None  # the turn's wrap-up: its stopped_early
+        self.paused: PausedVisit | None = None  # the visit whose ask waits for an `ask_answer`
+        self.answers: dict[tuple[int | None, str, str], object] = {}
+        self.answered_paths: set[tuple[int | None, int | None, str, str]] = set()
+        for e in events:  # the user's answers: what a tool_result's args hold at those paths is no rewrite
+            if isinstance(e, AskAnswerEvent):
+                self.answered_paths.add((e.turn, e.iteration, e.tool_call_id, e.path))
 
     def file(
         self, layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None, *, now: bool
@@ -275,6 +289,16 @@ class _Replay:
             self._tool_result(event)
         elif isinstance(event, StepsUnfinishedEvent | WrapUpEvent):
             self._loop_back(event)
+        elif isinstance(event, AskAnswerEvent):
+            self._ask_answer(event)
+
+    def _ask_answer(self, event: AskAnswerEvent) -> None:
+        """The user answered the waiting ask: the answered argument, and the next ask, are due."""
+        if self.paused is None:
+            return  # an answer the layer never asked for (a hand-edited trace): it files nothing
+        self.answers[(event.turn, event.tool_call_id, event.path)] = event.answer
+        rows, self.paused = self.paused.answered(event.answer, self.arms.display_names)
+        self.file("inputs", rows, event.turn, event.iteration, now=False)
 
     def _loop_back(self, event: StepsUnfinishedEvent | WrapUpEvent) -> None:
         """A way back that runs no tool: the loop's own message joins the history (never a source)."""
@@ -334,10 +358,15 @@ class _Replay:
             for call in calls:
                 result = self.ran.get((event.turn, event.iteration, call.id))
                 if result is not None:
-                    rewrites.extend(rewrites_of(call.id, _requested(call, self.config), result.args))
+                    rewrites.extend(
+                        r
+                        for r in rewrites_of(call.id, _requested(call, self.config), result.args)
+                        if (event.turn, event.iteration, r.tool_call_id, r.path) not in self.answered_paths
+                    )
         verdict = judge_inputs(
             calls,
-            SourcesInReach(tuple(self.prior), tuple(self.users)),
+            # The user's answers follow their messages, as the loop lists them.
+            SourcesInReach(tuple(self.prior), (*self.users, *map(answer_text, self.answers.values()))),
             config=self.config,
             tools_in_reach=[t.name for t in event.request.tools],
             rewrites=rewrites,
@@ -351,6 +380,11 @@ class _Replay:
                 rows.insert(0, clock_row(event.turn, now, zone))
             self.clocked.add(event.turn)
             rows.extend(call_windows(verdict.resolved, self.arms.periods or {}, zone))
+        if self.arms.argument_ask and event.response is not None and not truncated_calls(event.response):
+            ask = next_ask(rows, display_names=self.arms.display_names)
+            if ask is not None:
+                self.paused = PausedVisit(ask, tuple(rows))
+                rows.append(ask)
         self.file("inputs", rows, event.turn, event.iteration, now=False)
 
     def _answer(self, event: LlmCallEvent, reply: LlmResponse) -> None:
@@ -366,6 +400,9 @@ class _Replay:
             else None,
             "coverageDeclared": dict(self.coverage),
             "middlewareDecisions": tuple(self.turn_rewrites),
+            # A paused turn answers nothing before its ask is answered: no call is paused here.
+            "pausedToolCallId": None,
+            "argumentAsk": argument_ask_of((*self.findings, *self.due), event.turn, self.answers),
         }
         rows: list[HonestyRow] = []
         if self.arms.answer_validation:

@@ -53,6 +53,7 @@ BADGE_REASONS: dict[str, BadgeReason] = {
     "unsupported": BadgeReason("Routing and findings", _starts("unsupported ")),
     "nudge": BadgeReason("Routing and findings", _starts("step nudge ")),
     "wrapup": BadgeReason("Routing and findings", _starts("wrap-up ")),
+    "ask": BadgeReason("Routing and findings", _starts("argument ask ")),
     "proposal": BadgeReason("Tool batch", _starts("effect ", holding="propose-transition")),
     "declined": BadgeReason("Cursor", _starts("declined ")),
 }

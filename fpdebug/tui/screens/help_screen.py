@@ -39,6 +39,7 @@ _BADGE_MEANING = {
     "unsupported": "the answer assessed here states a value no source holds (route rev: the gate sent it back)",
     "nudge": "the model answered with steps unfinished; the loop re-asked it (step-nudge)",
     "wrapup": "the model still asked for tools at the limit; one more call ran with tools off (wrap-up)",
+    "ask": "an argument no source held: the call waited for the user's answer (argument ask)",
     "proposal": "a tool's route proposal was accepted in this batch (the next pass moves the cursor)",
     "declined": "the model's pick resolved the turn-start menu left to it by picking off the menu",
 }

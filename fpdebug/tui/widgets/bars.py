@@ -105,6 +105,8 @@ def header_text(
     text.append(" · ", palette.dim)
     if run.status == "completed":
         text.append("■ completed", palette.good)
+    elif run.status == "paused":  # closed while an argument ask waited for the user's answer
+        text.append("■ paused (an argument ask was never answered)", palette.warn)
     elif run.status == "running":
         if state is not None:
             text.append_text(state)

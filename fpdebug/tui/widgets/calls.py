@@ -53,7 +53,7 @@ def source_words(row: ArgumentRow) -> str:
         words = " ".join(parts)
         return f"{words} ({row.source_tool_name})" if row.source_tool_name else words
     if row.source == "user":
-        return "user"
+        return "user (answered the argument ask: the call ran with it)" if row.answered else "user"
     if row.source == "external":
         return f"external: {row.label or '?'}"
     if row.source == "declared":

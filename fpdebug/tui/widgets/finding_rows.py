@@ -4,16 +4,22 @@ Results-layer rows say what each call of the judged batch returned (status, decl
 values it holds); the answer layer's rows say whether validation withheld the answer and which
 values the answer states that no source supports (the timeline's ``unsupported`` badge points at
 those lines). The time layer's rows say the turn's clock (``now``, in the app's zone) and the
-window each call covers; a result whose window runs past ``now`` says so. Argument and basis rows are shown beside their calls in the Calls view, so here they
-are counted. Every value is trace text: it goes through :meth:`DocBuilder.compose` as such.
+window each call covers; a result whose window runs past ``now`` says so. The argument ask says
+which call waits, on which argument, the model's guess and the question; an argument the user
+answered says the call runs with the answer (the timeline's ``ask`` badge points at those lines).
+Other argument and basis rows are shown beside their calls in the Calls view, so here they are
+counted. Every value is trace text: it goes through :meth:`DocBuilder.compose` as such.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from fpdebug.trace.schema import (
     AnswerAssessmentRow,
+    ArgumentRow,
+    AskRow,
     CallWindowRow,
     ClockRow,
     FindingEvent,
@@ -44,6 +50,25 @@ def finding_rows(doc: DocBuilder, finding: FindingEvent) -> None:
             )
         elif isinstance(row, AnswerAssessmentRow):
             _assessment(doc, row)
+        elif isinstance(row, AskRow):
+            guess = "(hidden)" if row.hidden else json.dumps(row.guessed, default=str)
+            doc.line(
+                ("argument ask ", palette.warn),
+                (row.tool_call_id, palette.accent),
+                f" {row.tool_name} {row.path} · the model guessed {guess}; the call waits for the user",
+                indent=4,
+                hang=2,
+            )
+            doc.content(row.question, indent=6, rows=2, style=palette.dim)
+        elif isinstance(row, ArgumentRow) and row.answered:
+            value = "(hidden)" if row.hidden else json.dumps(row.value, default=str)
+            doc.line(
+                ("answered ", palette.good),
+                (row.tool_call_id, palette.accent),
+                f" {row.tool_name} {row.path} ← the user: {value}; the call runs with it",
+                indent=4,
+                hang=2,
+            )
         elif isinstance(row, ClockRow):
             doc.line(
                 ("clock ", palette.key), f"turn {row.turn} · now {_at(row.now)} ", (row.zone, ""), indent=4

@@ -179,7 +179,7 @@ class RunsList(RowList):
 def _status_style(row: RunRow, palette: Palette) -> Style | str:
     if row.status == "completed":
         return palette.good
-    if row.status == "running":
+    if row.status in ("running", "paused"):
         return palette.warn
     return palette.bad
 

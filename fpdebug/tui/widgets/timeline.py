@@ -46,6 +46,7 @@ BADGE_LETTERS: dict[str, str] = {
     "unsupported": "U",
     "nudge": "N",
     "wrapup": "W",
+    "ask": "A",
     "proposal": "p",
     "declined": "M",
 }
@@ -59,6 +60,7 @@ _BADGE_WORDS: dict[str, str] = {
     "nudge": "step nudge",
     "wrapup": "wrap-up",
     "declined": "declined menu",
+    "ask": "argument ask",
 }
 """How the legend spells a badge whose name says less than it could."""
 
