@@ -5,8 +5,8 @@ offsets back is one read of 8 bytes per line. The cache is never part of the tra
 ``$XDG_CACHE_HOME/fpdebug/index/``, one file per trace path, and deleting it only costs a scan.
 
 **Format** (version :data:`FORMAT_VERSION`): the magic ``b"FPDIDX\\r\\n"``, a little-endian ``u32``
-format version and ``u32`` metadata length, the metadata as JSON, then the offsets as little-endian
-``int64``. The metadata names its sections (``"sections": ["offsets"]``) so a later version can add
+format version and ``u32`` metadata length, a 32-byte MAC, the metadata as JSON, then the offsets
+as little-endian ``int64``. The metadata names its sections (``"sections": ["offsets"]``) so a later version can add
 tables (such as the definitions of schema v2) after the offsets without a new magic.
 
 **Trust.** A cache file is a claim about a trace, checked before it is used, never believed:
@@ -15,8 +15,13 @@ tables (such as the definitions of schema v2) after the offsets without a new ma
   modification time, or larger (appended to) with the bytes before the saved end unchanged;
 - the first :data:`HEAD_BYTES` and the last :data:`END_BYTES` indexed bytes hash as they did when
   the index was saved, and the last indexed byte is a newline;
-- the offsets hash to the digest written with them, start at 0, strictly increase and end at the
-  saved end, which is within the file.
+- the metadata and offsets carry a MAC under a random key kept beside them (``index/key``, private
+  to the user like the cache): only this user's fpdebug, which writes nothing but indexes it scanned,
+  can have written them. A corrupt file, or one copied from elsewhere or made by hand, fails it.
+  (Checking that ten million offsets increase would cost about a second of Python; the MAC is a
+  hash, a tenth of that.);
+- the offsets start at 0 and end at the saved end, which is within the file, and a sample of them
+  (:data:`SAMPLES`) each follows a newline in the trace.
 
 Anything else (a foreign, truncated, corrupt or newer-version file) is ignored and the trace is
 scanned. Writing is atomic (a temporary file renamed over the old one); a cache that cannot be
@@ -28,15 +33,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import logging
 import os
 import struct
 import sys
 import tempfile
 from array import array
-from collections.abc import Callable
-from itertools import islice
-from operator import lt
 from pathlib import Path
 from typing import BinaryIO
 
@@ -51,6 +54,7 @@ __all__ = [
     "HEAD_BYTES",
     "MAX_ENTRIES",
     "MIN_BYTES",
+    "SAMPLES",
     "cache_enabled",
     "cache_path",
     "load_index",
@@ -80,7 +84,10 @@ MAX_ENTRIES = 32
 _MAGIC = b"FPDIDX\r\n"
 _PREFIX = struct.Struct("<8sII")
 _ITEM = 8
-_CHECK_STEP = 1 << 18  # offsets compared per step of the order check (a few ms each)
+SAMPLES = 64
+"""Saved line starts checked against the trace (each must follow a newline) on every load."""
+
+_MAC_BYTES = 32
 
 
 def cache_enabled(environ: dict[str, str] | None = None) -> bool:
@@ -95,15 +102,12 @@ def cache_path(trace: Path) -> Path:
     return cache_dir("index") / f"{name}.idx"
 
 
-def load_index(
-    trace: Path, opened: os.stat_result, *, cancelled: Callable[[], bool] | None = None
-) -> array[int] | None:
+def load_index(trace: Path, opened: os.stat_result) -> array[int] | None:
     """The saved line starts of ``trace`` if a valid cache entry vouches for them, else ``None``.
 
     Args:
         trace: The trace's path.
         opened: ``fstat`` of the trace as the reader opened it (its identity, size and mtime).
-        cancelled: Checked between steps of the order check; a true result gives up (``None``).
 
     Returns:
         The starts (``starts[i]`` where line ``i`` begins, the last item where the indexed lines
@@ -115,7 +119,7 @@ def load_index(
     entry = cache_path(trace)
     try:
         with entry.open("rb") as cached:
-            return _check_entry(cached, trace, opened, cancelled)
+            return _check_entry(cached, trace, opened, _key(entry.parent, create=False))
     except FileNotFoundError:
         return None
     except (ValueError, TypeError, KeyError, EOFError, OSError, orjson.JSONDecodeError) as error:
@@ -154,14 +158,15 @@ def save_index(trace: Path, opened: os.stat_result, starts: array[int]) -> Path 
             "lines": len(starts),
             "head": head,
             "end": end,
-            "digest": hashlib.blake2b(payload, digest_size=32).hexdigest(),
         }
         encoded = orjson.dumps(meta)
         entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        mac = _mac(_key(entry.parent, create=True), encoded, payload)
         descriptor, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".idx")
         try:
             with os.fdopen(descriptor, "wb") as out:
                 out.write(_PREFIX.pack(_MAGIC, FORMAT_VERSION, len(encoded)))
+                out.write(mac)
                 out.write(encoded)
                 out.write(payload)
             os.replace(temporary, entry)
@@ -180,9 +185,7 @@ def save_index(trace: Path, opened: os.stat_result, starts: array[int]) -> Path 
 # Internals
 
 
-def _check_entry(
-    cached: BinaryIO, trace: Path, opened: os.stat_result, cancelled: Callable[[], bool] | None
-) -> array[int] | None:
+def _check_entry(cached: BinaryIO, trace: Path, opened: os.stat_result, key: bytes) -> array[int]:
     """The offsets of a cache file after every check of the module's docstring (``ValueError`` if one fails)."""
     prefix = cached.read(_PREFIX.size)
     if len(prefix) < _PREFIX.size:
@@ -192,7 +195,9 @@ def _check_entry(
         raise ValueError("not an fpdebug index cache")
     if version != FORMAT_VERSION:
         raise ValueError(f"format version {version}, this fpdebug reads {FORMAT_VERSION}")
-    meta = orjson.loads(cached.read(meta_length))
+    mac = cached.read(_MAC_BYTES)
+    encoded = cached.read(meta_length)
+    meta = orjson.loads(encoded)
     if not isinstance(meta, dict) or meta.get("sections") != ["offsets"]:
         raise ValueError("unknown sections")
     if (meta["dev"], meta["ino"], meta["path"]) != (opened.st_dev, opened.st_ino, os.path.realpath(trace)):
@@ -209,33 +214,52 @@ def _check_entry(
     starts.fromfile(cached, lines)  # EOFError when the file is shorter
     if cached.read(1):
         raise ValueError(f"more than {lines} offsets")
-    if hashlib.blake2b(memoryview(starts).cast("B"), digest_size=32).hexdigest() != meta["digest"]:
-        raise ValueError("the offsets do not match their digest")
+    if not hmac.compare_digest(_mac(key, encoded, memoryview(starts).cast("B")), mac):
+        raise ValueError("the MAC does not match (corrupt, or not written by this user's fpdebug)")
     if sys.byteorder == "big":
         starts.byteswap()
     if starts[0] != 0 or starts[-1] != indexed:
         raise ValueError("the offsets do not span the indexed bytes")
-    if not _increasing(starts, cancelled):
-        return None
-    if _marks(trace, opened, indexed) != (meta["head"], meta["end"]):
+    if _marks(trace, opened, indexed, starts) != (meta["head"], meta["end"]):
         raise ValueError("the trace's bytes changed (head or end of the indexed lines)")
     return starts
 
 
-def _increasing(starts: array[int], cancelled: Callable[[], bool] | None) -> bool:
-    """Whether the offsets strictly increase (checked in steps, so the UI thread gets the interpreter)."""
-    count = len(starts)
-    for first in range(0, count - 1, _CHECK_STEP):
-        if cancelled is not None and cancelled():
-            return False
-        step = starts[first : first + _CHECK_STEP + 1]
-        if not all(map(lt, step, islice(step, 1, None))):
-            raise ValueError(f"the offsets do not increase (near line {first})")
-    return True
+def _key(folder: Path, *, create: bool) -> bytes:
+    """The cache's MAC key (``folder/key``, 32 random bytes), made on the first save."""
+    path = folder / "key"
+    try:
+        key = path.read_bytes()
+    except FileNotFoundError:
+        if not create:
+            raise ValueError("no key: nothing was saved here") from None
+        key = b""
+    if len(key) == _MAC_BYTES:
+        return key
+    if not create:
+        raise ValueError("a damaged key")
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".key")
+    with os.fdopen(descriptor, "wb") as out:
+        out.write(os.urandom(_MAC_BYTES))
+    os.replace(temporary, path)  # two savers at once: the last key wins, the other's entry misses once
+    return path.read_bytes()
 
 
-def _marks(trace: Path, opened: os.stat_result, indexed: int) -> tuple[str, str]:
-    """Hashes of the head and of the last :data:`END_BYTES` before ``indexed`` (which must end a line)."""
+def _mac(key: bytes, encoded: bytes, payload: memoryview) -> bytes:
+    digest = hashlib.blake2b(key=key, digest_size=_MAC_BYTES)
+    digest.update(struct.pack("<Q", len(encoded)))
+    digest.update(encoded)
+    digest.update(payload)
+    return digest.digest()
+
+
+def _marks(
+    trace: Path, opened: os.stat_result, indexed: int, starts: array[int] | None = None
+) -> tuple[str, str]:
+    """Hashes of the head and of the last :data:`END_BYTES` before ``indexed`` (which must end a line).
+
+    With ``starts``, a sample of them must each follow a newline (``ValueError`` otherwise).
+    """
     fd = os.open(trace, os.O_RDONLY | os.O_CLOEXEC)
     try:
         now = os.fstat(fd)
@@ -244,6 +268,11 @@ def _marks(trace: Path, opened: os.stat_result, indexed: int) -> tuple[str, str]
         head = os.pread(fd, min(HEAD_BYTES, indexed), 0)
         start = max(indexed - END_BYTES, 0)
         end = os.pread(fd, indexed - start, start)
+        if starts is not None:
+            stride = max((len(starts) - 1) // SAMPLES, 1)
+            for line in range(1, len(starts), stride):
+                if os.pread(fd, 1, starts[line] - 1) != b"\n":
+                    raise ValueError(f"line {line} does not start after a newline")
     finally:
         os.close(fd)
     if not end.endswith(b"\n") or len(end) != indexed - start:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_right, insort
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from fpdebug.errors import TraceError
 from fpdebug.trace.index_cache import load_index, save_index
@@ -121,17 +121,17 @@ class TraceSession:
             self.torn = self.reader.torn_tail()
         return added
 
-    def restore_index(self, *, cancelled: Callable[[], bool] | None = None) -> int:
+    def restore_index(self) -> int:
         """Take the rest of the line index from the cache directory if a valid one is saved there.
 
-        Checking and loading it costs a fraction of a second at 10M lines, against seconds of
+        Loading and checking it costs about a tenth of a second at 10M lines, against seconds of
         scanning; what the cache cannot vouch for is scanned as usual by :meth:`index_step`.
 
         Returns:
             How many lines it added (0: nothing saved, or not valid for this file any more).
         """
         try:
-            starts = load_index(self.reader.path, self.reader.stat(), cancelled=cancelled)
+            starts = load_index(self.reader.path, self.reader.stat())
             added = self.reader.adopt_index(starts) if starts is not None else 0
         except TraceError:
             return 0  # closed under us: the load is being abandoned

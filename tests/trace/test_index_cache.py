@@ -147,24 +147,25 @@ def test_a_grown_trace_whose_indexed_end_changed_invalidates(trace: Path) -> Non
     assert load(trace) is None
 
 
-def corrupt_variants(entry: bytes) -> dict[str, bytes]:
+def corrupt_variants(entry: bytes, key: bytes) -> dict[str, bytes]:
     prefix = struct.calcsize("<8sII")
     _, version, length = struct.unpack_from("<8sII", entry)
-    meta = orjson.loads(entry[prefix : prefix + length])
+    meta = orjson.loads(entry[prefix + 32 : prefix + 32 + length])
     offsets = array("q")
-    offsets.frombytes(entry[prefix + length :])
+    offsets.frombytes(entry[prefix + 32 + length :])
 
-    def rebuilt(starts: array[int], **changes: object) -> bytes:
-        # A self-consistent file (its digest matches) that lies about the trace: a foreign file.
-        fields = {**meta, "digest": hashlib.blake2b(starts.tobytes(), digest_size=32).hexdigest()}
-        fields.update(changes)
-        encoded = orjson.dumps(fields)
-        return struct.pack("<8sII", b"FPDIDX\r\n", version, len(encoded)) + encoded + starts.tobytes()
+    def rebuilt(starts: array[int], *, signed_with: bytes = key, **changes: object) -> bytes:
+        encoded = orjson.dumps({**meta, **changes})
+        mac = hashlib.blake2b(key=signed_with, digest_size=32)
+        for part in (struct.pack("<Q", len(encoded)), encoded, starts.tobytes()):
+            mac.update(part)
+        header = struct.pack("<8sII", b"FPDIDX\r\n", version, len(encoded))
+        return header + mac.digest() + encoded + starts.tobytes()
 
-    unordered = array("q", offsets)
-    unordered[3], unordered[4] = unordered[4], unordered[3]
     past_end = array("q", offsets)
     past_end.append(offsets[-1] + 10_000)
+    shifted = array("q", offsets)
+    shifted[3] += 1
     flipped = bytearray(entry)
     flipped[-20] ^= 0xFF
     return {
@@ -174,18 +175,20 @@ def corrupt_variants(entry: bytes) -> dict[str, bytes]:
         "a flipped offset": bytes(flipped),
         "another magic": b"XXXXXXXX" + entry[8:],
         "a newer version": entry[:8] + struct.pack("<I", version + 1) + entry[12:],
-        "broken metadata": entry[:prefix] + b"{" * length + entry[prefix + length :],
-        "offsets out of order": rebuilt(unordered),
+        "broken metadata": entry[: prefix + 32] + b"{" * length + entry[prefix + 32 + length :],
+        "made elsewhere (another key)": rebuilt(offsets, signed_with=os.urandom(32)),
+        # Files with a good MAC that still do not fit the trace:
         "offsets past the file": rebuilt(past_end, indexed=past_end[-1], lines=len(past_end)),
+        "a line start not after a newline": rebuilt(shifted),
         "an unknown section": rebuilt(offsets, sections=["offsets", "defs"]),
     }
 
 
 def test_corrupt_or_foreign_cache_files_are_ignored(trace: Path, caplog: pytest.LogCaptureFixture) -> None:
     entry = save(trace)
-    good = entry.read_bytes()
+    good, key = entry.read_bytes(), (entry.parent / "key").read_bytes()
     assert load(trace) is not None
-    for name, bad in corrupt_variants(good).items():
+    for name, bad in corrupt_variants(good, key).items():
         entry.write_bytes(bad)
         with caplog.at_level(logging.INFO, logger="fpdebug.trace.index_cache"):
             assert load(trace) is None, name
@@ -194,6 +197,10 @@ def test_corrupt_or_foreign_cache_files_are_ignored(trace: Path, caplog: pytest.
         session.index_step()
         assert session.reader.index.offsets(0, session.lines) == scanned(trace)
         session.reader.close()
+    entry.write_bytes(good)
+    assert load(trace) is not None
+    (entry.parent / "key").unlink()
+    assert load(trace) is None
 
 
 def test_an_unwritable_cache_is_logged_and_ignored(
