@@ -175,7 +175,7 @@ def save_index(trace: Path, opened: os.stat_result, starts: array[int]) -> Path 
                 os.unlink(temporary)
             raise
         _prune(entry.parent)
-    except OSError as error:
+    except (OSError, ValueError, TypeError) as error:  # TypeError: a path JSON cannot hold
         _log.info("index cache %s not written: %s", entry, error)
         return None
     return entry

@@ -217,6 +217,15 @@ def test_an_unwritable_cache_is_logged_and_ignored(
     assert not list(blocked.rglob("*.idx")) and not list(tmp_path.rglob(".tmp-*"))
 
 
+def test_a_trace_replaced_before_the_save_is_not_saved(trace: Path, tmp_path: Path) -> None:
+    opened, starts = os.stat(trace), scanned(trace)
+    other = tmp_path / "other"
+    shutil.copyfile(trace, other)
+    os.replace(other, trace)  # another inode under the name: the offsets are not its own to claim
+    assert save_index(trace, opened, starts) is None
+    assert not cache_path(trace).exists()
+
+
 def test_old_entries_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(index_cache, "MAX_ENTRIES", 2)
     traces = []
