@@ -98,7 +98,7 @@ class TraceLoader:
         sys.setswitchinterval(LOAD_SWITCH_INTERVAL)
         try:
             # A persisted index (a trace opened before) spares the scan; after the first screen,
-            # since loading it takes about a tenth of a second at 10M lines.
+            # since loading it takes about 0.25 CPU-s at 10M lines.
             restored = session.restore_index()
             if restored:
                 self._post(TraceGrew(restored))
