@@ -118,6 +118,7 @@ SLOW_MODULES = frozenset(
         "tests/engine/test_agent_stop_reasons.py",
         "tests/engine/test_provider_parity.py",
         "tests/tui/test_session.py",
+        "tests/tui/test_index_cache_tui.py",
     }
 )
 

@@ -164,6 +164,27 @@ class LineIndex:
             raise ValueError(f"line end {ends[0]} is not past the indexed size {self._starts[-1]}")
         self._starts.extend(ends)
 
+    def adopt(self, starts: array[int]) -> int:
+        """Take over a longer index of the same file (a persisted one) if this one is a prefix of it.
+
+        The list of starts is swapped, not extended in place, so a thread reading the old one
+        still sees a consistent (shorter) index.
+
+        Args:
+            starts: Line starts from ``0`` on, strictly increasing (checked by the caller).
+
+        Returns:
+            How many lines were added: 0 when ``starts`` is not longer or disagrees with what
+            this index already holds (then nothing changes).
+        """
+        known = self._starts
+        count = len(known)
+        if len(starts) <= count or starts[:count] != known:
+            return 0
+        self._starts = starts
+        self._scanned = max(self._scanned, starts[-1])
+        return len(starts) - count
+
     def update(
         self,
         fd: int,

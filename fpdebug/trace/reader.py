@@ -32,6 +32,7 @@ import json
 import os
 import stat
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -212,6 +213,24 @@ class TraceReader:
                 )
             finally:
                 self._mark_end()
+
+    def adopt_index(self, starts: array[int]) -> int:
+        """Take over line starts saved earlier (:mod:`~fpdebug.trace.index_cache`) instead of scanning for them.
+
+        They are used only if what is indexed already is a prefix of them and they end within the
+        file; the next :meth:`refresh` resumes the scan at their end. Returns how many lines were
+        added (0: nothing changed).
+        """
+        with self._refresh_lock:
+            fd = self._require_fd()
+            size = _fstat_size(fd, self.path)
+            if self._header is None or starts[-1] > size:
+                return 0
+            added = self.index.adopt(starts)
+            if added:
+                self._size = size
+                self._mark_end()
+            return added
 
     def torn_tail(self) -> TornTail | None:
         """The bytes after the last indexed line, if any (call :meth:`refresh` first to be exact).
