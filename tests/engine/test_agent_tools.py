@@ -10,6 +10,7 @@ from typing import Any, Literal, Optional
 import pytest
 from pydantic import BaseModel
 
+from fpdebug.engine import tool_workers
 from fpdebug.engine.tools import InvalidToolArguments, ToolFunction, ToolTimeout, call_tool, tool
 from fpdebug.engine.types import Tool
 from fpdebug.errors import DefinitionError
@@ -233,7 +234,12 @@ def test_an_error_in_the_worker_thread_reaches_the_caller() -> None:
         call_tool(boom, {}, timeout=1.0)
 
 
-def test_calls_with_a_timeout_reuse_a_worker_and_a_hung_one_does_not_block_the_next() -> None:
+def test_calls_with_a_timeout_reuse_a_worker_and_a_hung_one_does_not_block_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pool of its own: a worker another test left hung may rejoin the shared pool at any moment
+    # and take the next call, which is correct but would make "one kept worker" order-dependent.
+    monkeypatch.setattr(tool_workers, "_POOL", tool_workers._Pool())
     threads: list[threading.Thread] = []  # objects: a new thread may reuse an ident
 
     def where() -> str:

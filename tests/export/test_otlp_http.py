@@ -147,7 +147,8 @@ def test_captured_sdk_lines_stay_off_the_terminal(caplog: pytest.LogCaptureFixtu
 
 def test_large_exports_go_in_batches() -> None:
     spans = build_spans(trace_events(SAMPLES[0]))
-    many = [span for _ in range(60) for span in spans]  # more than one request's worth
+    # More than one request's worth (512 spans a request), whatever the first sample's size.
+    many = [span for _ in range(1200 // len(spans) + 1) for span in spans]
     with OtlpReceiver() as receiver:
         assert send_spans(many, receiver.endpoint) == len(many)
     assert len(receiver.received) > 1
