@@ -57,6 +57,9 @@ SCENARIOS: Mapping[str, str] = {
     "revised-amount": "fpdebug.demo.revised_amount",
     "step-nudge": "fpdebug.demo.step_nudge",
     "wrap-up": "fpdebug.demo.wrap_up",
+    "cost-budget": "fpdebug.demo.cost_budget",
+    "output-retry": "fpdebug.demo.output_retry",
+    "time-window": "fpdebug.demo.time_window",
     "continuity": "fpdebug.demo.continuity",
     "cascade": "fpdebug.demo.cascade",
 }

@@ -33,6 +33,7 @@ from fpdebug.trace.schema import (
     LeaseGrantEvent,
     LeasePruneEvent,
     LlmCallEvent,
+    OutputRetryEvent,
     PassEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
@@ -74,6 +75,7 @@ EventRecord: TypeAlias = (
     | RerouteSupersededEvent
     | StepsUnfinishedEvent
     | WrapUpEvent
+    | OutputRetryEvent
     | RunEndEvent
 )
 """The event classes of :data:`~fpdebug.trace.schema.TraceEvent` (the union without its discriminator)."""

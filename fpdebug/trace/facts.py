@@ -48,6 +48,7 @@ __all__ = [
     "LeaseGrantFacts",
     "LeasePruneFacts",
     "LlmCallFacts",
+    "OutputRetryFacts",
     "PassFacts",
     "RerouteSupersededFacts",
     "RouteConflictFacts",
@@ -234,6 +235,12 @@ class WrapUpFacts(_Facts):
     kind: Literal["wrap_up"]
 
 
+class OutputRetryFacts(_Facts):
+    """``output_retry``: the envelope only."""
+
+    kind: Literal["output_retry"]
+
+
 FACTS_MODELS: tuple[type[_Facts], ...] = (
     RunStartFacts,
     RunEndFacts,
@@ -252,6 +259,7 @@ FACTS_MODELS: tuple[type[_Facts], ...] = (
     RerouteSupersededFacts,
     StepsUnfinishedFacts,
     WrapUpFacts,
+    OutputRetryFacts,
 )
 """One facts model per event kind."""
 
@@ -272,7 +280,8 @@ Facts = Annotated[
     | RouteConflictFacts
     | RerouteSupersededFacts
     | StepsUnfinishedFacts
-    | WrapUpFacts,
+    | WrapUpFacts
+    | OutputRetryFacts,
     Field(discriminator="kind"),
 ]
 """The facts of any event line."""

@@ -50,6 +50,7 @@ from fpdebug.trace.facts import (
     LeaseGrantFacts,
     LeasePruneFacts,
     LlmCallFacts,
+    OutputRetryFacts,
     PassFacts,
     RerouteSupersededFacts,
     RouteConflictFacts,
@@ -85,6 +86,7 @@ from fpdebug.trace.schema import (
     LeasePruneEvent,
     LeaseRecord,
     LlmCallEvent,
+    OutputRetryEvent,
     PassEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
@@ -151,6 +153,8 @@ _InTurnEvent: TypeAlias = (
     | StepsUnfinishedFacts
     | WrapUpEvent
     | WrapUpFacts
+    | OutputRetryEvent
+    | OutputRetryFacts
 )
 """Every event but ``run_start`` and ``run_end``: what belongs to a turn (full events and facts)."""
 
@@ -436,6 +440,8 @@ class RunModel:
                 | StepsUnfinishedFacts()
                 | WrapUpEvent()
                 | WrapUpFacts()
+                | OutputRetryEvent()
+                | OutputRetryFacts()
             ):
                 pass  # listed in their iteration above; the model keeps no other fact of them
             case CursorMoveEvent() | CursorMoveFacts():

@@ -53,6 +53,9 @@ def test_the_registry_lists_every_scenario_with_the_contract() -> None:
         "revised-amount",
         "step-nudge",
         "wrap-up",
+        "cost-budget",
+        "output-retry",
+        "time-window",
         "continuity",
         "cascade",
     ]

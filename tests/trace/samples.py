@@ -38,6 +38,7 @@ from fpdebug.trace.schema import (
     MapsPlanDecl,
     Message,
     MountedMapDecl,
+    OutputRetryEvent,
     PassDelta,
     PassEvent,
     PromptSegment,
@@ -335,6 +336,13 @@ def every_kind(t0: datetime, *, run_id: str = "run-1", first_seq: int = 1) -> li
             nudge="The 'refund' procedure is not finished.",
         ),
         WrapUpEvent(**env(), pending_tool_calls=2, answer_was_empty=True, instruction="Answer now."),
+        OutputRetryEvent(
+            **env(),
+            error="priority: Input should be a valid integer",
+            attempt=1,
+            max_retries=2,
+            reask="Your answer does not match the required output format.",
+        ),
         TurnEndEvent(
             **env(iteration=None),
             final_content="Refunded.",

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, Self
 
 from fpdebug.engine.agent.failures import RunFailed, error_info
+from fpdebug.engine.agent.limits import SpendMeter
 from fpdebug.engine.agent.loop import TurnLoop
 from fpdebug.engine.agent.results import RunResult, RunStatus, TurnResult
 from fpdebug.engine.providers.base import check_provider
@@ -65,6 +66,9 @@ class Conversation:
         """The turns run so far."""
         self.calls = 0
         """LLM calls made so far (the next ``llm_call``'s ``call_index`` is one more)."""
+        budget = agent.spec.cost_budget
+        self.spend = SpendMeter(budget) if budget is not None else None
+        """The run's spend under the agent's cost budget (``None`` without one)."""
         self.cursor: str | None = None
         """The cursor at the end of the last turn (carried only under ``continuity('conversation')``)."""
         self.status: RunStatus | Literal["running"] = "running"
@@ -137,6 +141,10 @@ class Conversation:
             recorded["on_truncation"] = spec.on_truncation
         if spec.wrap_up:
             recorded["wrap_up"] = True
+        if spec.cost_budget is not None:
+            recorded["cost_budget"] = spec.cost_budget.declaration()
+        if spec.output_schema is not None:
+            recorded["output_schema"] = spec.output_schema.declaration()
         if not spec.step_nudge and self.compiled.step_plans:
             recorded["step_nudge"] = False
         provider_options = getattr(self.provider, "run_options", None)
