@@ -1,14 +1,13 @@
 """Demo: the run's spend reaches its cost budget; Route stops the tools and the turn wraps up.
 
-A market-research agent with ``.cost_budget(0.05, price=ModelPrice(3, 15))`` and ``.wrap_up()`` is
-asked to summarise three long analyst reports. Every call reads a large context (6,000 input
-tokens, 400 output: $0.024 at the declared price). After the first call the run has spent $0.024,
-after the second $0.048: both under the budget, so both reports are fetched. The third call brings
-the spend to $0.072, past the $0.05 budget, and it still asks for the third report: Route runs no
-more tools. With wrap-up armed it chooses ``wrap-up`` (the call never runs, ``wrap_up`` records
+A market-research agent with ``.cost_budget(0.004, price=ModelPrice(3, 15))`` and ``.wrap_up()``
+is asked to summarise three analyst reports. Every call reads 400 input tokens and writes 20
+($0.0015 at the declared price). After the first call the run has spent $0.0015, after the second
+$0.003: both under the budget, so both reports are fetched. The third call brings the spend to
+$0.0045, past the $0.004 budget, and it still asks for the third report: Route runs no more tools. With wrap-up armed it chooses ``wrap-up`` (the call never runs, ``wrap_up`` records
 ``reason = cost-budget``, the budget and the spend), and one more call with no tool offered
 answers from the two reports it has. ``turn_end.stopped_early`` is ``cost-budget`` at iteration 3,
-with ``budget_usd`` 0.05 and ``spent_usd`` 0.072, marked ``wrapped_up``. The iteration limit (10)
+with ``budget_usd`` 0.004 and ``spent_usd`` 0.0045, marked ``wrapped_up``. The iteration limit (10)
 was never near: the spend cut the turn.
 """
 
@@ -31,8 +30,8 @@ FINDINGS = {
     "Orbit": "revenue down 4%, a new CFO",
     "Pioneer": "revenue up 30% on one large contract",
 }
-USAGE = Usage(input_tokens=6000, output_tokens=400, input_includes_cache=True)
-"""Every call's usage: $0.018 + $0.006 = $0.024 at the declared price."""
+USAGE = Usage(input_tokens=400, output_tokens=20, input_includes_cache=True)
+"""Every call's usage: $0.0012 + $0.0003 = $0.0015 at the declared price."""
 
 ANSWER = (
     "Northwind: revenue up 12%, margins flat. Orbit: revenue down 4%, a new CFO. "
@@ -47,8 +46,8 @@ EXPECTED = {
         "pending_tool_calls": 1,
         "answer_was_empty": True,
         "wrapped_up": True,
-        "budget_usd": 0.05,
-        "spent_usd": 0.072,
+        "budget_usd": 0.004,
+        "spent_usd": 0.0045,
     },
     "answer": ANSWER,
 }
@@ -64,12 +63,12 @@ def fetch_report(company: str) -> dict[str, object]:
 
 
 def build_agent() -> Agent:
-    """A research agent whose run may spend $0.05, priced at $3 / $15 per million tokens."""
+    """A research agent whose run may spend $0.004, priced at $3 / $15 per million tokens."""
     return (
         Agent(NAME)
         .system_prompt("You summarise analyst reports for an investment committee.")
         .tools(tool(fetch_report))
-        .cost_budget(0.05, price=ModelPrice(input_per_mtok=3.0, output_per_mtok=15.0))
+        .cost_budget(0.004, price=ModelPrice(input_per_mtok=3.0, output_per_mtok=15.0))
         .wrap_up()
     )
 

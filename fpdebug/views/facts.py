@@ -32,8 +32,11 @@ BADGES: tuple[str, ...] = (
     "invalid",
     "refused",
     "unsupported",
+    "beyond",
     "nudge",
     "wrapup",
+    "retry",
+    "budget",
     "proposal",
 )
 """Every badge a timeline row can show, in display order."""
@@ -57,6 +60,9 @@ class RowFacts:
     """Values the answers assessed in this iteration state that no source supports (docs/honesty.md §12.4)."""
     proposals: int = 0
     """Route proposals the iteration's batch had accepted (honoured by the next pass)."""
+    beyond_now: int = 0
+    """Results the results layer judged here whose call window ends after the turn's clock
+    (``beyond_now``, docs/honesty.md §12.6)."""
 
 
 def _load(reader: TraceReader, line: int | None) -> dict[str, object] | None:
@@ -103,27 +109,28 @@ def row_facts(reader: TraceReader, iteration: Iteration) -> RowFacts:
         record = _load(reader, line)
         if record is not None and isinstance(pruned := record.get("pruned"), list):
             reasons.extend(str(item.get("reason")) for item in pruned if isinstance(item, dict))
-    return RowFacts(
-        active, evaluated, parked, errors, tuple(reasons), _unsupported(reader, iteration), proposals
-    )
+    unsupported, beyond = _finding_counts(reader, iteration)
+    return RowFacts(active, evaluated, parked, errors, tuple(reasons), unsupported, proposals, beyond)
 
 
-def _unsupported(reader: TraceReader, iteration: Iteration) -> int:
-    """How many values the answer layer's assessments of this iteration marked unsupported."""
-    count = 0
+def _finding_counts(reader: TraceReader, iteration: Iteration) -> tuple[int, int]:
+    """How many values the answer layer's assessments of this iteration marked unsupported, and how
+    many results the results layer's rows here marked ``beyond_now``."""
+    unsupported = beyond = 0
     for line in iteration.finding_lines:
         record = _load(reader, line)
-        if (
-            record is None
-            or record.get("layer") != "answer"
-            or not isinstance(rows := record.get("rows"), list)
-        ):
+        if record is None or not isinstance(rows := record.get("rows"), list):
             continue
+        layer = record.get("layer")
         for row in rows:
-            values = row.get("values") if isinstance(row, dict) and row.get("row") == "assessment" else None
+            if not isinstance(row, dict):
+                continue
+            if layer == "results" and row.get("beyond_now") is True:
+                beyond += 1
+            values = row.get("values") if layer == "answer" and row.get("row") == "assessment" else None
             if isinstance(values, list):
-                count += sum(1 for v in values if isinstance(v, dict) and v.get("supported") is False)
-    return count
+                unsupported += sum(1 for v in values if isinstance(v, dict) and v.get("supported") is False)
+    return unsupported, beyond
 
 
 def _accepted_proposal(effect: dict[str, object]) -> bool:
@@ -180,11 +187,23 @@ def badges_of(
         "invalid": invalid_near(model, iteration, found=found) > 0,
         "refused": _refused_here(model, iteration),
         "unsupported": facts.unsupported > 0,
+        "beyond": facts.beyond_now > 0,
         "nudge": iteration.has("steps_unfinished"),
         "wrapup": iteration.has("wrap_up"),
+        "retry": iteration.has("output_retry"),
+        "budget": _ended_on_budget(model, iteration),
         "proposal": facts.proposals > 0,
     }
     return [name for name in BADGES if shown[name]]
+
+
+def _ended_on_budget(model: RunModel, iteration: Iteration) -> bool:
+    """Whether this iteration gave its turn's final reply, and the cost budget had cut the turn."""
+    run = model.run(iteration.run_id)
+    turn = run.turn(iteration.turn) if run is not None else None
+    return (
+        turn is not None and turn.stopped_early == "cost-budget" and turn.iteration_count == iteration.number
+    )
 
 
 def _refused_here(model: RunModel, iteration: Iteration) -> bool:

@@ -149,14 +149,14 @@ def test_the_cost_budget_demo_stops_the_tools_and_wraps_up(tmp_path: Path) -> No
     assert [len(c.request.tools) for c in calls] == [1, 1, 1, 0]  # the wrap-up call offers none
     assert [r.iteration for r in of(events, ToolResultEvent)] == [1, 2]  # the third report never ran
     (wrap,) = of(events, WrapUpEvent)
-    assert (wrap.iteration, wrap.reason, wrap.budget_usd, wrap.spent_usd) == (3, "cost-budget", 0.05, 0.072)
+    assert (wrap.iteration, wrap.reason, wrap.budget_usd, wrap.spent_usd) == (3, "cost-budget", 0.004, 0.0045)
     assert "cost budget" in wrap.instruction
     (end,) = of(events, TurnEndEvent)
     assert end.stopped_early is not None
     assert end.stopped_early.model_dump(exclude_none=True) == cost_budget.EXPECTED["stopped_early"]
     (start,) = of(events, RunStartEvent)
     assert start.options["cost_budget"] == {
-        "usd": 0.05,
+        "usd": 0.004,
         "unpriced": "fail",
         "price": {"input_per_mtok": 3.0, "output_per_mtok": 15.0},
     }
