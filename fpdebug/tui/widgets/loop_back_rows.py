@@ -36,7 +36,7 @@ class LoopBack:
         return bool(self.nudges or self.wraps or self.retries or self.budget_stop)
 
 
-def _of(session: TraceSession, lines: list[int], cls: type) -> list:  # type: ignore[type-arg]
+def _of(session: TraceSession, lines: list[int], cls: type) -> list:
     return [record for record in map(session.record, lines) if isinstance(record, cls)]
 
 
