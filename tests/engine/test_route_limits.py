@@ -96,10 +96,10 @@ def test_the_budget_stops_tools_at_any_iteration() -> None:
 
 
 def test_the_budget_takes_precedence_over_the_limit_in_the_stop_reason() -> None:
-    over = SpendMeter(CostBudget(1.0, PRICE))
-    over.charge("scripted", "m", LlmResponse(usage=Usage(input_tokens=2)), T0)
-    under = SpendMeter(CostBudget(10.0, PRICE))
-    under.charge("scripted", "m", LlmResponse(usage=Usage(input_tokens=2)), T0)
+    over = SpendMeter(CostBudget(1.0, PRICE), T0)
+    over.charge("scripted", "m", LlmResponse(usage=Usage(input_tokens=2)))
+    under = SpendMeter(CostBudget(10.0, PRICE), T0)
+    under.charge("scripted", "m", LlmResponse(usage=Usage(input_tokens=2)))
     # At the iteration limit with the spend past the budget: the budget is what cut the turn.
     stopped = cut_short(CALL, 3, over)
     assert (stopped.reason, stopped.budget_usd, stopped.spent_usd) == ("cost-budget", 1.0, 2.0)
@@ -109,17 +109,17 @@ def test_the_budget_takes_precedence_over_the_limit_in_the_stop_reason() -> None
 
 
 def test_the_meter_prices_by_the_table_or_the_declared_price_and_never_says_zero() -> None:
-    table = SpendMeter(CostBudget(100.0))
+    table = SpendMeter(CostBudget(100.0), T0)
     usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000, input_includes_cache=True)
     reply = LlmResponse(usage=usage, model="claude-3-5-sonnet-20241022")
-    assert table.charge("anthropic", "claude-3-5-sonnet-20241022", reply, T0) is None
+    assert table.charge("anthropic", "claude-3-5-sonnet-20241022", reply) is None
     assert float(table.spent) == pytest.approx(18.0)  # $3 in + $15 out per million
-    unknown = SpendMeter(CostBudget(1.0))
-    error = unknown.charge("openai", "no-such-model", LlmResponse(usage=usage), T0)
+    unknown = SpendMeter(CostBudget(1.0), T0)
+    error = unknown.charge("openai", "no-such-model", LlmResponse(usage=usage))
     assert error is not None and error.type == "UnpricedCallError" and "no-such-model" in error.message
     assert unknown.spent == 0 and not unknown.over
-    ignored = SpendMeter(CostBudget(1.0, unpriced="ignore"))
-    assert ignored.charge("scripted", "s", LlmResponse(usage=usage), T0) is None
+    ignored = SpendMeter(CostBudget(1.0, unpriced="ignore"), T0)
+    assert ignored.charge("scripted", "s", LlmResponse(usage=usage)) is None
     assert (ignored.unpriced_calls, ignored.spent) == (1, 0)
 
 
@@ -350,3 +350,22 @@ def test_each_batch_is_judged_once_across_output_re_asks(script: list[str], retr
     # Judged once: each dispatched batch at the loop head right after it, never again after a re-ask.
     assert sorted({b for _, b in judged}) == dispatched
     assert all(head == batch + 1 for head, batch in judged)
+
+
+def test_the_table_priced_spend_is_replayed_as_the_loop_priced_it(tmp_path: Path) -> None:
+    # A provider the price table knows ($3 / $15 per million at claude-3-5-sonnet): 20,000 input
+    # tokens a call is $0.06, so a $0.10 budget lets the first batch run and cuts the second call.
+    provider = ScriptedProvider(
+        [
+            costing(20_000, R.tool_call("lookup", {"order_id": "A"})),
+            costing(20_000, R.tool_call("lookup", {"order_id": "B"})),
+        ],
+        name="anthropic",
+        model="claude-3-5-sonnet-20241022",
+    )
+    agent = Agent("t").tools(tool(lookup)).findings().cost_budget(0.10)
+    recorded = record(agent, "Check A", provider, tmp_path)
+    (end,) = of(recorded.events, TurnEndEvent)
+    assert end.stopped_early is not None
+    assert (end.stopped_early.reason, end.stopped_early.spent_usd) == ("cost-budget", pytest.approx(0.12))
+    assert_equality_law(recorded)

@@ -66,9 +66,8 @@ class Conversation:
         """The turns run so far."""
         self.calls = 0
         """LLM calls made so far (the next ``llm_call``'s ``call_index`` is one more)."""
-        budget = agent.spec.cost_budget
-        self.spend = SpendMeter(budget) if budget is not None else None
-        """The run's spend under the agent's cost budget (``None`` without one)."""
+        self.spend: SpendMeter | None = None
+        """The run's spend under the agent's cost budget (``None`` without one; set with ``run_start``)."""
         self.cursor: str | None = None
         """The cursor at the end of the last turn (carried only under ``continuity('conversation')``)."""
         self.status: RunStatus | Literal["running"] = "running"
@@ -92,7 +91,7 @@ class Conversation:
         """Write ``run_start``: the declaration as compiled, and the options recorded for this run."""
         spec, compiled = self.agent.spec, self.compiled
         address, port = self._server()
-        self.recorder.emit(
+        started = self.recorder.emit(
             RunStartEvent,
             agent_name=spec.name,
             provider=self.provider.name,
@@ -108,6 +107,9 @@ class Conversation:
             server_address=address,
             server_port=port,
         )
+        if spec.cost_budget is not None:
+            # Priced at the run's start, the instant run_start records: the replay prices the same.
+            self.spend = SpendMeter(spec.cost_budget, started.ts)
 
     def _server(self) -> tuple[str | None, int | None]:
         """The host and port a live provider talks to (its ``server``), else ``(None, None)``."""

@@ -101,10 +101,16 @@ class CostBudget:
 
 
 class SpendMeter:
-    """The run's spend so far under a :class:`CostBudget` (one per run, shared by its turns)."""
+    """The run's spend so far under a :class:`CostBudget` (one per run, shared by its turns).
 
-    def __init__(self, budget: CostBudget) -> None:
+    Every call is priced at the table's prices in force when the run started (``run_start.ts``): the
+    honesty replay knows that instant, so it prices the recorded usages exactly as the loop did.
+    """
+
+    def __init__(self, budget: CostBudget, priced_at: datetime) -> None:
         self.budget = budget
+        self.priced_at = priced_at
+        """The instant whose table prices apply (the run's start)."""
         self.spent = Decimal(0)
         """Dollars of the priced calls so far."""
         self.unpriced_calls = 0
@@ -115,7 +121,7 @@ class SpendMeter:
         """Whether the spend has reached the budget: Route dispatches no more tools."""
         return self.spent >= Decimal(str(self.budget.usd))
 
-    def charge(self, provider: str, model: str, response: LlmResponse, when: datetime) -> ErrorInfo | None:
+    def charge(self, provider: str, model: str, response: LlmResponse) -> ErrorInfo | None:
         """Add one reply's cost to the spend.
 
         Returns:
@@ -130,7 +136,7 @@ class SpendMeter:
                 + Decimal(tokens.output) * Decimal(str(price.output_per_mtok))
             ) / _MILLION
             return None
-        cost = price_tokens(provider, response.model or model, tokens, when)
+        cost = price_tokens(provider, response.model or model, tokens, self.priced_at)
         if cost.dollars is not None:
             self.spent += cost.dollars
             return None

@@ -331,9 +331,7 @@ class TurnLoop(ToolRecording):
         self.output_tokens += response.usage.output_tokens
         spend = conversation.spend
         unpriced = (
-            spend.charge(conversation.provider.name, conversation.provider.model, response, start)
-            if spend
-            else None
+            spend.charge(conversation.provider.name, conversation.provider.model, response) if spend else None
         )
         if unpriced is not None:  # the budget cannot count this call, and its stance is to say so
             self._record_llm_call(request, latency_ms=latency_ms, response=response)

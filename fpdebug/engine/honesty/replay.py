@@ -247,7 +247,7 @@ class _Replay:
         self.wrapped: StoppedEarly | None = None  # the turn's wrap-up: its stopped_early
         # The run's spend under its cost budget, charged with each recorded reply as the loop did.
         budget = CostBudget.from_declaration(run_start.options.get("cost_budget"))
-        self.spend = SpendMeter(budget) if budget is not None else None
+        self.spend = SpendMeter(budget, run_start.ts) if budget is not None else None
 
     def file(
         self, layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None, *, now: bool
@@ -318,7 +318,7 @@ class _Replay:
 
     def _llm_call(self, event: LlmCallEvent, reply: LlmResponse) -> None:
         if self.spend is not None:
-            self.spend.charge(event.provider, event.model, reply, event.ts)
+            self.spend.charge(event.provider, event.model, reply)
         calls = reply.tool_calls
         if event.route in LOOP_BACK_ROUTES:
             # The loop keeps the reply's text only (an empty one not at all): its calls never run.
