@@ -8,6 +8,7 @@ from rich.text import Text
 from fpdebug.demo import sample_path
 from fpdebug.trace.reader import TraceReader
 from fpdebug.tui.screens.badge_reason import BADGE_REASONS
+from fpdebug.tui.widgets.events import summarize
 from fpdebug.tui.widgets.inspector import inspect_iteration
 from fpdebug.tui.widgets.timeline import BADGE_LETTERS, _route_cell
 from tests.demo.helpers import SAMPLES
@@ -101,3 +102,19 @@ def test_the_limits_and_the_time_layer_have_their_badge_and_row(
     assert row in shown
     assert BADGE_LETTERS[badge] not in {BADGE_LETTERS[b] for b in BADGE_LETTERS if b != badge}
     assert BADGE_REASONS[badge].row(row)  # `w` on the badge lands on this row
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "summary"),
+    [
+        ("output-retry", "output_retry", "output retry 1 of 2: priority: Input should be a valid integer"),
+        ("cost-budget", "wrap_up", "wrap-up: 1 call(s) asked for past the cost budget never ran"),
+        ("cost-budget", "turn_end", "· stopped early (cost-budget: $0.0045 of $0.004) · wrapped up"),
+        ("wrap-up", "wrap_up", "wrap-up: 1 call(s) asked for at the iteration limit never ran"),
+    ],
+)
+def test_the_events_view_says_what_the_loop_did(name: str, kind: str, summary: str) -> None:
+    with TraceReader(sample_path(SAMPLES, name)) as reader:
+        records = [reader[line] for line in range(1, len(reader))]
+    (record,) = [r for r in records if getattr(r, "kind", None) == kind]
+    assert summary in summarize(record)
