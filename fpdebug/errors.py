@@ -38,6 +38,7 @@ __all__ = [
     "FpdebugError",
     "ImportFormatError",
     "LiveCallRefusedError",
+    "OutputValidationError",
     "ProviderError",
     "ReplayDivergenceError",
     "RunInterrupted",
@@ -51,6 +52,7 @@ __all__ = [
     "TraceLockedError",
     "TraceVersionError",
     "TraceWriteError",
+    "UnpricedCallError",
 ]
 
 
@@ -126,6 +128,16 @@ class LiveCallRefusedError(ProviderError):
 
 class ToolError(FpdebugError):
     """A tool declaration or dispatch failed outside the tool's own code."""
+
+
+class OutputValidationError(FpdebugError):
+    """The model's final reply still failed the declared output schema after every re-ask
+    (:meth:`~fpdebug.engine.agent.Agent.output_schema`): the run ends ``failed``."""
+
+
+class UnpricedCallError(FpdebugError):
+    """A run under a cost budget made a call nothing can price (a model the price table does not
+    know, or an in-process provider) and the budget's ``unpriced`` stance is ``fail``."""
 
 
 class ToolMiddlewareError(ToolError):

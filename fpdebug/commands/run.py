@@ -387,9 +387,11 @@ def summary_lines(run: ScenarioRun) -> list[str]:
         f"{turns} turn{'s' if turns != 1 else ''}, {iterations} iteration{'s' if iterations != 1 else ''},",
         f"{result.input_tokens} tokens in, {result.output_tokens} out.",
     ]
-    stopped = [t for t in result.turns if t.stopped_early is not None]
-    if stopped:
-        parts.append(f"{len(stopped)} turn(s) stopped early at the iteration limit.")
+    stopped = [t.stopped_early for t in result.turns if t.stopped_early is not None]
+    for reason, limit in (("max-iterations", "the iteration limit"), ("cost-budget", "the cost budget")):
+        cut = sum(1 for s in stopped if s.reason == reason)
+        if cut:
+            parts.append(f"{cut} turn(s) stopped early at {limit}.")
     if result.error is not None:
         parts.append(f"Error: {inert_line(result.error.type)}: {inert_line(result.error.message)}.")
     answer = result.content

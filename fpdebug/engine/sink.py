@@ -34,6 +34,7 @@ from fpdebug.trace.schema import (
     LeaseGrantEvent,
     LeasePruneEvent,
     LlmCallEvent,
+    OutputRetryEvent,
     PassEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
@@ -76,6 +77,7 @@ EventRecord: TypeAlias = (
     | StepsUnfinishedEvent
     | WrapUpEvent
     | AskAnswerEvent
+    | OutputRetryEvent
     | RunEndEvent
 )
 """The event classes of :data:`~fpdebug.trace.schema.TraceEvent` (the union without its discriminator)."""

@@ -59,6 +59,7 @@ from fpdebug.trace.schema import (
     RouteChoice,
     RunEndEvent,
     SlotRouting,
+    StoppedEarly,
     ToolResultEvent,
     TraceEvent,
     TurnEndEvent,
@@ -138,10 +139,15 @@ def convert_recording(recording: dict[str, Any], envelope: dict[str, Any] | None
 _ROUTES: dict[str, RouteChoice] = {
     "tool-calls": "tool-calls",
     "final": "final",
+    "output-retry": "output-retry",
     "step-nudge": "step-nudge",
+    "evidence-recheck": "evidence-recheck",
     "wrap-up": "wrap-up",
 }
-"""The reference's routes fpdebug builds (``output-retry`` and ``evidence-recheck`` are not)."""
+"""The reference's six routes (``agent.route_decided.chosen``), all of which fpdebug builds."""
+
+_STOP_REASONS = ("max-iterations", "cost-budget")
+"""The reference's ``stoppedEarly.reason`` values."""
 
 
 class _Converter:
@@ -313,7 +319,9 @@ class _Converter:
             self.out.warnings.append(f"{where}: the recording has no llm_end; no reply is shown")
         route = _ROUTES.get(iteration.route) if iteration.route is not None else None
         if iteration.route is not None and route is None:
-            self.out.warnings.append(f"{where}: route {iteration.route!r} is not one fpdebug builds")
+            self.out.warnings.append(
+                f"{where}: route {iteration.route!r} is not one of the reference's routes"
+            )
         duration = obj(end).get("durationMs")
         return LlmCallEvent(
             seq=1,
@@ -397,7 +405,29 @@ class _Converter:
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
                 iteration_count=count if isinstance(count, int) else 0,
+                stopped_early=self._stopped_early(payload.get("stoppedEarly")),
             )
+        )
+
+    def _stopped_early(self, value: object) -> StoppedEarly | None:
+        """``turn_end.stoppedEarly`` (``{reason, iteration, pendingToolCalls, answerWasEmpty,
+        wrappedUp?}``), or ``None`` with a warning when it is there but not one."""
+        if value is None:
+            return None
+        stop = obj(value)
+        reason, iteration = stop.get("reason"), stop.get("iteration")
+        if reason not in _STOP_REASONS or isinstance(iteration, bool) or not isinstance(iteration, int):
+            self.out.warnings.append(
+                f"turn {self.turn}: stoppedEarly {value!r:.120} is not one fpdebug reads; not recorded"
+            )
+            return None
+        wrapped = stop.get("wrappedUp")
+        return StoppedEarly(
+            reason=reason,
+            iteration=iteration,
+            pending_tool_calls=integer(stop.get("pendingToolCalls")),
+            answer_was_empty=stop.get("answerWasEmpty") is True,
+            wrapped_up=True if wrapped is True else None,
         )
 
     def _run_end(self) -> None:

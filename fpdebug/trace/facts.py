@@ -49,6 +49,7 @@ __all__ = [
     "LeaseGrantFacts",
     "LeasePruneFacts",
     "LlmCallFacts",
+    "OutputRetryFacts",
     "PassFacts",
     "RerouteSupersededFacts",
     "RouteConflictFacts",
@@ -241,6 +242,12 @@ class AskAnswerFacts(_Facts):
     kind: Literal["ask_answer"]
 
 
+class OutputRetryFacts(_Facts):
+    """``output_retry``: the envelope only."""
+
+    kind: Literal["output_retry"]
+
+
 FACTS_MODELS: tuple[type[_Facts], ...] = (
     RunStartFacts,
     RunEndFacts,
@@ -260,6 +267,7 @@ FACTS_MODELS: tuple[type[_Facts], ...] = (
     StepsUnfinishedFacts,
     WrapUpFacts,
     AskAnswerFacts,
+    OutputRetryFacts,
 )
 """One facts model per event kind."""
 
@@ -281,7 +289,8 @@ Facts = Annotated[
     | RerouteSupersededFacts
     | StepsUnfinishedFacts
     | WrapUpFacts
-    | AskAnswerFacts,
+    | AskAnswerFacts
+    | OutputRetryFacts,
     Field(discriminator="kind"),
 ]
 """The facts of any event line."""

@@ -51,6 +51,7 @@ from fpdebug.trace.facts import (
     LeaseGrantFacts,
     LeasePruneFacts,
     LlmCallFacts,
+    OutputRetryFacts,
     PassFacts,
     RerouteSupersededFacts,
     RouteConflictFacts,
@@ -87,6 +88,7 @@ from fpdebug.trace.schema import (
     LeasePruneEvent,
     LeaseRecord,
     LlmCallEvent,
+    OutputRetryEvent,
     PassEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
@@ -155,6 +157,8 @@ _InTurnEvent: TypeAlias = (
     | WrapUpFacts
     | AskAnswerEvent
     | AskAnswerFacts
+    | OutputRetryEvent
+    | OutputRetryFacts
 )
 """Every event but ``run_start`` and ``run_end``: what belongs to a turn (full events and facts)."""
 
@@ -442,6 +446,8 @@ class RunModel:
                 | WrapUpFacts()
                 | AskAnswerEvent()
                 | AskAnswerFacts()
+                | OutputRetryEvent()
+                | OutputRetryFacts()
             ):
                 pass  # listed in their iteration above; the model keeps no other fact of them
             case CursorMoveEvent() | CursorMoveFacts():

@@ -85,6 +85,7 @@ __all__ = [
     "MapsPlanDecl",
     "Message",
     "MountedMapDecl",
+    "OutputRetryEvent",
     "PassDelta",
     "PassEvent",
     "PromptSegment",
@@ -108,6 +109,7 @@ __all__ = [
     "StepChange",
     "StepPointerRecord",
     "StepsUnfinishedEvent",
+    "StopReason",
     "StoppedEarly",
     "ThinkingBlock",
     "Timestamp",
@@ -348,18 +350,24 @@ class Usage(Frozen):
         return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
 
 
-RouteChoice: TypeAlias = Literal["tool-calls", "final", "step-nudge", "wrap-up", "evidence-recheck"]
+RouteChoice: TypeAlias = Literal[
+    "tool-calls", "final", "output-retry", "step-nudge", "wrap-up", "evidence-recheck"
+]
 """Route's branches (docs/context-model.md §7.1): every one but ``final`` loops back to the loop head."""
 
-LOOP_BACK_ROUTES: tuple[RouteChoice, ...] = ("step-nudge", "wrap-up")
-"""The routes that loop back without running a tool (the batch in place stays)."""
+LOOP_BACK_ROUTES: tuple[RouteChoice, ...] = ("output-retry", "step-nudge", "wrap-up")
+"""The routes that loop back without running a tool and keep only the reply's text (the batch in place
+stays). ``evidence-recheck`` also runs no tool, but the draft it sends back is assessed and kept whole."""
+
+StopReason: TypeAlias = Literal["max-iterations", "cost-budget"]
+"""The limits that cut a turn short (docs/context-model.md §7.2)."""
 
 
 class StoppedEarly(Frozen):
     """Why a turn ended before the model finished asking for tools (docs/context-model.md §7.2)."""
 
     reason: Literal["max-iterations", "cost-budget", "interrupted"]
-    """The limit that cut the turn short."""
+    """The limit that cut the turn short (``cost-budget``: :meth:`Agent.cost_budget`'s spend was reached)."""
     iteration: int
     """The iteration on which it was cut."""
     pending_tool_calls: int
@@ -369,6 +377,10 @@ class StoppedEarly(Frozen):
     wrapped_up: bool | None = None
     """The loop asked once more with tools off and the answer is that wrap-up reply (docs/context-model.md
     §7.2); absent when no wrap-up call ran."""
+    budget_usd: float | None = None
+    """``cost-budget`` only: the run's budget in US dollars."""
+    spent_usd: float | None = None
+    """``cost-budget`` only: what the run had spent when Route stopped, the call it cut included."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1650,6 +1662,28 @@ class WrapUpEvent(_Event):
     """Whether the reply at the limit had no content."""
     instruction: str
     """The user message the loop added to the history: what the model reads on the wrap-up call."""
+    reason: StopReason | None = None
+    """The limit reached: ``cost-budget`` when the run's spend stopped the tools; absent for
+    ``max-iterations``."""
+    budget_usd: float | None = None
+    """``cost-budget`` only: the run's budget in US dollars."""
+    spent_usd: float | None = None
+    """``cost-budget`` only: what the run had spent at the cut."""
+
+
+class OutputRetryEvent(_Event):
+    """The final reply failed the declared output schema; Route chose ``output-retry`` and re-asks
+    (docs/context-model.md §7.2, :meth:`Agent.output_schema`)."""
+
+    kind: Literal["output_retry"] = "output_retry"
+    error: str
+    """Why the reply was refused: the JSON or validation error, as the model reads it."""
+    attempt: int
+    """This re-ask's number in the turn (1 for the first)."""
+    max_retries: int
+    """The re-asks the agent allows per turn."""
+    reask: str
+    """The user message the loop added to the history: what the model reads on the re-ask."""
 
 
 class AskAnswerEvent(_Event):
@@ -1707,6 +1741,7 @@ TraceEvent = Annotated[
     | StepsUnfinishedEvent
     | WrapUpEvent
     | AskAnswerEvent
+    | OutputRetryEvent
     | RunEndEvent,
     Field(discriminator="kind"),
 ]
@@ -1735,6 +1770,7 @@ EVENT_MODELS: dict[str, type[_Event]] = {
         StepsUnfinishedEvent,
         WrapUpEvent,
         AskAnswerEvent,
+        OutputRetryEvent,
         RunEndEvent,
     )
 }

@@ -32,9 +32,12 @@ BADGES: tuple[str, ...] = (
     "invalid",
     "refused",
     "unsupported",
+    "beyond",
     "nudge",
     "wrapup",
     "ask",
+    "retry",
+    "budget",
     "proposal",
     "declined",
 )
@@ -63,6 +66,9 @@ class RowFacts:
     """The pass's cursor move was a model pick that declined the menu left to it (docs/context-model.md §5.1)."""
     asks: int = 0
     """Arguments the inputs layer put to the user in this iteration (docs/honesty.md §12.7)."""
+    beyond_now: int = 0
+    """Results the results layer judged here whose call window ends after the turn's clock
+    (``beyond_now``, docs/honesty.md §12.6)."""
 
 
 def _load(reader: TraceReader, line: int | None) -> dict[str, object] | None:
@@ -111,7 +117,7 @@ def row_facts(reader: TraceReader, iteration: Iteration) -> RowFacts:
             reasons.extend(str(item.get("reason")) for item in pruned if isinstance(item, dict))
     record = _load(reader, iteration.cursor_line)
     declined = record is not None and record.get("declined_offer") is True
-    unsupported, asks = _honesty_counts(reader, iteration)
+    unsupported, asks, beyond = _finding_counts(reader, iteration)
     return RowFacts(
         active,
         evaluated,
@@ -122,27 +128,31 @@ def row_facts(reader: TraceReader, iteration: Iteration) -> RowFacts:
         proposals,
         declined,
         asks,
+        beyond,
     )
 
 
-def _honesty_counts(reader: TraceReader, iteration: Iteration) -> tuple[int, int]:
-    """How many values the answer layer's assessments of this iteration marked unsupported, and how
-    many arguments the inputs layer asked the user for."""
-    count = asks = 0
+def _finding_counts(reader: TraceReader, iteration: Iteration) -> tuple[int, int, int]:
+    """How many values the answer layer's assessments of this iteration marked unsupported, how many
+    arguments the inputs layer asked the user for, and how many results the results layer's rows
+    here marked ``beyond_now``."""
+    unsupported = asks = beyond = 0
     for line in iteration.finding_lines:
         record = _load(reader, line)
         if record is None or not isinstance(rows := record.get("rows"), list):
             continue
-        if record.get("layer") == "inputs":
-            asks += sum(1 for row in rows if isinstance(row, dict) and row.get("row") == "ask")
-            continue
-        if record.get("layer") != "answer":
-            continue
+        layer = record.get("layer")
         for row in rows:
-            values = row.get("values") if isinstance(row, dict) and row.get("row") == "assessment" else None
+            if not isinstance(row, dict):
+                continue
+            if layer == "results" and row.get("beyond_now") is True:
+                beyond += 1
+            if layer == "inputs" and row.get("row") == "ask":
+                asks += 1
+            values = row.get("values") if layer == "answer" and row.get("row") == "assessment" else None
             if isinstance(values, list):
-                count += sum(1 for v in values if isinstance(v, dict) and v.get("supported") is False)
-    return count, asks
+                unsupported += sum(1 for v in values if isinstance(v, dict) and v.get("supported") is False)
+    return unsupported, asks, beyond
 
 
 def _accepted_proposal(effect: dict[str, object]) -> bool:
@@ -199,13 +209,25 @@ def badges_of(
         "invalid": invalid_near(model, iteration, found=found) > 0,
         "refused": _refused_here(model, iteration),
         "unsupported": facts.unsupported > 0,
+        "beyond": facts.beyond_now > 0,
         "nudge": iteration.has("steps_unfinished"),
         "wrapup": iteration.has("wrap_up"),
         "ask": facts.asks > 0,
+        "retry": iteration.has("output_retry"),
+        "budget": _ended_on_budget(model, iteration),
         "proposal": facts.proposals > 0,
         "declined": facts.declined,
     }
     return [name for name in BADGES if shown[name]]
+
+
+def _ended_on_budget(model: RunModel, iteration: Iteration) -> bool:
+    """Whether this iteration gave its turn's final reply, and the cost budget had cut the turn."""
+    run = model.run(iteration.run_id)
+    turn = run.turn(iteration.turn) if run is not None else None
+    return (
+        turn is not None and turn.stopped_early == "cost-budget" and turn.iteration_count == iteration.number
+    )
 
 
 def _refused_here(model: RunModel, iteration: Iteration) -> bool:

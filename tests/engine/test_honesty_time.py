@@ -23,6 +23,7 @@ from fpdebug.trace.schema import (
     ArgumentRow,
     CallWindowRow,
     ClockRow,
+    FindingEvent,
     LlmCallEvent,
     ResultRow,
     ToolCallRecord,
@@ -257,3 +258,19 @@ def test_every_demo_with_the_time_layer_stopped_at_any_event_keeps_the_equality_
     for at in range(1, len(complete) - 1):
         events = run(tmp_path / f"stop-{at}.jsonl", at)
         assert recompute_findings(events) == recorded_findings(events), f"{name} stopped at its event {at}"
+
+
+def test_the_time_window_demo_records_the_clock_and_a_window_beyond_it(tmp_path: Path) -> None:
+    from fpdebug.demo import time_window
+    from tests.demo.helpers import run_events
+
+    events = run_events("time-window", tmp_path)
+    rows = [row for e in events if isinstance(e, FindingEvent) for row in e.rows]
+    (clock,) = [r for r in rows if isinstance(r, ClockRow)]
+    (window,) = [r for r in rows if isinstance(r, CallWindowRow)]
+    assert clock.now.isoformat() == time_window.EXPECTED["clock"]
+    assert (window.start.isoformat(), window.end.isoformat()) == time_window.EXPECTED["window"]
+    (result,) = [r for r in rows if isinstance(r, ResultRow)]
+    assert result.beyond_now is time_window.EXPECTED["beyond_now"]  # the month ends after the clock
+    assert [e.route for e in events if isinstance(e, LlmCallEvent)] == time_window.EXPECTED["routes"]
+    assert recompute_findings(events) == recorded_findings(events)

@@ -1,5 +1,6 @@
 """Hand-made variants of a real recording for what the two fixtures do not show: a thrown tool, a
-refused effect, a denied status, and a commit log whose grant prunes (site tool-calls)."""
+refused effect, a denied status, a commit log whose grant prunes (site tool-calls), every route of
+the reference and a cost-budget stop."""
 
 from __future__ import annotations
 
@@ -13,9 +14,17 @@ import pytest
 from fpdebug.ingest.agentfootprint import import_agentfootprint
 from fpdebug.ingest.agentfootprint_leases import read_lease_ledger
 from fpdebug.trace.reader import TraceReader
-from fpdebug.trace.schema import CursorMoveEvent, LeaseGrantEvent, PassEvent, ToolResultEvent
+from fpdebug.trace.schema import (
+    CursorMoveEvent,
+    LeaseGrantEvent,
+    LlmCallEvent,
+    PassEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+)
 
 REFUND = Path(__file__).parent / "fixtures" / "agentfootprint" / "support-refund.recording.json"
+PARK = REFUND.with_name("engagement-park.recording.json")
 
 
 @pytest.fixture(scope="module")
@@ -199,3 +208,52 @@ def test_turn_start_evidence_on_a_cursor_move_imports_losslessly(
     assert first.witness is not None and first.witness.text == "charged twice"
     assert (second.by, second.offered, second.declined_offer) == ("model-pick", ["triage", "billing"], True)
     assert (first.offered, first.declined_offer) == (None, None)
+
+
+def test_every_route_of_the_reference_and_a_cost_budget_stop_are_imported(tmp_path: Path) -> None:
+    # The park fixture's turn decides Route six times (tool-calls five times, then final): the variant
+    # names each of the reference's six routes once, in the order of docs/context-model.md §7.1.
+    variant: dict[str, Any] = json.loads(PARK.read_text(encoding="utf-8"))
+    decided = [e["payload"] for e in events_of(variant) if e["type"] == "agentfootprint.agent.route_decided"]
+    chosen = ["tool-calls", "output-retry", "step-nudge", "evidence-recheck", "wrap-up", "final"]
+    assert len(decided) == len(chosen)
+    for payload, route in zip(decided, chosen, strict=True):
+        payload["chosen"] = route
+    payload_of(variant, "agent.turn_end")["stoppedEarly"] = {
+        "reason": "cost-budget",
+        "iteration": 5,
+        "pendingToolCalls": 2,
+        "answerWasEmpty": False,
+        "wrappedUp": True,
+    }
+    out = tmp_path / "variant.jsonl"
+    summary = import_agentfootprint(variant, out)
+    assert not [w for w in summary.warnings if "route" in w or "stoppedEarly" in w]
+    with TraceReader(out) as reader:
+        found = [reader[line] for line in range(1, len(reader))]
+    assert [c.route for c in found if isinstance(c, LlmCallEvent)] == chosen
+    (end,) = [e for e in found if isinstance(e, TurnEndEvent)]
+    assert end.stopped_early is not None
+    assert end.stopped_early.model_dump(exclude_none=True) == {
+        "reason": "cost-budget",
+        "iteration": 5,
+        "pending_tool_calls": 2,
+        "answer_was_empty": False,
+        "wrapped_up": True,
+    }
+
+
+def test_an_unknown_route_or_stop_is_dropped_with_a_warning(envelope: dict[str, Any], tmp_path: Path) -> None:
+    variant = copy.deepcopy(envelope)
+    decided = [e["payload"] for e in events_of(variant) if e["type"] == "agentfootprint.agent.route_decided"]
+    decided[0]["chosen"] = "teleport"
+    payload_of(variant, "agent.turn_end")["stoppedEarly"] = {"reason": "boredom", "iteration": 1}
+    out = tmp_path / "variant.jsonl"
+    summary = import_agentfootprint(variant, out)
+    assert any("route 'teleport' is not one of the reference's routes" in w for w in summary.warnings)
+    assert any("stoppedEarly" in w and "boredom" in w for w in summary.warnings)
+    with TraceReader(out) as reader:
+        found = [reader[line] for line in range(1, len(reader))]
+    assert next(c.route for c in found if isinstance(c, LlmCallEvent)) is None
+    (end,) = [e for e in found if isinstance(e, TurnEndEvent)]
+    assert end.stopped_early is None

@@ -40,6 +40,7 @@ from fpdebug.trace.schema import (
     MapsPlanDecl,
     Message,
     MountedMapDecl,
+    OutputRetryEvent,
     PassDelta,
     PassEvent,
     PromptSegment,
@@ -342,6 +343,13 @@ def every_kind(t0: datetime, *, run_id: str = "run-1", first_seq: int = 1) -> li
         WrapUpEvent(**env(), pending_tool_calls=2, answer_was_empty=True, instruction="Answer now."),
         AskAnswerEvent(
             **env(), tool_call_id="c1", tool_name="get_balance", path="$.account_id", answer="ACC-7"
+        ),
+        OutputRetryEvent(
+            **env(),
+            error="priority: Input should be a valid integer",
+            attempt=1,
+            max_retries=2,
+            reask="Your answer does not match the required output format.",
         ),
         TurnEndEvent(
             **env(iteration=None),

@@ -155,13 +155,16 @@ class Pieces:
         )
 
     def _loop_piece(self, position: int, message: Message, address: str, landed: str) -> ContextPiece:
-        """A message the loop itself wrote (a step nudge or a wrap-up instruction): not the user's."""
+        """A message the loop itself wrote (a step nudge, a wrap-up instruction, an output re-ask): not
+        the user's."""
         admission = Admission(via="loop")
         chain = [
             self.chains.read_hop(),
             self.chains.landed_hop(landed),
             self.context.hop(
-                "BORN", "the loop's own message (a step nudge or a wrap-up: steps_unfinished / wrap_up)"
+                "BORN",
+                "the loop's own message (a step nudge, a wrap-up or an output re-ask: steps_unfinished / "
+                "wrap_up / output_retry)",
             ),
         ]
         return ContextPiece(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal, TypedDict, Unpack
 
 from fpdebug.engine.agent.compile import Compiled, compile_spec
 from fpdebug.engine.agent.conversation import Conversation
+from fpdebug.engine.agent.limits import CostBudget, ModelPrice, OutputSchema, Unpriced
 from fpdebug.engine.agent.results import RunResult
 from fpdebug.engine.agent.spec import (
     AgentSpec,
@@ -299,6 +300,62 @@ class Agent:
             raise DefinitionError(f"wrap_up takes True or False, got {enabled!r}")
         return self._with(wrap_up=enabled)
 
+    def cost_budget(
+        self, usd: float | None, *, price: ModelPrice | None = None, unpriced: Unpriced = "fail"
+    ) -> Agent:
+        """Stop dispatching tools once the run has spent ``usd`` (docs/context-model.md §7.2).
+
+        After each call, the run's spend so far (every call of every turn, priced from its usage by
+        the offline price table of ``fpdebug.trace.cost``, or by ``price``) is compared with the
+        budget. Once it is reached, Route runs no more tools: a reply that asks for some ends the
+        turn (``final``; with :meth:`wrap_up`, one more call with tools off) and
+        ``stopped_early.reason`` is ``cost-budget``, with ``budget_usd`` and ``spent_usd``. The step
+        nudge is not offered past the budget; an output re-ask still is (bounded by its retries).
+
+        Args:
+            usd: The budget in US dollars (> 0); ``None`` removes it.
+            price: A price declared for every call (dollars per million tokens), instead of the
+                table: for a model the table does not know, a self-hosted model, a scripted run.
+            unpriced: What a call nothing can price does: ``fail`` (the default) ends the run
+                ``failed`` (``UnpricedCallError``); ``ignore`` counts it as unpriced, never as $0,
+                and goes on. Scripted and replayed calls have no table price.
+
+        Returns:
+            A new agent; ``run_start.options["cost_budget"]`` records the budget.
+        """
+        if usd is None:
+            return self._with(cost_budget=None)
+        if isinstance(usd, bool) or not isinstance(usd, int | float) or not usd > 0:
+            raise DefinitionError(f"cost_budget must be a positive number of US dollars, got {usd!r}")
+        if price is not None and not isinstance(price, ModelPrice):
+            raise DefinitionError(f"cost_budget(price=...) takes a ModelPrice, got {price!r}")
+        if unpriced not in ("fail", "ignore"):
+            raise DefinitionError(f"cost_budget(unpriced=...) must be 'fail' or 'ignore', got {unpriced!r}")
+        return self._with(cost_budget=CostBudget(float(usd), price, unpriced))
+
+    def output_schema(self, schema: object | None, *, max_retries: int = 2) -> Agent:
+        """Declare the type of a final answer; a reply that does not validate is re-asked.
+
+        A reply Route would send to ``final`` must be JSON (one surrounding Markdown code fence is
+        allowed) that validates against ``schema``. One that does not routes ``output-retry``: no
+        tool runs, the batch in place stays, the reply's text and a re-ask naming the error and the
+        JSON Schema join the history, ``output_retry`` is recorded and the iteration advances
+        (docs/context-model.md §7.2). After ``max_retries`` re-asks in a turn, a reply that still
+        fails ends the run ``failed`` (``OutputValidationError``). The validated value is
+        ``TurnResult.output`` / ``RunResult.output``.
+
+        Args:
+            schema: A pydantic model, a dataclass, a TypedDict or any type pydantic validates;
+                ``None`` removes the declaration.
+            max_retries: Re-asks per turn (>= 0).
+
+        Returns:
+            A new agent; ``run_start.options["output_schema"]`` records the schema.
+        """
+        if schema is None:
+            return self._with(output_schema=None)
+        return self._with(output_schema=OutputSchema.of(schema, max_retries))
+
     def edit_requests(self, edit: RequestEdit) -> Agent:
         """Rewrite every composed request before it is sent (what ``fpdebug fork`` applies).
 
@@ -464,7 +521,8 @@ class Agent:
 
         Each final answer is handed to ``validator``, which returns the reason to withhold it, or
         ``None`` to pass it. The report is the answer visit's first row (``validation``); an answer
-        the report withholds is never assessed. The turn still ends with it (fpdebug has no re-ask).
+        the report withholds is never assessed. The turn still ends with it (to re-ask a reply that
+        does not parse, declare :meth:`output_schema`).
 
         Args:
             validator: The app's check of a final answer. One that raises withholds the answer.

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, Self
 
 from fpdebug.engine.agent.failures import RunFailed, error_info
+from fpdebug.engine.agent.limits import SpendMeter
 from fpdebug.engine.agent.loop import TurnLoop
 from fpdebug.engine.agent.results import RunResult, RunStatus, TurnResult
 from fpdebug.engine.providers.base import check_provider
@@ -66,6 +67,8 @@ class Conversation:
         """The turns run so far."""
         self.calls = 0
         """LLM calls made so far (the next ``llm_call``'s ``call_index`` is one more)."""
+        self.spend: SpendMeter | None = None
+        """The run's spend under the agent's cost budget (``None`` without one; set with ``run_start``)."""
         self.cursor: str | None = None
         """The cursor at the end of the last turn (carried only under ``continuity('conversation')``)."""
         self.status: RunStatus | Literal["running"] = "running"
@@ -90,7 +93,7 @@ class Conversation:
         """Write ``run_start``: the declaration as compiled, and the options recorded for this run."""
         spec, compiled = self.agent.spec, self.compiled
         address, port = self._server()
-        self.recorder.emit(
+        started = self.recorder.emit(
             RunStartEvent,
             agent_name=spec.name,
             provider=self.provider.name,
@@ -106,6 +109,9 @@ class Conversation:
             server_address=address,
             server_port=port,
         )
+        if spec.cost_budget is not None:
+            # Priced at the run's start, the instant run_start records: the replay prices the same.
+            self.spend = SpendMeter(spec.cost_budget, started.ts)
 
     def _server(self) -> tuple[str | None, int | None]:
         """The host and port a live provider talks to (its ``server``), else ``(None, None)``."""
@@ -139,6 +145,10 @@ class Conversation:
             recorded["on_truncation"] = spec.on_truncation
         if spec.wrap_up:
             recorded["wrap_up"] = True
+        if spec.cost_budget is not None:
+            recorded["cost_budget"] = spec.cost_budget.declaration()
+        if spec.output_schema is not None:
+            recorded["output_schema"] = spec.output_schema.declaration()
         if not spec.step_nudge and self.compiled.step_plans:
             recorded["step_nudge"] = False
         provider_options = getattr(self.provider, "run_options", None)

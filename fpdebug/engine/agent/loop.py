@@ -18,18 +18,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from fpdebug.engine.agent.branches import (
+    OutputRetry,
     StepNudge,
     WrapUp,
     choose_route,
+    cut_short,
     loop_back_messages,
     step_nudge_due,
     tools_off,
 )
 from fpdebug.engine.agent.compose import compose_request
 from fpdebug.engine.agent.failures import RunFailed, error_info
+from fpdebug.engine.agent.limits import OutputCheck
 from fpdebug.engine.agent.replies import assistant_turn, refusal_of, truncated_calls, well_formed_reply
 from fpdebug.engine.agent.results import RunStatus, TurnResult, end_state_of
 from fpdebug.engine.agent.spec import READ_SKILL
@@ -51,7 +54,7 @@ from fpdebug.engine.steps import (
     SKIP_STEP,
 )
 from fpdebug.engine.types import Activation, ToolResult
-from fpdebug.errors import ProviderError, RunInterrupted
+from fpdebug.errors import OutputValidationError, ProviderError, RunInterrupted, UnpricedCallError
 from fpdebug.trace.schema import (
     AskRow,
     CursorMoveEvent,
@@ -63,6 +66,7 @@ from fpdebug.trace.schema import (
     LlmRequest,
     LlmResponse,
     Message,
+    OutputRetryEvent,
     PassEvent,
     RerouteSupersededEvent,
     RouteChoice,
@@ -156,6 +160,8 @@ class TurnLoop(ToolRecording):
         self.paused: AskRow | None = None
         """The argument ask the turn waits on (docs/honesty.md §12.7); its call is ``pausedToolCallId``."""
         self._held: tuple[LlmResponse, ResolvedCalls] | None = None
+        self.output_retries = 0
+        """The turn's ``output-retry`` re-asks so far (:meth:`Agent.output_schema`)."""
         self.input_tokens = 0
         """Prompt tokens of this turn's calls."""
         self.output_tokens = 0
@@ -213,7 +219,11 @@ class TurnLoop(ToolRecording):
                 request = self.spec.request_edit(request, self.turn, self.iteration)
             reply, latency_ms = self._call(request)
             response = self._honesty_inputs(request, reply)  # what Route may dispatch
-            route: RouteChoice = self._route(response)
+            route: RouteChoice | None = self._route(response)
+            output = self._check_output(response) if route == "final" else None
+            if output is not None and output.error is not None:
+                # The schema sends the answer back while re-asks last; past them Route decides nothing.
+                route = "output-retry" if self._retry_left() else None
             ask = self._honesty_gate(response.content) if route == "final" else None
             if ask is not None:
                 route = "evidence-recheck"  # the evidence gate sends the answer back for its revision turn
@@ -226,13 +236,15 @@ class TurnLoop(ToolRecording):
                 continue
             resolved = self._resolve(route, response.tool_calls)
             self._honesty_inputs_record()
+            if route is None:
+                self._fail_output(output)
             if route == "final":
-                return self._final(response)
+                return self._final(response, output)
             if ask is not None:
                 self._revise(response, ask)
                 continue
             if route != "tool-calls":  # a way back that runs no tool: the batch in place stays
-                self._loop_back(route, response)
+                self._loop_back(route, response, output)
                 self.iteration += 1
                 continue
             if self._honesty_pause(response, resolved):
@@ -375,6 +387,13 @@ class TurnLoop(ToolRecording):
         latency_ms = elapsed_ms(start, self.recorder.now())
         self.input_tokens += response.usage.input_tokens
         self.output_tokens += response.usage.output_tokens
+        spend = conversation.spend
+        unpriced = (
+            spend.charge(conversation.provider.name, conversation.provider.model, response) if spend else None
+        )
+        if unpriced is not None:  # the budget cannot count this call, and its stance is to say so
+            self._record_llm_call(request, latency_ms=latency_ms, response=response)
+            raise RunFailed(unpriced, UnpricedCallError(unpriced.message))
         return response, latency_ms
 
     def _record_llm_call(
@@ -433,17 +452,51 @@ class TurnLoop(ToolRecording):
             nudge = step_nudge_due(self.step_pointer, self.compiled.step_plans)
         if self.tools_off:  # the revision turn: a call the reply still asks for never runs
             return "final"
+        spend = self.conversation.spend
         return choose_route(
             response,
             iteration=self.iteration,
             max_iterations=self.spec.max_iterations,
             nudge=nudge,
             wrap_up=self.spec.wrap_up and self.wrapping is None,
+            over_budget=spend is not None and spend.over,
         )
 
-    def _loop_back(self, route: RouteChoice, response: LlmResponse) -> None:
-        """The ``step-nudge`` or ``wrap-up`` branch: the reply's text and the loop's message join the
-        history, and the branch is recorded (``steps_unfinished`` / ``wrap_up``)."""
+    def _check_output(self, response: LlmResponse) -> OutputCheck | None:
+        """The final reply against the output schema (``None`` without one, or for a refusal: a
+        refusal is the model declining, and re-asking it the format would not change that)."""
+        schema = self.spec.output_schema
+        if schema is None or refusal_of(response) is not None:
+            return None
+        return schema.check(response.content)
+
+    def _retry_left(self) -> bool:
+        schema = self.spec.output_schema
+        return schema is not None and self.output_retries < schema.max_retries
+
+    def _fail_output(self, output: OutputCheck | None) -> NoReturn:
+        """The reply still fails the schema and no re-ask is left: the run fails."""
+        schema = self.spec.output_schema
+        assert schema is not None and output is not None and output.error is not None
+        message = (
+            f"the final reply failed the output schema {schema.name} after {self.output_retries} "
+            f"re-ask(s): {output.error}"
+        )
+        error = ErrorInfo(type="OutputValidationError", message=message)
+        raise RunFailed(error, OutputValidationError(message))
+
+    def _loop_back(self, route: RouteChoice, response: LlmResponse, output: OutputCheck | None) -> None:
+        """The ``output-retry``, ``step-nudge`` or ``wrap-up`` branch: the reply's text and the loop's
+        message join the history, and the branch is recorded (``output_retry`` / ``steps_unfinished`` /
+        ``wrap_up``)."""
+        schema = self.spec.output_schema
+        if route == "output-retry":
+            assert schema is not None and output is not None and output.error is not None
+            self.output_retries += 1
+            retry = OutputRetry(self.output_retries, schema, output.error)
+            self.history.extend(loop_back_messages(response, retry.reask))
+            self._emit(OutputRetryEvent, **retry.fields())
+            return
         if route == "step-nudge":
             nudge = step_nudge_due(self.step_pointer, self.compiled.step_plans)
             assert nudge is not None  # Route chose it from this very pointer
@@ -451,20 +504,12 @@ class TurnLoop(ToolRecording):
             self.history.extend(loop_back_messages(response, nudge.text))
             self._emit(StepsUnfinishedEvent, **nudge.fields())
             return
-        self.wrapping = WrapUp(
-            StoppedEarly(
-                reason="max-iterations",
-                iteration=self.iteration,
-                pending_tool_calls=len(response.tool_calls),
-                answer_was_empty=not response.content.strip(),
-                wrapped_up=True,
-            )
-        )
+        self.wrapping = WrapUp(cut_short(response, self.iteration, self.conversation.spend, wrapped_up=True))
         fields = self.wrapping.fields()
         self.history.extend(loop_back_messages(response, str(fields["instruction"])))
         self._emit(WrapUpEvent, **fields)
 
-    def _resolve(self, route: RouteChoice, calls: Sequence[ToolCallRecord]) -> ResolvedCalls:
+    def _resolve(self, route: RouteChoice | None, calls: Sequence[ToolCallRecord]) -> ResolvedCalls:
         """Resolve: the calls as they will run, after the tool middleware (none on the final branch)."""
         resolved = ResolvedCalls(())
         if route == "tool-calls":
@@ -506,22 +551,14 @@ class TurnLoop(ToolRecording):
             )
             raise RunFailed(failure, ProviderError(failure.message, provider=self.conversation.provider.name))
 
-    def _final(self, response: LlmResponse) -> TurnResult:
+    def _final(self, response: LlmResponse, output: OutputCheck | None) -> TurnResult:
         content = response.content
         refusal = refusal_of(response)
-        pending = len(response.tool_calls)
         stopped = (
             self.wrapping.stopped
             if self.wrapping is not None
             else (
-                StoppedEarly(
-                    reason="max-iterations",
-                    iteration=self.iteration,
-                    pending_tool_calls=pending,
-                    answer_was_empty=not content.strip(),
-                )
-                if pending
-                else None
+                cut_short(response, self.iteration, self.conversation.spend) if response.tool_calls else None
             )
         )
         self.stopped_early = stopped
@@ -548,6 +585,7 @@ class TurnLoop(ToolRecording):
             refusal=refusal,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
+            output=output.value if output is not None else None,
         )
 
     # -- the tool-calls stage ---------------------------------------------------------------------

@@ -31,7 +31,7 @@ class TurnResult:
     status: RunStatus
     """``completed``, or how the run ended during this turn."""
     stopped_early: StoppedEarly | None = None
-    """Set when the iteration limit cut the turn short."""
+    """Set when a limit (the iterations, the cost budget) cut the turn short."""
     input_tokens: int = 0
     """Prompt tokens of the turn's calls."""
     output_tokens: int = 0
@@ -41,6 +41,9 @@ class TurnResult:
     refusal: str | None = None
     """Set when the final reply was a refusal (``refusal``, ``content_filter``): the answer is the
     model declining, not an answer."""
+    output: object = None
+    """The answer validated against the agent's output schema (:meth:`Agent.output_schema`): a model
+    instance for a pydantic model; ``None`` without a schema."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,11 @@ class RunResult:
     def content(self) -> str:
         """The last turn's final answer (empty when there is none)."""
         return self.turns[-1].content if self.turns else ""
+
+    @property
+    def output(self) -> object:
+        """The last turn's validated answer (:attr:`TurnResult.output`; ``None`` without a schema)."""
+        return self.turns[-1].output if self.turns else None
 
     @property
     def iterations(self) -> int:

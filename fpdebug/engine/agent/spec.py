@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
+from fpdebug.engine.agent.limits import CostBudget, OutputSchema
 from fpdebug.engine.agent.turn_start import TurnStart
 from fpdebug.engine.injections import Injection
 from fpdebug.engine.skillmap import SkillMap
@@ -160,3 +161,7 @@ class AgentSpec:
     wrap_up: bool = False
     """A reply still asking for tools at the limit gets one more call with tools off
     (:meth:`Agent.wrap_up`)."""
+    cost_budget: CostBudget | None = None
+    """The run's spend that stops tool dispatch (:meth:`Agent.cost_budget`)."""
+    output_schema: OutputSchema | None = None
+    """The declared type of a final answer, re-asked until it validates (:meth:`Agent.output_schema`)."""

@@ -42,6 +42,8 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from fpdebug.engine.agent.branches import cut_short
+from fpdebug.engine.agent.limits import CostBudget, SpendMeter
 from fpdebug.engine.agent.replies import truncated_calls
 from fpdebug.engine.honesty.answer import (
     AnswerValidation,
@@ -75,6 +77,7 @@ from fpdebug.trace.schema import (
     LlmCallEvent,
     LlmResponse,
     Message,
+    OutputRetryEvent,
     RunEndEvent,
     RunStartEvent,
     StepsUnfinishedEvent,
@@ -149,21 +152,16 @@ def _requested(call: ToolCallRecord, config: InputsConfig) -> dict[str, object]:
     return dict(call.args)
 
 
-def _stopped_early(call: LlmCallEvent, reply: LlmResponse) -> StoppedEarly | None:
+def _stopped_early(call: LlmCallEvent, reply: LlmResponse, spend: SpendMeter | None) -> StoppedEarly | None:
     """What the loop's final branch records as ``stopped_early`` for a reply routed to ``final``.
 
-    A final reply that still asks for tools was cut by ``max_iterations`` (the only limit fpdebug's
-    loop applies); any other final reply was the model's own answer.
+    A final reply that still asks for tools was cut by the cost budget when the run's spend (the
+    recorded usages, priced as the loop priced them) had reached it, else by ``max_iterations``; any
+    other final reply was the model's own answer.
     """
-    pending = len(reply.tool_calls)
-    if not pending or call.iteration is None:
+    if not reply.tool_calls or call.iteration is None:
         return None
-    return StoppedEarly(
-        reason="max-iterations",
-        iteration=call.iteration,
-        pending_tool_calls=pending,
-        answer_was_empty=not reply.content.strip(),
-    )
+    return cut_short(reply, call.iteration, spend)
 
 
 def recompute_findings(events: Iterable[TraceEvent]) -> list[Finding]:
@@ -261,6 +259,9 @@ class _Replay:
         for e in events:  # the user's answers: what a tool_result's args hold at those paths is no rewrite
             if isinstance(e, AskAnswerEvent):
                 self.answered_paths.add((e.turn, e.iteration, e.tool_call_id, e.path))
+        # The run's spend under its cost budget, charged with each recorded reply as the loop did.
+        budget = CostBudget.from_declaration(run_start.options.get("cost_budget"))
+        self.spend = SpendMeter(budget, run_start.ts) if budget is not None else None
 
     def file(
         self, layer: Layer, rows: Sequence[HonestyRow], turn: int | None, iteration: int | None, *, now: bool
@@ -287,7 +288,7 @@ class _Replay:
             self._llm_call(event, event.response)
         elif isinstance(event, ToolResultEvent):
             self._tool_result(event)
-        elif isinstance(event, StepsUnfinishedEvent | WrapUpEvent):
+        elif isinstance(event, StepsUnfinishedEvent | WrapUpEvent | OutputRetryEvent):
             self._loop_back(event)
         elif isinstance(event, AskAnswerEvent):
             self._ask_answer(event)
@@ -300,17 +301,24 @@ class _Replay:
         rows, self.paused = self.paused.answered(event.answer, self.arms.display_names)
         self.file("inputs", rows, event.turn, event.iteration, now=False)
 
-    def _loop_back(self, event: StepsUnfinishedEvent | WrapUpEvent) -> None:
+    def _loop_back(self, event: StepsUnfinishedEvent | WrapUpEvent | OutputRetryEvent) -> None:
         """A way back that runs no tool: the loop's own message joins the history (never a source)."""
-        said = event.nudge if isinstance(event, StepsUnfinishedEvent) else event.instruction
+        if isinstance(event, StepsUnfinishedEvent):
+            said = event.nudge
+        elif isinstance(event, OutputRetryEvent):
+            said = event.reask
+        else:
+            said = event.instruction
         self.history.append(Message(role="user", content=said, from_loop=True))
         if isinstance(event, WrapUpEvent) and event.iteration is not None:
             self.wrapped = StoppedEarly(
-                reason="max-iterations",
+                reason=event.reason or "max-iterations",
                 iteration=event.iteration,
                 pending_tool_calls=event.pending_tool_calls,
                 answer_was_empty=event.answer_was_empty,
                 wrapped_up=True,
+                budget_usd=event.budget_usd,
+                spent_usd=event.spent_usd,
             )
 
     def _loop_head(self, event: TraceEvent) -> None:
@@ -333,6 +341,8 @@ class _Replay:
             self.file("results", rows, *head, now=True)
 
     def _llm_call(self, event: LlmCallEvent, reply: LlmResponse) -> None:
+        if self.spend is not None:
+            self.spend.charge(event.provider, event.model, reply)
         calls = reply.tool_calls
         if event.route in LOOP_BACK_ROUTES:
             # The loop keeps the reply's text only (an empty one not at all): its calls never run.
@@ -395,7 +405,7 @@ class _Replay:
             # The ledger as the run held it: every finding before this one, inputs included.
             "findingsLedger": (*self.findings, *self.due),
             # A draft sent back for revision did not end the turn: nothing cut it short.
-            "stoppedEarly": (self.wrapped or _stopped_early(event, reply))
+            "stoppedEarly": (self.wrapped or _stopped_early(event, reply, self.spend))
             if event.route == "final"
             else None,
             "coverageDeclared": dict(self.coverage),

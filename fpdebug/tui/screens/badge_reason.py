@@ -51,9 +51,12 @@ BADGE_REASONS: dict[str, BadgeReason] = {
     "invalid": BadgeReason("Bad lines nearby", _starts("Bad lines nearby")),
     "refused": BadgeReason("LLM call", _starts("LLM call")),
     "unsupported": BadgeReason("Routing and findings", _starts("unsupported ")),
+    "beyond": BadgeReason("Routing and findings", _starts("result ", holding="beyond now")),
     "nudge": BadgeReason("Routing and findings", _starts("step nudge ")),
     "wrapup": BadgeReason("Routing and findings", _starts("wrap-up ")),
     "ask": BadgeReason("Routing and findings", _starts("argument ask ")),
+    "retry": BadgeReason("Routing and findings", _starts("output retry ")),
+    "budget": BadgeReason("Routing and findings", _starts("stopped early ", holding="cost-budget")),
     "proposal": BadgeReason("Tool batch", _starts("effect ", holding="propose-transition")),
     "declined": BadgeReason("Cursor", _starts("declined ")),
 }

@@ -37,9 +37,12 @@ _BADGE_MEANING = {
     "invalid": "an invalid or opaque line is in or next to this iteration",
     "refused": "the turn's final reply was a refusal (refusal or content filter), not an answer",
     "unsupported": "the answer assessed here states a value no source holds (route rev: the gate sent it back)",
+    "beyond": "a result's call window ends after the turn's clock: it cannot cover what is still to come",
     "nudge": "the model answered with steps unfinished; the loop re-asked it (step-nudge)",
     "wrapup": "the model still asked for tools at the limit; one more call ran with tools off (wrap-up)",
     "ask": "an argument no source held: the call waited for the user's answer (argument ask)",
+    "retry": "the final reply failed the output schema; the loop re-asked it (output-retry)",
+    "budget": "the turn ended here because the run's spend reached its cost budget",
     "proposal": "a tool's route proposal was accepted in this batch (the next pass moves the cursor)",
     "declined": "the model's pick resolved the turn-start menu left to it by picking off the menu",
 }

@@ -23,16 +23,19 @@ from fpdebug.trace.schema import (
     LeaseGrantEvent,
     LeasePruneEvent,
     LlmCallEvent,
+    OutputRetryEvent,
     PassEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
     RunEndEvent,
     RunStartEvent,
     SkillRejectedEvent,
+    StoppedEarly,
     ToolResultEvent,
     TraceHeader,
     TurnEndEvent,
     TurnStartEvent,
+    WrapUpEvent,
 )
 from fpdebug.tui.text import Palette, clip, compact_json, counted, number, plain
 from fpdebug.tui.widgets.document import Block, DocBuilder, DocumentView, Part
@@ -96,10 +99,28 @@ def _turn_start_summary(record: TurnStartEvent) -> str:
 
 @_summary.register
 def _turn_end_summary(record: TurnEndEvent) -> str:
-    early = f" · stopped early ({record.stopped_early.reason})" if record.stopped_early else ""
+    early = f" · stopped early ({_stop(record.stopped_early)})" if record.stopped_early else ""
     refused = f" · REFUSED ({clip(record.refusal, 40)})" if record.refusal else ""
     wrapped = " · wrapped up" if record.stopped_early and record.stopped_early.wrapped_up else ""
     return f"answer: {clip(record.final_content, 300)}{early}{wrapped}{refused}{_left(record.end_state)}"
+
+
+def _stop(stop: StoppedEarly) -> str:
+    """``max-iterations``, or ``cost-budget: $0.0045 of $0.004`` when the budget's figures are there."""
+    if stop.reason == "cost-budget" and stop.spent_usd is not None and stop.budget_usd is not None:
+        return f"cost-budget: ${stop.spent_usd:.4g} of ${stop.budget_usd:.4g}"
+    return stop.reason
+
+
+@_summary.register
+def _output_retry_summary(record: OutputRetryEvent) -> str:
+    return f"output retry {record.attempt} of {record.max_retries}: {clip(record.error, 200)}"
+
+
+@_summary.register
+def _wrap_up_summary(record: WrapUpEvent) -> str:
+    cut = "past the cost budget" if record.reason == "cost-budget" else "at the iteration limit"
+    return f"wrap-up: {record.pending_tool_calls} call(s) asked for {cut} never ran; one more call, tools off"
 
 
 def _left(state: EndState | None) -> str:

@@ -43,9 +43,7 @@ from fpdebug.trace.schema import (
     RunStartEvent,
     SkillRejectedEvent,
     StepPointerRecord,
-    StepsUnfinishedEvent,
     ToolResultEvent,
-    WrapUpEvent,
 )
 from fpdebug.tui.text import Palette, compact_json, number
 from fpdebug.tui.widgets.active_injections import active_injections, active_rows, reason_text
@@ -53,6 +51,7 @@ from fpdebug.tui.widgets.context_cost import call_cost_text, injection_cost_sect
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.finding_rows import finding_rows
 from fpdebug.tui.widgets.iteration_document import IterationDocument
+from fpdebug.tui.widgets.loop_back_rows import loop_back_of, loop_back_rows
 from fpdebug.views.session import TraceSession
 from fpdebug.views.source import evidence_not_recorded
 
@@ -643,12 +642,11 @@ def _routing_section(doc: DocBuilder, session: TraceSession, iteration: Iteratio
     conflicts = _records(session, iteration.route_conflict_lines, RouteConflictEvent)
     superseded = _records(session, iteration.reroute_superseded_lines, RerouteSupersededEvent)
     findings = _records(session, iteration.finding_lines, FindingEvent)
-    nudges = _records(session, iteration.lines_of("steps_unfinished"), StepsUnfinishedEvent)
-    wraps = _records(session, iteration.lines_of("wrap_up"), WrapUpEvent)
-    if not (rejected or conflicts or superseded or findings or nudges or wraps):
+    loop_back = loop_back_of(session, iteration)
+    if not (rejected or conflicts or superseded or findings or loop_back):
         return
     doc.heading("Routing and findings")
-    _loop_back_rows(doc, nudges, wraps)
+    loop_back_rows(doc, loop_back)
     for rejection in rejected:
         doc.line(
             ("rejected pick ", palette.warn),
@@ -681,22 +679,6 @@ def _routing_section(doc: DocBuilder, session: TraceSession, iteration: Iteratio
         )
     for finding in findings:
         finding_rows(doc, finding)
-
-
-def _loop_back_rows(doc: DocBuilder, nudges: list[StepsUnfinishedEvent], wraps: list[WrapUpEvent]) -> None:
-    """Route's non-tool ways back: what the loop re-asked, and why."""
-    palette = doc.palette
-    for nudge in nudges:
-        where = f"step {nudge.step} of {nudge.total} ({nudge.tool}) of "
-        doc.line(
-            ("step nudge ", palette.warn), where, (nudge.skill_id, palette.accent), " unfinished", indent=2
-        )
-        doc.content(nudge.nudge, indent=4, rows=2, style=palette.dim)
-    for wrap in wraps:
-        pending = (
-            f"{wrap.pending_tool_calls} call(s) asked for at the limit never ran; one more call, tools off"
-        )
-        doc.line(("wrap-up ", palette.warn), pending, indent=2)
 
 
 def _call_section(doc: DocBuilder, session: TraceSession, iteration: Iteration) -> None:

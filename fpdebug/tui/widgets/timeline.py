@@ -44,9 +44,12 @@ BADGE_LETTERS: dict[str, str] = {
     "invalid": "?",
     "refused": "D",
     "unsupported": "U",
+    "beyond": "B",
     "nudge": "N",
     "wrapup": "W",
     "ask": "A",
+    "retry": "O",
+    "budget": "$",
     "proposal": "p",
     "declined": "M",
 }
@@ -57,10 +60,13 @@ _BADGE_WORDS: dict[str, str] = {
     "invalid": "invalid line",
     "refused": "refusal",
     "unsupported": "unsupported value",
+    "beyond": "beyond now",
     "nudge": "step nudge",
     "wrapup": "wrap-up",
     "declined": "declined menu",
     "ask": "argument ask",
+    "retry": "output retry",
+    "budget": "cost budget",
 }
 """How the legend spells a badge whose name says less than it could."""
 
@@ -211,7 +217,7 @@ def timeline_header(width: int, *, label: int = 0) -> Text:
 def _badge_style(name: str, palette: Palette) -> Style:
     if name in ("grant", "reengage", "proposal"):
         return palette.good
-    if name in ("prune", "park", "error", "invalid", "refused", "unsupported"):
+    if name in ("prune", "park", "error", "invalid", "refused", "unsupported", "budget"):
         return palette.bad
     return palette.warn
 
@@ -310,16 +316,16 @@ def _count_cells(
 
 
 def _route_cell(text: Text, route: str | None, width: int, palette: Palette) -> None:
-    """How the iteration ended: ``tools``, ``final``, ``nudge`` / ``wrap`` (a re-ask), ``rev`` (the evidence
-    gate's ``evidence-recheck``: a revision follows) or ``—``."""
+    """How the iteration ended: ``tools``, ``final``, ``nudge`` / ``wrap`` / ``retry`` (a re-ask), ``rev``
+    (the evidence gate's ``evidence-recheck``: a revision follows) or ``—``."""
     if route == "tool-calls":
         text.append(f"{_route_word('tools', width):<{width}} ")
     elif route == "evidence-recheck":
         text.append(f"{_route_word('rev', width):<{width}} ", palette.warn)
     elif route == "final":
         text.append(f"{_route_word('final', width):<{width}} ", palette.good)
-    elif route in ("step-nudge", "wrap-up"):  # a way back that ran no tool: the loop re-asked
-        word = "nudge" if route == "step-nudge" else "wrap"
+    elif route in ("step-nudge", "wrap-up", "output-retry"):  # a way back that ran no tool: a re-ask
+        word = {"step-nudge": "nudge", "wrap-up": "wrap", "output-retry": "retry"}[route]
         text.append(f"{_route_word(word, width):<{width}} ", palette.warn)
     else:
         text.append(f"{'—':<{width}} ", palette.dim)
