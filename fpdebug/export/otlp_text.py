@@ -149,7 +149,7 @@ def span_to_dict(span: SpanRecord, redact: Callable[[Any], Any], *, plain: bool 
 
 _SCALARS = (str, int, float, bool, type(None))
 _CACHED_TEXT = 256  # longer strings are rarely repeated: redacted each time, never kept
-_CACHE_SIZE = 1 << 16
+_CACHE_SIZE = 1 << 13  # items: a few MB at most
 
 
 class ItemRedactor:
