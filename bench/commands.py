@@ -165,8 +165,8 @@ def measure(name: str, trace: Path, repeat: int, tree: Path = ROOT) -> dict[str,
     }
 
 
-def _trace(shape: str, size: int) -> Path:
-    return ensure_demo_trace(size) if shape == "demo" else ensure_trace(size)
+def _trace(shape: str, size: int, out_dir: Path = OUT_DIR) -> Path:
+    return ensure_demo_trace(size, out_dir=out_dir) if shape == "demo" else ensure_trace(size, out_dir=out_dir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -177,6 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--commands", nargs="+", choices=sorted(COMMANDS), default=sorted(COMMANDS))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tree", type=Path, default=ROOT, help="measure the fpdebug of this checkout")
+    parser.add_argument(
+        "--out", type=Path, default=OUT_DIR, help="where the traces are built (default bench/out)"
+    )
     args = parser.parse_args(argv)
     rows = []
     print(
@@ -186,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for shape in args.shapes:
         for size in args.sizes:
-            trace = _trace(shape, size)
+            trace = _trace(shape, size, args.out)
             for name in args.commands:
                 row = {
                     "shape": shape,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -98,8 +100,7 @@ def run(args: argparse.Namespace) -> int:
     unreadable, torn, failed or missing, or a later call is unreadable: the report says which, and
     ``--call SEQ`` picks another); errors exit 2 through cli.main.
     """
-    from fpdebug.backtrack.session import backtrack
-    from fpdebug.demo import recorded_module_loader
+    from fpdebug.commands import collector_paused
     from fpdebug.errors import BacktrackError
 
     if args.samples < 2:
@@ -117,22 +118,10 @@ def run(args: argparse.Namespace) -> int:
     trace = Path(args.trace)
     reruns = args.ablate or args.restore or args.bisect
     progress = _progress if reruns and sys.stderr.isatty() else None
-    result = backtrack(
-        trace,
-        seq=args.call,
-        ablate=args.ablate,
-        restore=args.restore,
-        bisect=args.bisect,
-        samples=args.samples,
-        provider=args.provider,
-        model=args.model,
-        base_url=args.base_url,
-        load_module=recorded_module_loader(trace, module=args.module, force=args.force_module),
-        flip_test=args.flip_test,
-        max_probes=args.max_probes,
-        save=not args.no_save,
-        progress=progress,
-    )
+    # Without reruns the work is one sweep that builds long-lived objects and no cycles (issue 22);
+    # reruns run the engine, whose garbage the collector should keep collecting.
+    with contextlib.nullcontext() if reruns else collector_paused():
+        result = _explain(trace, args, progress)
     if progress is not None:
         print(file=sys.stderr)
     walk = _walk(trace, args) if args.walk else None
@@ -189,6 +178,28 @@ def render_walk(walk: Walk) -> str:
     lines.append(f"  stop: {walk.stop}: {walk.stop_note}")
     lines.append(f"  {walk.ablations} probes, {walk.runs} reruns (each replays one recorded call)")
     return "".join(inert_line(line) + "\n" for line in lines)
+
+
+def _explain(trace: Path, args: argparse.Namespace, progress: Callable[[int, int], None] | None) -> Backtrack:
+    from fpdebug.backtrack.session import backtrack
+    from fpdebug.demo import recorded_module_loader
+
+    return backtrack(
+        trace,
+        seq=args.call,
+        ablate=args.ablate,
+        restore=args.restore,
+        bisect=args.bisect,
+        samples=args.samples,
+        provider=args.provider,
+        model=args.model,
+        base_url=args.base_url,
+        load_module=recorded_module_loader(trace, module=args.module, force=args.force_module),
+        flip_test=args.flip_test,
+        max_probes=args.max_probes,
+        save=not args.no_save,
+        progress=progress,
+    )
 
 
 def _progress(done: int, total: int) -> None:

@@ -41,6 +41,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from fpdebug import __version__
 from fpdebug.errors import ExportError
+from fpdebug.export.otlp_text import ItemRedactor, span_json
 from fpdebug.export.spans import AttributeValue, SpanRecord, attribute
 from fpdebug.trace.redact import default_redactor
 
@@ -246,6 +247,7 @@ class OtlpJsonWriter:
         self._redact = redact_json or _same
         self._tail: str | None = None
         self._indent = ""
+        self._redact_value = ItemRedactor(default_redactor().redact_value)  # what to_readable_spans applies
         self.spans = 0
         """Spans written so far."""
 
@@ -253,25 +255,30 @@ class OtlpJsonWriter:
         """Append the spans to the document (the first call also writes its frame)."""
         if not spans:
             return
-        document = request_to_json(encode_spans(to_readable_spans(spans, resource=self._resource)))
+        separator = ",\n" + self._indent
+        if self._tail is None:
+            self._write(self._frame(spans[0]))
+            separator = ""
+        for span in spans:
+            _check_times(span)
+            piece = self._redact(span_json(span, self._redact_value))
+            self._write(separator + piece.replace("\n", "\n" + self._indent))
+            separator = ",\n" + self._indent
+            self.spans += 1
+
+    def _frame(self, first: SpanRecord) -> str:
+        """The document up to its first span, through the SDK's encoder (once: the spans then come
+        from :func:`~fpdebug.export.otlp_text.span_json`, which writes what it would, faster)."""
+        document = request_to_json(encode_spans(to_readable_spans([first], resource=self._resource)))
         resource_spans: list[dict[str, object]] = document["resourceSpans"]  # type: ignore[assignment]
         scopes: list[dict[str, object]] = resource_spans[0]["scopeSpans"]  # type: ignore[assignment]
         if len(resource_spans) != 1 or len(scopes) != 1:  # one resource and one scope, always
             raise ExportError("internal error: a batch of spans encoded to more than one resource or scope")
-        items: list[object] = scopes[0]["spans"]  # type: ignore[assignment]
-        separator = ",\n" + self._indent
-        if self._tail is None:
-            scopes[0]["spans"] = [_SPANS_MARK]
-            frame = self._redact(json.dumps(document, indent=2, ensure_ascii=True))
-            head, _, self._tail = frame.partition(json.dumps(_SPANS_MARK))
-            self._indent = head[head.rindex("\n") + 1 :]
-            self._write(head)
-            separator = ""
-        for item in items:
-            piece = self._redact(json.dumps(item, indent=2, ensure_ascii=True))
-            self._write(separator + piece.replace("\n", "\n" + self._indent))
-            separator = ",\n" + self._indent
-            self.spans += 1
+        scopes[0]["spans"] = [_SPANS_MARK]
+        frame = self._redact(json.dumps(document, indent=2, ensure_ascii=True))
+        head, _, self._tail = frame.partition(json.dumps(_SPANS_MARK))
+        self._indent = head[head.rindex("\n") + 1 :]
+        return head
 
     def close(self) -> None:
         """End the document (and its last line)."""

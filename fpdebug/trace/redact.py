@@ -469,10 +469,8 @@ class Redactor:
         ):
             if anchors is not None and _ANY_CASE_KEY(text):
                 # A name in any letter case as a JSON key: the slower case-insensitive search.
-                for found in anchors.finditer(text):
-                    span = _match_rule(
-                        rule, compiled, text, found.start(1), found.end(1) - found.start(1), quotes
-                    )
+                for start, length in anchors.hits(text):
+                    span = _match_rule(rule, compiled, text, start, length, quotes)
                     if span is not None:
                         spans.append(span)
                 continue
