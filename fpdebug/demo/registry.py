@@ -60,6 +60,7 @@ SCENARIOS: Mapping[str, str] = {
     "continuity": "fpdebug.demo.continuity",
     "cascade": "fpdebug.demo.cascade",
     "decision-tree": "fpdebug.demo.decision_tree",
+    "recalled-fact": "fpdebug.demo.recalled_fact",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 

@@ -33,7 +33,9 @@ from fpdebug.trace.schema import (
     LeaseGrantEvent,
     LeasePruneEvent,
     LlmCallEvent,
+    MemoryWriteEvent,
     PassEvent,
+    RecallEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
     RunEndEvent,
@@ -74,6 +76,8 @@ EventRecord: TypeAlias = (
     | RerouteSupersededEvent
     | StepsUnfinishedEvent
     | WrapUpEvent
+    | RecallEvent
+    | MemoryWriteEvent
     | RunEndEvent
 )
 """The event classes of :data:`~fpdebug.trace.schema.TraceEvent` (the union without its discriminator)."""

@@ -48,7 +48,9 @@ __all__ = [
     "LeaseGrantFacts",
     "LeasePruneFacts",
     "LlmCallFacts",
+    "MemoryWriteFacts",
     "PassFacts",
+    "RecallFacts",
     "RerouteSupersededFacts",
     "RouteConflictFacts",
     "RunEndFacts",
@@ -234,6 +236,18 @@ class WrapUpFacts(_Facts):
     kind: Literal["wrap_up"]
 
 
+class RecallFacts(_Facts):
+    """``recall``: the envelope only."""
+
+    kind: Literal["recall"]
+
+
+class MemoryWriteFacts(_Facts):
+    """``memory_write``: the envelope only."""
+
+    kind: Literal["memory_write"]
+
+
 FACTS_MODELS: tuple[type[_Facts], ...] = (
     RunStartFacts,
     RunEndFacts,
@@ -252,6 +266,8 @@ FACTS_MODELS: tuple[type[_Facts], ...] = (
     RerouteSupersededFacts,
     StepsUnfinishedFacts,
     WrapUpFacts,
+    RecallFacts,
+    MemoryWriteFacts,
 )
 """One facts model per event kind."""
 
@@ -272,7 +288,9 @@ Facts = Annotated[
     | RouteConflictFacts
     | RerouteSupersededFacts
     | StepsUnfinishedFacts
-    | WrapUpFacts,
+    | WrapUpFacts
+    | RecallFacts
+    | MemoryWriteFacts,
     Field(discriminator="kind"),
 ]
 """The facts of any event line."""

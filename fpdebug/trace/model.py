@@ -50,7 +50,9 @@ from fpdebug.trace.facts import (
     LeaseGrantFacts,
     LeasePruneFacts,
     LlmCallFacts,
+    MemoryWriteFacts,
     PassFacts,
+    RecallFacts,
     RerouteSupersededFacts,
     RouteConflictFacts,
     RunEndFacts,
@@ -85,7 +87,9 @@ from fpdebug.trace.schema import (
     LeasePruneEvent,
     LeaseRecord,
     LlmCallEvent,
+    MemoryWriteEvent,
     PassEvent,
+    RecallEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
     RunEndEvent,
@@ -151,6 +155,10 @@ _InTurnEvent: TypeAlias = (
     | StepsUnfinishedFacts
     | WrapUpEvent
     | WrapUpFacts
+    | RecallEvent
+    | RecallFacts
+    | MemoryWriteEvent
+    | MemoryWriteFacts
 )
 """Every event but ``run_start`` and ``run_end``: what belongs to a turn (full events and facts)."""
 
@@ -436,6 +444,10 @@ class RunModel:
                 | StepsUnfinishedFacts()
                 | WrapUpEvent()
                 | WrapUpFacts()
+                | RecallEvent()
+                | RecallFacts()
+                | MemoryWriteEvent()
+                | MemoryWriteFacts()
             ):
                 pass  # listed in their iteration above; the model keeps no other fact of them
             case CursorMoveEvent() | CursorMoveFacts():

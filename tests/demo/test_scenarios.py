@@ -56,6 +56,7 @@ def test_the_registry_lists_every_scenario_with_the_contract() -> None:
         "continuity",
         "cascade",
         "decision-tree",
+        "recalled-fact",
     ]
     for name in SCENARIOS:
         scenario = load_scenario(name)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 from fpdebug.engine.agent.turn_start import TurnStart
 from fpdebug.engine.injections import Injection
+from fpdebug.engine.recall import RecallSource
 from fpdebug.engine.skillmap import SkillMap
 from fpdebug.engine.tool_middleware import ToolMiddleware
 from fpdebug.engine.types import Tool
@@ -150,3 +151,8 @@ class AgentSpec:
     wrap_up: bool = False
     """A reply still asking for tools at the limit gets one more call with tools off
     (:meth:`Agent.wrap_up`)."""
+    recall: tuple[RecallSource, ...] = ()
+    """The ``rag`` and ``memory`` sources, read once per turn before the first pass
+    (:meth:`Agent.rag`, :meth:`Agent.memory`)."""
+    excluded_memory: tuple[str, ...] = ()
+    """Recalled entry ids left out of every recall (:meth:`Agent.without`)."""
