@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fpdebug.backtrack.ablation import normalized_changed, probe_suspects, rerun_without
 from fpdebug.backtrack.rerun import rerun_provider_for, runner_for
 from fpdebug.backtrack.suspects import MemorySpec, rank_pieces
+from fpdebug.cli import main
 from fpdebug.demo import recalled_fact
 from tests.backtrack.test_rerun import run_start
 from tests.backtrack.traces import demo_loader, provenance_of, sample
@@ -59,3 +62,14 @@ def test_the_seeded_rerun_without_the_memory_entry_flips_the_answer() -> None:
         answer_changed=normalized_changed,
     )
     assert rerun.answer == recalled_fact.DECLINED and rerun.what_changed.answer_flipped
+
+
+def test_fpdebug_backtrack_names_the_memory_entry_and_its_rerun_declines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["backtrack", "--ablate", "--no-save", str(sample("recalled-fact"))]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "memory 'mem-2025-vip' (memory)" in out
+    assert "CAUSAL: ablating memory 'mem-2025-vip' flipped the outcome in 3/3 seeded reruns" in out
+    assert f"reruns answered: {recalled_fact.DECLINED}" in out
+    assert "NOT CONFIRMED: ablating memory 'mem-address'" in out
