@@ -166,7 +166,9 @@ def measure(name: str, trace: Path, repeat: int, tree: Path = ROOT) -> dict[str,
 
 
 def _trace(shape: str, size: int, out_dir: Path = OUT_DIR) -> Path:
-    return ensure_demo_trace(size, out_dir=out_dir) if shape == "demo" else ensure_trace(size, out_dir=out_dir)
+    return (
+        ensure_demo_trace(size, out_dir=out_dir) if shape == "demo" else ensure_trace(size, out_dir=out_dir)
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -66,6 +66,7 @@ SCENARIOS: Mapping[str, str] = {
     "decision-tree": "fpdebug.demo.decision_tree",
     "entry-rules": "fpdebug.demo.entry_rules",
     "argument-ask": "fpdebug.demo.argument_ask",
+    "recalled-fact": "fpdebug.demo.recalled_fact",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 

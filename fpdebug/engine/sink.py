@@ -34,8 +34,10 @@ from fpdebug.trace.schema import (
     LeaseGrantEvent,
     LeasePruneEvent,
     LlmCallEvent,
+    MemoryWriteEvent,
     OutputRetryEvent,
     PassEvent,
+    RecallEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
     RunEndEvent,
@@ -78,6 +80,8 @@ EventRecord: TypeAlias = (
     | WrapUpEvent
     | AskAnswerEvent
     | OutputRetryEvent
+    | RecallEvent
+    | MemoryWriteEvent
     | RunEndEvent
 )
 """The event classes of :data:`~fpdebug.trace.schema.TraceEvent` (the union without its discriminator)."""

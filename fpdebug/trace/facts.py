@@ -49,8 +49,10 @@ __all__ = [
     "LeaseGrantFacts",
     "LeasePruneFacts",
     "LlmCallFacts",
+    "MemoryWriteFacts",
     "OutputRetryFacts",
     "PassFacts",
+    "RecallFacts",
     "RerouteSupersededFacts",
     "RouteConflictFacts",
     "RunEndFacts",
@@ -248,6 +250,18 @@ class OutputRetryFacts(_Facts):
     kind: Literal["output_retry"]
 
 
+class RecallFacts(_Facts):
+    """``recall``: the envelope only."""
+
+    kind: Literal["recall"]
+
+
+class MemoryWriteFacts(_Facts):
+    """``memory_write``: the envelope only."""
+
+    kind: Literal["memory_write"]
+
+
 FACTS_MODELS: tuple[type[_Facts], ...] = (
     RunStartFacts,
     RunEndFacts,
@@ -268,6 +282,8 @@ FACTS_MODELS: tuple[type[_Facts], ...] = (
     WrapUpFacts,
     AskAnswerFacts,
     OutputRetryFacts,
+    RecallFacts,
+    MemoryWriteFacts,
 )
 """One facts model per event kind."""
 
@@ -290,7 +306,9 @@ Facts = Annotated[
     | StepsUnfinishedFacts
     | WrapUpFacts
     | AskAnswerFacts
-    | OutputRetryFacts,
+    | OutputRetryFacts
+    | RecallFacts
+    | MemoryWriteFacts,
     Field(discriminator="kind"),
 ]
 """The facts of any event line."""

@@ -51,8 +51,10 @@ from fpdebug.trace.facts import (
     LeaseGrantFacts,
     LeasePruneFacts,
     LlmCallFacts,
+    MemoryWriteFacts,
     OutputRetryFacts,
     PassFacts,
+    RecallFacts,
     RerouteSupersededFacts,
     RouteConflictFacts,
     RunEndFacts,
@@ -88,8 +90,10 @@ from fpdebug.trace.schema import (
     LeasePruneEvent,
     LeaseRecord,
     LlmCallEvent,
+    MemoryWriteEvent,
     OutputRetryEvent,
     PassEvent,
+    RecallEvent,
     RerouteSupersededEvent,
     RouteConflictEvent,
     RunEndEvent,
@@ -159,6 +163,10 @@ _InTurnEvent: TypeAlias = (
     | AskAnswerFacts
     | OutputRetryEvent
     | OutputRetryFacts
+    | RecallEvent
+    | RecallFacts
+    | MemoryWriteEvent
+    | MemoryWriteFacts
 )
 """Every event but ``run_start`` and ``run_end``: what belongs to a turn (full events and facts)."""
 
@@ -448,6 +456,10 @@ class RunModel:
                 | AskAnswerFacts()
                 | OutputRetryEvent()
                 | OutputRetryFacts()
+                | RecallEvent()
+                | RecallFacts()
+                | MemoryWriteEvent()
+                | MemoryWriteFacts()
             ):
                 pass  # listed in their iteration above; the model keeps no other fact of them
             case CursorMoveEvent() | CursorMoveFacts():

@@ -83,6 +83,7 @@ __all__ = [
     "MapEngagementRecord",
     "MapEvidence",
     "MapsPlanDecl",
+    "MemoryWriteEvent",
     "Message",
     "MountedMapDecl",
     "OutputRetryEvent",
@@ -90,8 +91,11 @@ __all__ = [
     "PassEvent",
     "PromptSegment",
     "PrunedLease",
+    "RecallEvent",
+    "RecalledChunk",
     "RerouteSupersededEvent",
     "ResultRow",
+    "Retrieval",
     "RouteChoice",
     "RouteConflict",
     "RouteConflictEvent",
@@ -961,15 +965,32 @@ class StepChange(Frozen):
     """The pointer after this result."""
 
 
+class Retrieval(Frozen):
+    """How a recalled chunk ranked when it was retrieved (docs/context-model.md §1.3)."""
+
+    score: float
+    """The retriever's or store's score for the chunk."""
+    rank: int = Field(ge=1)
+    """Its 1-based position among the chunks its source recalled this turn."""
+    threshold: float | None = None
+    """The minimum score its source kept (``None``: no threshold)."""
+    recall_id: str
+    """The ``Agent.rag`` / ``Agent.memory`` declaration that recalled it."""
+
+
 class PromptSegment(Frozen):
     """One piece of the system prompt sent, tagged by where it came from."""
 
     source: str
     """``base`` for the agent's own prompt, else the injection's flavor."""
     injection_id: str | None = None
-    """The injection that contributed it (``None`` for the base prompt)."""
+    """The injection that contributed it (``None`` for the base prompt); for a recalled chunk, the
+    memory entry's or retrieved chunk's id."""
     text: str
     """The exact text."""
+    retrieval: Retrieval | None = None
+    """Set on a recalled chunk (``source`` ``rag`` or ``memory``): its score and rank, added outside
+    the evaluator (docs/context-model.md §1.3)."""
 
 
 class CachePrefix(Frozen):
@@ -1701,6 +1722,54 @@ class AskAnswerEvent(_Event):
     """The user's value (JSON data)."""
 
 
+class RecalledChunk(Frozen):
+    """One chunk a recall kept: it rides every call of the turn as its own system-prompt segment."""
+
+    entry_id: str
+    """The memory entry's or retrieved chunk's id (what ``excludeMemoryIds`` names)."""
+    text: str
+    """The exact text injected."""
+    score: float
+    """Its score."""
+    rank: int = Field(ge=1)
+    """Its 1-based rank among the kept chunks."""
+
+
+class RecallEvent(_Event):
+    """The memory READ of one ``Agent.rag`` / ``Agent.memory`` source, once per turn before the first
+    pass (docs/context-model.md §1.3, §7.1): what it was asked and what it kept."""
+
+    kind: Literal["recall"] = "recall"
+    recall_id: str
+    """The declaration's id."""
+    flavor: Literal["rag", "memory"]
+    """``rag`` (a retriever) or ``memory`` (a store written by earlier turns)."""
+    query: str
+    """What it was asked: the turn's user message."""
+    top_k: int | None = None
+    """The most chunks it keeps (``None``: no limit)."""
+    threshold: float | None = None
+    """The minimum score it keeps (``None``: no threshold)."""
+    chunks: list[RecalledChunk] = Field(default_factory=list)
+    """The chunks kept, best first: each becomes one injection of ``flavor`` in the system prompt."""
+    below_threshold: int = Field(default=0, ge=0)
+    """Chunks returned but dropped for scoring under ``threshold`` or past ``top_k``."""
+    excluded: list[str] | None = None
+    """Entry ids returned but left out because the agent was built without them (a rerun's ablation)."""
+
+
+class MemoryWriteEvent(_Event):
+    """The memory WRITE after the final answer (docs/context-model.md §7.1): the turn stored."""
+
+    kind: Literal["memory_write"] = "memory_write"
+    recall_id: str
+    """The ``Agent.memory`` declaration whose store was written."""
+    entry_id: str | None = None
+    """The id the store gave the new entry (``None`` when it gave none)."""
+    text: str
+    """What was stored."""
+
+
 class RunEndEvent(_Event):
     """How the run ended."""
 
@@ -1742,6 +1811,8 @@ TraceEvent = Annotated[
     | WrapUpEvent
     | AskAnswerEvent
     | OutputRetryEvent
+    | RecallEvent
+    | MemoryWriteEvent
     | RunEndEvent,
     Field(discriminator="kind"),
 ]
@@ -1771,6 +1842,8 @@ EVENT_MODELS: dict[str, type[_Event]] = {
         WrapUpEvent,
         AskAnswerEvent,
         OutputRetryEvent,
+        RecallEvent,
+        MemoryWriteEvent,
         RunEndEvent,
     )
 }

@@ -61,6 +61,7 @@ def test_the_registry_lists_every_scenario_with_the_contract() -> None:
         "decision-tree",
         "entry-rules",
         "argument-ask",
+        "recalled-fact",
     ]
     for name in SCENARIOS:
         scenario = load_scenario(name)

@@ -55,7 +55,7 @@ def test_one_row_per_demo_run_with_its_facts(runs: Path) -> None:
         (["lease:refund-policy"], ["support"]),
         (["model:ZONE"], ["zone-trap"]),
         (["late fee"], ["revised-amount", "unsupported-amount"]),
-        (['"refund of $250"'], ["planted-fact"]),
+        (['"refund of $250"'], ["planted-fact", "recalled-fact"]),
         (["tool:refund", "lease:wire"], ["support"]),
         (["tool:refund status:failed"], []),
         (["status:completed source:otlp"], []),

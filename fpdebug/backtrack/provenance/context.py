@@ -50,9 +50,16 @@ class CallContext:
         return next((d for d in self.run_start.injections if d.id == injection_id), None)
 
     def flavor(self, injection_id: str) -> str:
-        """The injection's declared flavor (``custom`` when it is not declared)."""
+        """The injection's declared flavor; a recalled chunk's ``rag``/``memory``; else ``custom``."""
         decl = self.decl(injection_id)
-        return decl.flavor if decl is not None else "custom"
+        if decl is not None:
+            return decl.flavor
+        recalled = (
+            s.source
+            for s in self.call.request.system_prompt
+            if s.retrieval and s.injection_id == injection_id
+        )
+        return next(recalled, "custom")
 
     def tool_owner(self, tool_name: str) -> str | None:
         """The declared injection that offers ``tool_name``, if one does."""

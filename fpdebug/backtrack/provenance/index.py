@@ -13,6 +13,7 @@ from fpdebug.trace.schema import (
     EngagementEvent,
     LlmCallEvent,
     PassEvent,
+    RecallEvent,
     ToolResultEvent,
     TurnStartEvent,
 )
@@ -73,6 +74,17 @@ class RunIndex:
             return None
         record = self.model.record(line)
         return record if isinstance(record, kind) else None
+
+    def recall_of(self, turn: int | None, recall_id: str) -> tuple[int, RecallEvent] | None:
+        """The ``recall`` record of source ``recall_id`` in ``turn`` (its memory READ, on iteration 1)."""
+        iteration = self.iteration(turn, 1)
+        if iteration is None:
+            return None
+        for line in iteration.lines_of("recall"):
+            record = self.record_at(line, RecallEvent)
+            if isinstance(record, RecallEvent) and record.recall_id == recall_id:
+                return line, record
+        return None
 
     def pass_of(self, turn: int | None, number: int | None) -> tuple[int, PassEvent] | None:
         iteration = self.iteration(turn, number)

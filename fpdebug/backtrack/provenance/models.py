@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from fpdebug.backtrack.suspects import Piece
 from fpdebug.errors import FpdebugError
 from fpdebug.trace.model import RunModel
-from fpdebug.trace.schema import InjectionDecl, LlmRequest, ToolSchema
+from fpdebug.trace.schema import InjectionDecl, LlmRequest, Retrieval, ToolSchema
 
 PARK_CARD_ID = "agentfootprint:map-status"
 """The id the kernel's park card rides under (``fpdebug.engine.evaluate.PARK_CARD_ID``)."""
@@ -65,6 +65,7 @@ Via: TypeAlias = Literal[
     "loop",
     "tool-result",
     "registry",
+    "recall",
     "unknown",
 ]
 """What admitted a piece: the pass's reason for an injection, or a baseline origin."""
@@ -221,6 +222,8 @@ class Admission(_Frozen):
     """The cursor's standing on this piece's skill, when it is a skill-map node the cursor is on."""
     engagement: EngagementStanding | None = None
     """Its map's standing, when it is a member of a mounted map (or the park card's map)."""
+    retrieval: Retrieval | None = None
+    """``recall``: how the chunk ranked when its rag or memory source recalled it."""
     pass_line: int | None = None
     """The ``pass`` record that admitted it."""
 

@@ -15,8 +15,8 @@ from fpdebug.backtrack.provenance.calls import render_answer
 from fpdebug.backtrack.provenance.chains import Chains
 from fpdebug.backtrack.provenance.context import CallContext
 from fpdebug.backtrack.provenance.models import PARK_CARD_ID, READ_SKILL, Admission, ContextPiece
-from fpdebug.backtrack.provenance.words import call_words, reason_words
-from fpdebug.trace.schema import LlmResponse, Message, ToolSchema
+from fpdebug.backtrack.provenance.words import admission_words, call_words, reason_words
+from fpdebug.trace.schema import LlmResponse, Message, PromptSegment, ToolSchema
 
 
 @dataclass
@@ -32,6 +32,9 @@ class Pieces:
         request = self.context.call.request
         pieces: list[ContextPiece] = []
         for position, segment in enumerate(request.system_prompt):
+            if segment.retrieval is not None and segment.injection_id is not None:
+                pieces.append(self.recalled_piece(position, segment))
+                continue
             pieces.append(self.segment_piece(position, segment.source, segment.injection_id, segment.text))
         used_calls: set[int] = set()
         for position, message in enumerate(request.messages):
@@ -90,6 +93,48 @@ class Pieces:
             origin_line=admission.pass_line,
             origin_iteration=self.context.iteration,
             suspect_id=suspect_id(kind, injection_id),
+        )
+
+    def recalled_piece(self, position: int, segment: PromptSegment) -> ContextPiece:
+        """A chunk a ``rag`` or ``memory`` source recalled for the turn (outside the evaluator: no
+        pass reason; its ``recall`` event admitted it and is where it was born)."""
+        retrieval, entry_id = segment.retrieval, segment.injection_id
+        assert retrieval is not None and entry_id is not None  # all() routes only these here
+        kind: Literal["injection", "memory"] = "memory" if segment.source == "memory" else "injection"
+        admission = Admission(via="recall", retrieval=retrieval)
+        found = self.context.index.recall_of(self.context.turn, retrieval.recall_id)
+        line = found[0] if found is not None else None
+        if found is None:
+            self.context.flag("untracked-sources", f"no recall record says where {entry_id!r} came from")
+        landed = self.chains.landed_hop(
+            f"system-prompt segment {position + 1} ({segment.source} {entry_id!r})", ref=entry_id
+        )
+        chain = [
+            self.chains.read_hop(),
+            landed,
+            self.context.hop("ALLOWED", admission_words(admission), line=line),
+            self.context.hop(
+                "BORN",
+                f"{segment.source} entry {entry_id!r}, recalled by {retrieval.recall_id!r} from the turn's "
+                "user message (recall, before the first pass)",
+                line=line,
+                ref=entry_id,
+            ),
+        ]
+        return ContextPiece(
+            id=f"system-prompt[{position}]",
+            slot="system-prompt",
+            position=position,
+            kind=kind,
+            source=segment.source,
+            injection_id=entry_id,
+            text=segment.text,
+            admission=admission,
+            reason=reason_words(admission),
+            chain=self.chains.bounded(chain),
+            origin_line=line,
+            origin_iteration=self.context.iteration,
+            suspect_id=suspect_id(kind, entry_id),
         )
 
     def message_piece(self, position: int, message: Message, used_calls: set[int]) -> ContextPiece:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fpdebug.backtrack.provenance.models import Admission, CallRef, CursorOrigin, EngagementStanding
+from fpdebug.trace.schema import Retrieval
 
 
 def call_words(ref: CallRef) -> str:
@@ -95,7 +96,20 @@ def admission_words(admission: Admission) -> str:
         case "tool-result":
             ref = admission.activation
             return f"{call_words(ref)} returned it" if ref else "a tool returned it"
+        case "recall":
+            return recall_words(admission.retrieval)
     return admission.via
+
+
+def recall_words(retrieval: Retrieval | None) -> str:
+    """``recall``: which source recalled the chunk for the turn's message, and how it ranked."""
+    if retrieval is None:
+        return "a rag or memory source recalled it"
+    threshold = f", threshold {retrieval.threshold:g}" if retrieval.threshold is not None else ""
+    return (
+        f"{retrieval.recall_id!r} recalled it for the turn's message "
+        f"(score {retrieval.score:.3f}, rank {retrieval.rank}{threshold})"
+    )
 
 
 def reason_words(admission: Admission) -> str:

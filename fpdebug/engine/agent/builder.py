@@ -25,6 +25,7 @@ from fpdebug.engine.agent.spec import (
 from fpdebug.engine.agent.turn_start import Classifier, Decider, EntryScorer, TurnStart
 from fpdebug.engine.injections import Injection, InjectionContext
 from fpdebug.engine.ledger_gate import LedgerGate, LedgerPolicy, ledger_gated
+from fpdebug.engine.recall import MemoryStore, RecallSource, Retriever, recall_source
 from fpdebug.engine.sink import EventSink
 from fpdebug.engine.skillmap import SkillMap, declare_entry
 from fpdebug.engine.tool_middleware import ToolMiddleware, check_tool_middleware
@@ -588,19 +589,81 @@ class Agent:
         )
         return self._with(injections=gated)
 
-    def without(self, *, injection_ids: Iterable[str] = (), tool_names: Iterable[str] = ()) -> Agent:
+    def rag(
+        self, id: str, retriever: Retriever, *, top_k: int | None = 3, threshold: float | None = None
+    ) -> Agent:
+        """Add a retriever (docs/context-model.md §1.3): asked once per turn with the user's message,
+        before the first pass; each chunk scoring at least ``threshold`` (best first, at most
+        ``top_k``) becomes one ``rag`` injection in the system prompt, outside the evaluator.
+
+        Args:
+            id: The source's id (unique among the agent's rag and memory sources).
+            retriever: Has ``recall(query) -> [(entry_id, text, score)]``.
+            top_k: The most chunks kept per turn (``None``: no limit).
+            threshold: The minimum score kept (``None``: no threshold).
+
+        Raises:
+            DefinitionError: A bad id, source, ``top_k`` or threshold, or a duplicate id.
+        """
+        return self._recall_source(
+            recall_source(id, "rag", retriever, top_k=top_k, threshold=threshold, writes=False)
+        )
+
+    def memory(
+        self,
+        id: str,
+        store: MemoryStore | Retriever,
+        *,
+        top_k: int | None = 3,
+        threshold: float | None = None,
+        write: bool = True,
+    ) -> Agent:
+        """Add a memory (docs/context-model.md §1.3, §7.1): recalled like :meth:`rag` (each chunk a
+        ``memory`` injection), and, with ``write``, the store is handed each turn after its final
+        answer (the memory WRITE). :class:`~fpdebug.engine.recall.InMemoryStore` is a ready store.
+
+        Args:
+            id: The source's id (unique among the agent's rag and memory sources).
+            store: Has ``recall(query)`` and, when ``write``, ``write(turn: TurnMemory) -> id``.
+            top_k: The most chunks kept per turn (``None``: no limit).
+            threshold: The minimum score kept (``None``: no threshold).
+            write: Store each finished turn.
+
+        Raises:
+            DefinitionError: A bad id, store, ``top_k`` or threshold, or a duplicate id.
+        """
+        source = recall_source(id, "memory", store, top_k=top_k, threshold=threshold, writes=write)
+        return self._recall_source(source)
+
+    def _recall_source(self, source: RecallSource) -> Agent:
+        if any(known.id == source.id for known in self.spec.recall):
+            raise DefinitionError(
+                f"{source.flavor}({source.id!r}): a rag or memory source with this id exists"
+            )
+        return self._with(recall=(*self.spec.recall, source))
+
+    def without(
+        self,
+        *,
+        injection_ids: Iterable[str] = (),
+        tool_names: Iterable[str] = (),
+        memory_ids: Iterable[str] = (),
+    ) -> Agent:
         """The same agent with some context left out (what a backtrack rerun ablates).
 
         Args:
             injection_ids: Injections to drop from the catalog (skill-map nodes cannot be dropped).
             tool_names: Tools never offered nor dispatched (a call to one is answered as unknown).
+            memory_ids: Recalled entries (``rag`` chunks or ``memory`` entries) left out of every
+                recall, by entry id (``{kind: 'memory', excludeMemoryIds: [...]}``).
 
         Returns:
             A new agent; ``run_start.options["without"]`` records what was left out.
         """
         ids = tuple(dict.fromkeys([*self.spec.excluded_injections, *injection_ids]))
         names = tuple(dict.fromkeys([*self.spec.ignored_tools, *tool_names]))
-        return self._with(excluded_injections=ids, ignored_tools=names)
+        memory = tuple(dict.fromkeys([*self.spec.excluded_memory, *memory_ids]))
+        return self._with(excluded_injections=ids, ignored_tools=names, excluded_memory=memory)
 
     # -- compilation -----------------------------------------------------------------------------
 

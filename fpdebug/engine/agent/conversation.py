@@ -136,11 +136,13 @@ class Conversation:
             recorded["temperature"] = spec.temperature
         if spec.max_tokens is not None:
             recorded["max_tokens"] = spec.max_tokens
-        if spec.excluded_injections or spec.ignored_tools:
+        if spec.excluded_injections or spec.ignored_tools or spec.excluded_memory:
             recorded["without"] = {
                 "injection_ids": list(spec.excluded_injections),
                 "tool_names": list(spec.ignored_tools),
             }
+            if spec.excluded_memory:
+                recorded["without"]["memory_ids"] = list(spec.excluded_memory)  # type: ignore[index]
         if spec.on_truncation != "reask":
             recorded["on_truncation"] = spec.on_truncation
         if spec.wrap_up:

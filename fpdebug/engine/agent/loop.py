@@ -48,6 +48,7 @@ from fpdebug.engine.engagement import MapEngagementRecord, parked_member_ids
 from fpdebug.engine.evaluate import PassInputs, PassResult, evaluate_pass
 from fpdebug.engine.injections import InjectionContext, StepPointer, TurnRoute
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
+from fpdebug.engine.recall import TurnMemory, read_source, with_recalled, write_sources
 from fpdebug.engine.sink import EventRecord
 from fpdebug.engine.skillmap import PickCarriers
 from fpdebug.engine.steps import (
@@ -65,9 +66,12 @@ from fpdebug.trace.schema import (
     LlmCallEvent,
     LlmRequest,
     LlmResponse,
+    MemoryWriteEvent,
     Message,
     OutputRetryEvent,
     PassEvent,
+    PromptSegment,
+    RecallEvent,
     RerouteSupersededEvent,
     RouteChoice,
     RouteConflictEvent,
@@ -166,6 +170,8 @@ class TurnLoop(ToolRecording):
         """Prompt tokens of this turn's calls."""
         self.output_tokens = 0
         """Completion tokens of this turn's calls."""
+        self.recalled: tuple[PromptSegment, ...] = ()
+        """The turn's recalled chunks (``rag`` / ``memory``), one segment each, on every call."""
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -173,6 +179,7 @@ class TurnLoop(ToolRecording):
         """Run the turn to its final answer: one iteration per pass, until Route chooses ``final``."""
         self.recorder.emit(TurnStartEvent, turn=self.turn, user_message=self.user_message)
         self.history.append(Message(role="user", content=self.user_message))
+        self._memory_read()
         return self._iterate()
 
     @property
@@ -211,6 +218,7 @@ class TurnLoop(ToolRecording):
                 mark_cache_prefix=self.conversation.caches_prompt,
             )
             request = menu_lead(request, self._turn_route(), self.cursor, READ_SKILL)
+            request = with_recalled(request, self.recalled)  # outside the evaluator, after its segments
             if self.tools_off or self.wrapping is not None:
                 # The evidence gate's revision turn, or the wrap-up call: nothing more may run this turn.
                 request = tools_off(request)
@@ -564,6 +572,7 @@ class TurnLoop(ToolRecording):
         self.stopped_early = stopped
         self._honesty_answer(content)
         self.history.append(Message(role="assistant", content=content, thinking=response.thinking))
+        self._memory_write(content)
         self.recorder.emit(
             TurnEndEvent,
             turn=self.turn,
@@ -667,6 +676,22 @@ class TurnLoop(ToolRecording):
         conflict = proposal_conflict(state, from_skill_id=self.cursor)
         if conflict is not None:
             self._emit(RouteConflictEvent, **conflict.fields())
+
+    # -- RECALL HOOKS (docs/context-model.md §1.3, §7.1): nothing happens without Agent.rag/.memory --
+
+    def _memory_read(self) -> None:
+        """The memory READ: each source asked once, before the first pass; its chunks ride every call."""
+        segments: list[PromptSegment] = []
+        for source in self.spec.recall:
+            read = read_source(source, self.user_message, self.spec.excluded_memory)
+            self._emit(RecallEvent, **read.fields)
+            segments.extend(read.segments)
+        self.recalled = tuple(segments)
+
+    def _memory_write(self, answer: str) -> None:
+        """The memory WRITE, after the final answer: each writing store is handed the turn."""
+        memory = TurnMemory(self.turn, self.user_message, answer)
+        write_sources(self.spec.recall, memory, lambda fields: self._emit(MemoryWriteEvent, **fields))
 
     # -- HONESTY HOOKS (docs/honesty.md §12): plain calls that do nothing on an unarmed agent -------------
 

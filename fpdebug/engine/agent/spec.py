@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 from fpdebug.engine.agent.limits import CostBudget, OutputSchema
 from fpdebug.engine.agent.turn_start import TurnStart
 from fpdebug.engine.injections import Injection
+from fpdebug.engine.recall import RecallSource
 from fpdebug.engine.skillmap import SkillMap
 from fpdebug.engine.tool_middleware import ToolMiddleware
 from fpdebug.engine.types import Tool
@@ -165,3 +166,8 @@ class AgentSpec:
     """The run's spend that stops tool dispatch (:meth:`Agent.cost_budget`)."""
     output_schema: OutputSchema | None = None
     """The declared type of a final answer, re-asked until it validates (:meth:`Agent.output_schema`)."""
+    recall: tuple[RecallSource, ...] = ()
+    """The ``rag`` and ``memory`` sources, read once per turn before the first pass
+    (:meth:`Agent.rag`, :meth:`Agent.memory`)."""
+    excluded_memory: tuple[str, ...] = ()
+    """Recalled entry ids left out of every recall (:meth:`Agent.without`)."""

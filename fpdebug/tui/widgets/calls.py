@@ -33,6 +33,7 @@ from fpdebug.tui.text import Palette, clip, compact_json, number, pretty_json
 from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.inspector import tool_result_head
 from fpdebug.tui.widgets.iteration_document import IterationDocument
+from fpdebug.tui.widgets.recalled import retrieval_parts
 from fpdebug.views.session import TraceSession
 
 __all__ = ["CallView", "argument_provenance", "call_document", "source_words"]
@@ -254,6 +255,8 @@ def _system_prompt(doc: DocBuilder, request: LlmRequest) -> None:
         source: list[Part] = [(segment.source, palette.key)]
         if segment.injection_id is not None:
             source += [" · ", (segment.injection_id, palette.accent)]
+        if segment.retrieval is not None:  # a recalled chunk: which source, how it scored
+            source += retrieval_parts(segment.retrieval, palette)
         doc.line(f"[{index}] ", *source, indent=2)
         doc.content(segment.text)
 

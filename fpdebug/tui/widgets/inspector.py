@@ -52,6 +52,7 @@ from fpdebug.tui.widgets.document import Block, DocBuilder, Part
 from fpdebug.tui.widgets.finding_rows import finding_rows
 from fpdebug.tui.widgets.iteration_document import IterationDocument
 from fpdebug.tui.widgets.loop_back_rows import loop_back_of, loop_back_rows
+from fpdebug.tui.widgets.recalled import recalled_section
 from fpdebug.views.session import TraceSession
 from fpdebug.views.source import evidence_not_recorded
 
@@ -178,6 +179,7 @@ def inspect_iteration(session: TraceSession, iteration: Iteration, palette: Pale
     sections = (
         ("cursor", lambda: _cursor_section(doc, session, iteration)),
         ("the pass", lambda: _pass_section(doc, session, iteration, start)),
+        ("the recalled chunks", lambda: recalled_section(doc, session, iteration)),
         ("leases", lambda: _lease_section(doc, session, iteration)),
         ("engagement", lambda: _engagement_section(doc, session, iteration)),
         ("the tool batch", lambda: _tool_section(doc, session, iteration)),
