@@ -86,6 +86,7 @@ def plain_run(name: str) -> list[dict[str, object]]:
         sink=sink,
         clock=FixedClock(SAMPLE_START),
         run_id="gated",
+        answer=scenario.answer_ask,  # a demo that asks the user has its scripted user
     )
     return [event.model_dump() for event in sink.events]
 
@@ -117,6 +118,7 @@ def gated() -> Iterator[Callable[..., GatedRun]]:
                 sink=gate.attach(sink),
                 clock=FixedClock(SAMPLE_START),
                 run_id="gated",
+                answer=scenario.answer_ask,
             )
 
         thread = threading.Thread(target=work, daemon=True)
@@ -450,6 +452,7 @@ class TestStopWhileRunning:
                     sink=gate.attach(StopOnArrival(file, gate, at=at)),
                     clock=FixedClock(SAMPLE_START),
                     run_id="gated",
+                    answer=scenario.answer_ask,
                 )
             where = f"{name}: quit as event {at} arrived"
             with TraceReader(path) as reader:
