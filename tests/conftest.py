@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import signal
+import sys
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +37,37 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _private_bytecode_cache()
+
+
+def _private_bytecode_cache() -> None:
+    """Under ``PYTHONDONTWRITEBYTECODE``, keep bytecode in a cache of the tests' own, out of the tree.
+
+    With bytecode writing off, every process compiles every module it imports from source: each
+    xdist worker all of fpdebug and every test module (assertion rewriting included), and each of the
+    many ``python -m fpdebug`` children again (about 0.3 s of CPU apiece, bench/cold_start.py).
+    ``PYTHONPYCACHEPREFIX`` sends the ``.pyc`` files to a directory outside the checkout, so the tree
+    stays as clean as the setting wanted; set here (in the xdist controller before it starts its
+    workers, and in each worker before it collects), it reaches every child. A source change is seen
+    as ever: a ``.pyc`` records its source's size and mtime.
+    """
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    cache = Path(tempfile.gettempdir()) / f"fpdebug-tests-pycache-{getattr(os, 'getuid', lambda: 0)()}"
+    os.environ.pop("PYTHONDONTWRITEBYTECODE")
+    os.environ["PYTHONPYCACHEPREFIX"] = str(cache)
+    sys.pycache_prefix = str(cache)
+    sys.dont_write_bytecode = False
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze what collection built (every test module, fpdebug, Textual) out of the garbage collector.
+
+    Those objects live for the whole run; left in the collector's oldest generation, every full
+    collection the tests trigger walks all of them again. Objects a test creates are collected as ever.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True, scope="session")
