@@ -60,6 +60,7 @@ def _no_live_model_calls() -> Iterator[None]:
 SLOW_MODULES = frozenset(
     {
         "tests/tui/test_app.py",
+        "tests/bench/test_run.py",
         "tests/tui/test_skill_map_trees.py",
         "tests/trace/test_parallel_validate.py",
         "tests/tui/test_backtrack_pane.py",
