@@ -318,7 +318,7 @@ def rss_figure(path: Path, repeat: int, *, timeout: float = 1800) -> Figure:
         "peak RSS while viewing (VmHWM of a fresh process), minus imports",
         f"{held:,.0f} MB = {share:.1%} of {size / 1e6:,.0f} MB",
         f"imports only {base:,.0f} MB (viewing {view:,.0f} MB)",
-        f"{share:.3f}",
+        f"{share:.1%}",
         "< 25 % of the file",
         share < RSS_TARGET,
         raw={"viewing_mb": views, "baseline_mb": bases, "bytes": size},

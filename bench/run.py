@@ -215,7 +215,7 @@ def figure_writer(path: Path, out_dir: Path) -> Figure:
     dump = _num(result, "dump_seconds")
     return Figure(
         "5c",
-        f"writer throughput, {events:,} events of the 10k trace",
+        f"writer throughput, {events:,} events of the trace",
         f"batch {_rate(events, batch, 'ev')} ({size / batch / 1e6:,.0f} MB/s); "
         f"none {_rate(events, none, 'ev')} ({size / none / 1e6:,.0f} MB/s)",
         f"dump_record only {_rate(events, dump, 'ev')}",
