@@ -36,7 +36,7 @@ from pathlib import Path
 from bench.demo_trace import ensure_demo_trace
 from bench.gen_trace import OUT_DIR, ensure_trace
 
-__all__ = ["COMMANDS", "main", "run_child"]
+__all__ = ["COMMANDS", "COMMAND_ROWS", "main", "run_child"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,6 +57,8 @@ COMMANDS: dict[str, tuple[list[str], list[str]]] = {
     "model": ([], ["fpdebug.trace.model", "fpdebug.trace.reader"]),
 }
 """What ``--commands`` can name; ``model`` is ``RunModel.build`` over the whole file."""
+COMMAND_ROWS = ("validate", "summary", "report", "export", "backtrack", "model")
+"""The whole-file commands of ``python -m bench``'s table (issue 22)."""
 
 _CHILD = r"""
 import os, sys, time, resource, importlib
@@ -159,6 +161,13 @@ def measure(name: str, trace: Path, repeat: int, tree: Path = ROOT) -> dict[str,
         "parse_wall": parse_wall,
         "ratio_cpu": cpu / parse_cpu,
         "ratio_wall": wall / parse_wall,
+        # The median of each pair's own ratio: a neighbour's load lands on a pair, not on a side.
+        "pair_ratio_cpu": statistics.median(r["cpu"] / p["cpu"] for r, p in zip(runs, parses, strict=True)),
+        "pair_ratio_wall": statistics.median(
+            r["wall"] / p["wall"] for r, p in zip(runs, parses, strict=True)
+        ),
+        "parse_peak_mb": statistics.median(p["peak_kb"] for p in parses) / 1024,
+        "pairs": len(runs),
         "us_per_event": cpu / events * 1e6,
         "peak_mb": peak_mb,
         "own_peak_mb": own_mb,

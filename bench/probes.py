@@ -34,8 +34,17 @@ def current_rss_mb() -> float:
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident set size, in MB (``ru_maxrss``)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak resident set size since its ``exec``, in MB (``VmHWM``).
+
+    Not ``ru_maxrss``: Linux keeps that across ``execve`` and seeds it with the address space the
+    process had before (a forked child's copy of its parent), so a child of a big process reads
+    its parent's peak. ``VmHWM`` belongs to the address space the ``exec`` created.
+    """
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # not Linux: the best there is
 
 
 def _model(args: argparse.Namespace) -> dict[str, object]:

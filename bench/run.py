@@ -1,17 +1,27 @@
-"""Every performance figure of fpdebug in one table, each beside a baseline measured in the same run.
+"""Every performance figure of fpdebug, on two trace shapes, each beside a baseline alternated with it.
 
 Usage::
 
-    .venv/bin/python -m bench            # 10k, 100k and 1M-event traces (under 10 minutes on 2 cores)
-    .venv/bin/python -m bench --quick    # 10k and 100k only (the "big" trace is the 100k one)
+    .venv/bin/python -m bench                   # 10k, 100k, 1M on both shapes, then 10M (under 25 min, 2 cores)
+    .venv/bin/python -m bench --quick --no-10m  # 2k and 10k, 2 pairs per figure, no 10M
+    .venv/bin/python -m bench --sizes 200 --repeat 1 --steps index commands --commands model
 
-The synthetic traces are generated on first use and cached under ``bench/out/`` (see
-:mod:`bench.gen_trace`). Each figure runs in child processes (:mod:`bench.probes`,
-:mod:`bench.tui_probes`, :mod:`bench.cold_start`) so that memory and caches of one do not leak into the next; the file is
-read once first so that every figure, the baselines included, reads it from the page cache. A
-fixed piece of work is timed as the best of several runs (other processes on a shared machine
-only ever add time); latencies are medians and 95th percentiles of many samples. The table goes
-to stdout, the raw numbers to ``bench/out/results.json``.
+Issue 22 asked for a bench that cannot flatter itself. So:
+
+- every trace figure is measured on both shapes, the synthetic trace of :mod:`bench.gen_trace`
+  and the demo-shaped trace of :mod:`bench.demo_trace`, at every size of ``--sizes``;
+- every figure runs in fresh interpreters (fork + exec), and every RSS figure is the child's own
+  ``VmHWM`` (:func:`bench.probes.peak_rss_mb`), never ``ru_maxrss``, which Linux carries over
+  ``exec`` from a forked parent;
+- every figure alternates with its baseline pair by pair in the same run; a row shows the medians
+  and the median of the per-pair ratios (:mod:`bench.figures`, :mod:`bench.commands`);
+- the index and the first screen are measured with an empty cache directory (cold) and with the
+  one an earlier open filled (reopen, the persisted index); the whole run gets a cache directory
+  of its own;
+- the 10M-event traces are generated into a directory of their own and removed, even on failure.
+
+The table goes to stdout (with ``shape`` and ``size`` columns), the raw numbers of every pair to
+``results.json`` under ``--out-dir`` (``bench/out/`` by default).
 """
 
 from __future__ import annotations
@@ -23,11 +33,13 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.commands import COMMAND_ROWS, COMMANDS
 from bench.gen_trace import OUT_DIR, ensure_trace
 
 __all__ = ["Figure", "main", "measure"]
@@ -55,6 +67,10 @@ class Figure:
     """Whether the target is met (``None``: no target, or not measured)."""
     raw: dict[str, object] = field(default_factory=dict)
     """The numbers behind the row (written to ``results.json``)."""
+    shape: str = ""
+    """``synthetic`` or ``demo`` (the trace it was measured on); ``scripted`` for the recording rows."""
+    size: int = 0
+    """The trace's size in events (0: no trace)."""
 
 
 def _child(module: str, *args: str, timeout: float = 600) -> dict[str, object]:
@@ -104,90 +120,6 @@ def _rate(count: float, seconds: float, unit: str) -> str:
 
 # ----------------------------------------------------------------------------------------------
 # The figures
-
-
-def figure_index(path: Path, repeat: int) -> Figure:
-    """1. Index build (open a reader: header check + line index) vs ``wc -l`` on the same file."""
-    size = path.stat().st_size
-    wc = shutil.which("wc") or "wc"
-    script = (
-        "import sys, time\nfrom fpdebug.trace.reader import TraceReader\n"
-        "t = time.perf_counter(); r = TraceReader(sys.argv[1]); d = time.perf_counter() - t\n"
-        "print(d, len(r))"
-    )
-    ours: list[float] = []
-    theirs: list[float] = []
-    lines = 0
-    for _ in range(repeat):  # alternate, so that a noisy neighbour hits both alike
-        theirs.append(_wall([wc, "-l", str(path)]))
-        out = subprocess.run(
-            [sys.executable, "-c", script, str(path)], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.split()
-        ours.append(float(out[0]))
-        lines = int(out[1])
-    index, count = min(ours), min(theirs)  # best of N: the cost of the work, not of a neighbour
-    ratio = index / count
-    return Figure(
-        "1",
-        f"index build, {_mb(size)} / {lines:,} lines",
-        f"{_seconds(index)} ({size / index / 1e9:.1f} GB/s)",
-        f"wc -l {_seconds(count)} ({size / count / 1e9:.1f} GB/s)",
-        f"{ratio:.1f}x",
-        "<= 3x wc -l",
-        ratio <= 3,
-        raw={"index_s": ours, "wc_s": theirs, "bytes": size, "lines": lines},
-    )
-
-
-def figure_model(path: Path) -> list[Figure]:
-    """7. RunModel build (time, memory held) from line facts vs the same build with full validation."""
-    size = path.stat().st_size
-    fast = _child("bench.probes", "model", str(path))
-    full = _child("bench.probes", "model", str(path), "--validate")
-    fast_s, full_s = _num(fast, "seconds"), _num(full, "seconds")
-    held = _num(fast, "held_mb")
-    events = int(_num(fast, "events"))
-    return [
-        Figure(
-            "7",
-            f"RunModel build, {events:,} events / {fast['iterations']:,} iterations",
-            f"{_seconds(fast_s)} ({_rate(events, fast_s, 'ev')})",
-            f"full validation {_seconds(full_s)}",
-            f"{fast_s / full_s:.2f}x",
-            raw={"facts": fast, "full": full},
-        ),
-        Figure(
-            "7b",
-            "RunModel memory (model + line index)",
-            f"{held:,.0f} MB ({held * 1e6 / size:.1%} of file)",
-            f"full validation {_num(full, 'held_mb'):,.0f} MB",
-            raw={},
-        ),
-    ]
-
-
-def figure_validate_summary(path: Path, repeat: int) -> list[Figure]:
-    """8. ``fpdebug validate`` and ``fpdebug summary`` (process start included) vs parsing every line."""
-    size = path.stat().st_size
-    parses = [_child("bench.probes", "parse", str(path)) for _ in range(repeat)]
-    parse = [_num(result, "seconds") for result in parses]
-    floor = min(parse)
-    rows: list[Figure] = []
-    events = int(_num(parses[0], "events"))
-    for number, command in (("8", "validate"), ("8b", "summary")):
-        walls = [_wall([sys.executable, "-m", "fpdebug", command, str(path)]) for _ in range(repeat)]
-        wall = min(walls)
-        rows.append(
-            Figure(
-                number,
-                f"fpdebug {command}, {events:,} events",
-                f"{_seconds(wall)} ({_rate(events, wall, 'ev')}, {size / wall / 1e6:,.0f} MB/s)",
-                f"orjson.loads every line {_seconds(floor)}",
-                f"{wall / floor:.1f}x",
-                raw={"wall_s": walls, "parse_s": parse, "events": events, "bytes": size},
-            )
-        )
-    return rows
 
 
 def figure_recording(iterations: int, out_dir: Path) -> list[Figure]:
@@ -283,7 +215,7 @@ def figure_writer(path: Path, out_dir: Path) -> Figure:
     dump = _num(result, "dump_seconds")
     return Figure(
         "5c",
-        f"writer throughput, {events:,} events of the 10k trace",
+        f"writer throughput, {events:,} events of the trace",
         f"batch {_rate(events, batch, 'ev')} ({size / batch / 1e6:,.0f} MB/s); "
         f"none {_rate(events, none, 'ev')} ({size / none / 1e6:,.0f} MB/s)",
         f"dump_record only {_rate(events, dump, 'ev')}",
@@ -292,58 +224,167 @@ def figure_writer(path: Path, out_dir: Path) -> Figure:
     )
 
 
-def measure(*, quick: bool, seed: int, repeat: int, log: Callable[[str], None]) -> list[Figure]:
-    """Run every figure; return the rows in table order."""
-    sizes = {"small": 10_000, "big": 100_000 if quick else 1_000_000}
-    traces = {label: ensure_trace(n, seed=seed, log=log) for label, n in sizes.items()}
-    for trace in traces.values():  # into the page cache, for every figure alike
-        with open(trace, "rb") as handle:
-            while handle.read(64 << 20):
-                pass
-    big = traces["big"]
-    figures: list[Figure] = []
-    steps: list[tuple[str, Callable[[], list[Figure]]]] = [
-        ("index", lambda: [figure_index(big, repeat=max(repeat, 5))]),
-        ("tui", lambda: _tui_figures(traces["small"], big, repeat)),
-        ("cold start", lambda: [_cold_start_figure(max(repeat, 10))]),
-        (
-            "recording",
-            lambda: [
-                *figure_recording(2_000 if quick else 10_000, OUT_DIR),
-                figure_writer(traces["small"], OUT_DIR),
-            ],
-        ),
-        ("model", lambda: figure_model(big)),
-        # Seconds each on the 1M trace: two runs (the faster one counts) keep the total in budget.
-        ("validate", lambda: figure_validate_summary(big, repeat if quick else min(repeat, 2))),
-    ]
+SHAPES = ("synthetic", "demo")
+"""The two shapes: :mod:`bench.gen_trace`'s long runs of ~2 KB events, :mod:`bench.demo_trace`'s real demo runs."""
+FULL_SIZES = (10_000, 100_000, 1_000_000)
+QUICK_SIZES = (2_000, 10_000)
+STEPS = ("index", "commands", "tui", "cold-start", "recording", "10m")
+"""What ``--steps`` can name (all by default)."""
+TEN_M = 10_000_000
+
+
+def ensure_shape(shape: str, events: int, *, seed: int = 0, out_dir: Path = OUT_DIR) -> Path:
+    """The trace of ``shape`` with about ``events`` events (generated into ``out_dir`` when missing)."""
+    from bench.demo_trace import ensure_demo_trace
+
+    if shape == "demo":
+        return ensure_demo_trace(events, out_dir=out_dir)
+    return ensure_trace(events, seed=seed, out_dir=out_dir)
+
+
+def _warm(path: Path) -> None:
+    """Read the file once, so every figure and every baseline reads it from the page cache alike."""
+    with open(path, "rb") as handle:
+        while handle.read(64 << 20):
+            pass
+
+
+@dataclass
+class Plan:
+    """What one run of the bench measures."""
+
+    sizes: Sequence[int]
+    repeat: int
+    steps: Sequence[str]
+    shapes: Sequence[str] = SHAPES
+    ten_m_shapes: Sequence[str] = SHAPES
+    seed: int = 0
+    out_dir: Path = OUT_DIR
+    quick: bool = False
+    commands: Sequence[str] = ()
+    """The whole-file commands (names of :data:`bench.commands.COMMANDS`; all of the table's by default)."""
+
+
+def _tagged(rows: list[Figure], shape: str, size: int) -> list[Figure]:
+    for row in rows:
+        row.shape, row.size = shape, size
+    return rows
+
+
+def _shape_steps(
+    plan: Plan, shape: str, log: Callable[[str], None]
+) -> Iterator[tuple[str, Callable[[], list[Figure]]]]:
+    """The steps of one shape, each a name and a function returning its rows (already tagged)."""
+    from bench import figures as fig
+
+    traces = {size: ensure_shape(shape, size, seed=plan.seed, out_dir=plan.out_dir) for size in plan.sizes}
+    for trace in traces.values():
+        _warm(trace)
+    smallest, largest = min(traces), max(traces)
+    for size, trace in traces.items():
+        if "index" in plan.steps:
+            yield (
+                f"{shape} {size} index",
+                lambda t=trace, n=size: _tagged(fig.index_figures(t, plan.repeat), shape, n),
+            )
+        if "commands" in plan.steps:
+            yield (
+                f"{shape} {size} commands",
+                lambda t=trace, n=size: _tagged(fig.command_figures(t, plan.repeat, plan.commands), shape, n),
+            )
+        if "tui" in plan.steps:
+            yield (
+                f"{shape} {size} first screen + RSS",
+                lambda t=trace, n=size: _tagged(
+                    [
+                        *fig.first_screen_figures(t, traces[smallest], plan.repeat),
+                        fig.rss_figure(t, plan.repeat),
+                    ],
+                    shape,
+                    n,
+                ),
+            )
+    if "tui" in plan.steps:
+        yield f"{shape} jump", lambda: _tagged([fig.jump_figure(traces[largest])], shape, largest)
+        yield f"{shape} follow", lambda: _tagged([fig.follow_figure(traces[smallest])], shape, smallest)
+    if "cold-start" in plan.steps:
+        yield (
+            f"{shape} cold start",
+            lambda: _tagged([fig.cold_start_figure(traces[smallest], max(plan.repeat, 3))], shape, smallest),
+        )
+    if "recording" in plan.steps:
+        yield (
+            f"{shape} writer",
+            lambda: _tagged([figure_writer(traces[smallest], plan.out_dir)], shape, smallest),
+        )
+
+
+def _ten_million(plan: Plan, shape: str, log: Callable[[str], None]) -> list[Figure]:
+    """10M events of ``shape``: generated into a directory of its own, measured, and removed, even on failure."""
+    from bench import figures as fig
+
+    work = Path(tempfile.mkdtemp(prefix="fpdebug-bench-10m-", dir=plan.out_dir))
+    try:
+        started = time.perf_counter()
+        trace = ensure_shape(shape, TEN_M, seed=plan.seed, out_dir=work)
+        log(
+            f"{shape} 10M: generated {trace.stat().st_size / 1e9:.1f} GB in {time.perf_counter() - started:.0f} s"
+        )
+        _warm(trace)
+        smallest = ensure_shape(shape, min(plan.sizes), seed=plan.seed, out_dir=plan.out_dir)
+        rows = [
+            *fig.index_figures(trace, plan.repeat),
+            *fig.first_screen_figures(trace, smallest, plan.repeat),
+            fig.rss_figure(trace, 1, timeout=3600),  # one pair: a full load of 10M events is minutes
+        ]
+        return _tagged(rows, shape, TEN_M)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _recording_steps(plan: Plan) -> Iterator[tuple[str, Callable[[], list[Figure]]]]:
+    if "recording" in plan.steps:
+        iterations = 2_000 if plan.quick else 10_000
+        yield "recording", lambda: _tagged(figure_recording(iterations, plan.out_dir), "scripted", 0)
+
+
+def measure(plan: Plan, log: Callable[[str], None]) -> list[Figure]:
+    """Run every step of ``plan``; a step that fails becomes a row saying so. Rows in table order."""
+    from bench import figures as fig
+
+    rows: list[Figure] = []
+    steps: list[tuple[str, Callable[[], list[Figure]]]] = []
+    for shape in plan.shapes:
+        steps.extend(_shape_steps(plan, shape, log))
+    steps.extend(_recording_steps(plan))
+    if "10m" in plan.steps:
+        steps.extend(
+            (f"{shape} 10M", lambda s=shape: _ten_million(plan, s, log)) for shape in plan.ten_m_shapes
+        )
     for name, step in steps:
         started = time.perf_counter()
         try:
-            figures.extend(step())
-        except Exception as error:
-            figures.append(Figure("!", f"{name}: failed", f"{type(error).__name__}: {error}"[:200], ""))
+            done = step()
+        except Exception as error:  # one broken figure must not lose the others
+            done = [Figure("!", f"{name}: failed", f"{type(error).__name__}: {error}"[:300], "")]
+        rows.extend(done)
         log(f"{name}: {time.perf_counter() - started:.1f} s")
-    return sorted(figures, key=lambda f: (f.number.rstrip("abc"), f.number))
-
-
-def _cold_start_figure(repeat: int) -> Figure:
-    from bench import cold_start
-
-    return cold_start.figure(repeat=repeat)
-
-
-def _tui_figures(small: Path, big: Path, repeat: int) -> list[Figure]:
-    from bench import tui_probes
-
-    return tui_probes.figures(small, big, repeat=repeat, child=_child)
+        for row in done:  # as they come: a run stopped early still says what it measured
+            log(f"  {row.number} {row.name.strip()}: {row.measured} | {row.baseline} | {row.ratio}")
+    rows.extend(fig.linearity_figures(rows))
+    order = {shape: k for k, shape in enumerate((*SHAPES, "scripted", ""))}
+    return sorted(rows, key=lambda f: (order.get(f.shape, 9), f.number.rstrip("abcdefz"), f.number, f.size))
 
 
 def render(figures: Sequence[Figure]) -> str:
     """The table, as Markdown (it reads as plain text too)."""
-    header = ("#", "figure", "measured", "baseline (same run)", "ratio", "target", "met")
+    from bench.figures import label
+
+    header = ("shape", "size", "#", "figure", "measured", "baseline (same run)", "ratio", "target", "met")
     rows = [
         (
+            f.shape or "-",
+            label(f.size) if f.size else "-",
             f.number,
             f.name,
             f.measured,
@@ -356,39 +397,94 @@ def render(figures: Sequence[Figure]) -> str:
     ]
     widths = [max(len(str(row[k])) for row in (header, *rows)) for k in range(len(header))]
     out = [
-        "| " + " | ".join(str(cell).ljust(w) for cell, w in zip(header, widths)) + " |",
+        "| " + " | ".join(str(cell).ljust(w) for cell, w in zip(header, widths, strict=True)) + " |",
         "|" + "|".join("-" * (w + 2) for w in widths) + "|",
     ]
-    out += ["| " + " | ".join(str(cell).ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
+    out += [
+        "| " + " | ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)) + " |"
+        for row in rows
+    ]
     return "\n".join(out)
 
 
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2k and 10k traces, 2 pairs per figure")
+    parser.add_argument("--sizes", type=int, nargs="+", help="trace sizes in events (default 10k 100k 1M)")
+    parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
+    parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS), help="what to measure")
+    parser.add_argument(
+        "--commands", nargs="+", choices=sorted(COMMANDS), help="whole-file commands (default: all six)"
+    )
+    parser.add_argument("--no-10m", action="store_true", help="skip the 10M-event traces")
+    parser.add_argument(
+        "--10m-shapes",
+        dest="ten_m_shapes",
+        nargs="+",
+        choices=SHAPES,
+        default=list(SHAPES),
+        help="the shapes measured at 10M events (default both)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the synthetic traces' seed (default 0)")
+    parser.add_argument("--repeat", type=int, help="alternated pairs per figure (default 3; 2 with --quick)")
+    parser.add_argument("--out-dir", type=Path, default=OUT_DIR, help="traces and results.json (bench/out)")
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m bench [--quick] [--seed N] [--repeat N]``: measure, print the table and the wall time."""
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="10k and 100k traces only (fast iteration)")
-    parser.add_argument("--seed", type=int, default=0, help="the traces' seed (default 0)")
-    parser.add_argument("--repeat", type=int, default=3, help="repetitions of each timing (median or best)")
-    args = parser.parse_args(argv)
+    """``python -m bench [--quick] [--sizes N…] [--no-10m] [--repeat N]``: measure, print, write results.json."""
+    args = _parser().parse_args(argv)
+    repeat = args.repeat or (2 if args.quick else 3)
+    steps = [step for step in args.steps if not (step == "10m" and args.no_10m)]
+    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    plan = Plan(
+        sizes,
+        repeat,
+        steps,
+        args.shapes,
+        args.ten_m_shapes,
+        args.seed,
+        args.out_dir,
+        args.quick,
+        args.commands or COMMAND_ROWS,
+    )
     started = time.perf_counter()
 
     def log(line: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f} s] {line}", file=sys.stderr, flush=True)
 
-    figures = measure(quick=args.quick, seed=args.seed, repeat=args.repeat, log=log)
+    # Every child gets a cache directory of the bench's own: the user's persisted indexes must not
+    # make a "cold" figure warm, and backtrack's sidecars must not land in the user's cache.
+    cache = tempfile.mkdtemp(prefix="fpdebug-bench-xdg-")
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = cache
+    try:
+        figures = measure(plan, log)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+        if previous is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = previous
     total = time.perf_counter() - started
     machine = f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores"
     print(render(figures))
     mode = "quick" if args.quick else "full"
-    print(f"\n{mode} run, seed {args.seed}, {machine}: total wall time {total:.0f} s")
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    (OUT_DIR / "results.json").write_text(
+    print(
+        f"\n{mode} run, {repeat} pairs per figure, seed {args.seed}, {machine}: total wall time {total:.0f} s"
+    )
+    (args.out_dir / "results.json").write_text(
         json.dumps(
             {
                 "quick": args.quick,
+                "sizes": list(sizes),
+                "repeat": repeat,
+                "steps": steps,
                 "seed": args.seed,
                 "total_s": total,
                 "machine": machine,
+                "load": os.getloadavg(),
                 "figures": [asdict(f) for f in figures],
             },
             indent=2,

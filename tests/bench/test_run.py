@@ -1,0 +1,67 @@
+"""The bench's plumbing on tiny traces: both shapes, baselines from the same run, RSS of a fresh process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.probes import peak_rss_mb
+from bench.run import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_fresh_process_reads_its_own_peak_not_its_parents() -> None:
+    """A child exec'd from a process that holds 200 MB reports its own VmHWM, far below the parent's."""
+    ballast = bytearray(200 << 20)  # touched: resident in this process
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    parent = peak_rss_mb()
+    done = subprocess.run(
+        [sys.executable, "-c", "from bench.probes import peak_rss_mb; print(peak_rss_mb())"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    child = float(done.stdout.strip())
+    assert parent > 200
+    assert child < parent - 150, (child, parent)
+    del ballast
+
+
+def test_table_has_both_shapes_each_row_against_a_same_run_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "--sizes", "200", "--no-10m", "--repeat", "1",
+            "--steps", "index", "commands", "--commands", "model",
+            "--out-dir", str(tmp_path),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    table = capsys.readouterr().out
+    results = json.loads((tmp_path / "results.json").read_text())
+    rows = results["figures"]
+    assert not [row for row in rows if row["number"] == "!"], table
+    assert {row["shape"] for row in rows} == {"synthetic", "demo"}
+    for shape in ("synthetic", "demo"):
+        names = {row["name"].split(" (")[0].strip() for row in rows if row["shape"] == shape}
+        assert {"index build, cold cache", "index on reopen", "RunModel.build"} <= names, names
+    for row in rows:
+        assert row["size"] == 200
+        assert row["baseline"], row  # every figure beside its baseline
+    model = [row["raw"] for row in rows if row["raw"].get("command") == "model"]
+    for raw in model:  # the command and its parse anchor alternated in one run, RSS of each child's own
+        assert raw["pairs"] == 1
+        assert 0 < raw["parse_peak_mb"] < 200
+        assert raw["peak_mb"] > raw["parse_peak_mb"]
+    index = [row["raw"] for row in rows if row["number"] == "1"]
+    assert all(len(raw["wc_s"]) == len(raw["cold_s"]) == 1 for raw in index)
+    for header in ("shape", "size", "baseline (same run)", "ratio", "target", "met"):
+        assert header in table
+    assert "| synthetic " in table and "| demo " in table
