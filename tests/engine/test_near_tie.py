@@ -19,10 +19,12 @@ from fpdebug.engine.providers.scripted import ScriptedProvider, ScriptedReply
 from fpdebug.engine.sink import MemorySink, TraceFileSink
 from fpdebug.engine.skillmap import SkillMapBuilder
 from fpdebug.errors import DefinitionError
+from fpdebug.export.spans import build_spans
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.schema import CursorMoveEvent, NearTie
 from fpdebug.tui.widgets.inspector import inspect_iteration
 from fpdebug.tui.widgets.skill_map import skill_map_document
+from tests.export.otlp_helpers import trace_events
 from tests.tui.helpers import load_session
 from tests.tui.strategies import PALETTE, rendered
 
@@ -131,6 +133,14 @@ def test_a_run_records_the_near_tie_on_the_decider_move_and_the_tui_draws_it(tmp
     )
     move_line = next(line for line in path_text.splitlines() if " decider " in line)
     assert "near tie (0.61 vs 0.58): menu billing, shipping" in move_line
+    # The OTel export carries it on the cursor fact.
+    facts = [
+        e for span in build_spans(trace_events(path)) for e in span.events if e.name == "fpdebug.cursor_move"
+    ]
+    assert (
+        facts[0].attributes["fpdebug.cursor.near_tie.best"],
+        facts[0].attributes["fpdebug.cursor.near_tie.runner_up"],
+    ) == (0.61, 0.58)
 
 
 def test_the_recorded_move_carries_the_near_tie_and_a_clear_winner_does_not() -> None:
