@@ -319,6 +319,7 @@ class PassResult:
             "score": move.score,
             "offered": list(move.offered) if move.offered is not None else None,
             "declined_offer": move.declined_offer,
+            "near_tie": move.near_tie,
         }
 
     def lease_prune_fields(self) -> dict[str, object] | None:

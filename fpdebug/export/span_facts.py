@@ -181,6 +181,9 @@ def _cursor(attrs: Attributes, event: CursorMoveEvent, *, include_content: bool)
         attrs["fpdebug.cursor.offered"] = list(event.offered)
     if event.declined_offer:
         attrs["fpdebug.cursor.declined_offer"] = True
+    if event.near_tie is not None:  # tier 2 did not decide: its best was within the margin
+        attrs["fpdebug.cursor.near_tie.best"] = event.near_tie.best
+        attrs["fpdebug.cursor.near_tie.runner_up"] = event.near_tie.runner_up
 
 
 def _engagement(attrs: Attributes, event: EngagementEvent, *, include_content: bool) -> None:

@@ -86,6 +86,7 @@ __all__ = [
     "MemoryWriteEvent",
     "Message",
     "MountedMapDecl",
+    "NearTie",
     "OutputRetryEvent",
     "PassDelta",
     "PassEvent",
@@ -742,6 +743,16 @@ class Witness(Frozen):
     """The matched text, whitespace collapsed."""
     keyword: str | None = None
     """The keyword that matched, for keyword entries."""
+
+
+class NearTie(Frozen):
+    """A turn-start near tie (docs/context-model.md §5.1): tier 2's best score cleared the threshold but
+    not the margin over the runner-up, so tier 2 did not decide and its shortlist went to tier 3."""
+
+    best: float
+    """The best tier-2 score."""
+    runner_up: float
+    """The second-best tier-2 score (within the margin of the best)."""
 
 
 class ConflictParty(Frozen):
@@ -1497,6 +1508,9 @@ class CursorMoveEvent(_Event):
     declined_offer: bool | None = None
     """``model-pick`` moves that resolved an outstanding menu: ``True`` when the model picked off the
     menu (absent when it picked on it)."""
+    near_tie: NearTie | None = None
+    """Turn-start moves after a near tie: tier 2's best and runner-up scores were within the margin, so
+    tier 2 did not decide; ``offered`` is the shortlist (absent otherwise)."""
 
 
 class LeaseGrantEvent(_Event):

@@ -162,7 +162,9 @@ def test_a_start_rule_decides_before_the_scorer_and_continuity_with_a_bounded_wi
 
 
 def test_the_scorer_picks_the_best_at_the_threshold_and_a_tie_goes_to_declaration_order() -> None:
-    tie = TurnStart(entry_scorer=lambda ctx: {"returns": 0.6, "shipping": 0.6}, threshold=0.6)
+    # With no margin an exact tie decides in declaration order (the default margin makes it a near
+    # tie: tests/engine/test_near_tie.py).
+    tie = TurnStart(entry_scorer=lambda ctx: {"returns": 0.6, "shipping": 0.6}, threshold=0.6, margin=0.0)
     route = _plan(tie, "hello")
     assert route is not None and (route.by, route.to_skill, route.score) == ("intent", "shipping", 0.6)
     below = TurnStart(entry_scorer=lambda ctx: {"returns": 0.3, "shipping": 0.3}, offer_menu=True)

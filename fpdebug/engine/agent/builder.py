@@ -22,7 +22,7 @@ from fpdebug.engine.agent.spec import (
     ToolLike,
     TruncationPolicy,
 )
-from fpdebug.engine.agent.turn_start import Classifier, Decider, EntryScorer, TurnStart
+from fpdebug.engine.agent.turn_start import Classifier, Decider, EntryScorer, TurnStart, checked_ranking
 from fpdebug.engine.injections import Injection, InjectionContext
 from fpdebug.engine.ledger_gate import LedgerGate, LedgerPolicy, ledger_gated
 from fpdebug.engine.recall import MemoryStore, RecallSource, Retriever, recall_source
@@ -167,12 +167,16 @@ class Agent:
         decider: Decider | None = None,
         entry_scorer: EntryScorer | None = None,
         offer_menu: bool = False,
+        margin: float = 0.05,
+        shortlist_band: float = 0.1,
+        menu_size: int | None = 3,
     ) -> Agent:
         """Declare the turn-start cascade (docs/context-model.md §5.1): where each turn's cursor starts.
 
         Once per turn, before the first pass: a start rule (:meth:`start_rule`) that matches starts
-        the cursor ``by: entry``; else tier 2's best score at or above ``threshold`` starts it
-        ``by: intent``; else a carried cursor holds it (``by: continuity``); else the decider picks
+        the cursor ``by: entry``; else tier 2's best score at or above ``threshold`` and at least
+        ``margin`` over the runner-up starts it ``by: intent`` (a near tie hands its shortlist on
+        to the next tiers); else a carried cursor holds it (``by: continuity``); else the decider picks
         from a menu ``by: decider``; else, with ``offer_menu``, the menu is left to the model; else
         the map's entries decide as usual.
 
@@ -188,6 +192,11 @@ class Agent:
                 ``read_skill`` description leads with the menu (the scored entries, best first, else
                 every entry), and the pick that resolves it records ``offered`` (``declined_offer``
                 when it is off the menu).
+            margin: How far tier 2's best score must lead the runner-up to decide, in [0, 1)
+                (DOMAIN's ``clearWinnerMargin``, on raw scores; 0 decides on any lead).
+            shortlist_band: On a near tie, the menu is the scores within this of the best, in
+                [0, 1] (DOMAIN's ``shortlistBand``; the runner-up is always on it).
+            menu_size: At most this many scored skills on a menu (≥ 2; ``None``: every one).
 
         Returns:
             A new agent. Needs a skill map (checked at compile time). Start rules declared before
@@ -206,8 +215,9 @@ class Agent:
             raise DefinitionError(f"turn_start(): threshold must be a number, got {threshold!r}")
         if not isinstance(offer_menu, bool):
             raise DefinitionError(f"turn_start(): offer_menu must be True or False, got {offer_menu!r}")
+        ranking = checked_ranking(margin, shortlist_band, menu_size)
         rules = self.spec.turn_start.rules if self.spec.turn_start is not None else ()
-        start = TurnStart(classifier, float(threshold), decider, rules, entry_scorer, offer_menu)
+        start = TurnStart(classifier, float(threshold), decider, rules, entry_scorer, offer_menu, *ranking)
         return self._with(turn_start=start)
 
     def start_rule(

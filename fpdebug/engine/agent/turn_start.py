@@ -9,10 +9,15 @@ the cascade asks its tiers in order and the first that decides wins:
 2. the **classifier or entry scorer** (tier 2, ``by: intent``): the app's deterministic function
    scores skills (the classifier scores the map's nodes from the message; the entry scorer scores
    its entries from the pass context, or the turn's precomputed ``entry_scores`` stand in for it);
-   the best score at or above the threshold starts the cursor, ties going to declaration order;
+   the best score at or above the threshold starts the cursor when it is a **clear winner** (at
+   least ``margin`` over the runner-up, DOMAIN's ``rankingConfidence`` margin strategy on raw
+   scores); on a **near tie** tier 2 does not decide and hands the later tiers its shortlist (the
+   scores within ``shortlist_band`` of the best, the runner-up always on it, at most ``menu_size``);
+   equal scores keep declaration order;
 3. **continuity** (``by: continuity``): a cursor the conversation carried holds the start;
 4. the **decider** (tier 3, ``by: decider``): the app's function picks one skill of a menu (the
-   tier-2 positive scores, best first, else every node of the map) out of band;
+   near-tie shortlist, else the tier-2 positive scores, best first, at most ``menu_size``, else
+   every node of the map) out of band;
 5. with ``offer_menu``, a menu nothing resolved is left **outstanding to the model**: no entry loads,
    the ``read_skill`` description leads with the menu, and the model pick that resolves it records
    ``offered`` (and ``declined_offer`` when it picked off the menu).
@@ -30,7 +35,7 @@ from typing import TYPE_CHECKING
 from fpdebug.engine.injections import InjectionContext, TurnRoute, define_skill
 from fpdebug.engine.skillmap import Entry, SkillMapBuilder, bounded_witness
 from fpdebug.errors import DefinitionError
-from fpdebug.trace.schema import LlmRequest, Witness
+from fpdebug.trace.schema import LlmRequest, NearTie, Witness
 
 if TYPE_CHECKING:
     from fpdebug.engine.skillmap import SkillMap
@@ -41,6 +46,7 @@ __all__ = [
     "EntryScorer",
     "TurnPlan",
     "TurnStart",
+    "checked_ranking",
     "menu_lead",
     "plan_turn",
     "turn_route",
@@ -72,6 +78,12 @@ class TurnStart:
     """Tier 2 without a classifier: scores the map's entries from the pass context."""
     offer_menu: bool = False
     """Leave a menu nothing resolved outstanding to the model (instead of the entries' cold start)."""
+    margin: float = 0.05
+    """How far tier 2's best score must lead the runner-up to decide (DOMAIN's ``clearWinnerMargin``)."""
+    shortlist_band: float = 0.1
+    """On a near tie, the scores within this of the best make the shortlist (DOMAIN's ``shortlistBand``)."""
+    menu_size: int | None = 3
+    """At most this many scored skills on a menu (``None``: every one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +124,65 @@ def _scores(
     return {}, entry_ids
 
 
+def checked_ranking(
+    margin: object, shortlist_band: object, menu_size: object
+) -> tuple[float, float, int | None]:
+    """Validate :meth:`Agent.turn_start`'s ranking knobs.
+
+    Raises:
+        DefinitionError: ``margin`` not a number in [0, 1), ``shortlist_band`` not one in [0, 1], or
+            ``menu_size`` neither ``None`` nor an integer of at least 2 (a menu of one is a decision).
+    """
+    for name, value, top in (("margin", margin, "1)"), ("shortlist_band", shortlist_band, "1]")):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise DefinitionError(f"turn_start(): {name} must be a number, got {value!r}")
+        if not (0.0 <= value < 1.0 or (top == "1]" and value == 1.0)):
+            raise DefinitionError(f"turn_start(): {name} must be in [0, {top}, got {value!r}")
+    if menu_size is not None and (
+        isinstance(menu_size, bool) or not isinstance(menu_size, int) or menu_size < 2
+    ):
+        raise DefinitionError(
+            f"turn_start(): menu_size must be None or an integer of at least 2, got {menu_size!r}"
+        )
+    return float(margin), float(shortlist_band), menu_size  # type: ignore[arg-type]
+
+
+def _near_tie(
+    start: TurnStart | None, ranked: list[str], scores: Mapping[str, float]
+) -> tuple[NearTie, tuple[str, ...]] | None:
+    """The near tie and its shortlist, when tier 2's best cleared the threshold by less than the margin.
+
+    The margin is on raw scores (DOMAIN's ``rankingConfidence`` margin strategy): no runner-up is a
+    clear winner. The shortlist is every score within the band of the best, best first, with the
+    runner-up always on it, cut to ``menu_size``.
+    """
+    if len(ranked) < 2:
+        return None
+    margin, band, size = (start.margin, start.shortlist_band, start.menu_size) if start else (0.05, 0.1, 3)
+    best, runner_up = scores[ranked[0]], scores[ranked[1]]
+    if best - runner_up >= margin:
+        return None
+    shortlist = ranked[:2] + [s for s in ranked[2:] if best - scores[s] <= band]
+    return NearTie(best=best, runner_up=runner_up), tuple(shortlist[:size] if size else shortlist)
+
+
+def _tier2(
+    start: TurnStart | None, ranked: list[str], scores: Mapping[str, float]
+) -> tuple[str | None, NearTie | None, list[str]]:
+    """Tier 2's verdict over the ranked ids: the clear winner (or ``None``), the near tie if there was
+    one, and the menu the later tiers choose from (the shortlist on a near tie), cut to ``menu_size``."""
+    threshold = start.threshold if start is not None else 0.5
+    tie: NearTie | None = None
+    if ranked and scores[ranked[0]] >= threshold:
+        near = _near_tie(start, ranked, scores)
+        if near is None:
+            return ranked[0], None, ranked
+        tie, shortlist = near
+        ranked = list(shortlist)  # a near tie: the later tiers choose among the shortlist only
+    size = start.menu_size if start is not None else None
+    return None, tie, ranked[:size] if size else ranked
+
+
 def _start_rule(start: TurnStart, ctx: InjectionContext, carried: str | None) -> TurnRoute | None:
     """Tier 1: the first start rule that matches (a raising ``when`` propagates: the run fails)."""
     for rule in start.rules:
@@ -149,15 +220,18 @@ def plan_turn(
     witness = Witness(text=bounded_witness(message)) if message.strip() else None
     scores, ranked_over = _scores(start, ctx, node_ids, entry_ids)
     written = scores if (start is not None and start.entry_scorer is not None) else ctx.entry_scores
-    threshold = start.threshold if start is not None else 0.5
     # Sorted is stable: equal scores keep declaration order, so a tie goes to the first declared.
     ranked = sorted((s for s in ranked_over if scores.get(s, 0.0) > 0.0), key=lambda s: -scores[s])
-    if ranked and scores[ranked[0]] >= threshold:
-        best = ranked[0]
-        route = TurnRoute(to_skill=best, from_skill=carried, by="intent", witness=witness, score=scores[best])
+    decided, tie, ranked = _tier2(start, ranked, scores)
+    if decided is not None:
+        route = TurnRoute(
+            to_skill=decided, from_skill=carried, by="intent", witness=witness, score=scores[decided]
+        )
         return TurnPlan(route, written)
     if carried is not None:
-        return TurnPlan(TurnRoute(to_skill=carried, from_skill=carried, by="continuity"), written)
+        return TurnPlan(
+            TurnRoute(to_skill=carried, from_skill=carried, by="continuity", near_tie=tie), written
+        )
     if start is None:
         return TurnPlan(None, written)
     if start.decider is not None:
@@ -169,14 +243,16 @@ def plan_turn(
                     f"the turn-start decider picked {picked!r}, which is not on its menu {list(menu)}"
                 )
             score = scores[picked] if picked in ranked else None
-            route = TurnRoute(to_skill=picked, by="decider", witness=witness, score=score, offered=menu)
+            route = TurnRoute(
+                to_skill=picked, by="decider", witness=witness, score=score, offered=menu, near_tie=tie
+            )
             return TurnPlan(route, written)
     if start.offer_menu:
         # At a cold start the read_skill gate admits the entries: the model's menu is the scored
         # entries, best first, else every entry.
         menu = tuple(s for s in ranked if s in entry_ids) or entry_ids
         if menu:
-            return TurnPlan(TurnRoute(by="menu", offered=menu), written)
+            return TurnPlan(TurnRoute(by="menu", offered=menu, near_tie=tie), written)
     return TurnPlan(None, written)
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fpdebug.engine.types import Message, ToolResult
-from fpdebug.trace.schema import Witness
+from fpdebug.trace.schema import NearTie, Witness
 
 if TYPE_CHECKING:
     from fpdebug.engine.skillmap import CursorMove
@@ -39,6 +39,9 @@ class TurnRoute:
     offered: tuple[str, ...] | None = None
     """``decider`` verdicts: the menu the decider resolved; ``menu`` verdicts: the menu the model is
     offered (outstanding until a cursor lands)."""
+    near_tie: NearTie | None = None
+    """Set when tier 2's best score cleared the threshold but not the margin over the runner-up: the
+    verdict came from a later tier, over the shortlist."""
 
 
 @dataclass(frozen=True, slots=True)

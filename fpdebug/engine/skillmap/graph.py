@@ -208,6 +208,7 @@ class SkillMap:
                 witness=turn_route.witness,
                 score=turn_route.score,
                 offered=turn_route.offered,
+                near_tie=turn_route.near_tie,
             )
         proposal = ctx.pending_tool_transition.target_skill_id if ctx.pending_tool_transition else None
         pick = ctx.pending_skill_pick
@@ -356,4 +357,4 @@ def _resolving_menu(move: CursorMove, ctx: InjectionContext) -> CursorMove:
     if route is None or route.to_skill is not None or route.offered is None:
         return move
     declined = True if move.to_skill not in route.offered else None
-    return replace(move, offered=route.offered, declined_offer=declined)
+    return replace(move, offered=route.offered, declined_offer=declined, near_tie=route.near_tie)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from fpdebug.trace.schema import RouteConflict, Witness
+from fpdebug.trace.schema import NearTie, RouteConflict, Witness
 
 MOVE_CAUSES: tuple[str, ...] = (
     "entry",
@@ -58,6 +58,8 @@ class CursorMove:
     declined_offer: bool | None = None
     """``model-pick`` moves that resolved an outstanding menu: ``True`` when the pick was off the menu
     (absent when it was on it)."""
+    near_tie: NearTie | None = None
+    """Turn-start moves after a near tie: tier 2's best and runner-up scores (``offered`` is the shortlist)."""
 
 
 @dataclass(frozen=True, slots=True)

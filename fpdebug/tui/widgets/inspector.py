@@ -224,8 +224,12 @@ def _cursor_section(doc: DocBuilder, session: TraceSession, iteration: Iteration
         doc.fact("witness", "“", (move.witness.text, ""), "”", *keyword)
     if move.score is not None:  # the turn-start classifier's score (docs/context-model.md §5.1)
         doc.fact("score", (f"{move.score:g}", ""))
+    tie = move.near_tie  # tier 2's best was within the margin of the runner-up: it did not decide
+    lead: list[Part] = [(f"near tie ({tie.best:g} vs {tie.runner_up:g})", palette.warn)] if tie else []
     if move.offered is not None:  # the menu the turn-start decider (or a model pick) resolved
-        doc.fact("menu", (", ".join(move.offered) or "(empty)", ""))
+        doc.fact("menu", *lead, ": " if lead else "", (", ".join(move.offered) or "(empty)", ""))
+    elif lead:  # continuity held the start after the near tie
+        doc.fact("menu", *lead)
     if move.declined_offer:  # the model's pick resolved the menu by picking off it
         doc.fact(
             "declined",

@@ -672,8 +672,12 @@ def _path_section(
                 parts += [" (keyword ", (move.witness.keyword, palette.key), ")"]
         if move.score is not None:  # a turn-start classifier's or scorer's score
             parts += ["  score ", (f"{move.score:g}", "")]
+        if move.near_tie is not None:  # tier 2 within the margin: its shortlist went to tier 3
+            tie = move.near_tie
+            parts += ["  ", (f"near tie ({tie.best:g} vs {tie.runner_up:g})", palette.warn)]
         if move.offered is not None:  # the menu a decider or the model's pick resolved
-            parts += ["  menu ", (", ".join(move.offered) or "(empty)", "")]
+            head = ": menu " if move.near_tie is not None else "  menu "
+            parts += [head, (", ".join(move.offered) or "(empty)", "")]
         if move.declined_offer:
             parts += [("  ✗ declined the menu", palette.warn)]
         if move.conflict is not None:
