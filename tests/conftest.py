@@ -98,6 +98,7 @@ SLOW_MODULES = frozenset(
         "tests/tui/test_app.py",
         "tests/tui/test_recalled.py",
         "tests/bench/test_run.py",
+        "tests/tui/test_compact_badge.py",
         "tests/tui/test_skill_map_trees.py",
         "tests/trace/test_parallel_validate.py",
         "tests/tui/test_backtrack_pane.py",

@@ -67,6 +67,7 @@ SCENARIOS: Mapping[str, str] = {
     "entry-rules": "fpdebug.demo.entry_rules",
     "argument-ask": "fpdebug.demo.argument_ask",
     "recalled-fact": "fpdebug.demo.recalled_fact",
+    "windowed": "fpdebug.demo.windowed",
 }
 """Built-in scenario name → module, in the order ``fpdebug demo --list`` shows them."""
 

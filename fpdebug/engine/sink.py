@@ -28,6 +28,7 @@ from fpdebug.errors import RunInterrupted
 from fpdebug.trace.clock import Clock, SystemClock
 from fpdebug.trace.schema import (
     AskAnswerEvent,
+    CompactEvent,
     CursorMoveEvent,
     EngagementEvent,
     FindingEvent,
@@ -78,6 +79,7 @@ EventRecord: TypeAlias = (
     | RerouteSupersededEvent
     | StepsUnfinishedEvent
     | WrapUpEvent
+    | CompactEvent
     | AskAnswerEvent
     | OutputRetryEvent
     | RecallEvent

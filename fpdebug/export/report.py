@@ -379,6 +379,18 @@ def _run_costs(model: RunModel, run: Run) -> RunCosts:
     )
 
 
+def _fold_badges(iteration: Iteration) -> list[str]:
+    """A superseded reroute, then a window's fold (the history compacted before this pass)."""
+    return [
+        word
+        for word, shown in (
+            ("reroute superseded", bool(iteration.reroute_superseded_lines)),
+            ("compacted", iteration.has("compact")),
+        )
+        if shown
+    ]
+
+
 def _timeline(model: RunModel, run: Run, costs: RunCosts) -> list[TimelineRow]:
     rows: list[TimelineRow] = []
     several_maps = len(run.maps) > 1
@@ -407,8 +419,7 @@ def _timeline(model: RunModel, run: Run, costs: RunCosts) -> list[TimelineRow]:
                 rejected_streak += len(iteration.skill_rejected_lines)
                 if rejected_streak >= _REJECTED_CAP:
                     badges.append(f"rejected ×{rejected_streak}")
-            if iteration.reroute_superseded_lines:
-                badges.append("reroute superseded")
+            badges.extend(_fold_badges(iteration))
             tools, failed = _tools(model, iteration)
             if any(name == "read_skill" for name in tools) and not iteration.skill_rejected_lines:
                 rejected_streak = 0

@@ -42,6 +42,7 @@ __all__ = [
     "FACTS_ADAPTER",
     "FACTS_MODELS",
     "AskAnswerFacts",
+    "CompactFacts",
     "CursorMoveFacts",
     "EngagementFacts",
     "Facts",
@@ -238,6 +239,12 @@ class WrapUpFacts(_Facts):
     kind: Literal["wrap_up"]
 
 
+class CompactFacts(_Facts):
+    """``compact``: the envelope only."""
+
+    kind: Literal["compact"]
+
+
 class AskAnswerFacts(_Facts):
     """``ask_answer``: the envelope only."""
 
@@ -280,6 +287,7 @@ FACTS_MODELS: tuple[type[_Facts], ...] = (
     RerouteSupersededFacts,
     StepsUnfinishedFacts,
     WrapUpFacts,
+    CompactFacts,
     AskAnswerFacts,
     OutputRetryFacts,
     RecallFacts,
@@ -305,6 +313,7 @@ Facts = Annotated[
     | RerouteSupersededFacts
     | StepsUnfinishedFacts
     | WrapUpFacts
+    | CompactFacts
     | AskAnswerFacts
     | OutputRetryFacts
     | RecallFacts

@@ -44,6 +44,7 @@ from pydantic import ValidationError
 from fpdebug.trace.facts import (
     FACTS_ADAPTER,
     AskAnswerFacts,
+    CompactFacts,
     CursorMoveFacts,
     EngagementFacts,
     Facts,
@@ -83,6 +84,7 @@ from fpdebug.trace.runs import (
 )
 from fpdebug.trace.schema import (
     AskAnswerEvent,
+    CompactEvent,
     CursorMoveEvent,
     EngagementEvent,
     FindingEvent,
@@ -159,6 +161,8 @@ _InTurnEvent: TypeAlias = (
     | StepsUnfinishedFacts
     | WrapUpEvent
     | WrapUpFacts
+    | CompactEvent
+    | CompactFacts
     | AskAnswerEvent
     | AskAnswerFacts
     | OutputRetryEvent
@@ -452,6 +456,8 @@ class RunModel:
                 | StepsUnfinishedFacts()
                 | WrapUpEvent()
                 | WrapUpFacts()
+                | CompactEvent()
+                | CompactFacts()
                 | AskAnswerEvent()
                 | AskAnswerFacts()
                 | OutputRetryEvent()

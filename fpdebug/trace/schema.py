@@ -45,6 +45,7 @@ __all__ = [
     "CachePrefix",
     "CallWindowRow",
     "ClockRow",
+    "CompactEvent",
     "ConflictParty",
     "ContextSource",
     "CursorMoveEvent",
@@ -1706,6 +1707,26 @@ class WrapUpEvent(_Event):
     """``cost-budget`` only: what the run had spent at the cut."""
 
 
+class CompactEvent(_Event):
+    """The window strategy folded older messages out of the history at the loop head, after the results
+    layer's visit and before the pass (:meth:`Agent.window`, docs/context-model.md §7.1). The next
+    ``llm_call``'s request shows the compacted history."""
+
+    kind: Literal["compact"] = "compact"
+    dropped: int = Field(ge=1)
+    """How many messages were folded away."""
+    kept: int = Field(ge=0)
+    """How many messages the history holds after the fold."""
+    dropped_at: list[int] = Field(default_factory=list)
+    """The dropped messages' 0-based positions in the history before the fold."""
+    limit: str
+    """The window's limit: ``max_messages=N`` or ``max_tokens=N`` (tokens estimated as chars / 4)."""
+    size_before: int
+    """The history's size before the fold, in the limit's unit."""
+    size_after: int
+    """The history's size after the fold, in the limit's unit."""
+
+
 class OutputRetryEvent(_Event):
     """The final reply failed the declared output schema; Route chose ``output-retry`` and re-asks
     (docs/context-model.md §7.2, :meth:`Agent.output_schema`)."""
@@ -1823,6 +1844,7 @@ TraceEvent = Annotated[
     | RerouteSupersededEvent
     | StepsUnfinishedEvent
     | WrapUpEvent
+    | CompactEvent
     | AskAnswerEvent
     | OutputRetryEvent
     | RecallEvent
@@ -1854,6 +1876,7 @@ EVENT_MODELS: dict[str, type[_Event]] = {
         RerouteSupersededEvent,
         StepsUnfinishedEvent,
         WrapUpEvent,
+        CompactEvent,
         AskAnswerEvent,
         OutputRetryEvent,
         RecallEvent,

@@ -38,6 +38,7 @@ BADGES: tuple[str, ...] = (
     "ask",
     "retry",
     "budget",
+    "compact",
     "proposal",
     "declined",
 )
@@ -215,6 +216,7 @@ def badges_of(
         "ask": facts.asks > 0,
         "retry": iteration.has("output_retry"),
         "budget": _ended_on_budget(model, iteration),
+        "compact": iteration.has("compact"),
         "proposal": facts.proposals > 0,
         "declined": facts.declined,
     }

@@ -62,6 +62,7 @@ def test_the_registry_lists_every_scenario_with_the_contract() -> None:
         "entry-rules",
         "argument-ask",
         "recalled-fact",
+        "windowed",
     ]
     for name in SCENARIOS:
         scenario = load_scenario(name)

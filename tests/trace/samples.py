@@ -14,6 +14,7 @@ from fpdebug.trace.schema import (
     AskRow,
     AssumedValue,
     BasisRow,
+    CompactEvent,
     ConflictParty,
     CursorMoveEvent,
     EdgeDecl,
@@ -344,6 +345,9 @@ def every_kind(t0: datetime, *, run_id: str = "run-1", first_seq: int = 1) -> li
             nudge="The 'refund' procedure is not finished.",
         ),
         WrapUpEvent(**env(), pending_tool_calls=2, answer_was_empty=True, instruction="Answer now."),
+        CompactEvent(
+            **env(), dropped=2, kept=5, dropped_at=[1, 2], limit="max_messages=5", size_before=7, size_after=5
+        ),
         AskAnswerEvent(
             **env(), tool_call_id="c1", tool_name="get_balance", path="$.account_id", answer="ACC-7"
         ),

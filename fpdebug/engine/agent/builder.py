@@ -23,6 +23,7 @@ from fpdebug.engine.agent.spec import (
     TruncationPolicy,
 )
 from fpdebug.engine.agent.turn_start import Classifier, Decider, EntryScorer, TurnStart, checked_ranking
+from fpdebug.engine.agent.window import Window
 from fpdebug.engine.injections import Injection, InjectionContext
 from fpdebug.engine.ledger_gate import LedgerGate, LedgerPolicy, ledger_gated
 from fpdebug.engine.recall import MemoryStore, RecallSource, Retriever, recall_source
@@ -310,6 +311,17 @@ class Agent:
         if not isinstance(enabled, bool):
             raise DefinitionError(f"wrap_up takes True or False, got {enabled!r}")
         return self._with(wrap_up=enabled)
+
+    def window(
+        self, *, max_messages: int | None = None, max_tokens: int | None = None, keep_first_user: bool = True
+    ) -> Agent:
+        """Compact the history at each loop head to fit a window (docs/context-model.md §7.1).
+
+        Past ``max_messages`` messages (or ``max_tokens`` estimated as chars / 4), the oldest messages are
+        dropped: a tool call with its results as one, never the turn's user message (nor the first
+        user message while ``keep_first_user``). Each fold is a ``compact`` event.
+        """
+        return self._with(window=Window.declare(max_messages, max_tokens, keep_first_user))
 
     def cost_budget(
         self, usd: float | None, *, price: ModelPrice | None = None, unpriced: Unpriced = "fail"

@@ -147,6 +147,8 @@ class Conversation:
             recorded["on_truncation"] = spec.on_truncation
         if spec.wrap_up:
             recorded["wrap_up"] = True
+        if spec.window is not None:
+            recorded["window"] = spec.window.declaration()
         if spec.cost_budget is not None:
             recorded["cost_budget"] = spec.cost_budget.declaration()
         if spec.output_schema is not None:

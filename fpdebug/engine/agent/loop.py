@@ -39,6 +39,7 @@ from fpdebug.engine.agent.spec import READ_SKILL
 from fpdebug.engine.agent.tool_batch import ResolvedCalls, ToolBatch, resolve_calls
 from fpdebug.engine.agent.tool_recording import ToolRecording, elapsed_ms
 from fpdebug.engine.agent.turn_start import TurnPlan, menu_lead, plan_turn
+from fpdebug.engine.agent.window import compact
 from fpdebug.engine.effects import (
     EffectScope,
     EffectState,
@@ -58,6 +59,7 @@ from fpdebug.engine.types import Activation, ToolResult
 from fpdebug.errors import OutputValidationError, ProviderError, RunInterrupted, UnpricedCallError
 from fpdebug.trace.schema import (
     AskRow,
+    CompactEvent,
     CursorMoveEvent,
     EndState,
     EngagementEvent,
@@ -208,6 +210,7 @@ class TurnLoop(ToolRecording):
         """The iterations, until Route chooses ``final`` or the batch waits on an argument ask."""
         while True:
             self._honesty_loop_head()
+            self._compact()  # after the results layer read the batch, before the pass
             result = self._evaluate()
             request = compose_request(
                 self.spec,
@@ -676,6 +679,12 @@ class TurnLoop(ToolRecording):
         conflict = proposal_conflict(state, from_skill_id=self.cursor)
         if conflict is not None:
             self._emit(RouteConflictEvent, **conflict.fields())
+
+    def _compact(self) -> None:
+        """The window strategy's Compact (docs/context-model.md §7.1): nothing without Agent.window."""
+        folded = None if self.spec.window is None else compact(self.history, self.spec.window)
+        if folded is not None and self.spec.window is not None:
+            self._emit(CompactEvent, **folded.fields(self.spec.window))
 
     # -- RECALL HOOKS (docs/context-model.md §1.3, §7.1): nothing happens without Agent.rag/.memory --
 

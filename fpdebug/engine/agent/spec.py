@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 from fpdebug.engine.agent.limits import CostBudget, OutputSchema
 from fpdebug.engine.agent.turn_start import TurnStart
+from fpdebug.engine.agent.window import Window
 from fpdebug.engine.injections import Injection
 from fpdebug.engine.recall import RecallSource
 from fpdebug.engine.skillmap import SkillMap
@@ -171,3 +172,5 @@ class AgentSpec:
     (:meth:`Agent.rag`, :meth:`Agent.memory`)."""
     excluded_memory: tuple[str, ...] = ()
     """Recalled entry ids left out of every recall (:meth:`Agent.without`)."""
+    window: Window | None = None
+    """The window strategy that compacts the history at each loop head (:meth:`Agent.window`)."""

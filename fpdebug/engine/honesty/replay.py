@@ -45,6 +45,7 @@ from dataclasses import replace
 from fpdebug.engine.agent.branches import cut_short
 from fpdebug.engine.agent.limits import CostBudget, SpendMeter
 from fpdebug.engine.agent.replies import truncated_calls
+from fpdebug.engine.agent.window import apply_dropped
 from fpdebug.engine.honesty.answer import (
     AnswerValidation,
     assess_answer,
@@ -71,6 +72,7 @@ from fpdebug.trace.schema import (
     LOOP_BACK_ROUTES,
     AskAnswerEvent,
     ClockRow,
+    CompactEvent,
     FindingEvent,
     HonestyArms,
     InjectionDecl,
@@ -292,6 +294,8 @@ class _Replay:
             self._loop_back(event)
         elif isinstance(event, AskAnswerEvent):
             self._ask_answer(event)
+        elif isinstance(event, CompactEvent):
+            apply_dropped(self.history, event.dropped_at)  # the window folded these away, as the loop did
 
     def _ask_answer(self, event: AskAnswerEvent) -> None:
         """The user answered the waiting ask: the answered argument, and the next ask, are due."""

@@ -57,6 +57,7 @@ BADGE_REASONS: dict[str, BadgeReason] = {
     "ask": BadgeReason("Routing and findings", _starts("argument ask ")),
     "retry": BadgeReason("Routing and findings", _starts("output retry ")),
     "budget": BadgeReason("Routing and findings", _starts("stopped early ", holding="cost-budget")),
+    "compact": BadgeReason("Routing and findings", _starts("compacted ")),
     "proposal": BadgeReason("Tool batch", _starts("effect ", holding="propose-transition")),
     "declined": BadgeReason("Cursor", _starts("declined ")),
 }

@@ -43,6 +43,7 @@ _BADGE_MEANING = {
     "ask": "an argument no source held: the call waited for the user's answer (argument ask)",
     "retry": "the final reply failed the output schema; the loop re-asked it (output-retry)",
     "budget": "the turn ended here because the run's spend reached its cost budget",
+    "compact": "the window strategy folded older messages out of the history before this pass (Compact)",
     "proposal": "a tool's route proposal was accepted in this batch (the next pass moves the cursor)",
     "declined": "the model's pick resolved the turn-start menu left to it by picking off the menu",
 }

@@ -16,6 +16,7 @@ from rich.text import Text
 from fpdebug.errors import TraceError
 from fpdebug.trace.records import InvalidRecord, OpaqueRecord, Record, TornTail
 from fpdebug.trace.schema import (
+    CompactEvent,
     CursorMoveEvent,
     EndState,
     EngagementEvent,
@@ -115,6 +116,11 @@ def _stop(stop: StoppedEarly) -> str:
 @_summary.register
 def _output_retry_summary(record: OutputRetryEvent) -> str:
     return f"output retry {record.attempt} of {record.max_retries}: {clip(record.error, 200)}"
+
+
+@_summary.register
+def _compact_summary(record: CompactEvent) -> str:
+    return f"compacted: {record.dropped} older message(s) folded away ({record.limit}); {record.kept} kept"
 
 
 @_summary.register

@@ -1,8 +1,9 @@
 """The inspector's rows for Route's non-tool ways back and its limits (docs/context-model.md §7.2).
 
-The step nudge, the wrap-up and the output re-ask (what the loop re-asked, and why), and a turn the
-cost budget cut short (what the run had spent of its budget). They head the inspector's "Routing
-and findings" section of the iteration they belong to.
+A window's fold (what Compact dropped, docs/context-model.md §7.1), the step nudge, the wrap-up and
+the output re-ask (what the loop re-asked, and why), and a turn the cost budget cut short (what the
+run had spent of its budget). They head the inspector's "Routing and findings" section of the
+iteration they belong to.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 from fpdebug.trace.model import Iteration
 from fpdebug.trace.schema import (
+    CompactEvent,
     OutputRetryEvent,
     StepsUnfinishedEvent,
     StoppedEarly,
@@ -31,9 +33,10 @@ class LoopBack:
     wraps: list[WrapUpEvent]
     retries: list[OutputRetryEvent]
     budget_stop: StoppedEarly | None
+    folds: list[CompactEvent]
 
     def __bool__(self) -> bool:
-        return bool(self.nudges or self.wraps or self.retries or self.budget_stop)
+        return bool(self.nudges or self.wraps or self.retries or self.budget_stop or self.folds)
 
 
 def _of(session: TraceSession, lines: list[int], cls: type) -> list:
@@ -59,6 +62,7 @@ def loop_back_of(session: TraceSession, iteration: Iteration) -> LoopBack:
         _of(session, iteration.lines_of("wrap_up"), WrapUpEvent),
         _of(session, iteration.lines_of("output_retry"), OutputRetryEvent),
         stop,
+        _of(session, iteration.lines_of("compact"), CompactEvent),
     )
 
 
@@ -69,6 +73,14 @@ def _dollars(value: float | None) -> str:
 def loop_back_rows(doc: DocBuilder, found: LoopBack) -> None:
     """Route's non-tool ways back (what the loop re-asked, and why), then a cost-budget stop."""
     palette = doc.palette
+    for fold in found.folds:
+        doc.line(
+            ("compacted ", palette.warn),
+            f"{fold.dropped} older message(s) folded out of the history ({fold.limit}); "
+            f"{fold.kept} kept, size {fold.size_before} → {fold.size_after}",
+            indent=2,
+            hang=2,
+        )
     for nudge in found.nudges:
         where = f"step {nudge.step} of {nudge.total} ({nudge.tool}) of "
         doc.line(

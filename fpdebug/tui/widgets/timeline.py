@@ -50,6 +50,7 @@ BADGE_LETTERS: dict[str, str] = {
     "ask": "A",
     "retry": "O",
     "budget": "$",
+    "compact": "K",
     "proposal": "p",
     "declined": "M",
 }
@@ -67,6 +68,7 @@ _BADGE_WORDS: dict[str, str] = {
     "ask": "argument ask",
     "retry": "output retry",
     "budget": "cost budget",
+    "compact": "compacted",
 }
 """How the legend spells a badge whose name says less than it could."""
 
