@@ -144,7 +144,7 @@ class _Converter:
                     self.encoder.forget_run(run_id)
             return stored, False
         if self.encoder is None:  # to version 1: the request in full, as the version 1 writer wrote it
-            record = self.reader._classify(line, offset, stored)
+            record = self.reader.classify(line, offset, stored)
             if isinstance(record, LlmCallEvent):
                 return dump_record(record)[:-1], True
             return stored, False

@@ -57,7 +57,7 @@ def line_verdicts(reader: TraceReader, start: int, stop: int) -> list[Verdict]:
             record = reader._too_long(line, offset, reader.index.offset(line + 1))
             form: list[Problem] = []
         else:
-            record = reader._classify(line, offset, raw)  # schema_version 2: the request rebuilt
+            record = reader.classify(line, offset, raw)  # schema_version 2: the request rebuilt
             form = [] if isinstance(record, InvalidRecord) else line_form_problems(line, offset, raw)
         own = record_problems(line, record)
         seq = record.seq

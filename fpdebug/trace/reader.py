@@ -266,7 +266,7 @@ class TraceReader:
         if end - start - 1 > self.max_line_bytes:
             record = self._too_long(line, start, end)
         else:
-            record = self._classify(line, start, self._pread(start, end - start).removesuffix(b"\n"))
+            record = self.classify(line, start, self._pread(start, end - start).removesuffix(b"\n"))
         if self.cache_size:
             with self._cache_lock:
                 self._cache[line] = record
@@ -342,7 +342,7 @@ class TraceReader:
             if raw is None:
                 yield line, self._too_long(line, offset, self.index.offset(line + 1))
             else:
-                yield line, self._classify(line, offset, raw)
+                yield line, self.classify(line, offset, raw)
 
     def iter_raw(
         self, start: int = 1, *, stop: int | None = None, stored: bool = False
@@ -420,7 +420,7 @@ class TraceReader:
             if raw is None:  # over the maximum line size: skipped, never read
                 yield from scanner.check(line, self._too_long(line, offset, self.index.offset(line + 1)))
                 continue
-            record = self._classify(line, offset, raw)
+            record = self.classify(line, offset, raw)
             yield from scanner.check(line, record)
             if not isinstance(record, InvalidRecord):
                 yield from line_form_problems(line, offset, raw)
@@ -494,8 +494,9 @@ class TraceReader:
             self._resolver = RequestResolver(self._stored_by_seq)
         return True
 
-    def _classify(self, line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueRecord | InvalidRecord:
-        """:func:`~fpdebug.trace.records.classify_line` of the line's version 1 form (see :meth:`rebuild`)."""
+    def classify(self, line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueRecord | InvalidRecord:
+        """:func:`~fpdebug.trace.records.classify_line` of a stored line's version 1 form (see :meth:`rebuild`):
+        what ``reader[line]`` returns for it, from bytes already read (``raw(line, stored=True)``)."""
         if self._resolver is None or not raw.startswith(LLM_CALL_PREFIX):
             return classify_line(line, offset, raw)
         try:
