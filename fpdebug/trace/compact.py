@@ -23,6 +23,7 @@ record: the writer falls back to it when an item cannot be serialised on the fas
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -238,10 +239,12 @@ class RequestResolver:
         seq = data.get("seq")
         if type(seq) is not int:
             return raw
+        request = data["request"]
+        if "defs" not in data and not _has_references(request):
+            return raw  # the request in full (version 1's form, valid in version 2)
         defs = data.pop("defs", [])
         if not isinstance(defs, list):
             raise RebuildError("'defs' is not a list")
-        request = data["request"]
         with self._lock:
             for name in ("system_prompt", "tools"):
                 if name in request:
@@ -344,15 +347,35 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _has_references(request: dict[str, Any]) -> bool:
+    if isinstance(request.get("messages"), dict):
+        return True
+    return any(
+        isinstance(items, list) and any(isinstance(item, list) for item in items)
+        for items in (request.get("system_prompt"), request.get("messages"), request.get("tools"))
+    )
+
+
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+"""Digits enough for an integer orjson would read as a float (past 64 bits)."""
+
+
 def _loads(raw: bytes) -> Any:
     try:
-        return orjson.loads(raw)
+        if _LONG_NUMBER.search(raw) is None:
+            return orjson.loads(raw)
     except orjson.JSONDecodeError:
-        # Integers past 64 bits and lone surrogate escapes: the standard library reads both.
-        try:
-            return well_formed_value(json.loads(raw))
-        except (ValueError, RecursionError) as error:
-            raise RebuildError(f"not valid JSON: {error}") from None
+        pass
+    # An integer past 64 bits (read exactly here) or a lone surrogate escape (repaired as the
+    # classifier repairs it); NaN and Infinity are refused, so the classifier names them.
+    try:
+        return well_formed_value(json.loads(raw, parse_constant=_refuse_constant))
+    except (ValueError, RecursionError) as error:
+        raise RebuildError(f"not valid JSON: {error}") from None
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _dumps(data: object) -> bytes:

@@ -26,6 +26,7 @@ from fpdebug.trace.schema import (
     Message,
     PromptSegment,
     RunStartEvent,
+    ToolCallRecord,
     ToolSchema,
     TurnEndEvent,
 )
@@ -340,3 +341,14 @@ def test_the_run_start_of_a_sample_is_untouched_by_migration(tmp_path: Path) -> 
     kept = [i for i, line in enumerate(old[1:], 1) if not line.startswith(b'{"kind":"llm_call"')]
     assert all(new[i] == old[i] for i in kept)
     assert isinstance(TraceReader(tmp_path / "v2.jsonl")[1], RunStartEvent)
+
+
+def test_an_integer_past_64_bits_is_rebuilt_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    asked = Message(
+        role="assistant", tool_calls=[ToolCallRecord(id="c1", name="fetch", args={"n": 2**70 + 1})]
+    )
+    calls = [_call(1, [asked]), _call(2, [asked, Message(role="tool", content="ok", tool_call_id="c1")])]
+    with TraceWriter.create(path, durability="none") as writer:
+        writer.append_many(calls)
+    assert _random(path) == [dump_record(call) for call in calls] == _sequential(path)
