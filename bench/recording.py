@@ -11,7 +11,12 @@
   machine then lands on the variants of one round alike, and a bad round moves no median.
 - ``bytes-per-iteration``: one conversation of 10, 100 and 1,000 iterations (2, 20 and 200 user
   turns of the support script in a single run), written with ``durability="none"``: trace bytes
-  divided by iterations. Flat means an iteration costs the same however long the run is.
+  divided by iterations, for each schema version asked (``--versions``; version 2 stores each
+  prompt segment, message and tool once). Flat means an iteration costs the same however long the
+  run is.
+
+``record --versions 1,2`` adds a ``<policy>-v1`` variant per policy to the same rounds (version 1:
+every request in full), so the two formats are compared against the same null-sink rounds.
 """
 
 from __future__ import annotations
@@ -40,12 +45,22 @@ def _record(args: argparse.Namespace) -> dict[str, object]:
     agent = bench_agent()
     agent.check()  # compile now, outside the timing
     run_iterations(agent, 40, sink=NullSink())  # warm the code paths every variant shares
-    policies = [policy for policy in POLICIES if policy in args.policies.split(",")]
+    versions = [int(v) for v in args.versions.split(",")]
+    policies = [
+        f"{policy}{'' if version == 2 else f'-v{version}'}"
+        for version in versions
+        for policy in POLICIES
+        if policy in args.policies.split(",")
+    ]
     null = NullSink()
     sinks: dict[str, EventSink] = {"null": null}
-    for policy in policies:
-        sinks[policy] = TraceFileSink.create(
-            args.out.with_suffix(f".{policy}.jsonl"), durability=policy, overwrite=True
+    for name in policies:
+        policy, _, version = name.partition("-v")
+        sinks[name] = TraceFileSink.create(
+            args.out.with_suffix(f".{name}.jsonl"),
+            durability=policy,  # type: ignore[arg-type]
+            overwrite=True,
+            schema_version=int(version or 2),
         )
     names = list(sinks)
     wall: dict[str, list[float]] = {name: [] for name in names}
@@ -92,9 +107,9 @@ def _bytes_per_iteration(args: argparse.Namespace) -> dict[str, object]:
     agent = bench_agent().max_iterations(10**6)
     result: dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="fpdebug-bytes-") as folder:
-        for count in args.iterations:
+        for count, version in [(c, v) for v in args.versions for c in args.iterations]:
             path = Path(folder) / f"run-{count}.fptrace.jsonl"
-            with TraceFileSink.create(path, durability="none") as sink:
+            with TraceFileSink.create(path, durability="none", schema_version=version) as sink:
                 header = sink.writer.size
                 started = time.perf_counter()
                 run = agent.run(
@@ -107,7 +122,7 @@ def _bytes_per_iteration(args: argparse.Namespace) -> dict[str, object]:
             if run.status != "completed":
                 raise RuntimeError(f"the {count}-iteration run ended {run.status}: {run.error}")
             size = path.stat().st_size - header
-            result[str(count)] = {
+            result[str(count) if version == 2 else f"{count}-v{version}"] = {
                 "iterations": run.iterations,
                 "bytes": size,
                 "bytes_per_iteration": size / run.iterations,
@@ -124,12 +139,16 @@ RECORDING_PROBES: dict[str, Probe] = {
             p.add_argument("--per-round", type=int, default=100),
             p.add_argument("--rounds", type=int, default=7),
             p.add_argument("--policies", default=",".join(POLICIES)),
+            p.add_argument("--versions", default="2", help="schema versions, comma-separated (1,2)"),
             p.add_argument("--out", type=Path, required=True),
         ),
     ),
     "bytes-per-iteration": (
         _bytes_per_iteration,
-        lambda p: p.add_argument("--iterations", type=int, nargs="+", default=[10, 100, 1000]),
+        lambda p: (
+            p.add_argument("--iterations", type=int, nargs="+", default=[10, 100, 1000]),
+            p.add_argument("--versions", type=int, nargs="+", default=[2]),
+        ),
     ),
 }
 """Probe name → (function, argument declarations)."""

@@ -37,6 +37,7 @@ COMMANDS: tuple[str, ...] = (
     "import",
     "collect",
     "schema",
+    "migrate",
 )
 """Sub-command names, in the order ``fpdebug --help`` lists them; each is ``fpdebug.commands.<name>``."""
 

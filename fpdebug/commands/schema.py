@@ -21,15 +21,60 @@ def trace_schema() -> dict[str, object]:
 
     line: TypeAdapter[TraceHeader | TraceEvent] = TypeAdapter(TraceHeader | TraceEvent)
     schema = line.json_schema(mode="serialization")
+    _by_reference(schema["$defs"])
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://fpdebug.dev/trace-schema/v{SCHEMA_VERSION}.json",
         "title": f"fpdebug trace line (schema_version {SCHEMA_VERSION})",
         "description": (
             "One line of an fpdebug trace (JSON Lines): line 0 is a trace_header, every other line one "
-            "event; optional fields are left out when unset (the trace contract)."
+            "event; optional fields are left out when unset (the trace contract). From schema_version 2 an "
+            "llm_call's request items may be [seq, k] references to the defs of an earlier record "
+            "(docs/trace-contract.md, section 8.7)."
         ),
         **schema,
+    }
+
+
+def _by_reference(defs: dict[str, dict[str, object]]) -> None:
+    """Let an ``llm_call`` hold its request by reference (schema_version 2, docs/trace-contract.md §8.7)."""
+    ref = {
+        "description": "[seq, k]: item k of the defs of the record whose seq is seq (at most this record's)",
+        "items": {"minimum": 0, "type": "integer"},
+        "maxItems": 2,
+        "minItems": 2,
+        "type": "array",
+    }
+    defs["ItemRef"] = ref
+    request = defs["LlmRequest"]["properties"]
+    assert isinstance(request, dict)
+    for name, item in (("system_prompt", "PromptSegment"), ("messages", "Message"), ("tools", "ToolSchema")):
+        request[name]["items"] = {"anyOf": [{"$ref": f"#/$defs/{item}"}, {"$ref": "#/$defs/ItemRef"}]}
+    listed = request["messages"]
+    request["messages"] = {
+        "anyOf": [
+            listed,
+            {
+                "additionalProperties": False,
+                "description": "the first keep messages of the request of the llm_call at seq from, then add",
+                "properties": {
+                    "from": {"minimum": 1, "type": "integer"},
+                    "keep": {"minimum": 0, "type": "integer"},
+                    "add": listed,
+                },
+                "required": ["from", "keep"],
+                "type": "object",
+            },
+        ],
+        "title": "Messages",
+    }
+    call = defs["LlmCallEvent"]["properties"]
+    assert isinstance(call, dict)
+    call["defs"] = {
+        "description": "schema_version 2: the prompt segments, messages and tool schemas this record is "
+        "the first to use, referred to by [seq, k]",
+        "items": {"type": "object"},
+        "type": "array",
     }
 
 

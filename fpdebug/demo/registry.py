@@ -396,6 +396,7 @@ def run_target(
     overwrite: bool = False,
     durability: Durability = "batch",
     wrap_sink: Callable[[EventSink], EventSink] | None = None,
+    schema_version: int | None = None,
 ) -> ScenarioRun:
     """Run a scenario (or a user's module) into a new trace file.
 
@@ -413,6 +414,7 @@ def run_target(
         durability: The trace writer's fsync policy.
         wrap_sink: Wraps the trace file's sink (e.g. an OTLP stream); the wrapper is closed after
             the run and must close the sink it wraps.
+        schema_version: The trace's schema version (the newest by default).
 
     Returns:
         The :class:`ScenarioRun` (a failed run is a result with ``status == "failed"``, not an error).
@@ -443,7 +445,9 @@ def run_target(
     path = Path(trace_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clock = clock or SystemClock()
-    with TraceFileSink.create(path, clock=clock, overwrite=overwrite, durability=durability) as file_sink:
+    with TraceFileSink.create(
+        path, clock=clock, overwrite=overwrite, durability=durability, schema_version=schema_version
+    ) as file_sink:
         sink: EventSink = wrap_sink(file_sink) if wrap_sink is not None else file_sink
         try:
             result = agent.run(
@@ -496,6 +500,10 @@ def sample_path(directory: str | os.PathLike[str], name: str) -> Path:
 def write_samples(directory: str | os.PathLike[str]) -> list[Path]:
     """Regenerate one sample trace per built-in scenario (fixed clock and run ids: byte-identical).
 
+    The samples are written in schema_version 1: they are the fixtures that prove version 1 traces
+    still read (docs/trace-contract.md §8.7), and the bench's demo-shaped trace renumbers their
+    records, which version 2's references (by ``seq``) would not survive.
+
     Args:
         directory: Where to write (created if missing); existing samples are replaced.
 
@@ -511,6 +519,7 @@ def write_samples(directory: str | os.PathLike[str]) -> list[Path]:
             run_id=f"{SAMPLE_RUN_PREFIX}{name}",
             overwrite=True,
             durability="none",
+            schema_version=1,
         )
         paths.append(run.trace_path)
     return paths

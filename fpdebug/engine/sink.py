@@ -27,6 +27,7 @@ from typing import Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 from fpdebug.errors import RunInterrupted
 from fpdebug.trace.clock import Clock, SystemClock
 from fpdebug.trace.schema import (
+    SCHEMA_VERSION,
     AskAnswerEvent,
     CompactEvent,
     CursorMoveEvent,
@@ -137,6 +138,7 @@ class TraceFileSink:
         durability: Durability = "batch",
         overwrite: bool = False,
         producer: str | None = None,
+        schema_version: int | None = None,
     ) -> TraceFileSink:
         """Create a new trace file and a sink writing to it.
 
@@ -146,6 +148,8 @@ class TraceFileSink:
             durability: ``none``, ``batch`` or ``every`` (see :mod:`fpdebug.trace.writer`).
             overwrite: Replace an existing non-empty file instead of refusing.
             producer: The header's producer string; ``fpdebug <version>`` by default.
+            schema_version: The trace's schema version; the newest (2) by default, ``1`` for
+                readers that predate it (docs/trace-contract.md §8.7).
 
         Returns:
             The sink; its :attr:`next_seq` is 1.
@@ -155,7 +159,12 @@ class TraceFileSink:
             TraceLockedError: Another writer holds the file.
         """
         writer = TraceWriter.create(
-            path, producer=producer, clock=clock, durability=durability, overwrite=overwrite
+            path,
+            producer=producer,
+            clock=clock,
+            durability=durability,
+            overwrite=overwrite,
+            schema_version=SCHEMA_VERSION if schema_version is None else schema_version,
         )
         return cls(writer)
 

@@ -33,6 +33,7 @@ lock to read several facts that must agree with each other.
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 import threading
@@ -325,7 +326,12 @@ class RunModel:
                 return 0
             iter_raw = getattr(source, "iter_raw", None)
             if callable(iter_raw) and not self.validate:
-                self._update_facts(source, iter_raw, start, end)
+                classify = getattr(source, "classify", None)
+                if callable(classify):
+                    # The facts skip a request, so a schema_version 2 llm_call is not rebuilt for
+                    # them (docs/trace-contract.md §8.7); a line whose facts fail is read in full.
+                    iter_raw = functools.partial(iter_raw, stored=True)
+                self._update_facts(source, iter_raw, start, end, classify)
                 return self.lines_fed - start
             iter_records = getattr(source, "iter_records", None)
             if callable(iter_records):
@@ -352,9 +358,12 @@ class RunModel:
         iter_raw: Callable[..., Iterator[tuple[int, int, bytes]]],
         start: int,
         end: int,
+        classify: Callable[[int, int, bytes], Record] | None = None,
     ) -> None:
         """Feed lines ``[start, end)`` from their facts; a line whose facts do not parse is classified
-        in full (so it becomes an invalid or opaque record exactly as :meth:`feed` would see it)."""
+        in full (so it becomes an invalid or opaque record exactly as :meth:`feed` would see it), by
+        ``classify`` when the source has one (a reader's: it rebuilds a stored version 2 line)."""
+        classify = classify or classify_line
         parse = FACTS_ADAPTER.validate_json
         feed_event = self._feed_event
         lock = self.lock
@@ -367,7 +376,7 @@ class RunModel:
                 try:
                     facts = parse(raw)
                 except ValidationError:
-                    self.feed(line, classify_line(line, offset, raw))
+                    self.feed(line, classify(line, offset, raw))
                 else:
                     self.lines_fed = line + 1
                     feed_event(line, facts)

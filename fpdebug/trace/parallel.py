@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 from fpdebug.trace.reader import ProblemScanner, TraceReader, line_form_problems, record_problems
-from fpdebug.trace.records import InvalidRecord, Problem, Record, classify_line
+from fpdebug.trace.records import InvalidRecord, Problem, Record
 
 __all__ = ["PARALLEL_MIN_LINES", "Verdict", "default_workers", "iter_problems", "line_verdicts"]
 
@@ -57,7 +57,7 @@ def line_verdicts(reader: TraceReader, start: int, stop: int) -> list[Verdict]:
             record = reader._too_long(line, offset, reader.index.offset(line + 1))
             form: list[Problem] = []
         else:
-            record = classify_line(line, offset, raw)
+            record = reader.classify(line, offset, raw)  # schema_version 2: the request rebuilt
             form = [] if isinstance(record, InvalidRecord) else line_form_problems(line, offset, raw)
         own = record_problems(line, record)
         seq = record.seq

@@ -28,7 +28,6 @@ raise :class:`~fpdebug.errors.TraceError`.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import threading
@@ -38,9 +37,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
-import orjson
-
 from fpdebug.errors import TraceError, TraceFormatError, TraceReplacedError
+from fpdebug.trace.compact import LLM_CALL_PREFIX, RebuildError, RequestResolver
 from fpdebug.trace.index import DEFAULT_CHUNK_SIZE, LineIndex
 from fpdebug.trace.records import (
     HEADER_LIMIT,
@@ -54,11 +52,12 @@ from fpdebug.trace.records import (
     Record,
     TornTail,
     classify_line,
+    line_form_problems,
     parse_header,
     peek_line,
     read_first_line,
 )
-from fpdebug.trace.schema import TraceHeader
+from fpdebug.trace.schema import TraceEvent, TraceHeader
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
@@ -123,6 +122,7 @@ class TraceReader:
         self.cache_size = max(cache_size, 0)
         """How many parsed records :meth:`__getitem__` keeps."""
         self._header: TraceHeader | None = None
+        self._resolver: RequestResolver | None = None  # schema_version 2: rebuilds llm_call requests
         self._cache: OrderedDict[int, Record] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._refresh_lock = threading.Lock()
@@ -285,7 +285,7 @@ class TraceReader:
         if end - start - 1 > self.max_line_bytes:
             record = self._too_long(line, start, end)
         else:
-            record = classify_line(line, start, self._pread(start, end - start).removesuffix(b"\n"))
+            record = self.classify(line, start, self._pread(start, end - start).removesuffix(b"\n"))
         if self.cache_size:
             with self._cache_lock:
                 self._cache[line] = record
@@ -297,8 +297,13 @@ class TraceReader:
         """Same as ``reader[line]`` (the accessor :class:`~fpdebug.trace.model.RunModel` uses)."""
         return self[line]
 
-    def raw(self, line: int) -> bytes:
-        """The bytes of a line, without its newline (one ``pread``; nothing parsed).
+    def raw(self, line: int, *, stored: bool = False) -> bytes:
+        """The bytes of a line, without its newline (one ``pread``; nothing validated).
+
+        Args:
+            line: The line.
+            stored: The bytes as stored. By default a schema_version 2 ``llm_call`` comes as the
+                version 1 line it stands for, its request rebuilt (:meth:`rebuild`).
 
         Raises:
             IndexError: The line is not indexed.
@@ -306,7 +311,19 @@ class TraceReader:
         start, end = self.index.span(self._normalise(line))
         if end - start - 1 > self.max_line_bytes:
             return b""  # over the maximum line size: never read (``reader[line]`` says so)
-        return self._pread(start, end - start).removesuffix(b"\n")
+        raw = self._pread(start, end - start).removesuffix(b"\n")
+        return raw if stored else self.rebuild(raw)
+
+    def rebuild(self, raw: bytes) -> bytes:
+        """The version 1 form of a stored line: a schema_version 2 ``llm_call`` with its request
+        rebuilt from the records it references (docs/trace-contract.md §8.7); any other line as it is,
+        also one whose references cannot be followed (``reader[line]`` says why)."""
+        if self._resolver is None or not raw.startswith(LLM_CALL_PREFIX):
+            return raw
+        try:
+            return self._resolver.rebuild(raw)
+        except RebuildError:
+            return raw
 
     def offset(self, line: int) -> int:
         """The byte offset where a line starts."""
@@ -344,10 +361,13 @@ class TraceReader:
             if raw is None:
                 yield line, self._too_long(line, offset, self.index.offset(line + 1))
             else:
-                yield line, classify_line(line, offset, raw)
+                yield line, self.classify(line, offset, raw)
 
-    def iter_raw(self, start: int = 1, *, stop: int | None = None) -> Iterator[tuple[int, int, bytes]]:
-        """Yield ``(line, offset, bytes without the newline)`` of event lines, read in blocks; nothing parsed.
+    def iter_raw(
+        self, start: int = 1, *, stop: int | None = None, stored: bool = False
+    ) -> Iterator[tuple[int, int, bytes]]:
+        """Yield ``(line, offset, bytes without the newline)`` of event lines, read in blocks; nothing
+        validated. A schema_version 2 ``llm_call`` comes rebuilt unless ``stored`` (see :meth:`raw`).
 
         The end is re-read at each block, so lines indexed by a concurrent :meth:`refresh` are
         included. Line 0 (the header) is never yielded: ``start`` is at least 1.
@@ -356,8 +376,12 @@ class TraceReader:
             start: The first line.
             stop: Stop before this line (default: the end of the index, as it grows).
         """
+        rebuild = self.rebuild if self._resolver is not None and not stored else None
         for line, offset, raw in self._iter_lines(start, stop):
-            yield line, offset, b"" if raw is None else raw
+            if raw is None:
+                yield line, offset, b""
+            else:
+                yield line, offset, raw if rebuild is None else rebuild(raw)
 
     def _iter_lines(self, start: int, stop: int | None) -> Iterator[tuple[int, int, bytes | None]]:
         """:meth:`iter_raw`, with ``None`` for a line over the maximum line size (never read)."""
@@ -415,7 +439,7 @@ class TraceReader:
             if raw is None:  # over the maximum line size: skipped, never read
                 yield from scanner.check(line, self._too_long(line, offset, self.index.offset(line + 1)))
                 continue
-            record = classify_line(line, offset, raw)
+            record = self.classify(line, offset, raw)
             yield from scanner.check(line, record)
             if not isinstance(record, InvalidRecord):
                 yield from line_form_problems(line, offset, raw)
@@ -485,7 +509,36 @@ class TraceReader:
             return False
         self._header = parse_header(first, str(self.path))
         self._header_bytes = first + b"\n"
+        if self._header.schema_version >= 2:
+            self._resolver = RequestResolver(self._stored_by_seq)
         return True
+
+    def classify(self, line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueRecord | InvalidRecord:
+        """:func:`~fpdebug.trace.records.classify_line` of a stored line's version 1 form (see :meth:`rebuild`):
+        what ``reader[line]`` returns for it, from bytes already read (``raw(line, stored=True)``)."""
+        if self._resolver is None or not raw.startswith(LLM_CALL_PREFIX):
+            return classify_line(line, offset, raw)
+        try:
+            rebuilt = self._resolver.rebuild(raw)
+        except RebuildError as error:
+            preview = raw[:PREVIEW_BYTES].decode("utf-8", "backslashreplace")
+            seq = peek_line(raw[:PEEK_PREFIX], lambda: raw).seq
+            message = f"llm_call record cannot be rebuilt: {error}"
+            return InvalidRecord(line, offset, len(raw), message, preview, "llm_call", seq)
+        return classify_line(line, offset, rebuilt)
+
+    def _stored_by_seq(self, seq: int) -> bytes | None:
+        """The stored line holding ``seq``: line ``seq`` in a healthy trace, a few lines on when a
+        torn fragment a resumed writer closed off shifted the lines after it."""
+        line, count = seq, len(self.index)
+        while line < count and line < seq + 1024:
+            peeked = self.peek(line).seq
+            if peeked == seq:
+                return self.raw(line, stored=True)
+            if peeked is not None and peeked > seq:
+                return None
+            line += 1
+        return None
 
     def _check_identity(self, fd: int) -> None:
         """Raise when the path no longer names the opened file (``mv other X``, or X removed)."""
@@ -660,62 +713,6 @@ def record_problems(line: int, record: Record) -> list[Problem]:
             )
         ]
     return []
-
-
-def line_form_problems(line: int, offset: int, raw: bytes) -> list[Problem]:
-    """What is wrong with how a line that reads as a record is written: a CRLF end, a key twice.
-
-    fpdebug never writes either. A CRLF means another program rewrote the file; a key twice in one
-    object is read differently by different JSON parsers (fpdebug keeps the last), so what a
-    trace says would depend on who reads it. Both are problems (``validate`` exits 1).
-
-    Args:
-        line: The line number.
-        offset: The byte offset of the line.
-        raw: The line without its newline.
-    """
-    problems: list[Problem] = []
-    if raw.endswith(b"\r"):
-        problems.append(
-            Problem(line, offset, "crlf", "the line ends with CRLF, not LF (rewritten by another tool?)")
-        )
-    duplicate = _duplicate_key(raw)
-    if duplicate is not None:
-        problems.append(
-            Problem(
-                line,
-                offset,
-                "duplicate-key",
-                f"the key {duplicate!r} occurs twice in one object (JSON readers disagree on which counts; "
-                "fpdebug reads the last)",
-            )
-        )
-    return problems
-
-
-def _duplicate_key(raw: bytes) -> str | None:
-    # Fast path: what fpdebug writes reads back and re-encodes to the same bytes, which a line with a
-    # key twice cannot (the second value replaces the first and the line gets shorter).
-    try:
-        if orjson.dumps(orjson.loads(raw)) == raw:
-            return None
-    except (orjson.JSONDecodeError, TypeError):
-        pass
-    found: list[str] = []
-
-    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
-        seen: set[str] = set()
-        for key, _value in items:
-            if key in seen and not found:
-                found.append(key)
-            seen.add(key)
-        return dict(items)
-
-    try:
-        json.loads(raw, object_pairs_hook=pairs)
-    except (ValueError, RecursionError):
-        return None
-    return found[0] if found else None
 
 
 def max_line_bytes_from_env(environ: dict[str, str] | None = None) -> int:

@@ -54,6 +54,7 @@ __all__ = [
     "Record",
     "TornTail",
     "classify_line",
+    "line_form_problems",
     "loads_lenient",
     "parse_header",
     "peek_line",
@@ -569,3 +570,63 @@ def _without_lone_surrogates(raw: bytes) -> bytes | None:
         return orjson.dumps(repaired)
     except (orjson.JSONEncodeError, TypeError):
         return None
+
+
+# ----------------------------------------------------------------------------------------------
+# How a line is written
+
+
+def line_form_problems(line: int, offset: int, raw: bytes) -> list[Problem]:
+    """What is wrong with how a line that reads as a record is written: a CRLF end, a key twice.
+
+    fpdebug never writes either. A CRLF means another program rewrote the file; a key twice in one
+    object is read differently by different JSON parsers (fpdebug keeps the last), so what a
+    trace says would depend on who reads it. Both are problems (``validate`` exits 1).
+
+    Args:
+        line: The line number.
+        offset: The byte offset of the line.
+        raw: The line without its newline.
+    """
+    problems: list[Problem] = []
+    if raw.endswith(b"\r"):
+        problems.append(
+            Problem(line, offset, "crlf", "the line ends with CRLF, not LF (rewritten by another tool?)")
+        )
+    duplicate = _duplicate_key(raw)
+    if duplicate is not None:
+        problems.append(
+            Problem(
+                line,
+                offset,
+                "duplicate-key",
+                f"the key {duplicate!r} occurs twice in one object (JSON readers disagree on which counts; "
+                "fpdebug reads the last)",
+            )
+        )
+    return problems
+
+
+def _duplicate_key(raw: bytes) -> str | None:
+    # Fast path: what fpdebug writes reads back and re-encodes to the same bytes, which a line with a
+    # key twice cannot (the second value replaces the first and the line gets shorter).
+    try:
+        if orjson.dumps(orjson.loads(raw)) == raw:
+            return None
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        seen: set[str] = set()
+        for key, _value in items:
+            if key in seen and not found:
+                found.append(key)
+            seen.add(key)
+        return dict(items)
+
+    try:
+        json.loads(raw, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None

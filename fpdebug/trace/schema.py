@@ -137,8 +137,11 @@ __all__ = [
 FORMAT: Final = "fpdebug.trace"
 """The ``format`` every trace header carries."""
 
-SCHEMA_VERSION = 1
-"""The schema version this fpdebug writes and the newest it reads."""
+SCHEMA_VERSION = 2
+"""The schema version this fpdebug writes and the newest it reads. Version 2 (issue 22) stores each
+prompt segment, message and tool schema of an ``llm_call`` request once and refers to it after
+(:mod:`fpdebug.trace.compact`, docs/trace-contract.md §8.7); every other record is as in version 1,
+and a version 1 trace reads the same."""
 
 # ----------------------------------------------------------------------------------------------
 # Closed vocabularies (docs/context-model.md §1.1, §1.6, §2.1, §4.1, §5.1, §6.1)

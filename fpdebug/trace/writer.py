@@ -45,10 +45,8 @@ Durability policies (``durability=``):
 from __future__ import annotations
 
 import errno
-import fcntl
 import mmap
 import os
-import stat
 import threading
 import weakref
 from collections.abc import Iterable
@@ -60,11 +58,16 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from fpdebug.errors import TraceError, TraceFormatError, TraceLockedError, TraceWriteError
+from fpdebug.errors import TraceError, TraceFormatError, TraceWriteError
 from fpdebug.trace.clock import Clock, SystemClock
+from fpdebug.trace.compact import RequestEncoder
+from fpdebug.trace.files import lock_exclusive as _lock
+from fpdebug.trace.files import open_for_writing as _open
+from fpdebug.trace.files import open_or_create as _open_or_create
+from fpdebug.trace.files import sync_directory as _sync_directory
 from fpdebug.trace.records import loads_lenient, parse_header, read_first_line, well_formed_value
 from fpdebug.trace.redact import Redactor, default_redactor
-from fpdebug.trace.schema import SCHEMA_VERSION, ImportSource, TraceEvent, TraceHeader
+from fpdebug.trace.schema import SCHEMA_VERSION, ImportSource, LlmCallEvent, TraceEvent, TraceHeader
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DURABILITIES", "Durability", "TraceWriter", "dump_record"]
 
@@ -156,6 +159,8 @@ class TraceWriter:
         self.redactor: Redactor = redactor if redactor is not None else default_redactor()
         """Runs over every serialised line before it is written."""
         self._redact = self.redactor.redact_line if self.redactor.active else _unchanged
+        # schema_version 2 writes each segment, message and tool of a request once (compact.py).
+        self._encoder = RequestEncoder() if header.schema_version >= 2 else None
 
     # ------------------------------------------------------------------------------------------
     # Opening
@@ -172,6 +177,7 @@ class TraceWriter:
         overwrite: bool = False,
         redactor: Redactor | None = None,
         source: ImportSource | None = None,
+        schema_version: int = SCHEMA_VERSION,
     ) -> TraceWriter:
         """Create a new trace (mode ``0600``), lock it and write its header as line 0.
 
@@ -186,6 +192,8 @@ class TraceWriter:
                 when ``None`` (pass ``Redactor.off()`` to write lines unchanged).
             source: The header's ``source``: set only by an importer, naming the recording the trace
                 was made from (docs/trace-contract.md §8.1).
+            schema_version: ``2`` (the default) or ``1`` (requests written in full, for readers
+                older than version 2; docs/trace-contract.md §8.7).
 
         Returns:
             A writer whose :attr:`next_seq` is 1.
@@ -198,6 +206,8 @@ class TraceWriter:
             ConfigError: ``FPDEBUG_REDACT_PATTERNS`` holds an invalid pattern (nothing is opened).
         """
         _check_policy(durability, batch_size)
+        if schema_version not in (1, SCHEMA_VERSION):
+            raise ValueError(f"schema_version must be 1 or {SCHEMA_VERSION}, not {schema_version!r}")
         redactor = redactor if redactor is not None else default_redactor()  # bad config: fail before opening
         target = Path(path)
         fd, created = _open_or_create(target)
@@ -225,7 +235,8 @@ class TraceWriter:
             from fpdebug import __version__  # the package root is a leaf; imported late to avoid cycles
 
             producer = f"fpdebug {__version__}"
-        header = TraceHeader(producer=producer, created=(clock or SystemClock()).now(), source=source)
+        stamp = (clock or SystemClock()).now()
+        header = TraceHeader(producer=producer, created=stamp, source=source, schema_version=schema_version)
         writer = cls(
             target,
             fd,
@@ -273,8 +284,8 @@ class TraceWriter:
         Raises:
             TraceLockedError: Another writer holds the file.
             TraceError: The path is missing, a directory or unreadable.
-            TraceFormatError: The file is empty or has no valid header, or was written with
-                another schema version.
+            TraceFormatError: The file is empty or has no valid header (a version 1 trace goes on
+                in version 1).
         """
         _check_policy(durability, batch_size)
         redactor = redactor if redactor is not None else default_redactor()
@@ -290,12 +301,7 @@ class TraceWriter:
             first = read_first_line(fd, size)
             if first is None:
                 raise TraceFormatError(f"{target}: line 0 is not a complete trace header")
-            header = parse_header(first, str(target))
-            if header.schema_version != SCHEMA_VERSION:
-                raise TraceFormatError(
-                    f"{target}: written with schema_version {header.schema_version}; this fpdebug writes "
-                    f"{SCHEMA_VERSION} and will not mix them in one file; start a new trace"
-                )
+            header = parse_header(first, str(target))  # the records go on in the file's version
             next_seq = _last_seq(fd, size) + 1
         except OSError as error:
             os.close(fd)
@@ -347,7 +353,7 @@ class TraceWriter:
         """
         with self._lock:
             self._check(event, self._next_seq)
-            self._write(self._redact(_dump_event(event)), f"record seq {event.seq}")
+            self._write(self._redact(self._dump(event)), f"record seq {event.seq}")
             self._next_seq += 1
             self._after_write(1)
 
@@ -365,12 +371,16 @@ class TraceWriter:
             TraceWriteError: The writer is closed, or the OS refused the write or the fsync.
         """
         with self._lock:
-            chunks: list[bytes] = []
             seq = self._next_seq
-            for event in events:
+            batch = list(events)
+            for event in batch:
                 self._check(event, seq)
-                chunks.append(self._redact(_dump_event(event)))
                 seq += 1
+            try:
+                chunks = [self._redact(self._dump(event)) for event in batch]
+            except BaseException:
+                self._forget()  # nothing is written: no later record may refer to these
+                raise
             if not chunks:
                 return 0
             self._write(b"".join(chunks), f"records seq {self._next_seq}..{seq - 1}")
@@ -450,6 +460,21 @@ class TraceWriter:
                 f"seq {expected} (seq is dense from 1)"
             )
 
+    def _dump(self, event: TraceEvent) -> bytes:
+        encoder = self._encoder
+        if encoder is not None:
+            if isinstance(event, LlmCallEvent):
+                line = encoder.encode(event)
+                if line is not None:
+                    return line
+            elif event.kind == "run_end":
+                encoder.forget_run(event.run_id)
+        return _dump_event(event)
+
+    def _forget(self) -> None:
+        if self._encoder is not None:
+            self._encoder.reset()
+
     def _write(self, data: bytes, what: str) -> None:
         fd = self._fd
         if fd is None:
@@ -473,6 +498,7 @@ class TraceWriter:
         self._offset += len(data)
 
     def _roll_back(self, fd: int, done: int) -> str:
+        self._forget()  # the failed record's items are not in the file
         if done == 0:
             return ""
         try:
@@ -700,76 +726,6 @@ def _check_policy(durability: str, batch_size: int) -> None:
         raise ValueError(f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-
-
-def _open(path: Path, flags: int, *, passthrough: tuple[type[OSError], ...] = ()) -> int:
-    # O_NONBLOCK: opening a FIFO would otherwise block until a reader appears (or, for writing with
-    # no reader, fail with ENXIO), before the regular-file check below could refuse it.
-    try:
-        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
-    except passthrough:
-        raise  # the caller handles these (a file that exists, or does not)
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, not a trace file") from None
-    except FileNotFoundError:
-        missing = "the file does not exist" if flags & os.O_CREAT == 0 else "its directory does not exist"
-        raise TraceError(f"{path}: {missing}") from None
-    except OSError as error:
-        if error.errno == errno.ENXIO:  # a FIFO nobody reads
-            raise TraceError(f"{path}: not a regular file (a pipe); a trace must be a file") from None
-        raise TraceError(f"{path}: cannot open for writing: {error.strerror}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError as error:
-        os.close(fd)
-        raise TraceError(f"{path}: cannot stat: {error.strerror}") from None
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise TraceError(f"{path}: not a regular file; a trace must be a file")
-    os.set_blocking(fd, True)
-    return fd
-
-
-def _open_or_create(path: Path) -> tuple[int, bool]:
-    """Open ``path`` for appending, creating it when missing; also say whether this call created it.
-
-    ``O_EXCL`` tells a new file from an existing one atomically, so only a file fpdebug made gets its
-    mode set. When the existing file is gone by the second attempt (removed meanwhile, or a dangling
-    link, which ``O_EXCL`` refuses), a plain ``O_CREAT`` makes it, and it counts as ours.
-    """
-    flags = os.O_WRONLY | os.O_APPEND
-    try:
-        return _open(path, flags | os.O_CREAT | os.O_EXCL, passthrough=(FileExistsError,)), True
-    except FileExistsError:
-        pass
-    try:
-        return _open(path, flags, passthrough=(FileNotFoundError,)), False
-    except FileNotFoundError:
-        return _open(path, flags | os.O_CREAT), True
-
-
-def _lock(fd: int, path: Path) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise TraceLockedError(
-            f"{path}: another writer holds this trace (a run is still writing it); "
-            "write to another file, or wait for that run to finish"
-        ) from None
-
-
-def _sync_directory(path: Path) -> None:
-    # A new file's directory entry is durable only once the directory itself is synced.
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on directories; the file itself is synced
-    finally:
-        os.close(dir_fd)
 
 
 def _last_seq(fd: int, size: int) -> int:

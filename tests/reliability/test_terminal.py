@@ -194,7 +194,11 @@ def _view_under_pty(trace: Path, keys: list[bytes]) -> bytes:
             os.write(master, key)
             pump(0.6)
         os.write(master, b"q")
-        pump(5)
+        # The keys were sent blindly; the app works through them in order and quits at the q. On a
+        # loaded machine that backlog takes tens of seconds of wall time (the view switches are
+        # CPU-bound in Textual's style updates; schema 1 and 2 traces cost the same CPU), so wait
+        # for the exit, not a fixed time: pump returns as soon as the child closes the terminal.
+        pump(90)
         assert child.wait(10) == 0
     finally:
         if child.poll() is None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fpdebug.trace.schema import (
+    SCHEMA_VERSION,
     ActiveReason,
     AnswerAssessmentRow,
     ArgumentRow,
@@ -413,8 +414,8 @@ class Script:
         )
         return seq  # == the line number in a one-run file
 
-    def write(self, path: Path) -> Path:
-        with TraceWriter.create(path, durability="none") as writer:
+    def write(self, path: Path, *, schema_version: int = SCHEMA_VERSION) -> Path:
+        with TraceWriter.create(path, durability="none", schema_version=schema_version) as writer:
             writer.append_many(self.events)
         return path
 
