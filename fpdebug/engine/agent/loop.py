@@ -50,7 +50,6 @@ from fpdebug.engine.evaluate import PassInputs, PassResult, evaluate_pass
 from fpdebug.engine.injections import InjectionContext, StepPointer, TurnRoute
 from fpdebug.engine.leases import InstructionLease, PendingToolTransition
 from fpdebug.engine.recall import TurnMemory, read_source, with_recalled, write_sources
-from fpdebug.engine.sink import EventRecord
 from fpdebug.engine.skillmap import PickCarriers
 from fpdebug.engine.steps import (
     SKIP_STEP,
@@ -282,9 +281,6 @@ class TurnLoop(ToolRecording):
         """The carriers this turn left as it stands (docs/context-model.md §7.3); see :func:`end_state_of`."""
         graph = self.compiled.setup.skill_map is not None
         return end_state_of(graph, self.cursor, self.leases, self.engagement, self.step_pointer)
-
-    def _emit(self, event_type: type[EventRecord], /, **fields: object) -> None:
-        self.recorder.emit(event_type, turn=self.turn, iteration=self.iteration, **fields)
 
     # -- one Evaluate pass ------------------------------------------------------------------------
 

@@ -62,9 +62,12 @@ class ToolRecording:
     menu: tuple[str, ...] | None
     step_pointer: tuple[StepPointer, ...] | None
     provenance: dict[str, Activation]
+    turn: int
+    iteration: int
 
     def _emit(self, event_type: type[EventRecord], /, **fields: object) -> None:
-        raise NotImplementedError  # the loop's own writer
+        """Write one event of this turn and iteration (the loop's one writer of its events)."""
+        self.recorder.emit(event_type, turn=self.turn, iteration=self.iteration, **fields)
 
     def _read_skill(
         self, call: ToolCallRecord, parked: frozenset[str]
