@@ -46,6 +46,7 @@ def test_the_map_view_draws_the_tree_and_marks_the_leaf_each_pass_took() -> None
     first, last = maps[0], maps[-1]
     assert "3 nodes · 0 entries · 0 edges · 1 tree" in first
     assert "Decision trees  no cursor: a leaf is active while every branch on its path holds" in first
+    assert "(none: its tree leaves need no cursor)" in first
     assert "├─ billing  keywords charge, invoice, refund" in first
     assert "│  ├─ refund  keywords refund  → refund   ● active at T1·I1 (billing › refund)" in first
     assert "│  └─ copy  regex /(?i)\\bcopy\\b/  → invoice-copy\n" in first

@@ -534,7 +534,13 @@ def _entries(doc: DocBuilder, skill_map: SkillMapDecl, tags: list[str], marks: _
         note = "  tried in declaration order on a cold start"
     doc.heading("Entries", (note, palette.dim))
     if not skill_map.entries:
-        doc.line(("(none: the map is entered by a pick or a proposal only)", palette.dim), indent=2)
+        # A map of decision trees alone has no cursor to enter: its leaves hold by their paths.
+        why = (
+            "its tree leaves need no cursor"
+            if skill_map.trees
+            else "the map is entered by a pick or a proposal only"
+        )
+        doc.line((f"(none: {why})", palette.dim), indent=2)
     width = min(max((len(entry.skill_id) for entry in skill_map.entries), default=8), 24) + 2
     for entry in skill_map.entries:
         doc.line(
