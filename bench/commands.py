@@ -13,8 +13,13 @@ before the clock starts, so a figure is the command's work, not Python's start):
   cores;
 - **wall** seconds;
 - **peak RSS**: its own ``VmHWM`` from ``/proc/self/status`` (a fresh process's peak since ``exec``;
-  ``ru_maxrss`` would carry the parent's), and for ``validate`` twice the largest ``ru_maxrss`` of
-  its forked workers (which counts what each inherited: an upper bound), as a share of the file.
+  ``ru_maxrss`` would carry the parent's), as a share of the file. A command that starts processes
+  (``validate``'s forked workers; any other that forks) is counted as its whole tree: the peak of
+  the summed PSS of the process and its descendants, sampled every 0.1 s from the bench's process
+  (PSS splits a page between the processes that share it, so what a forked worker inherited counts
+  once), and the judged figure is the larger of that and the process's own ``VmHWM``. The upper
+  bound, each worker's ``ru_maxrss`` in full on top (which counts what it inherited again), is kept
+  beside it (``bound_mb``).
 
 Usage::
 
@@ -27,16 +32,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from bench.demo_trace import ensure_demo_trace
 from bench.gen_trace import OUT_DIR, ensure_trace
 
-__all__ = ["COMMANDS", "COMMAND_ROWS", "main", "run_child"]
+__all__ = ["COMMANDS", "COMMAND_ROWS", "Stopped", "main", "measure", "memory", "run_child"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,46 +119,168 @@ print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "peak_kb": peak, "work
 """
 
 
-def run_child(kind: str, trace: Path, modules: Sequence[str], args: Sequence[str], tree: Path = ROOT) -> dict:
-    """Run one child (``kind``: ``parse``, ``model`` or ``command``); return what it reported."""
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (every thread's ``children`` list; empty once it is gone)."""
+    kids: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as listing:
+                kids.extend(int(kid) for kid in listing.read().split())
+        except OSError:
+            continue
+    return kids
+
+
+def _pss_kb(pid: int) -> int:
+    """``pid``'s proportional set size in KB (a page shared by n processes counts 1/n); 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+            return next((int(line.split()[1]) for line in rollup if line.startswith("Pss:")), 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def tree_pss_kb(pid: int) -> tuple[int, set[int]]:
+    """The summed PSS of ``pid`` and all its live descendants, and the descendants' ids.
+
+    PSS splits each shared page between the processes that map it, so the sum counts a page a
+    forked worker inherited once, not once per process as adding their RSS would.
+    """
+    seen: set[int] = set()
+    total = _pss_kb(pid)
+    pending = _children(pid)
+    while pending:
+        kid = pending.pop()
+        if kid in seen:
+            continue
+        seen.add(kid)
+        total += _pss_kb(kid)
+        pending.extend(_children(kid))
+    return total, seen
+
+
+class TreeSampler:
+    """Samples a process tree's summed PSS from outside it (the bench's process), every ``interval``.
+
+    Sampling from the parent keeps its cost out of the measured child's CPU figures. It can miss
+    a peak shorter than ``interval``; the child's own ``VmHWM`` is exact for the child itself.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.1) -> None:
+        self.pid, self.interval = pid, interval
+        self.peak_kb = 0
+        self.descendants: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            total, kids = tree_pss_kb(self.pid)
+            self.peak_kb = max(self.peak_kb, total)
+            self.descendants |= kids
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_child(
+    kind: str,
+    trace: Path,
+    modules: Sequence[str],
+    args: Sequence[str],
+    tree: Path = ROOT,
+    timeout: float | None = None,
+) -> dict:
+    """Run one child (``kind``: ``parse``, ``model`` or ``command``); return what it reported.
+
+    Besides what the child reports about itself, ``tree_pss_kb`` is the peak of its process tree's
+    summed PSS, sampled from here, and ``descendants`` how many processes it started (workers).
+    """
     env = dict(os.environ, PYTHONPATH=str(tree), PYDANTIC_DISABLE_PLUGINS="__all__")
-    done = subprocess.run(
+    process = subprocess.Popen(
         [sys.executable, "-c", _CHILD, kind, str(trace), ",".join(modules), *args],
         cwd=tree,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        check=False,
+        start_new_session=True,  # a group of its own: a stop ends its workers too
     )
+    with process, TreeSampler(process.pid) as sampler:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
     try:
-        result = dict(json.loads(done.stdout.strip().splitlines()[-1]))
+        result = dict(json.loads(stdout.strip().splitlines()[-1]))
     except (IndexError, ValueError):
-        raise SystemExit(f"{kind} {' '.join(args)} failed:\n{done.stderr[-2000:]}") from None
+        raise SystemExit(f"{kind} {' '.join(args)} failed:\n{stderr[-2000:]}") from None
     if result["code"] not in (0, 1):
-        raise SystemExit(f"{' '.join(args)} exited {result['code']}:\n{done.stderr[-2000:]}")
+        raise SystemExit(f"{' '.join(args)} exited {result['code']}:\n{stderr[-2000:]}")
+    result["tree_pss_kb"] = sampler.peak_kb
+    result["descendants"] = len(sampler.descendants)
     return result
 
 
-def measure(name: str, trace: Path, repeat: int, tree: Path = ROOT) -> dict[str, float]:
-    """Medians of ``repeat`` alternated pairs: the command, then the orjson parse of the same file."""
+class Stopped(Exception):
+    """A command stopped for running past ``ratio`` times the wall of the parse measured just before it."""
+
+    def __init__(self, name: str, ratio: float, parse_wall: float, limit: float) -> None:
+        super().__init__(
+            f"{name} stopped after {limit:.0f} s: over {ratio:g}x the parse's wall ({parse_wall:.1f} s)"
+        )
+        self.name, self.ratio, self.parse_wall, self.limit = name, ratio, parse_wall, limit
+
+
+START_SLACK = 20.0
+"""Seconds a stopped command gets on top of ``ratio`` x the parse: its interpreter start and imports,
+which the parse's in-child wall does not include."""
+
+
+def measure(
+    name: str, trace: Path, repeat: int, tree: Path = ROOT, *, stop_ratio: float | None = None
+) -> dict[str, float]:
+    """Medians of ``repeat`` alternated pairs: the orjson parse of the file, then the command.
+
+    Args:
+        name: A name of :data:`COMMANDS`.
+        trace: The trace.
+        repeat: How many pairs.
+        tree: The checkout whose fpdebug is measured.
+        stop_ratio: Stop the command once it has run ``stop_ratio`` times the wall of the parse just
+            measured (plus :data:`START_SLACK`), and raise :class:`Stopped`: a command that far
+            over the 3x target cannot meet it, and on a big trace it would spend the bench's time
+            budget on a figure whose verdict is already known.
+    """
     args, modules = COMMANDS[name]
     kind = "model" if name == "model" else "command"
     runs, parses = [], []
     for _ in range(repeat):
-        runs.append(run_child(kind, trace, modules, args, tree))
         parses.append(run_child("parse", trace, [], [], tree))
+        limit = None if stop_ratio is None else stop_ratio * parses[-1]["wall"] + START_SLACK
+        try:
+            runs.append(run_child(kind, trace, modules, args, tree, timeout=limit))
+        except subprocess.TimeoutExpired:
+            assert stop_ratio is not None and limit is not None
+            raise Stopped(name, stop_ratio, parses[-1]["wall"], limit) from None
     size = trace.stat().st_size
-    events = sum(1 for _ in open(trace, "rb")) - 1  # noqa: SIM115 - read once, closed by refcount
+    events = int(parses[0]["lines"]) - 1  # the parse counted every line; the header is not an event
     cpu = statistics.median(r["cpu"] for r in runs)
     wall = statistics.median(r["wall"] for r in runs)
     parse_cpu = statistics.median(p["cpu"] for p in parses)
     parse_wall = statistics.median(p["wall"] for p in parses)
-    # validate's worker processes (forked: each one's ru_maxrss includes what it inherited), counted as
-    # if both peaked together with the parent. Other commands' children (report asks git whether
-    # the trace is tracked) are not part of the work and not counted.
-    workers = max(r["workers_kb"] for r in runs) if name == "validate" else 0
-    own_mb = statistics.median(r["peak_kb"] for r in runs) / 1024
-    peak_mb = own_mb + 2 * workers / 1024
     return {
         "events": events,
         "mb": size / 1e6,
@@ -169,8 +298,32 @@ def measure(name: str, trace: Path, repeat: int, tree: Path = ROOT) -> dict[str,
         "parse_peak_mb": statistics.median(p["peak_kb"] for p in parses) / 1024,
         "pairs": len(runs),
         "us_per_event": cpu / events * 1e6,
-        "peak_mb": peak_mb,
-        "own_peak_mb": own_mb,
+        **memory(runs),
+    }
+
+
+def memory(runs: Sequence[dict]) -> dict[str, float]:
+    """The peak memory of a command's runs (medians), its workers counted once (see the module's doc).
+
+    - ``own_peak_mb``: the command's process's own ``VmHWM`` (exact, a fresh ``exec``);
+    - ``tree_peak_mb``: the peak of the summed PSS of the process and its descendants (forked workers,
+      a ``git`` it runs), sampled every 0.1 s from the bench's process: a page a forked worker
+      inherited counts once;
+    - ``bound_mb``: the process's ``VmHWM`` plus, for each descendant, the largest descendant's
+      ``ru_maxrss`` (a forked worker's includes every page it inherited, so this counts the
+      parent's imports again per worker): an upper bound;
+    - ``peak_mb``, the judged figure: the larger of ``own_peak_mb`` and ``tree_peak_mb``.
+    """
+    own = statistics.median(r["peak_kb"] for r in runs) / 1024
+    tree = statistics.median(r.get("tree_pss_kb", 0) for r in runs) / 1024
+    workers = max(int(r.get("descendants", 0)) for r in runs)
+    bound = own + workers * max(r["workers_kb"] for r in runs) / 1024 if workers else own
+    return {
+        "peak_mb": max(own, tree),
+        "own_peak_mb": own,
+        "tree_peak_mb": tree,
+        "bound_mb": bound,
+        "workers": workers,
     }
 
 

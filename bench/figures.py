@@ -12,6 +12,7 @@ earlier open of the same file has filled.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -26,18 +27,22 @@ from pathlib import Path
 
 from bench import commands
 from bench.commands import COMMAND_ROWS
-from bench.run import Figure
+from bench.run import Figure, label
 
 __all__ = [
     "COMMAND_ROWS",
     "child",
     "command_figures",
+    "command_row",
     "first_screen_figures",
     "index_figures",
     "jump_figure",
     "label",
     "linearity_figures",
-    "rss_figure",
+    "marginal_costs",
+    "rss_figures",
+    "size_events",
+    "stopped_row",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,15 +54,6 @@ RSS_TARGET = 0.25
 """Issue 22: peak RSS at most 25 % of the file."""
 LINEAR_TARGET = 1.10
 """Issue 22: per-event cost flat within 10 % across sizes."""
-
-
-def label(events: int) -> str:
-    """``10000`` -> ``10k``, ``1000000`` -> ``1M``."""
-    if events >= 1_000_000 and events % 1_000_000 == 0:
-        return f"{events // 1_000_000}M"
-    if events >= 1_000 and events % 1_000 == 0:
-        return f"{events // 1_000}k"
-    return str(events)
 
 
 def child(module: str, *args: str, cache: Path | None = None, timeout: float = 1800) -> dict[str, object]:
@@ -201,33 +197,99 @@ def index_figures(path: Path, repeat: int) -> list[Figure]:
 # Whole-file commands against the orjson parse anchor
 
 
-def command_figures(path: Path, repeat: int, names: Sequence[str] = COMMAND_ROWS) -> list[Figure]:
-    """Each whole-file command vs an orjson parse of every line, alternated (:func:`bench.commands.measure`)."""
+def command_figures(
+    path: Path, repeat: int, names: Sequence[str] = COMMAND_ROWS, *, stop_ratio: float | None = None
+) -> list[Figure]:
+    """Each whole-file command vs an orjson parse of every line, alternated (:func:`bench.commands.measure`).
+
+    The judged ratio is the *wall* one: issue 22 asks for 3x the parse "on 2 cores" and names
+    worker processes as a way there, so a command that spreads its work over both cores gets the
+    wall time that buys. The CPU ratio (workers included) is printed beside it: it says what the
+    work costs, and moves less when other jobs share the machine.
+
+    With ``stop_ratio``, a command still running at that many times the parse's wall is stopped,
+    and its row says so, judged not met (:class:`bench.commands.Stopped`).
+    """
     rows: list[Figure] = []
     for number, name in enumerate(names):
-        result = commands.measure(name, path, repeat)
-        share = result["peak_mb"] * 1024 * 1024 / (result["mb"] * 1e6)
-        ratio = result["pair_ratio_cpu"]
-        met = ratio <= PARSE_TARGET and share <= RSS_TARGET
-        shown = "RunModel.build" if name == "model" else f"fpdebug {' '.join(commands.COMMANDS[name][0])}"
-        rows.append(
-            Figure(
-                f"8{chr(ord('a') + number)}",
-                shown,
-                f"CPU {_s(result['cpu'])} ({result['us_per_event']:.1f} us/ev), "
-                f"RSS {result['peak_mb']:,.0f} MB = {share:.1%}",
-                f"orjson parse CPU {_s(result['parse_cpu'])}, RSS {result['parse_peak_mb']:,.0f} MB",
-                f"{ratio:.2f}x (wall {result['pair_ratio_wall']:.2f}x)",
-                "<= 3x parse, RSS <= 25 %",
-                met,
-                raw={"command": name, **result},
-            )
-        )
+        row = f"8{chr(ord('a') + number)}"
+        try:
+            result = commands.measure(name, path, repeat, stop_ratio=stop_ratio)
+        except commands.Stopped as stop:
+            rows.append(stopped_row(row, name, stop))
+            continue
+        rows.append(command_row(row, name, result))
     return rows
 
 
+def _shown(name: str) -> str:
+    return "RunModel.build" if name == "model" else f"fpdebug {' '.join(commands.COMMANDS[name][0])}"
+
+
+def stopped_row(number: str, name: str, stop: commands.Stopped) -> Figure:
+    """The row of a command stopped past ``stop.ratio`` times the parse: no figure, target not met."""
+    return Figure(
+        number,
+        _shown(name),
+        f"stopped after {_s(stop.limit)}, still running",
+        f"orjson parse wall {_s(stop.parse_wall)}",
+        f"> {stop.ratio:g}x",
+        "wall <= 3x parse, RSS <= 25 %",
+        False,
+        raw={
+            "stopped_command": name,
+            "stop_ratio": stop.ratio,
+            "parse_wall": stop.parse_wall,
+            "limit_s": stop.limit,
+        },
+    )
+
+
+def command_row(number: str, name: str, result: dict[str, float]) -> Figure:
+    """The row of one command's :func:`bench.commands.measure` result."""
+    share = result["peak_mb"] * 1024 * 1024 / (result["mb"] * 1e6)
+    ratio = result["pair_ratio_wall"]
+    met = ratio <= PARSE_TARGET and share <= RSS_TARGET
+    shown = _shown(name)
+    workers = int(result.get("workers", 0))
+    memory = f"RSS {result['peak_mb']:,.0f} MB = {share:.1%}"
+    if workers:
+        memory += (
+            f" ({workers} worker{'s' if workers > 1 else ''}, PSS summed; bound {result['bound_mb']:,.0f} MB)"
+        )
+    return Figure(
+        number,
+        shown,
+        f"wall {_s(result['wall'])}, CPU {_s(result['cpu'])} ({result['us_per_event']:.1f} us/ev), {memory}",
+        f"orjson parse wall {_s(result['parse_wall'])}, CPU {_s(result['parse_cpu'])}, "
+        f"RSS {result['parse_peak_mb']:,.0f} MB",
+        f"wall {ratio:.2f}x (CPU {result['pair_ratio_cpu']:.2f}x)",
+        "wall <= 3x parse, RSS <= 25 %",
+        met,
+        raw={"command": name, **result},
+    )
+
+
+def marginal_costs(sizes: Sequence[int], cpu: Sequence[float]) -> list[float]:
+    """Microseconds per event between consecutive sizes: ``(T(b) - T(a)) / (b - a)``.
+
+    A fixed cost (building the schema's validators on first use, about 0.3 s) divides away here,
+    where it makes the raw per-event cost of a small trace look dearer than a large one's.
+    """
+    return [
+        (cpu[k + 1] - cpu[k]) / (sizes[k + 1] - sizes[k]) * 1e6
+        for k in range(len(sizes) - 1)
+        if sizes[k + 1] > sizes[k]
+    ]
+
+
 def linearity_figures(rows: Sequence[Figure]) -> list[Figure]:
-    """Per shape and command, the per-event CPU cost at the largest size against the smallest."""
+    """Per shape and command: the marginal per-event CPU cost, first interval against last.
+
+    The raw per-event costs (CPU / events at each size) are printed too; the judgement is on the
+    marginal ones (:func:`marginal_costs`), flat within 10 % from the first interval to the last.
+    With a single interval there is nothing to compare, and the row has no verdict.
+    """
     out: list[Figure] = []
     groups: dict[tuple[str, str], list[Figure]] = {}
     for row in rows:
@@ -235,22 +297,31 @@ def linearity_figures(rows: Sequence[Figure]) -> list[Figure]:
         if isinstance(name, str):
             groups.setdefault((row.shape, name), []).append(row)
     for (shape, _name), group in groups.items():
-        if len(group) < 2:
-            continue
         ordered = sorted(group, key=lambda f: f.size)
+        if len(ordered) < 2:
+            continue
+        events = [int(f.raw["events"]) for f in ordered]  # type: ignore[call-overload]
+        cpu = [float(f.raw["cpu"]) for f in ordered]  # type: ignore[arg-type]
         costs = [float(f.raw["us_per_event"]) for f in ordered]  # type: ignore[arg-type]
-        ratio = costs[-1] / costs[0] if costs[0] else 0.0
-        sizes = " / ".join(label(f.size) for f in ordered)
+        marginal = marginal_costs(events, cpu)
+        ratio = marginal[-1] / marginal[0] if len(marginal) > 1 and marginal[0] > 0 else None
+        sizes = [label(f.size) for f in ordered]
+        intervals = " / ".join(f"{a}-{b}" for a, b in itertools.pairwise(sizes))
         out.append(
             Figure(
                 "8z",
-                f"  linearity of {ordered[0].name}: us/event at {sizes}",
-                " / ".join(f"{cost:.1f}" for cost in costs),
-                f"the {label(ordered[0].size)} run",
-                f"{ratio:.2f}x",
-                "flat within 10 %",
-                abs(ratio - 1) <= LINEAR_TARGET - 1,
-                raw={"us_per_event": costs, "sizes": [f.size for f in ordered]},
+                f"  linearity of {ordered[0].name}: marginal us/event over {intervals}",
+                " / ".join(f"{cost:.1f}" for cost in marginal)
+                + f" (raw at {' / '.join(sizes)}: {' / '.join(f'{cost:.1f}' for cost in costs)})",
+                f"the {intervals.split(' / ')[0]} interval",
+                "" if ratio is None else f"{ratio:.2f}x",
+                "last interval within 10 % of the first",
+                None if ratio is None else abs(ratio - 1) <= LINEAR_TARGET - 1,
+                raw={
+                    "us_per_event": costs,
+                    "marginal_us_per_event": marginal,
+                    "sizes": [f.size for f in ordered],
+                },
                 shape=shape,
                 size=ordered[-1].size,
             )
@@ -300,29 +371,75 @@ def first_screen_figures(path: Path, smallest: Path, repeat: int) -> list[Figure
     ]
 
 
-def rss_figure(path: Path, repeat: int, *, timeout: float = 1800) -> Figure:
-    """Peak RSS viewing ``path`` (loaded, jumped around) minus a fresh child that only imports the app."""
+FULL_LOAD_TARGET = 60.0
+"""Issue 22: the full load of 10M events under 60 s."""
+
+
+def rss_figures(path: Path, repeat: int, *, load_timeout: float = 600) -> list[Figure]:
+    """Peak RSS viewing ``path`` (loaded, jumped around) minus a fresh child that only imports the app;
+    and how long the app's full load took in the same children.
+
+    Args:
+        path: The trace.
+        repeat: Alternated pairs (imports only, then viewing).
+        load_timeout: Seconds the full load may take; past them the child reports the peak so far,
+            and both rows say the load did not end (so a 10M load cannot take the bench's whole
+            budget, and the verdict on a load several times its target is already known).
+    """
     module = "bench.tui_probes"
     bases: list[float] = []
-    views: list[float] = []
+    views: list[dict[str, object]] = []
     for _ in range(repeat):
         with _cache_dir() as cache:
             bases.append(_num(child(module, "rss-baseline", cache=cache), "peak_mb"))
-            views.append(_num(child(module, "rss", str(path), cache=cache, timeout=timeout), "peak_mb"))
+            views.append(
+                child(
+                    module,
+                    "rss",
+                    str(path),
+                    "--load-timeout",
+                    str(load_timeout),
+                    cache=cache,
+                    timeout=load_timeout + 600,
+                )
+            )
     size = path.stat().st_size
-    base, view = statistics.median(bases), statistics.median(views)
-    held = statistics.median(v - b for b, v in zip(bases, views, strict=True))
+    peaks = [_num(view, "peak_mb") for view in views]
+    loads = [_num(view, "load_s") for view in views]
+    loaded = all(view.get("loaded", True) for view in views)
+    base, view = statistics.median(bases), statistics.median(peaks)
+    held = statistics.median(v - b for b, v in zip(bases, peaks, strict=True))
     share = held * 1e6 / size
-    return Figure(
-        "4",
-        "peak RSS while viewing (VmHWM of a fresh process), minus imports",
-        f"{held:,.0f} MB = {share:.1%} of {size / 1e6:,.0f} MB",
-        f"imports only {base:,.0f} MB (viewing {view:,.0f} MB)",
-        f"{share:.1%}",
-        "< 25 % of the file",
-        share < RSS_TARGET,
-        raw={"viewing_mb": views, "baseline_mb": bases, "bytes": size},
-    )
+    load = statistics.median(loads)
+    unfinished = "" if loaded else f", full load stopped unfinished at {_s(load)}"
+    return [
+        Figure(
+            "4",
+            "peak RSS while viewing (VmHWM of a fresh process), minus imports",
+            f"{held:,.0f} MB = {share:.1%} of {size / 1e6:,.0f} MB{unfinished}",
+            f"imports only {base:,.0f} MB (viewing {view:,.0f} MB)",
+            f"{share:.1%}",
+            "< 25 % of the file",
+            (share < RSS_TARGET) if loaded or share >= RSS_TARGET else None,  # unfinished: a floor
+            raw={"viewing_mb": peaks, "baseline_mb": bases, "bytes": size, "loaded": loaded},
+        ),
+        Figure(
+            "4b",
+            "  full load in the app (opened -> every line modelled), same children",
+            _s(load) if loaded else f"not done in {_s(load)}",
+            f"imports only (no load); {size / 1e6:,.0f} MB",
+            f"{size / 1e6 / load:,.0f} MB/s" if load > 0 else "",
+            "< 60 s at 10M",
+            (load < FULL_LOAD_TARGET and loaded) if size_events(path) >= 10_000_000 else None,
+            raw={"load_s": loads, "loaded": loaded},
+        ),
+    ]
+
+
+def size_events(path: Path) -> int:
+    """The event count a bench trace's name carries (``demo-100000-v1…``, ``synthetic-10000-s0…``); 0 if none."""
+    parts = path.name.split("-")
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
 
 
 def jump_figure(path: Path) -> Figure:

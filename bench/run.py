@@ -249,6 +249,11 @@ def _warm(path: Path) -> None:
             pass
 
 
+MID = 100_000
+LARGE = 1_000_000
+"""From this size on, a figure takes ``Plan.large_repeat`` pairs and commands may be stopped."""
+
+
 @dataclass
 class Plan:
     """What one run of the bench measures."""
@@ -263,6 +268,40 @@ class Plan:
     quick: bool = False
     commands: Sequence[str] = ()
     """The whole-file commands (names of :data:`bench.commands.COMMANDS`; all of the table's by default)."""
+    large_repeat: int = 1
+    """Pairs per figure at :data:`LARGE` events and more (one 1M pair of a command is minutes)."""
+    stop_ratio: float | None = 4.0
+    """From :data:`LARGE` events on, stop a command past this many times the parse (see
+    :func:`bench.commands.measure`): its row says so and is not met."""
+    ten_m_commands: Sequence[str] = ()
+    """The commands measured at 10M events too (their linearity then runs to 10M)... None by default:
+    even ``RunModel.build``, the cheapest, is about 2.5 minutes at 10M, which a 25-minute run has
+    no room for while the commands cost what they do (``--10m-commands model``)."""
+    ten_m_command_shapes: Sequence[str] = ("demo",)
+    """...on these shapes (the demo shape: issue 22's 10M targets are about demo-shaped traces)."""
+    load_timeout_10m: float = 90.0
+    """Seconds the app's full load of 10M events may take (1.5 times issue 22's 60 s: past them its
+    verdict is known)."""
+
+    def pairs(self, size: int) -> int:
+        """Alternated pairs per figure at ``size`` events: ``repeat`` below 100k, at most 2 from 100k,
+        ``large_repeat`` from :data:`LARGE` (the budget of a full run, see :mod:`bench.budget`)."""
+        if size >= LARGE:
+            return min(self.repeat, self.large_repeat)
+        return min(self.repeat, 2) if size >= MID else self.repeat
+
+    def stop(self, size: int) -> float | None:
+        """The stop ratio of the commands at ``size`` events (none below :data:`LARGE`)."""
+        return self.stop_ratio if size >= LARGE else None
+
+
+@dataclass
+class Step:
+    """One step of the run: its name, its estimated seconds (idle, 2 cores), and what it does."""
+
+    name: str
+    estimate: float
+    run: Callable[[], list[Figure]]
 
 
 def _tagged(rows: list[Figure], shape: str, size: int) -> list[Figure]:
@@ -271,50 +310,84 @@ def _tagged(rows: list[Figure], shape: str, size: int) -> list[Figure]:
     return rows
 
 
-def _shape_steps(
-    plan: Plan, shape: str, log: Callable[[str], None]
-) -> Iterator[tuple[str, Callable[[], list[Figure]]]]:
-    """The steps of one shape, each a name and a function returning its rows (already tagged)."""
-    from bench import figures as fig
+class _Traces(dict[int, Path]):
+    """The traces of one shape, generated (when missing) and read into the page cache on first use."""
 
-    traces = {size: ensure_shape(shape, size, seed=plan.seed, out_dir=plan.out_dir) for size in plan.sizes}
-    for trace in traces.values():
+    def __init__(self, plan: Plan, shape: str) -> None:
+        super().__init__()
+        self.plan, self.shape = plan, shape
+
+    def __missing__(self, size: int) -> Path:
+        trace = ensure_shape(self.shape, size, seed=self.plan.seed, out_dir=self.plan.out_dir)
         _warm(trace)
-    smallest, largest = min(traces), max(traces)
-    for size, trace in traces.items():
+        self[size] = trace
+        return trace
+
+
+@dataclass
+class _Lazy:
+    """The trace of one size, resolved when a step runs (so planning alone generates nothing)."""
+
+    traces: _Traces
+    size: int
+
+    def __call__(self) -> Path:
+        return self.traces[self.size]
+
+
+def _shape_steps(plan: Plan, shape: str) -> Iterator[Step]:
+    """The steps of one shape, each returning its rows (already tagged)."""
+    from bench import figures as fig
+    from bench.budget import duration
+
+    traces = _Traces(plan, shape)
+    smallest, largest = min(plan.sizes), max(plan.sizes)
+    for size in plan.sizes:
+        trace = _Lazy(traces, size)
+        pairs = plan.pairs(size)
         if "index" in plan.steps:
-            yield (
-                f"{shape} {size} index",
-                lambda t=trace, n=size: _tagged(fig.index_figures(t, plan.repeat), shape, n),
+            yield Step(
+                f"{shape} {label(size)} index",
+                duration("index", shape, size, pairs),
+                lambda t=trace, n=size, k=pairs: _tagged(fig.index_figures(t(), k), shape, n),
             )
         if "commands" in plan.steps:
-            yield (
-                f"{shape} {size} commands",
-                lambda t=trace, n=size: _tagged(fig.command_figures(t, plan.repeat, plan.commands), shape, n),
+            yield Step(
+                f"{shape} {label(size)} commands",
+                duration("commands", shape, size, pairs, names=plan.commands, stop_ratio=plan.stop(size)),
+                lambda t=trace, n=size, k=pairs: _tagged(
+                    fig.command_figures(t(), k, plan.commands, stop_ratio=plan.stop(n)), shape, n
+                ),
             )
         if "tui" in plan.steps:
-            yield (
-                f"{shape} {size} first screen + RSS",
-                lambda t=trace, n=size: _tagged(
-                    [
-                        *fig.first_screen_figures(t, traces[smallest], plan.repeat),
-                        fig.rss_figure(t, plan.repeat),
-                    ],
-                    shape,
-                    n,
+            yield Step(
+                f"{shape} {label(size)} first screen + RSS",
+                duration("tui", shape, size, pairs),
+                lambda t=trace, n=size, k=pairs: _tagged(
+                    [*fig.first_screen_figures(t(), traces[smallest], k), *fig.rss_figures(t(), k)], shape, n
                 ),
             )
     if "tui" in plan.steps:
-        yield f"{shape} jump", lambda: _tagged([fig.jump_figure(traces[largest])], shape, largest)
-        yield f"{shape} follow", lambda: _tagged([fig.follow_figure(traces[smallest])], shape, smallest)
+        yield Step(
+            f"{shape} jump",
+            duration("jump", shape, largest, 1),
+            lambda: _tagged([fig.jump_figure(traces[largest])], shape, largest),
+        )
+        yield Step(
+            f"{shape} follow",
+            duration("follow", shape, smallest, 1),
+            lambda: _tagged([fig.follow_figure(traces[smallest])], shape, smallest),
+        )
     if "cold-start" in plan.steps:
-        yield (
+        yield Step(
             f"{shape} cold start",
+            duration("cold-start", shape, smallest, plan.repeat),
             lambda: _tagged([fig.cold_start_figure(traces[smallest], max(plan.repeat, 3))], shape, smallest),
         )
     if "recording" in plan.steps:
-        yield (
+        yield Step(
             f"{shape} writer",
+            duration("writer", shape, smallest, 1),
             lambda: _tagged([figure_writer(traces[smallest], plan.out_dir)], shape, smallest),
         )
 
@@ -332,48 +405,114 @@ def _ten_million(plan: Plan, shape: str, log: Callable[[str], None]) -> list[Fig
         )
         _warm(trace)
         smallest = ensure_shape(shape, min(plan.sizes), seed=plan.seed, out_dir=plan.out_dir)
+        pairs = plan.pairs(TEN_M)
         rows = [
-            *fig.index_figures(trace, plan.repeat),
-            *fig.first_screen_figures(trace, smallest, plan.repeat),
-            fig.rss_figure(trace, 1, timeout=3600),  # one pair: a full load of 10M events is minutes
+            *fig.index_figures(trace, pairs),
+            *fig.first_screen_figures(trace, smallest, pairs),
+            *fig.rss_figures(trace, 1, load_timeout=plan.load_timeout_10m),
         ]
+        if plan.ten_m_commands and shape in plan.ten_m_command_shapes:
+            rows += fig.command_figures(trace, pairs, plan.ten_m_commands, stop_ratio=plan.stop(TEN_M))
+            _renumber(rows, plan.commands)
         return _tagged(rows, shape, TEN_M)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _recording_steps(plan: Plan) -> Iterator[tuple[str, Callable[[], list[Figure]]]]:
+def _renumber(rows: list[Figure], table: Sequence[str]) -> None:
+    """Give the 10M command rows the letter their command has in the smaller sizes' rows (8a…8f)."""
+    for row in rows:
+        name = row.raw.get("command", row.raw.get("stopped_command"))
+        if isinstance(name, str) and name in table:
+            row.number = f"8{chr(ord('a') + list(table).index(name))}"
+
+
+def _ten_million_estimate(plan: Plan, shape: str) -> float:
+    from bench.budget import duration
+
+    pairs = plan.pairs(TEN_M)
+    return (
+        duration("generate", shape, TEN_M, 1)
+        + duration("index", shape, TEN_M, pairs)
+        + duration("tui", shape, TEN_M, 1, load_timeout=plan.load_timeout_10m)
+        + 2 * duration("tui", shape, 0, pairs - 1 if pairs > 1 else 0)  # the other first screens
+        + duration(
+            "commands",
+            shape,
+            TEN_M,
+            pairs,
+            names=plan.ten_m_commands if shape in plan.ten_m_command_shapes else (),
+            stop_ratio=plan.stop(TEN_M),
+        )
+    )
+
+
+def _recording_steps(plan: Plan) -> Iterator[Step]:
+    from bench.budget import duration
+
     if "recording" in plan.steps:
         iterations = 2_000 if plan.quick else 10_000
-        yield "recording", lambda: _tagged(figure_recording(iterations, plan.out_dir), "scripted", 0)
+        yield Step(
+            "recording",
+            duration("recording", "", 0, 1) * (0.4 if plan.quick else 1),
+            lambda: _tagged(figure_recording(iterations, plan.out_dir), "scripted", 0),
+        )
 
 
-def measure(plan: Plan, log: Callable[[str], None]) -> list[Figure]:
-    """Run every step of ``plan``; a step that fails becomes a row saying so. Rows in table order."""
-    from bench import figures as fig
-
-    rows: list[Figure] = []
-    steps: list[tuple[str, Callable[[], list[Figure]]]] = []
+def plan_steps(plan: Plan, log: Callable[[str], None]) -> list[Step]:
+    """Every step of ``plan``, in the order they run, each with its estimate."""
+    steps: list[Step] = []
     for shape in plan.shapes:
-        steps.extend(_shape_steps(plan, shape, log))
+        steps.extend(_shape_steps(plan, shape))
     steps.extend(_recording_steps(plan))
     if "10m" in plan.steps:
         steps.extend(
-            (f"{shape} 10M", lambda s=shape: _ten_million(plan, s, log)) for shape in plan.ten_m_shapes
+            Step(
+                f"{shape} 10M", _ten_million_estimate(plan, shape), lambda s=shape: _ten_million(plan, s, log)
+            )
+            for shape in plan.ten_m_shapes
         )
-    for name, step in steps:
+    return steps
+
+
+def measure(plan: Plan, log: Callable[[str], None]) -> list[Figure]:
+    """Run every step of ``plan``; a step that fails becomes a row saying so. Rows in table order.
+
+    Before the first step it logs the estimated duration of each and of the whole run (on an idle
+    2-core machine, :mod:`bench.budget`); after each, a progress line with the ETA.
+    """
+    from bench import figures as fig
+    from bench.budget import Eta
+
+    steps = plan_steps(plan, log)
+    eta = Eta([step.estimate for step in steps])
+    log(f"{len(steps)} steps, estimated {eta.total / 60:.1f} min on an idle 2-core machine:")
+    for number, step in enumerate(steps, 1):
+        log(f"  [{number}/{len(steps)}] {step.name}: ~{step.estimate:.0f} s")
+    rows: list[Figure] = []
+    for step in steps:
         started = time.perf_counter()
         try:
-            done = step()
+            done = step.run()
         except Exception as error:  # one broken figure must not lose the others
-            done = [Figure("!", f"{name}: failed", f"{type(error).__name__}: {error}"[:300], "")]
+            done = [Figure("!", f"{step.name}: failed", f"{type(error).__name__}: {error}"[:300], "")]
         rows.extend(done)
-        log(f"{name}: {time.perf_counter() - started:.1f} s")
+        eta.step_done()
+        log(eta.line(step.name, time.perf_counter() - started))
         for row in done:  # as they come: a run stopped early still says what it measured
             log(f"  {row.number} {row.name.strip()}: {row.measured} | {row.baseline} | {row.ratio}")
     rows.extend(fig.linearity_figures(rows))
     order = {shape: k for k, shape in enumerate((*SHAPES, "scripted", ""))}
     return sorted(rows, key=lambda f: (order.get(f.shape, 9), f.number.rstrip("abcdefz"), f.number, f.size))
+
+
+def label(events: int) -> str:
+    """``10000`` -> ``10k``, ``1000000`` -> ``1M``."""
+    if events >= 1_000_000 and events % 1_000_000 == 0:
+        return f"{events // 1_000_000}M"
+    if events >= 1_000 and events % 1_000 == 0:
+        return f"{events // 1_000}k"
+    return str(events)
 
 
 def render(figures: Sequence[Figure]) -> str:
@@ -425,19 +564,69 @@ def _parser() -> argparse.ArgumentParser:
         default=list(SHAPES),
         help="the shapes measured at 10M events (default both)",
     )
+    parser.add_argument(
+        "--10m-commands",
+        dest="ten_m_commands",
+        nargs="*",
+        choices=sorted(COMMANDS),
+        default=list(Plan.ten_m_commands),
+        help="the commands measured at 10M events too (default none; `model` adds about 2.5 min)",
+    )
+    parser.add_argument(
+        "--10m-command-shapes",
+        dest="ten_m_command_shapes",
+        nargs="+",
+        choices=SHAPES,
+        default=list(Plan.ten_m_command_shapes),
+        help="the shapes the --10m-commands run on (default demo)",
+    )
+    parser.add_argument(
+        "--10m-load-timeout",
+        dest="load_timeout_10m",
+        type=float,
+        default=Plan.load_timeout_10m,
+        help="seconds the app's full load of 10M events may take (default 90: 1.5x the target)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="the synthetic traces' seed (default 0)")
     parser.add_argument("--repeat", type=int, help="alternated pairs per figure (default 3; 2 with --quick)")
+    parser.add_argument(
+        "--large-repeat",
+        type=int,
+        default=Plan.large_repeat,
+        help=f"pairs per figure from {LARGE:,} events on (default {Plan.large_repeat})",
+    )
+    parser.add_argument(
+        "--stop-ratio",
+        type=float,
+        default=Plan.stop_ratio,
+        help=f"from {LARGE:,} events on, stop a command past this many times the parse's wall "
+        f"(default {Plan.stop_ratio:g}; 0: never)",
+    )
     parser.add_argument("--out-dir", type=Path, default=OUT_DIR, help="traces and results.json (bench/out)")
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print each step's estimated duration and exit (measures nothing)",
+    )
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="RESULTS",
+        help="print the Markdown tables of a results.json (bench/report_md.py) and exit",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bench [--quick] [--sizes N…] [--no-10m] [--repeat N]``: measure, print, write results.json."""
     args = _parser().parse_args(argv)
+    if args.markdown is not None:
+        from bench import report_md
+
+        return report_md.main([str(args.markdown)])
     repeat = args.repeat or (2 if args.quick else 3)
     steps = [step for step in args.steps if not (step == "10m" and args.no_10m)]
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
     plan = Plan(
         sizes,
         repeat,
@@ -448,12 +637,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out_dir,
         args.quick,
         args.commands or COMMAND_ROWS,
+        large_repeat=args.large_repeat,
+        stop_ratio=args.stop_ratio or None,
+        ten_m_commands=args.ten_m_commands,
+        ten_m_command_shapes=args.ten_m_command_shapes,
+        load_timeout_10m=args.load_timeout_10m,
     )
     started = time.perf_counter()
 
     def log(line: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f} s] {line}", file=sys.stderr, flush=True)
 
+    if args.estimate:
+        planned = plan_steps(plan, log)
+        for step in planned:
+            print(f"{step.estimate:7.0f} s  {step.name}")
+        print(f"{sum(step.estimate for step in planned) / 60:7.1f} min in all (idle 2-core machine)")
+        return 0
+    args.out_dir.mkdir(parents=True, exist_ok=True)
     # Every child gets a cache directory of the bench's own: the user's persisted indexes must not
     # make a "cold" figure warm, and backtrack's sidecars must not land in the user's cache.
     cache = tempfile.mkdtemp(prefix="fpdebug-bench-xdg-")
@@ -472,14 +673,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render(figures))
     mode = "quick" if args.quick else "full"
     print(
-        f"\n{mode} run, {repeat} pairs per figure, seed {args.seed}, {machine}: total wall time {total:.0f} s"
+        f"\n{mode} run, {repeat} pairs per figure ({plan.pairs(LARGE)} from {label(LARGE)} events), "
+        f"seed {args.seed}, {machine}: total wall time {total:.0f} s ({total / 60:.1f} min)"
     )
+    log(f"done: total wall time {total:.0f} s ({total / 60:.1f} min)")
     (args.out_dir / "results.json").write_text(
         json.dumps(
             {
                 "quick": args.quick,
                 "sizes": list(sizes),
                 "repeat": repeat,
+                "large_repeat": plan.pairs(LARGE),
+                "stop_ratio": plan.stop_ratio,
+                "ten_m_commands": list(plan.ten_m_commands),
+                "ten_m_command_shapes": list(plan.ten_m_command_shapes),
                 "steps": steps,
                 "seed": args.seed,
                 "total_s": total,

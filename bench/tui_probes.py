@@ -12,7 +12,9 @@ a line of the awaited row or iteration is first produced for a frame.
   does) and time each until the pass inspector has rendered it; the baseline reads the same
   iterations' records from a fresh reader (``pread`` + validation, no cache): the data floor.
 - ``rss PATH`` / ``rss-baseline``: peak RSS of a child that loads the whole trace in the app and
-  jumps around, and of a child that only imports the app.
+  jumps around, and of a child that only imports the app. ``rss`` also reports how long the full
+  load took (``load_s``); past ``--load-timeout`` it stops waiting and reports the peak so far with
+  ``loaded: false``.
 - ``follow PATH``: the app follows a copy of the trace while another process appends ``pass``
   events (each a new iteration); the latency runs from just before the ``write()`` to the new row
   rendered. The baseline is a bare ``TraceReader.refresh()`` loop polling at the app's interval.
@@ -168,7 +170,18 @@ def _rss(args: argparse.Namespace) -> dict[str, object]:
     async def go() -> dict[str, object]:
         app = _app(args.path)
         async with app.run_test(size=SIZE) as pilot:
-            await _until(_wait_loaded(app), timeout=600, step=0.05)
+            started = _monotonic()
+            try:
+                await _until(_wait_loaded(app), timeout=args.load_timeout, step=0.05)
+            except TimeoutError:  # the figure is then the peak so far, and the load says it did not end
+                return {
+                    "peak_mb": peak_rss_mb(),
+                    "now_mb": current_rss_mb(),
+                    "bytes": os.path.getsize(args.path),
+                    "loaded": False,
+                    "load_s": _monotonic() - started,
+                }
+            load = _monotonic() - started
             screen = app.screen
             rng = random.Random(1)
             for _ in range(20):  # view: jump around, show the calls and events of some iterations
@@ -178,7 +191,13 @@ def _rss(args: argparse.Namespace) -> dict[str, object]:
             for view in ("calls", "events", "leases", "passes"):
                 screen.action_show_view(view)
                 await pilot.pause()
-            return {"peak_mb": peak_rss_mb(), "now_mb": current_rss_mb(), "bytes": os.path.getsize(args.path)}
+            return {
+                "peak_mb": peak_rss_mb(),
+                "now_mb": current_rss_mb(),
+                "bytes": os.path.getsize(args.path),
+                "loaded": True,
+                "load_s": load,
+            }
 
     return asyncio.run(go())
 
@@ -321,7 +340,13 @@ TUI_PROBES: dict[str, Probe] = {
             p.add_argument("--seed", type=int, default=0),
         ),
     ),
-    "rss": (_rss, lambda p: p.add_argument("path")),
+    "rss": (
+        _rss,
+        lambda p: (
+            p.add_argument("path"),
+            p.add_argument("--load-timeout", type=float, default=600, help="seconds the full load may take"),
+        ),
+    ),
     "rss-baseline": (_rss_baseline, lambda p: None),
     "imports": (_imports, lambda p: None),
     "follow": (

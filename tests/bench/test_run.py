@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from bench.commands import tree_pss_kb
 from bench.probes import peak_rss_mb
 from bench.run import main
 
@@ -65,3 +68,36 @@ def test_table_has_both_shapes_each_row_against_a_same_run_baseline(
     for header in ("shape", "size", "baseline (same run)", "ratio", "target", "met"):
         assert header in table
     assert "| synthetic " in table and "| demo " in table
+
+
+def test_a_forked_workers_inherited_pages_count_once_in_the_tree() -> None:
+    """A parent holding 150 MB forks two workers: their RSS each shows the 150 MB, the tree's PSS once."""
+    code = (
+        "import os, sys, time\n"
+        "ballast = bytearray(150 << 20)\n"
+        "ballast[::4096] = b'x' * len(ballast[::4096])\n"
+        "for _ in range(2):\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(30); os._exit(0)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    kids: set[int] = set()
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        total_kb, kids = tree_pss_kb(process.pid)
+        rss_mb = []
+        for pid in (process.pid, *kids):
+            with open(f"/proc/{pid}/status") as status:
+                rss_mb.append(
+                    next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+                )
+    finally:
+        for pid in kids:  # the workers this test's child forked, by id
+            os.kill(pid, signal.SIGKILL)
+        process.kill()
+        process.wait()
+    assert len(kids) == 2
+    assert all(rss > 150 for rss in rss_mb)  # each worker's RSS (and VmHWM) shows what it inherited
+    assert 150 < total_kb / 1024 < 150 + 60, (total_kb, rss_mb)  # the tree holds it once
