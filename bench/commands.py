@@ -244,13 +244,19 @@ class Stopped(Exception):
         self.name, self.ratio, self.parse_wall, self.limit = name, ratio, parse_wall, limit
 
 
-START_SLACK = 20.0
+START_SLACK = 5.0
 """Seconds a stopped command gets on top of ``ratio`` x the parse: its interpreter start and imports,
 which the parse's in-child wall does not include."""
 
 
 def measure(
-    name: str, trace: Path, repeat: int, tree: Path = ROOT, *, stop_ratio: float | None = None
+    name: str,
+    trace: Path,
+    repeat: int,
+    tree: Path = ROOT,
+    *,
+    stop_ratio: float | None = None,
+    slack: float = START_SLACK,
 ) -> dict[str, float]:
     """Medians of ``repeat`` alternated pairs: the orjson parse of the file, then the command.
 
@@ -260,16 +266,17 @@ def measure(
         repeat: How many pairs.
         tree: The checkout whose fpdebug is measured.
         stop_ratio: Stop the command once it has run ``stop_ratio`` times the wall of the parse just
-            measured (plus :data:`START_SLACK`), and raise :class:`Stopped`: a command that far
-            over the 3x target cannot meet it, and on a big trace it would spend the bench's time
-            budget on a figure whose verdict is already known.
+            measured (plus ``slack`` seconds for its start), and raise :class:`Stopped`: a command
+            that far over the 3x target cannot meet it, and on a big trace it would spend the
+            bench's time budget on a figure whose verdict is already known.
+        slack: See ``stop_ratio`` (:data:`START_SLACK` by default).
     """
     args, modules = COMMANDS[name]
     kind = "model" if name == "model" else "command"
     runs, parses = [], []
     for _ in range(repeat):
         parses.append(run_child("parse", trace, [], [], tree))
-        limit = None if stop_ratio is None else stop_ratio * parses[-1]["wall"] + START_SLACK
+        limit = None if stop_ratio is None else stop_ratio * parses[-1]["wall"] + slack
         try:
             runs.append(run_child(kind, trace, modules, args, tree, timeout=limit))
         except subprocess.TimeoutExpired:

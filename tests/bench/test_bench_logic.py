@@ -211,3 +211,33 @@ def test_markdown_refuses_what_is_not_a_results_file(
     assert report_md.main([str(path)]) == 2
     assert "not a results.json" in capsys.readouterr().err
     assert report_md.main([str(tmp_path / "missing.json")]) == 2
+
+
+def _fake_children(monkeypatch: pytest.MonkeyPatch, view: dict[str, object]) -> None:
+    from bench import figures
+
+    def child(module: str, probe: str, *args: str, **_: object) -> dict[str, object]:
+        return {"peak_mb": 50.0} if probe == "rss-baseline" else dict(view)
+
+    monkeypatch.setattr(figures, "child", child)
+
+
+def test_a_10m_load_past_its_cap_is_not_met_and_its_rss_is_only_a_floor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.figures import rss_figures
+
+    trace = tmp_path / "demo-10000000-v1.fptrace.jsonl"
+    with trace.open("wb") as handle:
+        handle.truncate(4_000_000_000)  # sparse: 4 GB of file, nothing written
+    _fake_children(monkeypatch, {"peak_mb": 650.0, "loaded": False, "load_s": 90.2})
+    rss, load = rss_figures(trace, 1, load_timeout=90)
+    assert "stopped unfinished" in rss.measured
+    assert rss.met is None  # 600 MB = 15 % so far: the full load's peak is unknown
+    assert load.met is False and load.measured == "not done in 90.20 s"
+    _fake_children(monkeypatch, {"peak_mb": 1250.0, "loaded": False, "load_s": 90.2})
+    rss, _ = rss_figures(trace, 1, load_timeout=90)
+    assert rss.met is False  # already over 25 % before the load ended
+    _fake_children(monkeypatch, {"peak_mb": 650.0, "loaded": True, "load_s": 42.0})
+    rss, load = rss_figures(trace, 1, load_timeout=90)
+    assert rss.met is True and load.met is True and load.measured == "42.00 s"

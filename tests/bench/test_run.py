@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from bench import commands
 from bench.commands import tree_pss_kb
+from bench.figures import stopped_row
 from bench.probes import peak_rss_mb
 from bench.run import main
 
@@ -101,3 +103,30 @@ def test_a_forked_workers_inherited_pages_count_once_in_the_tree() -> None:
     assert len(kids) == 2
     assert all(rss > 150 for rss in rss_mb)  # each worker's RSS (and VmHWM) shows what it inherited
     assert 150 < total_kb / 1024 < 150 + 60, (total_kb, rss_mb)  # the tree holds it once
+
+
+def test_a_command_past_the_stop_ratio_is_stopped_and_raises() -> None:
+    """The stop ends the command's child (its whole process group) and says what the limit was."""
+    trace = ROOT / "sample_traces" / "support.fptrace.jsonl"
+    with pytest.raises(commands.Stopped) as stop:
+        commands.measure("validate", trace, 1, stop_ratio=0.001, slack=0.05)
+    assert stop.value.ratio == 0.001
+    assert stop.value.limit == pytest.approx(0.05 + 0.001 * stop.value.parse_wall)
+    row = stopped_row("8a", "validate", stop.value)
+    assert row.met is False and "stopped" in row.measured
+
+
+def test_the_10m_step_measures_then_removes_its_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 10M step's path on a stand-in size: index, first screen, RSS + full load, a command, cleanup."""
+    from bench import run
+
+    monkeypatch.setattr(run, "TEN_M", 300)
+    plan = run.Plan([200], 1, ["10m"], ["demo"], ["demo"], out_dir=tmp_path, commands=run.COMMAND_ROWS)
+    plan.ten_m_commands = ["model"]
+    rows = run._ten_million(plan, "demo", lambda _: None)
+    numbers = {row.number for row in rows}
+    assert {"1", "1b", "2", "2b", "4", "4b", "8f"} <= numbers, numbers  # model keeps its letter
+    assert all(row.size == 300 and row.shape == "demo" for row in rows)
+    assert not list(tmp_path.glob("fpdebug-bench-10m-*"))  # generated, then removed
