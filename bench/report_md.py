@@ -64,6 +64,10 @@ HEADLINES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+ABSOLUTE = {"2", "2b", "2c", "3", "4b", "6"}
+"""Rows whose target is a time, not a ratio: the headline quotes what they measured."""
+
+
 def _matches(row: Row, numbers: str) -> bool:
     number = str(row.get("number", ""))
     if numbers == "8":
@@ -82,12 +86,12 @@ def _headline(rows: Sequence[Row]) -> list[str]:
         where = "; ".join(
             f"{row['shape']} {_label(_size(row))}"
             + (f" {str(row['name']).strip()}" if numbers == "8" or numbers == "8z" else "")
-            + f": {row['ratio'] or row['measured']}"
+            + f": {row['measured'] if numbers in ABSOLUTE else row['ratio'] or row['measured']}"
             for row in failing
         )
         status = "met" if not failing else f"**not met** in {len(failing)} of {len(judged)}"
         out.append((what, target, f"{len(judged) - len(failing)} of {len(judged)}", status, where or "-"))
-    return _table(("figure", "target", "rows met", "status", "rows not met (shape size: ratio)"), out)
+    return _table(("figure", "target", "rows met", "status", "rows not met (shape size: figure)"), out)
 
 
 def _commands(rows: Sequence[Row], shape: str) -> list[str]:
@@ -147,6 +151,18 @@ def _command_cell(row: Row) -> str:
     return f"{float(raw['pair_ratio_wall']):.2f}x ({float(raw['pair_ratio_cpu']):.2f}x), {share:.1%}{mark}"  # type: ignore[arg-type]
 
 
+def _pairs(results: dict[str, object]) -> str:
+    """``alternated pairs per figure: 3 at 10k, 2 at 100k, 1 at 1M`` (or the run's one ``repeat``)."""
+    pairs = results.get("pairs")
+    if isinstance(pairs, dict) and pairs:
+        return "alternated pairs per figure: " + ", ".join(
+            f"{count} at {_label(int(size))}"
+            for size, count in sorted(pairs.items(), key=lambda item: int(item[0]))
+        )
+    repeat = results.get("repeat", "?")
+    return f"{repeat} alternated pair{'' if repeat == 1 else 's'} per figure"
+
+
 def render_markdown(results: dict[str, object]) -> str:
     """The Markdown of a ``results.json`` (a dict as :func:`bench.run.main` wrote it)."""
     figures = results.get("figures")
@@ -161,7 +177,7 @@ def render_markdown(results: dict[str, object]) -> str:
     out = [
         f"*{mode} run of `python -m bench`: sizes {sizes}"
         + (" and 10M" if "10m" in (results.get("steps") or []) else "")  # type: ignore[operator]
-        + f", {results.get('repeat', '?')} pairs per figure, seed {results.get('seed', 0)}, "
+        + f", {_pairs(results)}, seed {results.get('seed', 0)}, "
         f"{results.get('machine', '?')}, load average at the end {load_text}; total wall time {minutes}.*",
         "",
         "### Targets",

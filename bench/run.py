@@ -673,8 +673,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render(figures))
     mode = "quick" if args.quick else "full"
     print(
-        f"\n{mode} run, {repeat} pairs per figure ({plan.pairs(LARGE)} from {label(LARGE)} events), "
-        f"seed {args.seed}, {machine}: total wall time {total:.0f} s ({total / 60:.1f} min)"
+        f"\n{mode} run, alternated pairs per figure: "
+        + ", ".join(f"{plan.pairs(size)} at {label(size)}" for size in sorted(sizes))
+        + f", seed {args.seed}, {machine}: total wall time {total:.0f} s ({total / 60:.1f} min)"
     )
     log(f"done: total wall time {total:.0f} s ({total / 60:.1f} min)")
     (args.out_dir / "results.json").write_text(
@@ -684,6 +685,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "sizes": list(sizes),
                 "repeat": repeat,
                 "large_repeat": plan.pairs(LARGE),
+                "pairs": {str(size): plan.pairs(size) for size in sorted({*sizes, TEN_M})},
                 "stop_ratio": plan.stop_ratio,
                 "ten_m_commands": list(plan.ten_m_commands),
                 "ten_m_command_shapes": list(plan.ten_m_command_shapes),

@@ -187,7 +187,7 @@ def test_markdown_renders_a_results_file(tmp_path: Path, capsys: pytest.CaptureF
     path.write_text(json.dumps(RESULTS))
     assert bench_main(["--markdown", str(path)]) == 0
     text = capsys.readouterr().out
-    assert "full run of `python -m bench`: sizes 10k, 100k and 10M, 3 pairs" in text
+    assert "full run of `python -m bench`: sizes 10k, 100k and 10M, 3 alternated pairs per figure" in text
     assert "total wall time 20.6 min" in text
     # the headline: the index fails on demo 100k; the commands fail once in two
     assert (
@@ -201,6 +201,8 @@ def test_markdown_renders_a_results_file(tmp_path: Path, capsys: pytest.CaptureF
     )
     assert "index build \\| cold" in text  # a pipe in a figure cannot split its row
     assert text.count("### Every figure, demo") == 1
+    by_size = report_md.render_markdown({**RESULTS, "pairs": {"10000": 3, "100000": 2, "10000000": 1}})
+    assert "alternated pairs per figure: 3 at 10k, 2 at 100k, 1 at 10M" in by_size
 
 
 def test_markdown_refuses_what_is_not_a_results_file(
