@@ -254,9 +254,7 @@ def command_row(number: str, name: str, result: dict[str, float]) -> Figure:
     workers = int(result.get("workers", 0))
     memory = f"RSS {result['peak_mb']:,.0f} MB = {share:.1%}"
     if workers:
-        memory += (
-            f" ({workers} worker{'s' if workers > 1 else ''}, PSS summed; bound {result['bound_mb']:,.0f} MB)"
-        )
+        memory += f" ({workers} child process{'es' if workers > 1 else ''}, PSS summed; bound {result['bound_mb']:,.0f} MB)"
     return Figure(
         number,
         shown,
