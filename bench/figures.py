@@ -290,11 +290,15 @@ def linearity_figures(rows: Sequence[Figure]) -> list[Figure]:
     """
     out: list[Figure] = []
     groups: dict[tuple[str, str], list[Figure]] = {}
+    stopped: dict[tuple[str, str], list[int]] = {}
     for row in rows:
         name = row.raw.get("command")
         if isinstance(name, str):
             groups.setdefault((row.shape, name), []).append(row)
-    for (shape, _name), group in groups.items():
+        halted = row.raw.get("stopped_command")
+        if isinstance(halted, str):
+            stopped.setdefault((row.shape, halted), []).append(row.size)
+    for (shape, name), group in groups.items():
         ordered = sorted(group, key=lambda f: f.size)
         if len(ordered) < 2:
             continue
@@ -305,12 +309,14 @@ def linearity_figures(rows: Sequence[Figure]) -> list[Figure]:
         ratio = marginal[-1] / marginal[0] if len(marginal) > 1 and marginal[0] > 0 else None
         sizes = [label(f.size) for f in ordered]
         intervals = " / ".join(f"{a}-{b}" for a, b in itertools.pairwise(sizes))
+        halted = sorted(stopped.get((shape, name), []))
+        missing = f"; stopped at {' / '.join(label(n) for n in halted)}" if halted else ""
         out.append(
             Figure(
                 "8z",
                 f"  linearity of {ordered[0].name}: marginal us/event over {intervals}",
                 " / ".join(f"{cost:.1f}" for cost in marginal)
-                + f" (raw at {' / '.join(sizes)}: {' / '.join(f'{cost:.1f}' for cost in costs)})",
+                + f" (raw at {' / '.join(sizes)}: {' / '.join(f'{cost:.1f}' for cost in costs)}{missing})",
                 f"the {intervals.split(' / ')[0]} interval",
                 "" if ratio is None else f"{ratio:.2f}x",
                 "last interval within 10 % of the first",

@@ -93,6 +93,15 @@ def test_one_interval_has_no_linearity_verdict() -> None:
     assert row.met is None and row.ratio == ""
 
 
+def test_a_size_where_the_command_was_stopped_is_named_in_its_linearity_row() -> None:
+    halted = stopped_row("8c", "report", commands.Stopped("report", 4.0, 3.0, 17.0))
+    halted.shape, halted.size = "demo", 1_000_000
+    rows = [*_rows("demo", "report", {10_000: 2.5, 100_000: 24.0}), halted]
+    (row,) = linearity_figures(rows)
+    assert row.met is None
+    assert row.measured.endswith("; stopped at 1M)")
+
+
 def test_memory_counts_forked_workers_once_and_keeps_the_upper_bound() -> None:
     runs = [{"peak_kb": 50 * 1024, "tree_pss_kb": 80 * 1024, "descendants": 2, "workers_kb": 45 * 1024}]
     memory = commands.memory(runs)
