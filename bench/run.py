@@ -2,9 +2,11 @@
 
 Usage::
 
-    .venv/bin/python -m bench                   # 10k, 100k, 1M on both shapes, then 10M (under 25 min, 2 cores)
+    .venv/bin/python -m bench                   # 10k, 100k, 1M on both shapes, then 10M (~24 min, 2 idle cores)
     .venv/bin/python -m bench --quick --no-10m  # 2k and 10k, 2 pairs per figure, no 10M
     .venv/bin/python -m bench --sizes 200 --repeat 1 --steps index commands --commands model
+    .venv/bin/python -m bench --estimate        # each step's estimated duration (bench.budget), nothing measured
+    .venv/bin/python -m bench --markdown bench/out/results.json   # a run's tables in Markdown (bench.report_md)
 
 Issue 22 asked for a bench that cannot flatter itself. So:
 
@@ -12,7 +14,14 @@ Issue 22 asked for a bench that cannot flatter itself. So:
   and the demo-shaped trace of :mod:`bench.demo_trace`, at every size of ``--sizes``;
 - every figure runs in fresh interpreters (fork + exec), and every RSS figure is the child's own
   ``VmHWM`` (:func:`bench.probes.peak_rss_mb`), never ``ru_maxrss``, which Linux carries over
-  ``exec`` from a forked parent;
+  ``exec`` from a forked parent; a command that forks is counted as its process tree's summed PSS
+  (:func:`bench.commands.memory`), so what a forked worker inherited counts once;
+- the whole-file commands are judged on their wall ratio to the orjson parse (issue 22's "on 2
+  cores"), with the CPU ratio beside it, and their linearity on the marginal per-event cost
+  between sizes (:func:`bench.figures.linearity_figures`);
+- the run fits its 25 minutes where a figure could run away: from 1M events a command past
+  ``--stop-ratio`` times the parse is stopped (and not met), the 10M full load is capped
+  (``--10m-load-timeout``); each step logs its estimate and the run's ETA;
 - every figure alternates with its baseline pair by pair in the same run; a row shows the medians
   and the median of the per-pair ratios (:mod:`bench.figures`, :mod:`bench.commands`);
 - the index and the first screen are measured with an empty cache directory (cold) and with the
