@@ -694,7 +694,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "sizes": list(sizes),
                 "repeat": repeat,
                 "large_repeat": plan.pairs(LARGE),
-                "pairs": {str(size): plan.pairs(size) for size in sorted({*sizes, TEN_M})},
+                "pairs": {
+                    str(size): plan.pairs(size)
+                    for size in sorted({*sizes, *([TEN_M] if "10m" in steps else [])})
+                },
                 "stop_ratio": plan.stop_ratio,
                 "ten_m_commands": list(plan.ten_m_commands),
                 "ten_m_command_shapes": list(plan.ten_m_command_shapes),
