@@ -34,7 +34,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from fpdebug.trace.records import well_formed_value
-from fpdebug.trace.schema import LlmCallEvent, LlmRequest, Message, PromptSegment
+from fpdebug.trace.schema import LlmCallEvent, LlmRequest, Message
 
 __all__ = ["LLM_CALL_PREFIX", "RebuildError", "RequestEncoder", "RequestResolver"]
 
@@ -101,7 +101,17 @@ class RequestEncoder:
         seq = event.seq
         defs: list[bytes] = []
         request = event.request
-        segments = [self._ref(seq, defs, _segment_key(s), s) for s in request.system_prompt]
+        # Segments are rebuilt for every call, so they are known by content: their three strings hash
+        # without serialising them. Inlined: a call has a dozen or more, and this runs per record.
+        by_content = self._by_content
+        segments: list[Ref] = []
+        for segment in request.system_prompt:
+            key = ("s", segment.source, segment.injection_id, segment.text)
+            ref = by_content.get(key)
+            if ref is None:
+                ref = by_content[key] = (seq, len(defs))
+                defs.append(_dump(segment))
+            segments.append(ref)
         tools = [self._identity_ref(seq, defs, b"t", t) for t in request.tools]
         messages = self._messages(event, defs)
         # The request's other fields are usually all absent: no call to the serializer for them then.
@@ -148,14 +158,6 @@ class RequestEncoder:
         if len(self._last) > 256:
             self._last.popitem(last=False)
 
-    def _ref(self, seq: int, defs: list[bytes], key: object, item: BaseModel) -> Ref:
-        ref = self._by_content.get(key)
-        if ref is None:
-            ref = (seq, len(defs))
-            defs.append(_dump(item))
-            self._by_content[key] = ref
-        return ref
-
     def _identity_ref(self, seq: int, defs: list[bytes], tag: bytes, item: BaseModel) -> Ref:
         # The engine hands the same message and tool objects to call after call: known by identity,
         # they cost no serialisation. The object is kept alive with its ref, so its id stays its own.
@@ -197,11 +199,6 @@ def _tail_start(outer: bytes) -> int:
     """
     found = [at for at in (outer.find(key) for key in _TAIL_KEYS) if at != -1]
     return min(found) if found else len(outer) - 1
-
-
-def _segment_key(segment: PromptSegment) -> object:
-    # Segments are rebuilt for every call; their three strings hash without serialising them.
-    return ("s", segment.source, segment.injection_id, segment.text)
 
 
 def _dump(model: BaseModel, **options: Any) -> bytes:
