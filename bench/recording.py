@@ -15,6 +15,11 @@
   prompt segment, message and tool once). Flat means an iteration costs the same however long the
   run is.
 
+- ``stages``: the same alternated rounds, for where recording's CPU goes in the run itself: the
+  null sink, then each event serialised only, serialised and redacted, and also written (one
+  ``os.write``), then the writer itself under ``none`` and ``batch``; the median ratio of each to the
+  null sink.
+
 ``record --versions 1,2`` adds a ``<policy>-v1`` variant per policy to the same rounds (version 1:
 every request in full), so the two formats are compared against the same null-sink rounds.
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import sys
 import tempfile
@@ -30,6 +36,7 @@ import time
 from pathlib import Path
 
 from bench.probes import Probe, main
+from fpdebug.trace.schema import LlmCallEvent, TraceEvent
 from fpdebug.trace.writer import Durability
 
 __all__ = ["RECORDING_PROBES"]
@@ -132,6 +139,83 @@ def _bytes_per_iteration(args: argparse.Namespace) -> dict[str, object]:
     return result
 
 
+class _StageSink:
+    """Does the first stages of what the writer does to each event, on the caller's thread: turn it
+    into its version 2 line (``serialise``), then pass it through the default redactor
+    (``redact``), then ``os.write`` it to an ``O_APPEND`` file (``write``). No lock, no checks, no
+    fsync: the full writer is the ``none`` and ``batch`` variants beside it."""
+
+    def __init__(self, stage: str, path: Path) -> None:
+        from fpdebug.trace.compact import RequestEncoder
+        from fpdebug.trace.redact import default_redactor
+
+        self.stage = stage
+        self.encoder = RequestEncoder()
+        self.redact = default_redactor().redact_line
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        self.path = path
+        self.next_seq = 1
+
+    def emit(self, event: TraceEvent) -> None:
+        """Serialise, and redact and write as far as the stage goes."""
+        from fpdebug.trace.writer import dump_record
+
+        line = self.encoder.encode(event) if isinstance(event, LlmCallEvent) else None
+        if line is None:
+            line = dump_record(event)
+            if event.kind == "run_end":
+                self.encoder.forget_run(event.run_id)
+        if self.stage != "serialise":
+            line = self.redact(line)
+            if self.stage == "write":
+                os.write(self.fd, line)
+        self.next_seq += 1
+
+    def close(self) -> None:
+        """Close and remove the file."""
+        os.close(self.fd)
+        self.path.unlink()
+
+
+def _stages(args: argparse.Namespace) -> dict[str, object]:
+    """Alternated rounds of the null sink, each stage of recording, and the writer under none / batch."""
+    from bench.scenario import bench_agent, run_iterations
+    from fpdebug.engine import EventSink, NullSink, TraceFileSink
+
+    agent = bench_agent()
+    agent.check()
+    run_iterations(agent, 40, sink=NullSink())
+    sinks: dict[str, EventSink] = {"null": NullSink()}
+    for stage in ("serialise", "redact", "write"):
+        sinks[stage] = _StageSink(stage, args.out.with_suffix(f".{stage}.jsonl"))
+    for policy in ("none", "batch"):
+        sinks[policy] = TraceFileSink.create(
+            args.out.with_suffix(f".{policy}.jsonl"), durability=policy, overwrite=True
+        )
+    names = list(sinks)
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(args.rounds):
+        shift = round_ % len(names)
+        for variant in names[shift:] + names[:shift]:
+            gc.collect()
+            started = time.process_time()
+            run_iterations(agent, args.per_round, sink=sinks[variant])
+            cpu[variant].append(time.process_time() - started)
+    for name in names[1:]:
+        sinks[name].close()
+    for policy in ("none", "batch"):
+        args.out.with_suffix(f".{policy}.jsonl").unlink()
+    return {
+        "rounds": args.rounds,
+        "per_round": args.per_round,
+        "null_cpu_ms": statistics.median(cpu["null"]) * 1e3,
+        **{
+            f"{name}_cpu_x": statistics.median(c / b for c, b in zip(cpu[name], cpu["null"], strict=True))
+            for name in names[1:]
+        },
+    }
+
+
 RECORDING_PROBES: dict[str, Probe] = {
     "record": (
         _record,
@@ -140,6 +224,14 @@ RECORDING_PROBES: dict[str, Probe] = {
             p.add_argument("--rounds", type=int, default=7),
             p.add_argument("--policies", default=",".join(POLICIES)),
             p.add_argument("--versions", default="2", help="schema versions, comma-separated (1,2)"),
+            p.add_argument("--out", type=Path, required=True),
+        ),
+    ),
+    "stages": (
+        _stages,
+        lambda p: (
+            p.add_argument("--per-round", type=int, default=60),
+            p.add_argument("--rounds", type=int, default=11),
             p.add_argument("--out", type=Path, required=True),
         ),
     ),

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from fpdebug.trace.records import well_formed_value
-from fpdebug.trace.schema import LlmCallEvent, Message, PromptSegment
+from fpdebug.trace.schema import LlmCallEvent, LlmRequest, Message
 
 __all__ = ["LLM_CALL_PREFIX", "RebuildError", "RequestEncoder", "RequestResolver"]
 
@@ -49,8 +49,6 @@ MAX_ITEMS = 50_000
 """Items the writer remembers; past this it forgets them all and writes each again at next use
 (bounded memory for a writer that records many runs)."""
 
-_HEAD = frozenset({"kind", "seq", "ts", "run_id", "turn", "iteration", "call_index", "provider", "model"})
-_TAIL = frozenset({"response", "error", "latency_ms", "route"})
 _LISTS = frozenset({"system_prompt", "messages", "tools"})
 _IDENTITY_CACHE = 4096  # objects known by identity (kept alive): a run's messages and tools
 _RESOLVED_CACHE = 16  # resolved message lists kept (a sequential read needs the last one)
@@ -103,25 +101,36 @@ class RequestEncoder:
         seq = event.seq
         defs: list[bytes] = []
         request = event.request
-        segments = [self._ref(seq, defs, _segment_key(s), s) for s in request.system_prompt]
+        # Segments are rebuilt for every call, so they are known by content: their three strings hash
+        # without serialising them. Inlined: a call has a dozen or more, and this runs per record.
+        by_content = self._by_content
+        segments: list[Ref] = []
+        for segment in request.system_prompt:
+            key = ("s", segment.source, segment.injection_id, segment.text)
+            ref = by_content.get(key)
+            if ref is None:
+                ref = by_content[key] = (seq, len(defs))
+                defs.append(_dump(segment))
+            segments.append(ref)
         tools = [self._identity_ref(seq, defs, b"t", t) for t in request.tools]
         messages = self._messages(event, defs)
-        rest = _dump(request, exclude=_LISTS)
-        body = (
-            b'{"system_prompt":'
-            + orjson.dumps(segments)
-            + b',"messages":'
-            + orjson.dumps(messages)
-            + b',"tools":'
-            + orjson.dumps(tools)
-            + (b"," + rest[1:-1] if len(rest) > 2 else b"")
-            + b"}"
-        )
-        head = _dump(event, include=_HEAD)
-        tail = _dump(event, include=_TAIL)
-        parts = [head[:-1], b',"request":', body]
-        if len(tail) > 2:
-            parts += [b",", tail[1:-1]]
+        # The request's other fields are usually all absent: no call to the serializer for them then.
+        rest = _dump(request, exclude=_LISTS) if _has_rest(request) else b"{}"
+        # One serializer call for the envelope and the tail, the request left out and spliced back
+        # in where it belongs (measured: a third of the cost of two calls with ``include``).
+        outer = _dump(event, exclude=_REQUEST)
+        at = _tail_start(outer)
+        parts = [
+            outer[:at],
+            b',"request":{"system_prompt":',
+            orjson.dumps(segments),
+            b',"messages":',
+            orjson.dumps(messages),
+            b',"tools":',
+            orjson.dumps(tools),
+            b"," + rest[1:-1] + b"}" if len(rest) > 2 else b"}",
+            outer[at:-1],
+        ]
         if defs:
             parts += [b',"defs":[', b",".join(defs), b"]"]
         parts.append(b"}\n")
@@ -149,14 +158,6 @@ class RequestEncoder:
         if len(self._last) > 256:
             self._last.popitem(last=False)
 
-    def _ref(self, seq: int, defs: list[bytes], key: object, item: BaseModel) -> Ref:
-        ref = self._by_content.get(key)
-        if ref is None:
-            ref = (seq, len(defs))
-            defs.append(_dump(item))
-            self._by_content[key] = ref
-        return ref
-
     def _identity_ref(self, seq: int, defs: list[bytes], tag: bytes, item: BaseModel) -> Ref:
         # The engine hands the same message and tool objects to call after call: known by identity,
         # they cost no serialisation. The object is kept alive with its ref, so its id stays its own.
@@ -176,9 +177,28 @@ class RequestEncoder:
         return ref
 
 
-def _segment_key(segment: PromptSegment) -> object:
-    # Segments are rebuilt for every call; their three strings hash without serialising them.
-    return ("s", segment.source, segment.injection_id, segment.text)
+_REQUEST = frozenset({"request"})
+_TAIL_KEYS = (b',"response":', b',"error":', b',"latency_ms":', b',"route":')
+
+
+def _has_rest(request: LlmRequest) -> bool:
+    return not (
+        request.temperature is None
+        and request.max_tokens is None
+        and request.seed is None
+        and request.cache_prefix is None
+    )
+
+
+def _tail_start(outer: bytes) -> int:
+    """Where the fields after ``request`` begin in the event serialised without it.
+
+    The fields before it are scalars, and ``,"`` never occurs inside a JSON string (its quote would
+    be escaped), so the first tail key found is the top-level one: a key nested in a tail field
+    comes after that field's own key.
+    """
+    found = [at for at in (outer.find(key) for key in _TAIL_KEYS) if at != -1]
+    return min(found) if found else len(outer) - 1
 
 
 def _dump(model: BaseModel, **options: Any) -> bytes:

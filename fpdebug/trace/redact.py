@@ -64,7 +64,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import TypeVar
 
@@ -72,7 +72,6 @@ from fpdebug.errors import ConfigError
 from fpdebug.trace.redact_rules import (
     _ANCHORS,
     _ANY_CASE_KEY,
-    _ANY_CASE_KEY_PATTERN,
     _COMPILED,
     _ESCAPED_NAME_CHAR,
     _ESCAPED_NAME_CHARS,
@@ -162,6 +161,7 @@ class Redactor:
         "_has_form",
         "_literals",
         "_might_match",
+        "_might_match_key",
         "_patterns",
         "_values",
         "replacement",
@@ -204,8 +204,11 @@ class Redactor:
             else []
         )
         escapes = _ESCAPED_NAME_CHARS if builtin else ()
-        any_case = (_ANY_CASE_KEY_PATTERN,) if builtin else ()
-        self._might_match = _literal_matcher([*triggers, *escapes, *spellings], *any_case)
+        self._might_match = _literal_matcher([*triggers, *escapes, *spellings])
+        # The any-case key pattern in a matcher of its own: one matcher holding both the literals
+        # and the pattern was measured a third slower than the two run one after the other (issue
+        # 22: 2.8 µs against 1.0 + 0.9 for a 900-byte trace line), its literal prefilter weakened.
+        self._might_match_key: Callable[[str | bytes], bool] = _ANY_CASE_KEY if builtin else _never
 
     # ------------------------------------------------------------------------------------------
     # Construction
@@ -295,7 +298,12 @@ class Redactor:
 
     def _clean(self, text: str | bytes) -> bool:
         # The common case: one pass of the Rust matcher, nothing decoded.
-        return not self._patterns and not self._might_match(text) and (text.isascii() or _UTF8(text))
+        return (
+            not self._patterns
+            and not self._might_match(text)
+            and not self._might_match_key(text)
+            and (text.isascii() or _UTF8(text))
+        )
 
     def _redact_json(self, text: str, depth: int) -> str:
         if self._builtin and "\\u00" in text and _ESCAPED_NAME_CHAR.search(text):
@@ -524,6 +532,10 @@ def _values_first(text: str, values: re.Pattern[str], forms_at: re.Pattern[str])
         if all(end <= a or start >= b for a, b in spans):
             spans.append((start, end))
     return spans
+
+
+def _never(text: str | bytes) -> bool:
+    return False
 
 
 def default_redactor() -> Redactor:

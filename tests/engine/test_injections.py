@@ -291,6 +291,22 @@ class TestProjection:
         (schema,) = project(skill, ctx()).tools
         assert (schema.name, schema.injection_id) == ("get_zone_info", "zone")
 
+    def test_tool_schemas_are_reused_across_passes_until_parameters_change(self) -> None:
+        # Reused schemas spare a validation per pass and let a version 2 trace know them by
+        # identity; a parameters mapping changed in place must still reach the next request.
+        parameters: dict[str, object] = {"type": "object", "properties": {}}
+        skill = define_skill("zone", body="b", tools=[Tool("get_zone_info", parameters=parameters)])
+        (first,) = project(skill, ctx()).tools
+        (again,) = project(skill, ctx()).tools
+        assert again is first
+        parameters["required"] = ["zone"]
+        (changed,) = project(skill, ctx()).tools
+        assert changed is not first
+        assert changed.parameters["required"] == ["zone"]
+        other = define_skill("other", body="b", tools=skill.tools)  # same tools, another injection id
+        (tagged,) = project(other, ctx()).tools
+        assert tagged.injection_id == "other"
+
     def test_declaration(self) -> None:
         decl = define_skill("zone", body="b", tools=[Tool("t")], surface_mode="tool-only").declaration()
         assert (decl.trigger.kind, decl.trigger.via_tool_name, decl.slots, decl.tool_names) == (

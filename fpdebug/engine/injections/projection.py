@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fpdebug.engine.injections.context import InjectionContext
 from fpdebug.engine.injections.injection import Injection, SurfaceMode
 from fpdebug.engine.injections.templates import render_template
-from fpdebug.engine.types import ContextSource, Message, ToolSchema
+from fpdebug.engine.types import ContextSource, Message, Tool, ToolSchema
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,5 +55,30 @@ def project(injection: Injection, ctx: InjectionContext | None) -> ActiveInjecti
         surface_mode=injection.surface_mode,
         system_prompt=prompt or None,
         messages=injection.messages,
-        tools=tuple(tool.schema(injection_id=injection.id) for tool in injection.tools),
+        tools=_tool_schemas(injection) if injection.tools else (),
     )
+
+
+_SCHEMAS: dict[tuple[int, str], tuple[tuple[Tool, ...], tuple[ToolSchema, ...]]] = {}
+_SCHEMAS_MAX = 4096
+
+
+def _tool_schemas(injection: Injection) -> tuple[ToolSchema, ...]:
+    """The injection's tool schemas, built once per injection and reused while they still match.
+
+    Every pass projects every active injection: a fresh :class:`ToolSchema` per tool per pass cost
+    its validation here and, recorded, a serialisation per call (a version 2 trace knows a schema
+    it has written by identity). The tools are frozen; the one thing that could still change is a
+    ``parameters`` mapping mutated in place, so a cached schema is used only while it equals it.
+    """
+    key = (id(injection.tools), injection.id)
+    cached = _SCHEMAS.get(key)
+    if cached is not None and cached[0] is injection.tools:
+        schemas = cached[1]
+        if all(s.parameters == t.parameters for s, t in zip(schemas, injection.tools, strict=True)):
+            return schemas
+    schemas = tuple(tool.schema(injection_id=injection.id) for tool in injection.tools)
+    if len(_SCHEMAS) >= _SCHEMAS_MAX:
+        _SCHEMAS.clear()
+    _SCHEMAS[key] = (injection.tools, schemas)  # the tuple is kept alive: its id stays its own
+    return schemas
