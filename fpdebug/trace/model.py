@@ -226,6 +226,9 @@ class RunModel:
         """Lines that are not valid records."""
         self.opaque_lines: list[int] = []
         """Lines of unknown kinds (kept as opaque records)."""
+        self.lease_log: list[Run] = []
+        """The run of each lease as it is added (append-only): which runs have new leases, without
+        walking every run (a load in slices did, which grew with the square of the runs)."""
         self.lines_fed = 0
         """The next line :meth:`update` will feed (lines ``[0, lines_fed)`` are in the model)."""
         self.lock = threading.RLock()
@@ -610,10 +613,10 @@ class RunModel:
             self.runs.append(run)
         return run
 
-    @staticmethod
-    def _add_lease(run: Run, lease: LeaseLifetime) -> None:
+    def _add_lease(self, run: Run, lease: LeaseLifetime) -> None:
         run.leases.append(lease)
         run._open_leases.setdefault(lease.instruction_id, []).append(lease)
+        self.lease_log.append(run)
 
     def _turn_for(self, run: Run, number: int | None) -> Turn:
         if number is None:
