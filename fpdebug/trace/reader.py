@@ -531,7 +531,9 @@ class TraceReader:
         what ``reader[line]`` returns for it, from bytes already read (``raw(line, stored=True)``).
         ``finite`` (proved of the stored bytes) is not trusted for a rebuilt line."""
         if self._resolver is None or not raw.startswith(LLM_CALL_PREFIX):
-            return classify_line(line, offset, raw, finite=finite)
+            return (
+                classify_line(line, offset, raw, finite=True) if finite else classify_line(line, offset, raw)
+            )
         try:
             rebuilt = self._resolver.rebuild(raw)
         except RebuildError as error:
