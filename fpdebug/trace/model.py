@@ -38,9 +38,10 @@ import gc
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Protocol, TypeAlias, assert_never, runtime_checkable
+from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
 
 from pydantic import ValidationError
+from pydantic_core import SchemaValidator
 
 from fpdebug.trace.facts import (
     FACTS_ADAPTER,
@@ -225,6 +226,9 @@ class RunModel:
         """Lines that are not valid records."""
         self.opaque_lines: list[int] = []
         """Lines of unknown kinds (kept as opaque records)."""
+        self.lease_log: list[Run] = []
+        """The run of each lease as it is added (append-only): which runs have new leases, without
+        walking every run (a load in slices did, which grew with the square of the runs)."""
         self.lines_fed = 0
         """The next line :meth:`update` will feed (lines ``[0, lines_fed)`` are in the model)."""
         self.lock = threading.RLock()
@@ -364,7 +368,7 @@ class RunModel:
         in full (so it becomes an invalid or opaque record exactly as :meth:`feed` would see it), by
         ``classify`` when the source has one (a reader's: it rebuilds a stored version 2 line)."""
         classify = classify or classify_line
-        parse = FACTS_ADAPTER.validate_json
+        parse = _facts_parser()
         feed_event = self._feed_event
         lock = self.lock
         lock.acquire()
@@ -409,7 +413,9 @@ class RunModel:
 
     def _feed_event(self, line: int, record: TraceEvent | Facts) -> None:
         # A full event and its facts have the same field names (tests/trace/test_facts.py), so each
-        # case takes both classes of its kind and reads them the same way.
+        # kind's handler takes both classes of its kind and reads them the same way. Dispatching on
+        # ``kind`` (one dict lookup) replaced a ``match`` over the classes, which tried up to 48
+        # ``isinstance`` checks per event: a third of the model's own time (issue 22).
         kind = record.kind
         counts = self.counts
         counts[kind] = counts.get(kind, 0) + 1
@@ -418,87 +424,43 @@ class RunModel:
             run = self._run_for(record.run_id, line)
         run.counts[kind] = run.counts.get(kind, 0) + 1
         run.last_line = line
-        match record:
-            case RunStartEvent() | RunStartFacts():
-                run.start_line = line
-                run.agent_name, run.provider = _i(record.agent_name), _i(record.provider)
-                run.model, run.max_iterations = _i(record.model), record.max_iterations
-            case RunEndEvent() | RunEndFacts():
-                run.end_line = line
-                run.status = record.status
-                error = record.error
-                if error is not None:
-                    run.error = f"{error.type}: {error.message}"
-            case _:
-                self._feed_in_turn(run, line, record)
+        if kind == "run_start":
+            start: RunStartEvent | RunStartFacts = record  # type: ignore[assignment]  # by its kind
+            run.start_line = line
+            run.agent_name, run.provider = _i(start.agent_name), _i(start.provider)
+            run.model, run.max_iterations = _i(start.model), start.max_iterations
+        elif kind == "run_end":
+            end: RunEndEvent | RunEndFacts = record  # type: ignore[assignment]  # by its kind
+            run.end_line = line
+            run.status = end.status
+            error = end.error
+            if error is not None:
+                run.error = f"{error.type}: {error.message}"
+        else:
+            self._feed_in_turn(run, line, record, kind)  # type: ignore[arg-type]  # not a run_start/run_end
 
-    def _feed_in_turn(self, run: Run, line: int, event: _InTurnEvent) -> None:
+    def _feed_in_turn(self, run: Run, line: int, event: _InTurnEvent, kind: str) -> None:
         """An event of a turn: listed in its iteration (or its turn), then read by kind."""
-        turn = self._turn_for(run, event.turn)
+        number = event.turn
+        turns = run.turns
+        if turns and (number is None or turns[-1].number == number):  # the common case: the current one
+            turn = turns[-1]
+        else:
+            turn = self._turn_for(run, number)
         iteration: Iteration | None = None
         number = event.iteration
-        if number is None or event.kind in _TURN_LEVEL:
+        if number is None or kind in _TURN_LEVEL:
             turn.lines.append(line)
         else:
-            iteration = self._iteration_for(run, turn, number)
-            iteration.entries.append(line << 8 | KIND_CODES[event.kind])
-
-        # The most frequent kinds first: a large trace is mostly passes, calls and results.
-        match event:
-            case PassEvent() | PassFacts():
-                if iteration is not None:
-                    self._feed_pass(run, turn, iteration, line, event)
-            case LlmCallEvent() | LlmCallFacts():
-                self._feed_llm_call(run, turn, iteration, event)
-            case (
-                ToolResultEvent()
-                | ToolResultFacts()
-                | FindingEvent()
-                | FindingFacts()
-                | SkillRejectedEvent()
-                | SkillRejectedFacts()
-                | RouteConflictEvent()
-                | RouteConflictFacts()
-                | RerouteSupersededEvent()
-                | RerouteSupersededFacts()
-                | StepsUnfinishedEvent()
-                | StepsUnfinishedFacts()
-                | WrapUpEvent()
-                | WrapUpFacts()
-                | CompactEvent()
-                | CompactFacts()
-                | AskAnswerEvent()
-                | AskAnswerFacts()
-                | OutputRetryEvent()
-                | OutputRetryFacts()
-                | RecallEvent()
-                | RecallFacts()
-                | MemoryWriteEvent()
-                | MemoryWriteFacts()
-            ):
-                pass  # listed in their iteration above; the model keeps no other fact of them
-            case CursorMoveEvent() | CursorMoveFacts():
-                if iteration is not None:
-                    iteration.cursor_from = _i(event.from_skill)
-                    iteration.cursor_to = _i(event.to_skill)
-                    iteration.cursor_by = _i(event.by)
-            case EngagementEvent() | EngagementFacts():
-                self._feed_engagement(run, turn, iteration, number, line, event)
-            case LeaseGrantEvent() | LeaseGrantFacts():
-                self._feed_grant(run, turn, line, event.lease)
-            case LeasePruneEvent() | LeasePruneFacts():
-                self._feed_prune(run, turn, number, line, event)
-            case TurnStartEvent() | TurnStartFacts():
-                turn.start_line = line
-            case TurnEndEvent() | TurnEndFacts():
-                turn.end_line = line
-                turn.iteration_count = event.iteration_count
-                stopped = event.stopped_early
-                if stopped is not None:
-                    turn.stopped_early = stopped.reason
-                turn.refusal = event.refusal
-            case _:
-                assert_never(event)
+            iterations = turn.iterations
+            if iterations and iterations[-1].number == number:  # the common case: the current one
+                iteration = iterations[-1]
+            else:
+                iteration = self._iteration_for(run, turn, number)
+            iteration.entries.append(line << 8 | KIND_CODES[kind])
+        handler = _IN_TURN.get(kind)
+        if handler is not None:  # the other kinds are listed above; the model keeps no other fact of them
+            handler(self, run, turn, iteration, number, line, event)
 
     @staticmethod
     def _feed_llm_call(
@@ -651,10 +613,10 @@ class RunModel:
             self.runs.append(run)
         return run
 
-    @staticmethod
-    def _add_lease(run: Run, lease: LeaseLifetime) -> None:
+    def _add_lease(self, run: Run, lease: LeaseLifetime) -> None:
         run.leases.append(lease)
         run._open_leases.setdefault(lease.instruction_id, []).append(lease)
+        self.lease_log.append(run)
 
     def _turn_for(self, run: Run, number: int | None) -> Turn:
         if number is None:
@@ -694,6 +656,21 @@ class RunModel:
         return f"<RunModel runs={len(self.runs)} lines={self.lines_fed} events={self.events}>"
 
 
+def _facts_parser() -> Callable[[bytes], Facts]:
+    """:data:`FACTS_ADAPTER`'s built validator's ``validate_json``: what the adapter's calls, without its
+    Python wrapper (1-2 us of the 12 a line's facts cost; issue 22). Built here if it is not yet."""
+    validator = FACTS_ADAPTER.validator
+    if not isinstance(validator, SchemaValidator):
+        try:
+            FACTS_ADAPTER.validate_json(b"{}")  # no kind: refused, once the validator is built
+        except ValidationError:
+            pass
+        validator = FACTS_ADAPTER.validator
+    if isinstance(validator, SchemaValidator):
+        return cast("Callable[[bytes], Facts]", validator.validate_json)
+    return FACTS_ADAPTER.validate_json
+
+
 def _live_on(lease: LeaseLifetime, where: tuple[int, int]) -> bool:
     """Whether a lease granted before a pass was live on it (docs/context-model.md §4.3 ``active_lease_ids``)."""
     if lease.delivery_lease == "next-call" and (lease.turn, lease.granted_iteration + 1) != where:
@@ -714,3 +691,77 @@ def _may_serve_later(lease: LeaseLifetime, where: tuple[int, int]) -> bool:
     if lease.delivery_lease == "next-call" and lease.turn is not None:
         return (lease.turn, lease.granted_iteration + 1) >= where
     return True
+
+
+# What each kind of in-turn event adds beyond its place (``_feed_in_turn``). Each takes the model,
+# the run, the turn, the iteration (``None`` for a turn-level record), the iteration number, the
+# line and the event (its full record or its facts).
+_Handler: TypeAlias = Callable[[RunModel, Run, Turn, "Iteration | None", "int | None", int, Any], None]
+
+
+def _on_pass(
+    model: RunModel, run: Run, turn: Turn, it: Iteration | None, n: int | None, line: int, e: Any
+) -> None:
+    if it is not None:
+        model._feed_pass(run, turn, it, line, e)
+
+
+def _on_llm_call(
+    model: RunModel, run: Run, turn: Turn, it: Iteration | None, n: int | None, line: int, e: Any
+) -> None:
+    model._feed_llm_call(run, turn, it, e)
+
+
+def _on_cursor_move(
+    model: RunModel, run: Run, turn: Turn, it: Iteration | None, n: int | None, line: int, e: Any
+) -> None:
+    if it is not None:
+        it.cursor_from, it.cursor_to, it.cursor_by = _i(e.from_skill), _i(e.to_skill), _i(e.by)
+
+
+def _on_engagement(
+    model: RunModel, run: Run, turn: Turn, it: Iteration | None, n: int | None, line: int, e: Any
+) -> None:
+    model._feed_engagement(run, turn, it, n, line, e)
+
+
+def _on_grant(
+    model: RunModel, run: Run, turn: Turn, it: Iteration | None, n: int | None, line: int, e: Any
+) -> None:
+    model._feed_grant(run, turn, line, e.lease)
+
+
+def _on_prune(
+    model: RunModel, run: Run, turn: Turn, it: Iteration | None, n: int | None, line: int, e: Any
+) -> None:
+    model._feed_prune(run, turn, n, line, e)
+
+
+def _on_turn_start(
+    model: RunModel, run: Run, turn: Turn, it: Iteration | None, n: int | None, line: int, e: Any
+) -> None:
+    turn.start_line = line
+
+
+def _on_turn_end(
+    model: RunModel, run: Run, turn: Turn, it: Iteration | None, n: int | None, line: int, e: Any
+) -> None:
+    turn.end_line = line
+    turn.iteration_count = e.iteration_count
+    stopped = e.stopped_early
+    if stopped is not None:
+        turn.stopped_early = stopped.reason
+    turn.refusal = e.refusal
+
+
+_IN_TURN: dict[str, _Handler] = {
+    "pass": _on_pass,
+    "llm_call": _on_llm_call,
+    "cursor_move": _on_cursor_move,
+    "engagement": _on_engagement,
+    "lease_grant": _on_grant,
+    "lease_prune": _on_prune,
+    "turn_start": _on_turn_start,
+    "turn_end": _on_turn_end,
+}
+"""The in-turn kinds the model reads beyond their place; every other kind is only listed."""

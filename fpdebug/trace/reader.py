@@ -55,6 +55,7 @@ from fpdebug.trace.records import (
     line_form_problems,
     parse_header,
     peek_line,
+    read_back,
     read_first_line,
 )
 from fpdebug.trace.schema import TraceEvent, TraceHeader
@@ -439,13 +440,23 @@ class TraceReader:
             if raw is None:  # over the maximum line size: skipped, never read
                 yield from scanner.check(line, self._too_long(line, offset, self.index.offset(line + 1)))
                 continue
-            record = self.classify(line, offset, raw)
+            record, form = self.check_line(line, offset, raw)
             yield from scanner.check(line, record)
-            if not isinstance(record, InvalidRecord):
-                yield from line_form_problems(line, offset, raw)
+            yield from form
         if progress is not None:
             progress(total, total)
         yield from scanner.finish()
+
+    def check_line(
+        self, line: int, offset: int, raw: bytes
+    ) -> tuple[TraceEvent | OpaqueRecord | InvalidRecord, list[Problem]]:
+        """One stored line's record and :func:`~fpdebug.trace.records.line_form_problems` (none for an
+        invalid line), from one orjson parse that also answers their two checks (:func:`read_back`)."""
+        finite, canonical = read_back(raw)
+        record = self.classify(line, offset, raw, finite=finite)
+        if isinstance(record, InvalidRecord):
+            return record, []
+        return record, line_form_problems(line, offset, raw, canonical=canonical)
 
     def problems(self) -> list[Problem]:
         """Every problem of :meth:`iter_problems`, as a list."""
@@ -513,11 +524,16 @@ class TraceReader:
             self._resolver = RequestResolver(self._stored_by_seq)
         return True
 
-    def classify(self, line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueRecord | InvalidRecord:
+    def classify(
+        self, line: int, offset: int, raw: bytes, *, finite: bool = False
+    ) -> TraceEvent | OpaqueRecord | InvalidRecord:
         """:func:`~fpdebug.trace.records.classify_line` of a stored line's version 1 form (see :meth:`rebuild`):
-        what ``reader[line]`` returns for it, from bytes already read (``raw(line, stored=True)``)."""
+        what ``reader[line]`` returns for it, from bytes already read (``raw(line, stored=True)``).
+        ``finite`` (proved of the stored bytes) is not trusted for a rebuilt line."""
         if self._resolver is None or not raw.startswith(LLM_CALL_PREFIX):
-            return classify_line(line, offset, raw)
+            return (
+                classify_line(line, offset, raw, finite=True) if finite else classify_line(line, offset, raw)
+            )
         try:
             rebuilt = self._resolver.rebuild(raw)
         except RebuildError as error:

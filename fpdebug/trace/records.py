@@ -58,6 +58,7 @@ __all__ = [
     "loads_lenient",
     "parse_header",
     "peek_line",
+    "read_back",
     "read_first_line",
     "well_formed_text",
     "well_formed_value",
@@ -254,13 +255,17 @@ def parse_header(raw: bytes, path: str) -> TraceHeader:
 # One line
 
 
-def classify_line(line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueRecord | InvalidRecord:
+def classify_line(
+    line: int, offset: int, raw: bytes, *, finite: bool = False
+) -> TraceEvent | OpaqueRecord | InvalidRecord:
     """Turn the bytes of one event line into a record; never raises for bad bytes.
 
     Args:
         line: The line number (for the record's location).
         offset: The byte offset of the line.
         raw: The line without its newline.
+        finite: The caller has proved that ``raw`` holds no NaN, Infinity or number beyond a
+            double (:func:`read_back`), so that check is skipped.
     """
     if not raw or raw.isspace():
         # Before the schema: a file of blank lines is a million of these, and building and
@@ -278,7 +283,7 @@ def classify_line(line: int, offset: int, raw: bytes) -> TraceEvent | OpaqueReco
                 event = EVENT_ADAPTER.validate_json(repaired)
             except ValidationError:
                 return _explain(line, offset, raw, error)  # explained from the line as written
-    if _maybe_non_finite(raw) and _holds_non_finite(raw):
+    if not finite and _maybe_non_finite(raw) and _holds_non_finite(raw):
         # pydantic's parser reads NaN, Infinity and 1e400 into free-form fields (tool arguments,
         # options); they are not JSON, and no exporter can encode them.
         preview = raw[:PREVIEW_BYTES].decode("utf-8", "backslashreplace")
@@ -308,6 +313,26 @@ _WRITER_KIND = b'{"kind":"'
 """How every line the writer writes begins: ``kind`` is its first key."""
 
 
+def read_back(raw: bytes) -> tuple[bool, bool]:
+    """What one orjson parse of a line proves: ``(finite, canonical)``; both ``False`` when it does not parse.
+
+    *finite*: orjson refuses ``NaN``, ``Infinity`` and a number beyond a double, so a line it reads
+    holds none of them (what :func:`classify_line`'s ``finite`` skips). *canonical*: the parse
+    re-encodes to the very bytes of the line, which a line with a key twice in one object cannot
+    (the second value replaces the first and the line gets shorter: what
+    :func:`line_form_problems`'s ``canonical`` skips). ``validate`` used to parse each line twice more
+    for these two checks (issue 22); every line fpdebug writes is canonical.
+    """
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False, False
+    try:
+        return True, orjson.dumps(value) == raw
+    except TypeError:  # an integer beyond 64 bits reads but does not re-encode
+        return True, False
+
+
 def _validate_by_kind(raw: bytes) -> TraceEvent | None:
     """The event of a line that opens with its ``kind``, validated by that kind's model alone.
 
@@ -321,13 +346,26 @@ def _validate_by_kind(raw: bytes) -> TraceEvent | None:
         return None
     start = len(_WRITER_KIND)
     end = raw.find(b'"', start, start + 64)
-    model = EVENT_MODELS.get(raw[start:end].decode("ascii", "replace")) if end > 0 else None
-    if model is None:
+    if end < 0:
         return None
+    name = raw[start:end]
     try:
-        return cast("TraceEvent", model.model_validate_json(raw))
+        validate = _BUILT.get(name)
+        if validate is not None:
+            return cast("TraceEvent", validate(raw))
+        model = EVENT_MODELS.get(name.decode("ascii", "replace"))
+        if model is None:
+            return None
+        event = cast("TraceEvent", model.model_validate_json(raw))  # builds the kind's validator
     except ValidationError:
         return None
+    _BUILT[name] = model.__pydantic_validator__.validate_json
+    return event
+
+
+_BUILT: dict[bytes, Callable[[bytes], object]] = {}
+"""Each kind's built validator once it has validated a line: what ``model_validate_json`` calls,
+without its Python wrapper (about 1 us of the 20-60 a line costs: issue 22)."""
 
 
 def _holds_non_finite(raw: bytes) -> bool:
@@ -576,7 +614,7 @@ def _without_lone_surrogates(raw: bytes) -> bytes | None:
 # How a line is written
 
 
-def line_form_problems(line: int, offset: int, raw: bytes) -> list[Problem]:
+def line_form_problems(line: int, offset: int, raw: bytes, *, canonical: bool | None = None) -> list[Problem]:
     """What is wrong with how a line that reads as a record is written: a CRLF end, a key twice.
 
     fpdebug never writes either. A CRLF means another program rewrote the file; a key twice in one
@@ -587,13 +625,15 @@ def line_form_problems(line: int, offset: int, raw: bytes) -> list[Problem]:
         line: The line number.
         offset: The byte offset of the line.
         raw: The line without its newline.
+        canonical: :func:`read_back`'s verdict when the caller has it: ``True`` skips the search
+            for a key twice, ``False`` goes straight to it (``None``: find out here).
     """
     problems: list[Problem] = []
     if raw.endswith(b"\r"):
         problems.append(
             Problem(line, offset, "crlf", "the line ends with CRLF, not LF (rewritten by another tool?)")
         )
-    duplicate = _duplicate_key(raw)
+    duplicate = None if canonical else _duplicate_key(raw, tried=canonical is False)
     if duplicate is not None:
         problems.append(
             Problem(
@@ -607,14 +647,11 @@ def line_form_problems(line: int, offset: int, raw: bytes) -> list[Problem]:
     return problems
 
 
-def _duplicate_key(raw: bytes) -> str | None:
-    # Fast path: what fpdebug writes reads back and re-encodes to the same bytes, which a line with a
-    # key twice cannot (the second value replaces the first and the line gets shorter).
-    try:
-        if orjson.dumps(orjson.loads(raw)) == raw:
-            return None
-    except (orjson.JSONDecodeError, TypeError):
-        pass
+def _duplicate_key(raw: bytes, *, tried: bool = False) -> str | None:
+    # Fast path (unless the caller tried it): what fpdebug writes reads back and re-encodes to the
+    # same bytes, which a line with a key twice cannot (see read_back).
+    if not tried and read_back(raw)[1]:
+        return None
     found: list[str] = []
 
     def pairs(items: list[tuple[str, object]]) -> dict[str, object]:

@@ -90,7 +90,7 @@ class TraceSession:
         # The longest timeline label, without and with the run number (see label_width).
         self._label_one_run = 0
         self._label_runs = 0
-        self._collected_lines = 0
+        self._leases_logged = 0  # how much of the model's lease_log has been collected
         self._facts: OrderedDict[tuple[int, int], RowFacts] = OrderedDict()
         self._facts_lock = threading.Lock()
         # A run_start carries the whole declared configuration (tens of KB as a model): keep the
@@ -234,8 +234,7 @@ class TraceSession:
     def _collect(self) -> None:
         # The model lists iterations in first-line order and only appends: the new rows are its
         # tail, whatever the number of runs and turns (walking them all each step made a load
-        # quadratic). Leases are per run: only runs that got a record since the last step can
-        # have new ones.
+        # quadratic). Leases are per run: the model logs which runs got new ones.
         with self.model.lock:
             new = self.model.all_iterations[len(self.iterations) :]
             self.iterations.extend(new)
@@ -245,15 +244,15 @@ class TraceSession:
                 prefixed = width + len(f"{run.number if run is not None else 0}:")
                 self._label_one_run = max(self._label_one_run, width)
                 self._label_runs = max(self._label_runs, prefixed)
-            since = self._collected_lines
-            for run in self.model.runs:
-                if run.last_line < since:
-                    continue
+            # The runs with new leases, in the model's order of runs (as walking every run found them).
+            log = self.model.lease_log
+            touched = {id(run): run for run in log[self._leases_logged :]}
+            self._leases_logged = len(log)
+            for run in sorted(touched.values(), key=lambda run: run.number):
                 seen = self._seen_leases.get(run.run_id, 0)
                 if len(run.leases) > seen:
                     self.leases.extend(run.leases[seen:])
                     self._seen_leases[run.run_id] = len(run.leases)
-            self._collected_lines = self.model.lines_fed
 
     # ------------------------------------------------------------------------------------------
     # Lookups (UI thread)

@@ -135,6 +135,15 @@ class TestManyRuns:
             granted = [f"{run}-{turn}-{number}" for run_id, turn, number in self.PASSES if run_id == run]
             assert [lease.instruction_id for lease in session.leases if lease.run_id == run] == granted
         assert len(session.leases) == len(self.PASSES)
+        # Each step adds the new leases run by run, in the order the runs first appeared (what
+        # walking every run found; the model's lease log now says which runs to look at).
+        stepped, expected, seen = TraceSession(TraceReader(path)), [], {}
+        while stepped.model_step(limit=3):
+            for run_model in stepped.model.runs:
+                expected.extend(run_model.leases[seen.get(run_model.run_id, 0) :])
+                seen[run_model.run_id] = len(run_model.leases)
+        assert len(expected) == len(self.PASSES)
+        assert [id(lease) for lease in stepped.leases] == [id(lease) for lease in expected]
         assert [session.label(it) for it in session.iterations[:3]] == ["1:T1·I1", "1:T1·I2", "2:T1·I1"]
         assert session.run_number("c") == 3 and session.run_number("nope") == 0
 
