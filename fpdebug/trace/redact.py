@@ -77,6 +77,7 @@ from fpdebug.trace.redact_rules import (
     _ESCAPED_NAME_CHAR,
     _ESCAPED_NAME_CHARS,
     _JSON_STRING,
+    _NAME_ASSIGNED_PATTERN,
     _RULE_MATCHERS,
     _UTF8,
     BUILTIN_RULES,
@@ -162,6 +163,7 @@ class Redactor:
         "_has_form",
         "_literals",
         "_might_match",
+        "_might_match_unnamed",
         "_patterns",
         "_values",
         "replacement",
@@ -206,6 +208,19 @@ class Redactor:
         escapes = _ESCAPED_NAME_CHARS if builtin else ()
         any_case = (_ANY_CASE_KEY_PATTERN,) if builtin else ()
         self._might_match = _literal_matcher([*triggers, *escapes, *spellings], *any_case)
+        # The same without the secret-name rule's literals, plus where that rule can match: it tells a
+        # JSON text whose only trigger is a name that cannot match (``"key":``, ``input_tokens":``).
+        unnamed = (
+            [
+                *(lit for rule in BUILTIN_RULES if not rule.ignore_case for lit in rule.trigger_literals()),
+                PEM_TRIGGER,
+            ]
+            if builtin
+            else []
+        )
+        self._might_match_unnamed = _literal_matcher(
+            [*unnamed, *escapes, *spellings], *((_NAME_ASSIGNED_PATTERN,) if builtin else ())
+        )
 
     # ------------------------------------------------------------------------------------------
     # Construction
@@ -289,13 +304,33 @@ class Redactor:
         Returns:
             The redacted text (the same object when nothing matched).
         """
-        if self._clean(text):
+        if self._clean(text) or self._quiet(text):
             return text
         return self._checked(text, self._redact_json(text, 0))
 
     def _clean(self, text: str | bytes) -> bool:
         # The common case: one pass of the Rust matcher, nothing decoded.
         return not self._patterns and not self._might_match(text) and (text.isascii() or _UTF8(text))
+
+    def _quiet(self, text: str) -> bool:
+        """Whether :meth:`_redact_json` would return ``text`` as it is, though :meth:`_clean` says no.
+
+        The common reason a clean JSON text fails :meth:`_clean` is a key that holds a secret's name
+        word without being one (every ``"key":`` of an OTLP attribute list, ``"input_tokens":``).
+        This answers from one pass of the Rust matcher, instead of trying the name rule at
+        every such key (most of an OTLP export's redaction time, issue 22). It is exact, not a
+        heuristic: the only rule whose anchors are searched in any case is the secret-name rule
+        (``tests/trace/test_redact_quiet.py`` holds it to that), it can match only where
+        :data:`_NAME_ASSIGNED_PATTERN` does, every other rule, the PEM block, the \\u escapes and the
+        configured values need one of ``_might_match_unnamed``'s literals, and user patterns are
+        never skipped.
+        """
+        return (
+            self._builtin
+            and not self._patterns
+            and not self._might_match_unnamed(text)
+            and (text.isascii() or _UTF8(text))
+        )
 
     def _redact_json(self, text: str, depth: int) -> str:
         if self._builtin and "\\u00" in text and _ESCAPED_NAME_CHAR.search(text):
