@@ -216,7 +216,11 @@ class ItemRedactor:
         cache = self._pairs
         out: list[dict[str, Any]] = []
         for key, raw in attributes.items():
-            slot = _slot(key, raw)
+            kind = type(raw)
+            if kind is int or (kind is str and len(raw) <= _CACHED_TEXT):  # type: ignore[arg-type]
+                slot: tuple[object, ...] | None = (key, kind, raw)  # _slot's answer, without the call
+            else:
+                slot = _slot(key, raw)
             pair = cache.get(slot) if slot is not None else None
             if pair is None:
                 ((new_key, value),) = self.redact({key: attribute(raw)}).items()
