@@ -64,7 +64,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import TypeVar
 
@@ -208,19 +208,7 @@ class Redactor:
         escapes = _ESCAPED_NAME_CHARS if builtin else ()
         any_case = (_ANY_CASE_KEY_PATTERN,) if builtin else ()
         self._might_match = _literal_matcher([*triggers, *escapes, *spellings], *any_case)
-        # The same without the secret-name rule's literals, plus where that rule can match: it tells a
-        # JSON text whose only trigger is a name that cannot match (``"key":``, ``input_tokens":``).
-        unnamed = (
-            [
-                *(lit for rule in BUILTIN_RULES if not rule.ignore_case for lit in rule.trigger_literals()),
-                PEM_TRIGGER,
-            ]
-            if builtin
-            else []
-        )
-        self._might_match_unnamed = _literal_matcher(
-            [*unnamed, *escapes, *spellings], *((_NAME_ASSIGNED_PATTERN,) if builtin else ())
-        )
+        self._might_match_unnamed = _unnamed_matcher(builtin, spellings)
 
     # ------------------------------------------------------------------------------------------
     # Construction
@@ -535,6 +523,16 @@ class Redactor:
                 if span[0] < span[1]:
                     spans.append(span)
         return spans
+
+
+def _unnamed_matcher(builtin: bool, spellings: list[str]) -> Callable[[str | bytes], bool]:
+    """The pre-check without the secret-name rule's literals, plus where that rule can match at
+    all: it tells a JSON text whose only trigger is a name that cannot match (``"key":``,
+    ``input_tokens":``) from one that needs the full pass (:meth:`Redactor._quiet`)."""
+    if not builtin:
+        return _literal_matcher(spellings)
+    others = [lit for rule in BUILTIN_RULES if not rule.ignore_case for lit in rule.trigger_literals()]
+    return _literal_matcher([*others, PEM_TRIGGER, *_ESCAPED_NAME_CHARS, *spellings], _NAME_ASSIGNED_PATTERN)
 
 
 def _decoded_matchers(values: list[str], forms: list[str]) -> tuple[_Matcher | None, _Matcher | None]:
