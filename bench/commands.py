@@ -60,7 +60,12 @@ COMMANDS: dict[str, tuple[list[str], list[str]]] = {
         ["fpdebug.commands.report", "fpdebug.export.report", "fpdebug.export.report_stream"],
     ),
     "export": (["export"], ["fpdebug.commands.export", "fpdebug.export.saved", "fpdebug.export.otlp"]),
-    "backtrack": (["backtrack", "--json", "--no-save"], ["fpdebug.commands.backtrack"]),
+    # backtrack imports its package (every rerun module with it), the model and the demo loader
+    # inside the command: imported here, as export's SDK is, so its row is the work, not the imports.
+    "backtrack": (
+        ["backtrack", "--json", "--no-save"],
+        ["fpdebug.commands.backtrack", "fpdebug.backtrack.session", "fpdebug.demo", "fpdebug.trace.model"],
+    ),
     "model": ([], ["fpdebug.trace.model", "fpdebug.trace.reader"]),
 }
 """What ``--commands`` can name; ``model`` is ``RunModel.build`` over the whole file."""

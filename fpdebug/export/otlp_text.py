@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -120,9 +120,9 @@ def span_to_dict(span: SpanRecord, redact: Callable[[Any], Any], *, plain: bool 
         out["startTimeUnixNano"] = str(span.start_ns)
     if span.end_ns:
         out["endTimeUnixNano"] = str(span.end_ns)
-    attributes = redact({key: attribute(value) for key, value in span.attributes.items()})
-    if attributes:
-        out["attributes"] = _attribute_list(attributes, plain)
+    pairs = _pairs(span.attributes, redact, plain)
+    if pairs:
+        out["attributes"] = pairs
     if span.events:
         events = []
         for event in span.events:
@@ -131,9 +131,9 @@ def span_to_dict(span: SpanRecord, redact: Callable[[Any], Any], *, plain: bool 
                 encoded["timeUnixNano"] = str(event.time_ns)
             if event.name:
                 encoded["name"] = event.name
-            event_attributes = redact({key: attribute(value) for key, value in event.attributes.items()})
-            if event_attributes:
-                encoded["attributes"] = _attribute_list(event_attributes, plain)
+            event_pairs = _pairs(event.attributes, redact, plain)
+            if event_pairs:
+                encoded["attributes"] = event_pairs
             events.append(encoded)
         out["events"] = events
     status: dict[str, Any] = {}
@@ -147,9 +147,44 @@ def span_to_dict(span: SpanRecord, redact: Callable[[Any], Any], *, plain: bool 
     return out
 
 
-_SCALARS = (str, int, float, bool, type(None))
+def _pairs(
+    attributes: Mapping[str, object], redact: Callable[[Any], Any], plain: bool
+) -> list[dict[str, Any]]:
+    """The attributes redacted (as one dict) and encoded as an OTLP key-value list."""
+    if not plain and isinstance(redact, ItemRedactor):
+        pairs = redact.pairs(attributes)
+        if pairs is not None:
+            return pairs
+    redacted = redact({key: attribute(value) for key, value in attributes.items()})
+    return _attribute_list(redacted, plain) if redacted else []
+
+
 _CACHED_TEXT = 256  # longer strings are rarely repeated: redacted each time, never kept
+_CACHED_LIST = 32  # a list of at most this many short strings (ids, names) is kept too
 _CACHE_SIZE = 1 << 13  # items: a few MB at most
+
+
+def _slot(key: str, value: object) -> tuple[object, ...] | None:
+    """What an attribute item is cached under, or ``None`` when it is not cached.
+
+    The value's type is part of it (``1``, ``True`` and ``1.0`` are equal keys of a dict), a float
+    is keyed by its ``repr`` (``0.0 == -0.0``, and the two print differently), and a list only when
+    every item is a short ``str`` (so the tuple of its items says everything it prints).
+    """
+    kind = type(value)
+    if kind is str:
+        return (key, kind, value) if len(cast(str, value)) <= _CACHED_TEXT else None
+    if kind is int or kind is bool or value is None:
+        return (key, kind, value)
+    if kind is float:
+        return (key, kind, repr(value))
+    if kind is list:
+        items = tuple(cast("list[object]", value))
+        if len(items) <= _CACHED_LIST and all(
+            type(item) is str and len(item) <= _CACHED_TEXT for item in items
+        ):
+            return (key, kind, items)
+    return None
 
 
 class ItemRedactor:
@@ -167,7 +202,37 @@ class ItemRedactor:
 
     def __init__(self, redact: Callable[[Any], Any]) -> None:
         self.redact = redact
-        self._cache: dict[tuple[str, type, object], tuple[object, object]] = {}
+        self._cache: dict[tuple[object, ...], tuple[object, object]] = {}
+        self._pairs: dict[tuple[object, ...], dict[str, Any]] = {}
+
+    def pairs(self, attributes: Mapping[str, object]) -> list[dict[str, Any]] | None:
+        """``_attribute_list(self({k: attribute(v) …}))``: the encoded pairs, each repeated one reused.
+
+        An item judged before (the same key and value) costs one dict lookup: neither
+        :func:`~fpdebug.export.spans.attribute`, nor the redactor, nor the pair's dicts are made
+        again. ``None`` when redaction changed a key: two keys redacted alike collapse into one
+        item of a dict, which the caller's dict path then reproduces.
+        """
+        cache = self._pairs
+        out: list[dict[str, Any]] = []
+        for key, raw in attributes.items():
+            kind = type(raw)
+            if kind is int or (kind is str and len(raw) <= _CACHED_TEXT):  # type: ignore[arg-type]
+                slot: tuple[object, ...] | None = (key, kind, raw)  # _slot's answer, without the call
+            else:
+                slot = _slot(key, raw)
+            pair = cache.get(slot) if slot is not None else None
+            if pair is None:
+                ((new_key, value),) = self.redact({key: attribute(raw)}).items()
+                if new_key != key:
+                    return None
+                pair = _key_value(key, value, False)
+                if slot is not None:
+                    if len(cache) >= _CACHE_SIZE:
+                        cache.clear()
+                    cache[slot] = pair
+            out.append(pair)
+        return out
 
     def __call__(self, value: Any) -> Any:
         """The value redacted as ``redact`` would (a dict item by item, anything else as it is)."""
@@ -175,8 +240,8 @@ class ItemRedactor:
             return self.redact(value)
         out: dict[object, object] = {}
         for key, item in value.items():
-            if isinstance(item, _SCALARS) and not (isinstance(item, str) and len(item) > _CACHED_TEXT):
-                slot = (key, type(item), item)
+            slot = _slot(key, item) if type(item) is not list else None
+            if slot is not None:
                 done = self._cache.get(slot)
                 if done is None:
                     if len(self._cache) >= _CACHE_SIZE:

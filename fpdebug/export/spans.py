@@ -116,6 +116,7 @@ IN_PROCESS_PROVIDERS: frozenset[str] = frozenset({"scripted", "replay"})
 
 _FAILED_TOOL_STATUSES = frozenset({"failure", "denied", "invalid"})
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)  # made once: time_ns runs once per event
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -200,7 +201,7 @@ def time_ns(ts: datetime) -> int:
     """A record's ``ts`` as integer nanoseconds since the epoch (exact: no float rounding)."""
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
-    return (ts - _EPOCH) // timedelta(microseconds=1) * 1000
+    return (ts - _EPOCH) // _MICROSECOND * 1000
 
 
 def _ms_ns(ms: float) -> int:

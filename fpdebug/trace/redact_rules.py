@@ -224,6 +224,14 @@ _ANCHORS = tuple(_AnyCaseAnchors(rule.anchors) if rule.ignore_case else None for
 # is many times slower); this pattern, in the same matcher, is searched from its ``":`` inward.
 _ANY_CASE_KEY_PATTERN = r'(?i:key|token|secret|passw(?:or)?d)\\*"[ \t\r\n]*:'
 _ANY_CASE_KEY = _rust_matcher(_ANY_CASE_KEY_PATTERN)
+# Where the secret-name rule can match at all (Rust syntax, for the literal matcher): one of its
+# anchors, in any case, followed by what its pattern requires next (an optional quote, spaces, ``:``
+# or ``=``). A ``key`` right after a double quote is left out: its name is ``key`` alone, which is
+# not a secret's (``_SECRET_NAME``), and OTLP's layout (``{"key": "gen_ai.system", "value": …}``)
+# holds one per attribute.
+_NAME_ASSIGNED_PATTERN = (
+    r'(?i:(?:^|[^"])key|token|secret|passw(?:or)?d)(?:\\*["\'])?(?:[ \t\r\n]|\\[nrt])*[:=]'
+)
 # A printable ASCII character (a letter, a digit, ``_``, ``-``, ``:``, ``@``…) spelled as a \u escape
 # (``"\u0070assword"``, ``"sk-ant-api\u00303-…"``): such a string is decoded and re-spelled plainly
 # before the rules look at it, so neither a name nor a key can hide behind escapes.

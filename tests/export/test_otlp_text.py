@@ -122,3 +122,28 @@ def test_the_item_cache_redacts_as_the_whole_dict_does_and_stays_bounded(
         assert list(got.items()) == list(expected.items()) or json.dumps(got) == json.dumps(expected)
         assert len(items._cache) <= 4
     assert items(dict(HOSTILE))["api_key"] == redactor.replacement  # a secret is still redacted
+
+
+def test_repeated_items_reuse_their_encoded_pair_and_print_as_the_sdk_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The pair cache (ItemRedactor.pairs) serves every span after the first: equal values of other
+    # types or spellings must not share a pair, a secret must stay redacted on a cache hit, and a
+    # key that redaction changes must fall back to the dict path (two such keys collapse into one).
+    monkeypatch.setattr("fpdebug.export.otlp_text._CACHE_SIZE", 8)
+    key = "sk-ant-api03-" + "A" * 24
+    variants = [
+        {"n": 0.0, "b": 1, "ids": ["a", "b"], "api_key": "hunter2-secret", "auth": "Bearer abcdef123456"},
+        {"n": -0.0, "b": True, "ids": ("a", "b"), "api_key": "hunter2-secret", "auth": "Bearer abcdef123456"},
+        {"n": 0, "b": 1.0, "ids": ["a", 2], "api_key": ["sk-ant-api03-" + "B" * 24], "password": [1, 2]},
+        {key: 1, key[:-1] + "C": 2, "ids": ["a", "b"]},
+    ]
+    spans = [
+        replace(hostile_spans()[1], span_id=10 + i, attributes=dict(variants[i % len(variants)]), events=[])
+        for i in range(12)
+    ]
+    text = streamed(spans, 3)
+    assert text == reference(spans)
+    assert (
+        "hunter2" not in text and "abcdef123456" not in text and "A" * 24 not in text and "B" * 24 not in text
+    )
