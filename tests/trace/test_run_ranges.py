@@ -13,9 +13,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench.demo_trace import iter_demo_lines
 from fpdebug.cli import main
+from fpdebug.commands import summary
 from fpdebug.trace import run_ranges
 from fpdebug.trace.reader import TraceReader
 from fpdebug.trace.run_ranges import RunPlan, RunSpool, map_ranges, plan_runs, spooled_texts
@@ -158,3 +161,24 @@ def test_a_secret_in_a_summary_or_report_field_is_redacted(
     assert "agent [redacted]" in summary_text
     assert "| agent \\[redacted\\] |" in report  # Markdown escapes the brackets
     assert any(run["agent_name"] == "agent [redacted]" for run in json.loads(summary_json)["runs"])
+
+
+_json_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(),
+        st.text(max_size=8),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), _json_values, max_size=4))
+def test_a_run_is_indented_as_json_dumps_indents_it(facts: dict[str, object]) -> None:
+    assert summary._indented(facts) == json.dumps(facts, indent=2, ensure_ascii=True)  # type: ignore[arg-type]
