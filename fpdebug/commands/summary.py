@@ -170,12 +170,16 @@ def sweep(reader: TraceReader, spool: str, *, as_json: bool, workers: int | None
         as_json: Spool each run as the ``--json`` document's piece (else as its text lines).
         workers: Processes to use (default: the cores this process may use).
     """
-    from fpdebug.trace.run_ranges import RangeMismatch, map_ranges, plan_runs
+    from fpdebug.trace.run_ranges import RangeMismatch, map_ranges, plan_runs, warm_up
 
     plan = plan_runs(reader, len(reader), workers=workers)
     try:
         parts = list(
-            map_ranges(plan, lambda start, stop: _Sweep(reader, plan, spool, as_json).range(start, stop))
+            map_ranges(
+                plan,
+                lambda start, stop: _Sweep(reader, plan, spool, as_json).range(start, stop),
+                prepare=lambda: warm_up(reader),
+            )
         )
     except RangeMismatch:  # a record names another run than its envelope: one range after all
         plan = plan.single()

@@ -111,7 +111,7 @@ def _stream(
     redactor: Redactor,
     write: Callable[[str], object],
 ) -> None:
-    from fpdebug.trace.run_ranges import RangeMismatch, map_ranges, plan_runs, spooled_texts
+    from fpdebug.trace.run_ranges import RangeMismatch, map_ranges, plan_runs, spooled_texts, warm_up
 
     stop = len(reader)  # lines indexed later (a growing file) are not this report's
     plan = plan_runs(reader, stop)
@@ -119,7 +119,7 @@ def _stream(
     with tempfile.TemporaryDirectory(prefix="fpdebug-report-") as directory:
         sweep = _RangeSweep(reader, plan, wanted, redactor, directory)
         try:
-            parts = list(map_ranges(plan, sweep.range))
+            parts = list(map_ranges(plan, sweep.range, prepare=lambda: warm_up(reader)))
         except RangeMismatch:  # a record names another run than its envelope: one range after all
             sweep.plan = plan = plan.single()
             parts = list(map_ranges(plan, sweep.range))

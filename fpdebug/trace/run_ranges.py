@@ -59,6 +59,7 @@ __all__ = [
     "map_ranges",
     "plan_runs",
     "spooled_texts",
+    "warm_up",
 ]
 
 RUN_RANGES_MIN_LINES = 5_000
@@ -216,17 +217,27 @@ def _call(bounds: tuple[int, int]) -> object:
     return _job(*bounds)
 
 
-def map_ranges(plan: RunPlan, work: Callable[[int, int], R]) -> Iterator[R]:
+def map_ranges(
+    plan: RunPlan, work: Callable[[int, int], R], *, prepare: Callable[[], object] | None = None
+) -> Iterator[R]:
     """``work(start, stop)`` of each of the plan's ranges, in file order (see the module).
 
     One range, or one worker, runs here in this process; more run in forked workers, each result
     pickled back. An exception in ``work`` (:class:`RangeMismatch` among them) is raised here.
+
+    Args:
+        plan: From :func:`plan_runs`.
+        work: Called with each range's bounds.
+        prepare: Called here once before the workers are forked, so that what it builds is
+            inherited rather than built again in each worker (:func:`warm_up`).
     """
     global _job
     if len(plan.ranges) == 1 or plan.workers <= 1 or not can_fork():
         for start, stop in plan.ranges:
             yield work(start, stop)
         return
+    if prepare is not None:
+        prepare()
     previous, _job = _job, work
     try:
         context = multiprocessing.get_context("fork")
@@ -234,6 +245,17 @@ def map_ranges(plan: RunPlan, work: Callable[[int, int], R]) -> Iterator[R]:
             yield from pool.map(_call, plan.ranges)  # type: ignore[misc]
     finally:
         _job = previous
+
+
+WARM_UP_LINES = 256
+"""Lines :func:`warm_up` validates."""
+
+
+def warm_up(reader: TraceReader) -> None:
+    """Validate the first :data:`WARM_UP_LINES` lines, discarding them: the schema's validators are
+    built on first use (``defer_build``), about 0.1 s, which each forked worker would otherwise pay."""
+    for _record in reader.iter_records(1, stop=min(len(reader), WARM_UP_LINES + 1)):
+        pass
 
 
 @dataclass(frozen=True, slots=True)
