@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from fpdebug.trace.cost import RunCosts
     from fpdebug.trace.model import Run, RunModel
     from fpdebug.trace.reader import TraceReader
+    from fpdebug.trace.run_ranges import RunPlan, SpoolPart
 
 
 class LeaseCounts(TypedDict):
@@ -102,75 +104,191 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the trace in one sweep (building each run's model and finding problems as it goes) and
-    print: each run is summed up once its last line is read, then dropped, so memory holds the
-    runs in progress and one compact summary per run, not a model of the whole file."""
+    print: each run is summed up once its last line is read, then dropped, and its output spooled
+    to a temporary file, so memory holds the runs in progress, not a model or a summary of every
+    run. A large trace whose runs lie one after another is swept by forked workers over ranges of
+    whole runs (:mod:`fpdebug.trace.run_ranges`); the output is the same bytes."""
+    import tempfile
+
     from fpdebug.commands import collector_paused, output_stream
     from fpdebug.trace.reader import TraceReader
+    from fpdebug.trace.run_ranges import spooled_texts
 
-    with TraceReader(args.trace) as reader, collector_paused():
-        sweep = _Sweep(reader)
-        sweep.run()
-        facts = _head(args.trace, reader, sweep)
+    with (
+        TraceReader(args.trace) as reader,
+        collector_paused(),
+        tempfile.TemporaryDirectory(prefix="fpdebug-summary-") as spool,
+    ):
+        totals = sweep(reader, spool, as_json=args.json)
+        facts = _head(args.trace, reader, totals)
+        runs = spooled_texts([part.spool for part in totals.parts if part.spool is not None])
         if args.json:
             with output_stream(None, trace=args.trace, encoding="ascii", redacted=True) as write:
-                _write_json(write, facts, sweep.summaries)
+                _write_json(write, facts, runs)
         else:
-            _write_text(facts, sweep.summaries)
+            _write_text(facts, runs)
     return 0
 
 
-class _Sweep:
-    """One pass over a trace: problems, counts, and each run summed up after its last line.
+_RUN_INDENT = " " * 4
+"""Where each run's JSON sits in the document (``json.dumps(..., indent=2)``: an item of a top-level list)."""
 
-    A first pass reads each line's envelope only (``run_id``), to know each run's last line; the
-    second feeds every record to its run's own :class:`~fpdebug.trace.model.RunModel` and, after
-    the run's last line, keeps its summary as compact JSON and drops the model (issue 22:
-    ``summary`` held a model of the whole file, 90 % of its size in RSS).
+
+@dataclass(slots=True)
+class _Part:
+    """What one range of lines gave (pickled back from a worker)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: dict[str, int] = field(default_factory=dict)
+    """The records' own problems by code (``seq`` is judged across ranges by the merge)."""
+    seqs: list[tuple[int, int | None]] = field(default_factory=list)
+    """Each line whose ``seq`` is not its line number (``None``: unreadable)."""
+    invalid_lines: list[int] = field(default_factory=list)
+    opaque_lines: list[int] = field(default_factory=list)
+    spool: SpoolPart | None = None
+    """Each run's output, by first line."""
+
+
+@dataclass(slots=True)
+class _Totals:
+    """The whole trace's counts, and each range's part (for its spooled runs)."""
+
+    parts: list[_Part]
+    counts: dict[str, int]
+    problems: dict[str, int]
+    invalid_lines: list[int]
+    opaque_lines: list[int]
+
+
+def sweep(reader: TraceReader, spool: str, *, as_json: bool, workers: int | None = None) -> _Totals:
+    """Every line read once, by ranges of whole runs (one range in this process for a small file,
+    interleaved runs, or no ``fork``); the parts merged as one sweep of the file would count them.
+
+    Args:
+        reader: The open trace.
+        spool: A directory for the runs' spooled output.
+        as_json: Spool each run as the ``--json`` document's piece (else as its text lines).
+        workers: Processes to use (default: the cores this process may use).
+    """
+    from fpdebug.trace.run_ranges import RangeMismatch, map_ranges, plan_runs, warm_up
+
+    plan = plan_runs(reader, len(reader), workers=workers)
+    try:
+        parts = list(
+            map_ranges(
+                plan,
+                lambda start, stop: _Sweep(reader, plan, spool, as_json).range(start, stop),
+                prepare=lambda: warm_up(reader),
+            )
+        )
+    except RangeMismatch:  # a record names another run than its envelope: one range after all
+        plan = plan.single()
+        parts = list(
+            map_ranges(plan, lambda start, stop: _Sweep(reader, plan, spool, as_json).range(start, stop))
+        )
+    return _merge(reader, plan.stop, parts)
+
+
+def _merge(reader: TraceReader, stop: int, parts: list[_Part]) -> _Totals:
+    """The parts' counts summed, and ``seq`` judged across them (as :class:`ProblemScanner` would)."""
+    from fpdebug.trace.reader import ProblemScanner
+
+    counts: dict[str, int] = {}
+    problems: dict[str, int] = {}
+    scanner = ProblemScanner(reader)
+    done = 0  # the last line judged
+
+    def count(code: str) -> None:
+        problems[code] = problems.get(code, 0) + 1
+
+    for part in parts:
+        for kind, n in part.counts.items():
+            counts[kind] = counts.get(kind, 0) + n
+        for code, n in part.problems.items():
+            problems[code] = problems.get(code, 0) + n
+        for line, seq in part.seqs:
+            if line > done + 1 and scanner.check_healthy(done + 1, line - 1) is not None:
+                count("seq")
+            if scanner.check_seq(line, seq) is not None:
+                count("seq")
+            done = line
+    if stop - 1 > done and scanner.check_healthy(done + 1, stop - 1) is not None:
+        count("seq")
+    for problem in scanner.finish():
+        count(problem.code)
+    return _Totals(
+        parts,
+        counts,
+        problems,
+        [line for part in parts for line in part.invalid_lines][:_LISTED],
+        [line for part in parts for line in part.opaque_lines][:_LISTED],
+    )
+
+
+_LISTED = 100
+"""How many invalid and opaque lines the summary lists."""
+
+
+class _Sweep:
+    """One pass over a range of whole runs: counts, each record's own problems, and each run summed
+    up after its last line.
+
+    The plan's envelope pass knows each run's last line; every record is fed to its run's own
+    :class:`~fpdebug.trace.model.RunModel` and, after the run's last line, the run's output is
+    spooled and the model dropped (issue 22: ``summary`` held a model of the whole file, 90 % of
+    its size in RSS).
     """
 
-    def __init__(self, reader: TraceReader) -> None:
-        self.reader = reader
-        self.problems: dict[str, int] = {}
-        self.counts: dict[str, int] = {}
-        self.invalid_lines: list[int] = []
-        self.opaque_lines: list[int] = []
-        self.summaries: list[str] = []
-        """Each run's :class:`RunSummary` as compact JSON, in order of the run's first line."""
-        self._slots: dict[str, int] = {}
+    def __init__(self, reader: TraceReader, plan: RunPlan, spool: str, as_json: bool) -> None:
+        from fpdebug.trace.run_ranges import RunSpool
 
-    def run(self) -> None:
-        """Read every line once (after the envelope pass)."""
+        self.reader = reader
+        self.plan = plan
+        self.as_json = as_json
+        self.spool = RunSpool(spool)
+        self.part: _Part | None = None
+        self._firsts: dict[str, int] = {}
+
+    def range(self, start: int, stop: int) -> _Part:
+        """Read lines ``start .. stop - 1`` once; what they gave, the runs' output spooled."""
         from fpdebug.trace.cost import RunCosts
         from fpdebug.trace.model import RunModel
-        from fpdebug.trace.reader import ProblemScanner
+        from fpdebug.trace.reader import record_problems
         from fpdebug.trace.records import InvalidRecord, OpaqueRecord
+        from fpdebug.trace.run_ranges import RangeMismatch
         from fpdebug.trace.schema import AnswerAssessmentRow, FindingEvent, LlmCallEvent, TraceHeader
 
-        reader = self.reader
-        stop = len(reader)
-        ends = iter(_last_lines(reader, stop).items())
+        plan = self.plan
+        strict = len(plan.ranges) > 1  # the runs must be whole in this range
+        ends = iter([(run_id, last) for run_id, last in plan.last.items() if start <= last < stop])
         next_end = next(ends, None)
-        scanner = ProblemScanner(reader)
-        problems = self.problems
+        part = _Part()
+        problems, counts, seqs = part.problems, part.counts, part.seqs
         models: dict[str, RunModel] = {}
         answers: dict[str, AnswerCounts] = {}
         costs: dict[str, RunCosts] = {}
-        for line, record in reader.iter_records(0, stop=stop):
-            for problem in scanner.check(line, record):
-                problems[problem.code] = problems.get(problem.code, 0) + 1
+        for line, record in self.reader.iter_records(start, stop=stop):
             if isinstance(record, TraceHeader):
-                pass
-            elif isinstance(record, InvalidRecord):
-                self.invalid_lines.append(line)
+                continue
+            for problem in record_problems(line, record):
+                problems[problem.code] = problems.get(problem.code, 0) + 1
+            if record.seq != line:
+                seqs.append((line, record.seq))
+            if isinstance(record, InvalidRecord):
+                if len(part.invalid_lines) < _LISTED:
+                    part.invalid_lines.append(line)
             elif isinstance(record, OpaqueRecord):
-                self.opaque_lines.append(line)
+                if len(part.opaque_lines) < _LISTED:
+                    part.opaque_lines.append(line)
             else:
                 run_id = record.run_id
-                self.counts[record.kind] = self.counts.get(record.kind, 0) + 1
+                if strict and not plan.owns(start, run_id, line):
+                    raise RangeMismatch(run_id)
+                counts[record.kind] = counts.get(record.kind, 0) + 1
                 model = models.get(run_id)
                 if model is None:
                     model = models[run_id] = RunModel()
-                    self._slot(run_id)
+                    self._firsts.setdefault(run_id, line)
                 model.feed(line, record)
                 if isinstance(record, LlmCallEvent):
                     costs.setdefault(run_id, RunCosts()).add(line, record)
@@ -183,15 +301,10 @@ class _Sweep:
             while next_end is not None and next_end[1] <= line:
                 self._close(next_end[0], models, answers, costs)
                 next_end = next(ends, None)
-        for problem in scanner.finish():
-            problems[problem.code] = problems.get(problem.code, 0) + 1
-        for run_id in list(models):  # a run the envelope pass placed elsewhere (cannot happen)
+        for run_id in list(models):  # a run the envelope pass placed elsewhere (a crafted file)
             self._close(run_id, models, answers, costs)
-
-    def _slot(self, run_id: str) -> None:
-        if run_id not in self._slots:
-            self._slots[run_id] = len(self.summaries)
-            self.summaries.append("")
+        part.spool = self.spool.close()
+        return part
 
     def _close(
         self,
@@ -201,6 +314,7 @@ class _Sweep:
         costs: dict[str, RunCosts],
     ) -> None:
         from fpdebug.trace.cost import RunCosts
+        from fpdebug.trace.redact import default_redactor
 
         model = models.pop(run_id, None)
         if model is None or not model.runs:
@@ -210,23 +324,34 @@ class _Sweep:
             answers.pop(run_id, {"assessed": 0, "unsupported": 0}),
             costs.pop(run_id, RunCosts()),
         )
-        self.summaries[self._slots[run_id]] = json.dumps(facts, ensure_ascii=True)
+        if self.as_json:  # redacted as the JSON document it is (as export does), indented in place
+            text = default_redactor().redact_json(_indented(facts))
+            text = text.replace("\n", "\n" + _RUN_INDENT)
+        else:
+            text = "\n" + "\n".join(_render_run(facts))
+        self.spool.add(self._firsts[run_id], text)
 
 
-def _last_lines(reader: TraceReader, stop: int) -> dict[str, int]:
-    """Each run's last line among lines ``1 .. stop - 1``, ordered by that line (envelopes only)."""
-    from fpdebug.trace.records import PEEK_PREFIX, peek_line
+def _indented(facts: RunSummary) -> str:
+    """``json.dumps(facts, indent=2, ensure_ascii=True)``, printed by orjson when it gives the same text.
 
-    last: dict[str, int] = {}
-    for line, _offset, raw in reader.iter_raw(1, stop=stop):
-        peek = peek_line(raw[:PEEK_PREFIX], lambda raw=raw: raw)  # type: ignore[misc]
-        if peek.run_id is not None:
-            last.pop(peek.run_id, None)  # re-inserted: the dict stays ordered by last line
-            last[peek.run_id] = line
-    return last
+    With ``indent`` set, :mod:`json` encodes in pure Python (16 % of ``summary`` in a profile).
+    orjson lays out ``OPT_INDENT_2`` the same way; where it spells a token differently (a
+    non-ASCII character, DEL, a float such as ``1e+16``, NaN), its compact text differs from
+    :mod:`json`'s compact one (C-encoded, fast), and :mod:`json` prints the run.
+    """
+    import orjson
+
+    try:
+        same = orjson.dumps(facts) == json.dumps(facts, separators=(",", ":")).encode()
+    except TypeError:  # a lone surrogate orjson will not encode
+        same = False
+    if same:
+        return orjson.dumps(facts, option=orjson.OPT_INDENT_2).decode()
+    return json.dumps(facts, indent=2, ensure_ascii=True)
 
 
-def _head(path: str, reader: TraceReader, sweep: _Sweep) -> TraceSummary:
+def _head(path: str, reader: TraceReader, totals: _Totals) -> TraceSummary:
     header = reader.header
     return {
         "trace": path,
@@ -236,12 +361,12 @@ def _head(path: str, reader: TraceReader, sweep: _Sweep) -> TraceSummary:
         "created": header.created.isoformat(),
         "bytes": reader.size,
         "lines": len(reader),
-        "events": sum(sweep.counts.values()),
-        "problems": sum(sweep.problems.values()),
-        "problems_by_code": dict(sorted(sweep.problems.items())),
-        "invalid_lines": sweep.invalid_lines[:100],
-        "opaque_lines": sweep.opaque_lines[:100],
-        "counts": dict(sorted(sweep.counts.items())),
+        "events": sum(totals.counts.values()),
+        "problems": sum(totals.problems.values()),
+        "problems_by_code": dict(sorted(totals.problems.items())),
+        "invalid_lines": totals.invalid_lines,
+        "opaque_lines": totals.opaque_lines,
+        "counts": dict(sorted(totals.counts.items())),
         "runs": [],
     }
 
@@ -249,34 +374,35 @@ def _head(path: str, reader: TraceReader, sweep: _Sweep) -> TraceSummary:
 _RUNS_MARK = "@@fpdebug-runs@@"
 
 
-def _write_json(write: Callable[[str], object], facts: TraceSummary, runs: list[str]) -> None:
+def _write_json(write: Callable[[str], object], facts: TraceSummary, runs: Iterable[str]) -> None:
     """``json.dumps(facts with its runs, indent=2, ensure_ascii=True)`` and a newline, run by run;
-    each piece redacted as the JSON document it is (as ``export`` does)."""
+    each piece redacted as the JSON document it is (as ``export`` does). ``runs``: each run's
+    piece, redacted and indented to :data:`_RUN_INDENT` by :meth:`_Sweep._close`."""
     from fpdebug.trace.redact import default_redactor
 
     redact = default_redactor().redact_json
-    if not runs:
-        write(redact(json.dumps(facts, indent=2, ensure_ascii=True)) + "\n")
-        return
     frame = redact(json.dumps({**facts, "runs": [_RUNS_MARK]}, indent=2, ensure_ascii=True))
     head, _, tail = frame.partition(json.dumps(_RUNS_MARK))
     indent = head[head.rindex("\n") + 1 :]
+    assert indent == _RUN_INDENT  # json.dumps' layout: an item of a top-level list
     separator = ""
-    for text in runs:
-        piece = redact(json.dumps(json.loads(text), indent=2, ensure_ascii=True))
-        write(head + separator + piece.replace("\n", "\n" + indent))
+    for piece in runs:
+        write(head + separator + piece)
         head, separator = "", ",\n" + indent
-    write(tail + "\n")
+    if separator:
+        write(tail + "\n")
+    else:  # no run: the empty list, as json.dumps writes it
+        write(redact(json.dumps(facts, indent=2, ensure_ascii=True)) + "\n")
 
 
-def _write_text(facts: TraceSummary, runs: list[str]) -> None:
-    """:func:`render` of the facts with their runs, printed run by run."""
+def _write_text(facts: TraceSummary, runs: Iterable[str]) -> None:
+    """:func:`render` of the facts with their runs, printed run by run (``runs``: each run's text)."""
     import sys
 
     write = sys.stdout.write
     write("\n".join(_render_head(facts)))
     for text in runs:
-        write("\n" + "\n".join(_render_run(json.loads(text))))
+        write(text)
     tail = _render_counts(facts["counts"])
     write("".join("\n" + line for line in tail) + "\n")
 

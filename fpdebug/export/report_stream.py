@@ -6,11 +6,13 @@ string, and a redacted copy of it. A file of 50,000 one-record runs took ``fpdeb
 262 MB (about 62 MB now). :func:`write_markdown_report` writes the same bytes holding one open run at a time:
 
 - **A first, cheap pass** reads each line's envelope (``run_id`` only, no model) and notes the
-  last line of every run (one id and line number per run, about 110 bytes).
+  first and last line of every run (:func:`~fpdebug.trace.run_ranges.plan_runs`).
 - **The second pass** feeds the model; right after a run's last line, its report is built,
-  redacted and rendered, its Markdown goes to a spool file, and the run leaves the model.
+  redacted and rendered, its Markdown goes to a spool file, and the run leaves the model. On a
+  large trace whose runs lie one after another, forked workers each take a range of whole runs
+  (:func:`~fpdebug.trace.run_ranges.map_ranges`, issue 22), each with its own spool.
 - **At the end** the head (the trace's notes need the count of bad lines, known only now) is
-  written, then each run's Markdown copied from the spool in order of first appearance (the
+  written, then each run's Markdown copied from the spools in order of first appearance (the
   order of :func:`~fpdebug.export.report_markdown.render_markdown`), then the backtrack verdicts.
 
 A file whose envelopes disagree with its records (a run's record after the line the first pass
@@ -20,13 +22,11 @@ report falls back to the whole model, so the output is the same bytes in every c
 
 from __future__ import annotations
 
-import codecs
-import itertools
 import os
 import tempfile
-from array import array
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fpdebug.backtrack.sidecar import Sidecar, sidecar_path_for
 from fpdebug.export.report import TraceReport, backtrack_section, build_report, run_report
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from fpdebug.trace.reader import TraceReader
     from fpdebug.trace.records import Record
     from fpdebug.trace.redact import Redactor
+    from fpdebug.trace.run_ranges import RunPlan, SpoolPart
 
 __all__ = ["default_sidecar", "run_last_lines", "write_markdown_report"]
 
@@ -53,10 +54,6 @@ def run_last_lines(reader: TraceReader, stop: int) -> dict[str, int]:
             last.pop(peek.run_id, None)  # re-inserted: the dict stays ordered by last line
             last[peek.run_id] = line
     return last
-
-
-_BLOCK = 1 << 16
-"""Bytes of spooled Markdown written at a time."""
 
 
 class _Mismatch(Exception):
@@ -91,9 +88,8 @@ def write_markdown_report(
         sidecar: The backtrack sidecar to include, as :func:`~fpdebug.backtrack.sidecar.load_sidecar` read it.
     """
     try:
-        with tempfile.TemporaryFile() as spool:
-            _stream(reader, name, sidecar, redactor, spool, write)
-            return
+        _stream(reader, name, sidecar, redactor, write)
+        return
     except _Mismatch:
         pass
     # The whole model, as report_trace builds it (a crafted file only).
@@ -113,63 +109,113 @@ def _stream(
     name: str,
     saved: Sidecar | None,
     redactor: Redactor,
-    spool: IO[bytes],
     write: Callable[[str], object],
 ) -> None:
-    from fpdebug.trace.model import RunModel
+    from fpdebug.trace.run_ranges import RangeMismatch, map_ranges, plan_runs, spooled_texts, warm_up
 
     stop = len(reader)  # lines indexed later (a growing file) are not this report's
-    ends = run_last_lines(reader, stop)
-    order = iter(ends.items())  # ends is only read from here on
-    next_end = next(order, None)
-    held = _HeldRecords(reader)
-    model = RunModel(held)
+    plan = plan_runs(reader, stop)
     wanted = {backtrack.report.run_id for backtrack in saved.backtracks} if saved is not None else set()
-    seen: set[str] = set()
-    # Per run: its first line, and where its Markdown lies in the spool (24 bytes a run, not a tuple's 130).
-    chunks = array("q")
-    first: RunReport | None = None  # the only run's report, re-rendered alone if no other comes
-    for line, record in reader.iter_records(0, stop=stop):
-        if not isinstance(record, InvalidRecord | OpaqueRecord | TraceHeader):
-            run_id = record.run_id
-            if ends.get(run_id, -1) < line:
-                raise _Mismatch(run_id)
-            held.hold(run_id, line, record)
-        model.feed(line, record)
-        while next_end is not None and next_end[1] <= line:
-            run_id, _last = next_end
-            next_end = next(order, None)
-            run = model.run(run_id)
-            if run is None:  # an envelope of invalid lines only
-                continue
-            report = _finished(model, run_id, run, redactor)
-            held.drop(run_id)
-            if run.run_id in wanted:
-                seen.add(run.run_id)
-            first = report if not chunks else None
-            data = ("\n".join(markdown_run(report, several=True)) + "\n").encode("utf-8", "surrogatepass")
-            chunks.extend((run.first_line, spool.tell(), len(data)))
-            spool.write(data)
-    if model.runs:  # a run the envelopes never closed (cannot happen: the mismatch check)
-        raise _Mismatch(model.runs[0].run_id)
-    torn = reader.torn_tail()
-    whole: TraceReport = {
-        "trace": name,
-        "producer": reader.header.producer,
-        "schema_version": reader.header.schema_version,
-        "invalid_lines": len(model.invalid_lines),
-        "opaque_lines": len(model.opaque_lines),
-        "torn_tail": None if torn is None else {"line": torn.line, "bytes": torn.length},
-        "runs": [],
-        "backtrack": None if saved is None else backtrack_section(saved, run_ids=seen),
-    }
-    head = redactor.redact_value(whole)
-    write("\n".join(markdown_head(head, has_runs=bool(chunks))) + "\n")
-    if len(chunks) == 3 and first is not None:
-        write("\n".join(markdown_run(first, several=False)) + "\n")
-    else:
-        _copy_runs(spool, chunks, write)
-    write("\n".join(markdown_tail(head)))
+    with tempfile.TemporaryDirectory(prefix="fpdebug-report-") as directory:
+        sweep = _RangeSweep(reader, plan, wanted, redactor, directory)
+        try:
+            parts = list(map_ranges(plan, sweep.range, prepare=lambda: warm_up(reader)))
+        except RangeMismatch:  # a record names another run than its envelope: one range after all
+            sweep.plan = plan = plan.single()
+            parts = list(map_ranges(plan, sweep.range))
+        runs = sum(part.runs for part in parts)
+        torn = reader.torn_tail()
+        whole: TraceReport = {
+            "trace": name,
+            "producer": reader.header.producer,
+            "schema_version": reader.header.schema_version,
+            "invalid_lines": sum(part.invalid_lines for part in parts),
+            "opaque_lines": sum(part.opaque_lines for part in parts),
+            "torn_tail": None if torn is None else {"line": torn.line, "bytes": torn.length},
+            "runs": [],
+            "backtrack": None
+            if saved is None
+            else backtrack_section(saved, run_ids={run_id for part in parts for run_id in part.seen}),
+        }
+        head = redactor.redact_value(whole)
+        write("\n".join(markdown_head(head, has_runs=bool(runs))) + "\n")
+        only = [part.first for part in parts if part.first is not None]
+        texts = spooled_texts([part.spool for part in parts if part.spool is not None])
+        if runs == 1 and only:  # the only run is rendered as the whole report (no run heading)
+            for _text in texts:  # read (and removed) all the same
+                pass
+            write("\n".join(markdown_run(only[0], several=False)) + "\n")
+        else:
+            for text in texts:
+                write(text)
+        write("\n".join(markdown_tail(head)))
+
+
+@dataclass(slots=True)
+class _Part:
+    """What one range of whole runs gave (pickled back from a worker)."""
+
+    runs: int = 0
+    invalid_lines: int = 0
+    opaque_lines: int = 0
+    seen: set[str] = field(default_factory=set)
+    """The runs the sidecar's backtracks explain that this range holds."""
+    first: RunReport | None = None
+    """The report of the range's only run (when it has exactly one)."""
+    spool: SpoolPart | None = None
+    """Each run's Markdown section, by first line."""
+
+
+class _RangeSweep:
+    """Reads a range of whole runs once; each run's report is built, redacted and rendered right
+    after its last line, spooled, and the run leaves the model."""
+
+    def __init__(self, reader: TraceReader, plan: RunPlan, wanted: set[str], redactor: Redactor, spool: str):
+        self.reader = reader
+        self.plan = plan
+        self.wanted = wanted
+        self.redactor = redactor
+        self.spool = spool
+
+    def range(self, start: int, stop: int) -> _Part:
+        """Lines ``start .. stop - 1`` (see the class)."""
+        from fpdebug.trace.model import RunModel
+        from fpdebug.trace.run_ranges import RangeMismatch, RunSpool
+
+        plan, last = self.plan, self.plan.last
+        strict = len(plan.ranges) > 1  # the runs must be whole in this range
+        order = iter([(run_id, end) for run_id, end in last.items() if start <= end < stop])
+        next_end = next(order, None)
+        held = _HeldRecords(self.reader)
+        model = RunModel(held)
+        spool = RunSpool(self.spool)
+        part = _Part()
+        for line, record in self.reader.iter_records(start, stop=stop):
+            if not isinstance(record, InvalidRecord | OpaqueRecord | TraceHeader):
+                run_id = record.run_id
+                if last.get(run_id, -1) < line:
+                    raise _Mismatch(run_id)
+                if strict and not plan.owns(start, run_id, line):
+                    raise RangeMismatch(run_id)
+                held.hold(run_id, line, record)
+            model.feed(line, record)
+            while next_end is not None and next_end[1] <= line:
+                run_id, _last = next_end
+                next_end = next(order, None)
+                run = model.run(run_id)
+                if run is None:  # an envelope of invalid lines only
+                    continue
+                report = _finished(model, run_id, run, self.redactor)
+                held.drop(run_id)
+                if run.run_id in self.wanted:
+                    part.seen.add(run.run_id)
+                part.first = report if not len(spool) else None
+                spool.add(run.first_line, "\n".join(markdown_run(report, several=True)) + "\n")
+        if model.runs:  # a run the envelopes never closed (cannot happen: the mismatch check)
+            raise _Mismatch(model.runs[0].run_id)
+        part.runs, part.spool = len(spool), spool.close()
+        part.invalid_lines, part.opaque_lines = len(model.invalid_lines), len(model.opaque_lines)
+        return part
 
 
 HELD_RECORDS = 50_000
@@ -212,21 +258,6 @@ class _HeldRecords:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.reader, name)
-
-
-def _copy_runs(spool: IO[bytes], chunks: array[int], write: Callable[[str], object]) -> None:
-    """Each run's Markdown from the spool, in order of first appearance, a run (or a block) at a time."""
-    firsts = chunks[0::3]
-    if all(a < b for a, b in itertools.pairwise(firsts)):  # runs one after another: as spooled
-        spool.seek(0)
-        decoder = codecs.getincrementaldecoder("utf-8")("surrogatepass")  # a block may end mid-character
-        while block := spool.read(_BLOCK):
-            write(decoder.decode(block))
-        write(decoder.decode(b"", final=True))
-        return
-    for index in sorted(range(len(firsts)), key=firsts.__getitem__):  # interleaved runs
-        spool.seek(chunks[3 * index + 1])
-        write(spool.read(chunks[3 * index + 2]).decode("utf-8", "surrogatepass"))
 
 
 def _finished(model: RunModel, run_id: str, run: Run, redactor: Redactor) -> RunReport:

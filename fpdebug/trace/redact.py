@@ -157,6 +157,7 @@ class Redactor:
     """
 
     __slots__ = (
+        "_braced",
         "_builtin",
         "_forms_at",
         "_has_form",
@@ -197,6 +198,8 @@ class Redactor:
             re.compile("|".join(re.escape(v) for v in spellings)) if spellings else None
         )
         self._has_form = _literal_matcher(forms)
+        # A spelling with a brace could match across the braces redact_value's fields are judged in.
+        self._braced = any("{" in form or "}" in form for form in spellings)
         self._values: _Matcher | None
         self._forms_at: _Matcher | None
         self._values, self._forms_at = _decoded_matchers(values, forms)
@@ -431,6 +434,8 @@ class Redactor:
         if isinstance(value, str):
             # A str in gives a str out, but mypy cannot tie ``str`` back to the type variable.
             return self._redact_text(value, 0)  # type: ignore[return-value]
+        if isinstance(value, dict | list | tuple) and self._clean_value(value):
+            return value  # nothing in it can match: the walk below would change nothing
         if isinstance(value, dict):
             items = [(self.redact_value(k), self._field(k, v)) for k, v in value.items()]
             if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
@@ -442,6 +447,31 @@ class Redactor:
                 return value
             return type(value)(out)
         return value
+
+    def _clean_value(self, value: dict[object, object] | list[object] | tuple[object, ...]) -> bool:
+        """Whether :meth:`redact_value` is sure to change nothing in ``value``, judged on its JSON text.
+
+        The walk judges each string alone, each ``key: string`` field as ``{"key": "value"}``
+        (``json.dumps``, ``ensure_ascii=False``) and each ``key: scalar`` field as
+        ``"key": scalar`` (``json.dumps``, ASCII): all with :meth:`_clean` first, changing nothing
+        when it passes. ``json.dumps(value, ensure_ascii=False)`` holds every one of those texts
+        as it is, as long as it has no backslash (no string needed an escape): then each string
+        is its own content between quotes, each field its ``"key": value`` with the same
+        separators. The ASCII spelling (``ensure_ascii=True``) holds the scalar fields of
+        non-ASCII keys. What ``{…}`` adds around a field (its braces) is in no built-in trigger,
+        and a configured secret spelled with a brace turns this shortcut off. A matcher finds
+        nothing in a text only if it finds nothing in any part of it, so a clean whole means
+        clean parts (issue 22: the walk was most of ``report``'s redaction, which this skips).
+        """
+        if self._patterns or self._braced:
+            return False
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            return False  # not plain JSON data: the walk decides
+        if "\\" in text or not self._clean(text):
+            return False
+        return text.isascii() or self._clean(json.dumps(value))
 
     def _field(self, key: object, value: object) -> object:
         if isinstance(key, str) and isinstance(value, str) and self._builtin:
