@@ -149,6 +149,8 @@ class TraceScreen(Screen[None]):
         self._invalid_shown = 0
         self._announcing = False  # a first-paint check is pending
         self._first_screen_up = False
+        self._mounting = False  # in on_mount: the widgets are up, though Textual says not mounted yet
+        self._first_frame = False  # the first frame (with the first rows) was drawn
         self.loader = TraceLoader(self, session)
         """Reads the trace in the background: the first load, then the tail."""
         self.filters = RowFilters(self, session)
@@ -229,8 +231,18 @@ class TraceScreen(Screen[None]):
         self.tabs_widget.can_focus = False
         self.following = self.mode != "replay"
         self.timeline.focus()
-        self._refresh_bars()
-        self.loader.start_load()
+        # The first slice is read now and its rows synced (its notice, posted too, finds them so),
+        # so the first frame has them; what the rows do not need (the view of the selected
+        # iteration: the inspector's document) comes right after that frame (issue 22).
+        self.call_after_refresh(self._first_frame_drawn)
+        self._mounting = True
+        try:
+            if self.loader.start_load():
+                self._trace_grew(TraceGrew())
+            else:
+                self._refresh_bars()
+        finally:
+            self._mounting = False
         if self.mode == "follow":
             # A writer that stops writes nothing to redraw on: look again now and then, so the
             # header stops saying "running" once the file has been quiet for a while.
@@ -238,6 +250,11 @@ class TraceScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self.loader.stop()
+
+    @while_showing
+    def _first_frame_drawn(self) -> None:
+        self._first_frame = True
+        self.show_selection()
 
     # ------------------------------------------------------------------------------------------
     # Worker notices
@@ -439,7 +456,9 @@ class TraceScreen(Screen[None]):
         self._refresh_bars()
 
     def show_selection(self, *, refresh: bool = False) -> None:
-        """Bring the current view up to date with the selected iteration."""
+        """Bring the current view up to date with the selected iteration (after the first frame)."""
+        if not self._first_frame:
+            return  # the first frame shows the rows first; the view follows right after it
         handler = self.handlers.get(self.view)
         if handler is not None:
             handler.show(self.selected if self.selected >= 0 else None)
@@ -698,7 +717,8 @@ class TraceScreen(Screen[None]):
         Worker threads post messages that can arrive after the app began exiting; the screen is
         still mounted then but its children are gone, so handlers check this before they query.
         """
-        return self.is_mounted and self.query_one_optional("#timeline", IterationTimeline) is not None
+        mounted = self.is_mounted or self._mounting
+        return mounted and self.query_one_optional("#timeline", IterationTimeline) is not None
 
     def _refresh_bars(self) -> None:
         if not self.showing:
