@@ -123,6 +123,11 @@ class TraceScreen(Screen[None]):
     VIEWS: tuple[ViewSpec, ...] = VIEWS
     """The views this screen shows (subclasses may extend)."""
 
+    # Textual focuses the first focusable widget once the screen is composed (the tabs, which
+    # on_mount then makes unfocusable): the first frame drew them focused, and the timeline's
+    # focus restyled both afterwards. The timeline is focused from the start.
+    AUTO_FOCUS = "#timeline"
+
     view: reactive[str] = reactive("passes", init=False)
     """The view on show."""
     selected: reactive[int] = reactive(-1, init=False)
@@ -191,8 +196,7 @@ class TraceScreen(Screen[None]):
             for view in self.VIEWS:
                 if not self.handlers[view.id].deferred:  # mounted when first needed (cold start)
                     yield self.compose_view(view)
-        yield SearchBar(id="search-bar")
-        yield TraceStatusBar(id="status")
+        yield TraceStatusBar(id="status")  # the search bar is mounted above it on the first `/`
         yield KeysFooter()
 
     def compose_view(self, view: ViewSpec) -> Widget:
@@ -545,11 +549,15 @@ class TraceScreen(Screen[None]):
         focused = self.focused
         return focused if isinstance(focused, DocumentView) else None
 
-    def action_search(self) -> None:
+    async def action_search(self) -> None:
         """Open the search prompt: it searches the focused document, or filters the view's list."""
         target: DocumentView | RowList | None = self.focused_document() or self.current_list()
         if target is None:
             return
+        if self.query_one_optional("#search-bar", SearchBar) is None:
+            # Mounted on first use, not with the first screen (issue 22). Awaited: the keys typed
+            # after `/` wait for it in the app's queue, then reach the prompt.
+            await self.mount(SearchBar(id="search-bar"), before=self.query_one(TraceStatusBar))
         self._searching = target
         self.add_class("-searching")
         search = self.query_one("#search-input", Input)
