@@ -269,8 +269,8 @@ class TraceScreen(Screen[None]):
         timeline = self.timeline
         was_at_end = timeline.at_end
         before = timeline.total  # rows known before this notice
-        events = self.handler("events", EventsHandler).events
-        events_at_end = events.at_end
+        events = self.handler("events", EventsHandler).row_list()  # None until its view is mounted
+        events_at_end = events is not None and events.at_end
         for row_list in self._row_lists():
             row_list.sync()
             row_filter = row_list.row_filter
@@ -282,7 +282,7 @@ class TraceScreen(Screen[None]):
                 timeline.action_cursor_last()
             else:
                 self.new_rows += added
-        if self.loaded and self.following and events_at_end and self.view == "events":
+        if self.loaded and self.following and events_at_end and self.view == "events" and events is not None:
             events.action_cursor_last()
         if self.selected < 0 and len(self.session.iterations):
             self.selected = max(timeline.cursor, 0)
@@ -504,11 +504,7 @@ class TraceScreen(Screen[None]):
                     self.reveal, f"#view-{jump.view}", lambda row: row.lstrip().startswith(anchor)
                 )
             return
-        events = self.handler("events", EventsHandler).events
-        self.view = "events"
-        if not events.move_to_row(jump.line, center=True):
-            self.clear_filter(events)
-            events.move_to_row(jump.line, center=True)
+        self.handler("events", EventsHandler).go_to_line(jump.line)
 
     def select_row(self, row: int) -> None:
         """Select timeline row ``row`` (clearing the timeline filter if it hides the row)."""
