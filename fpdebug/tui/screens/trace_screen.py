@@ -156,6 +156,7 @@ class TraceScreen(Screen[None]):
         self._first_screen_up = False
         self._mounting = False  # in on_mount: the widgets are up, though Textual says not mounted yet
         self._first_frame = False  # the first frame (with the first rows) was drawn
+        self._view_drawn = False  # and the frame after it, with the view of the selected iteration
         self.loader = TraceLoader(self, session)
         """Reads the trace in the background: the first load, then the tail."""
         self.filters = RowFilters(self, session)
@@ -259,6 +260,10 @@ class TraceScreen(Screen[None]):
     def _first_frame_drawn(self) -> None:
         self._first_frame = True
         self.show_selection()
+        self.call_after_refresh(self._first_view_drawn)
+
+    def _first_view_drawn(self) -> None:
+        self._view_drawn = True
 
     # ------------------------------------------------------------------------------------------
     # Worker notices
@@ -304,7 +309,9 @@ class TraceScreen(Screen[None]):
         if self.first_paint.is_set() or not self.showing or (self._announcing and not waited):
             return
         self._announcing = True
-        if self.query_one(KeysFooter).children or waited >= FOOTER_WAIT_TICKS:
+        # The view of the selected iteration is built after the frame with the first rows: a full
+        # screen has it too (drawn by the refresh after that).
+        if (self.query_one(KeysFooter).children and self._view_drawn) or waited >= FOOTER_WAIT_TICKS:
             self.call_after_refresh(self._first_screen_drawn)
         else:
             self.set_timer(0.01, lambda: self._announce_first_paint(waited + 1))
