@@ -251,7 +251,8 @@ def _go_iteration(screen: TraceScreen, turn: int | None, number: int) -> None:
 
 
 def _go_line(screen: TraceScreen, line: int) -> None:
-    events = screen.lists["events"]
+    from fpdebug.tui.screens.view_handlers import EventsHandler
+
     if line >= screen.session.lines:
         screen.app.notify(
             f"Line {line} is not in the trace ({counted(screen.session.lines, 'line')}).",
@@ -259,10 +260,7 @@ def _go_line(screen: TraceScreen, line: int) -> None:
             timeout=3,
         )
         return
-    screen.view = "events"
-    if not events.move_to_row(line, center=True):
-        screen.clear_filter(events)
-        events.move_to_row(line, center=True)
+    screen.handler("events", EventsHandler).go_to_line(line)
 
 
 def _call_row(screen: TraceScreen, number: int) -> int | None:

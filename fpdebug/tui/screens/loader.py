@@ -24,6 +24,7 @@ __all__ = [
     "FIRST_CHUNK",
     "FIRST_PAINT_WAIT",
     "FIRST_SLICE",
+    "FIRST_STEP",
     "FOLLOW_INTERVAL",
     "LOAD_PAUSE",
     "LOAD_SLICE",
@@ -36,6 +37,9 @@ FOLLOW_INTERVAL = 0.05
 
 FIRST_PAINT_WAIT = 1.0
 """Seconds the loader waits for the first screen to be painted before it reads on."""
+
+FIRST_STEP = 200
+"""Lines modelled at a time for the first screen, until it has a screenful of rows."""
 
 LOAD_SLICE = 5_000
 """Lines modelled per step of the background load."""
@@ -61,15 +65,50 @@ class TraceLoader:
         self._stop = threading.Event()
         # Set once the load worker has validated every line it found (then the tail checks new ones).
         self._backlog_checked = threading.Event()
+        self._first_error: Exception | None = None  # reading the first slice failed: the worker says so
         self.first_paint = threading.Event()
         """Set once the first rows are on screen (the first-screen probe of the benchmarks waits on it)."""
 
     def _post(self, message: Message) -> None:
         self._screen.post_message(message)
 
-    def start_load(self) -> None:
-        """Start the first load in a worker (a running one is replaced)."""
+    def start_load(self) -> bool:
+        """Read the first screen's slice now, then the rest in a worker (a running one is replaced).
+
+        The first slice (the first MB indexed, its first lines modelled) is read on the UI thread,
+        before the screen's first frame: read by the worker, it came after that frame, and the
+        screen was laid out and drawn once empty and again with its rows (issue 22). It is bounded
+        (:data:`FIRST_CHUNK`, :data:`FIRST_SLICE`), so keys wait for it at most once, briefly.
+
+        Its notice is posted as the worker's was (a subclass's handler sees every slice), and the
+        caller may bring its rows up to date at once, for the first frame.
+
+        Returns:
+            Whether the first slice was read (else the worker reports the error as its own).
+        """
+        try:
+            added = self._first_slice()
+        except Exception as error:
+            self._first_error = error
+        else:
+            self._first_error = None
+            self._post(TraceGrew(added))
         self._screen.run_worker(self._load, thread=True, exclusive=True, group="load", exit_on_error=False)
+        return self._first_error is None
+
+    def _first_slice(self) -> int:
+        session = self._session
+        added = session.index_step(chunk_size=FIRST_CHUNK)
+        # Only as many lines as it takes to fill the screen with rows (a few hundred on most
+        # traces): each modelled line is UI-thread time before the first frame.
+        rows = self._screen.app.size.height
+        fed = 0
+        while fed < FIRST_SLICE and len(session.iterations) <= rows:
+            step = session.model_step(limit=min(FIRST_STEP, FIRST_SLICE - fed))
+            if not step:
+                break
+            fed += step
+        return added
 
     def start_tail(self) -> None:
         """Start following the file in a worker (a running one is replaced)."""
@@ -85,9 +124,8 @@ class TraceLoader:
         """Index and model the trace in slices; rows appear as they are modelled."""
         worker = get_current_worker()
         session = self._session
-        added = session.index_step(chunk_size=FIRST_CHUNK)
-        session.model_step(limit=FIRST_SLICE)
-        self._post(TraceGrew(added))
+        if self._first_error is not None:
+            raise self._first_error
         # The first screen comes first: let the UI thread paint it before the long haul.
         self.first_paint.wait(FIRST_PAINT_WAIT)
         collector.resume()  # paused by `fpdebug view` over its start-up

@@ -123,6 +123,11 @@ class TraceScreen(Screen[None]):
     VIEWS: tuple[ViewSpec, ...] = VIEWS
     """The views this screen shows (subclasses may extend)."""
 
+    # Textual focuses the first focusable widget once the screen is composed (the tabs, which
+    # on_mount then makes unfocusable): the first frame drew them focused, and the timeline's
+    # focus restyled both afterwards. The timeline is focused from the start.
+    AUTO_FOCUS = "#timeline"
+
     view: reactive[str] = reactive("passes", init=False)
     """The view on show."""
     selected: reactive[int] = reactive(-1, init=False)
@@ -149,6 +154,9 @@ class TraceScreen(Screen[None]):
         self._invalid_shown = 0
         self._announcing = False  # a first-paint check is pending
         self._first_screen_up = False
+        self._mounting = False  # in on_mount: the widgets are up, though Textual says not mounted yet
+        self._first_frame = False  # the first frame (with the first rows) was drawn
+        self._view_drawn = False  # and the frame after it, with the view of the selected iteration
         self.loader = TraceLoader(self, session)
         """Reads the trace in the background: the first load, then the tail."""
         self.filters = RowFilters(self, session)
@@ -189,8 +197,7 @@ class TraceScreen(Screen[None]):
             for view in self.VIEWS:
                 if not self.handlers[view.id].deferred:  # mounted when first needed (cold start)
                     yield self.compose_view(view)
-        yield SearchBar(id="search-bar")
-        yield TraceStatusBar(id="status")
+        yield TraceStatusBar(id="status")  # the search bar is mounted above it on the first `/`
         yield KeysFooter()
 
     def compose_view(self, view: ViewSpec) -> Widget:
@@ -229,8 +236,18 @@ class TraceScreen(Screen[None]):
         self.tabs_widget.can_focus = False
         self.following = self.mode != "replay"
         self.timeline.focus()
-        self._refresh_bars()
-        self.loader.start_load()
+        # The first slice is read now and its rows synced (its notice, posted too, finds them so),
+        # so the first frame has them; what the rows do not need (the view of the selected
+        # iteration: the inspector's document) comes right after that frame (issue 22).
+        self.call_after_refresh(self._first_frame_drawn)
+        self._mounting = True
+        try:
+            if self.loader.start_load():
+                self._trace_grew(TraceGrew())
+            else:
+                self._refresh_bars()
+        finally:
+            self._mounting = False
         if self.mode == "follow":
             # A writer that stops writes nothing to redraw on: look again now and then, so the
             # header stops saying "running" once the file has been quiet for a while.
@@ -238,6 +255,15 @@ class TraceScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self.loader.stop()
+
+    @while_showing
+    def _first_frame_drawn(self) -> None:
+        self._first_frame = True
+        self.show_selection()
+        self.call_after_refresh(self._first_view_drawn)
+
+    def _first_view_drawn(self) -> None:
+        self._view_drawn = True
 
     # ------------------------------------------------------------------------------------------
     # Worker notices
@@ -248,8 +274,8 @@ class TraceScreen(Screen[None]):
         timeline = self.timeline
         was_at_end = timeline.at_end
         before = timeline.total  # rows known before this notice
-        events = self.handler("events", EventsHandler).events
-        events_at_end = events.at_end
+        events = self.handler("events", EventsHandler).row_list()  # None until its view is mounted
+        events_at_end = events is not None and events.at_end
         for row_list in self._row_lists():
             row_list.sync()
             row_filter = row_list.row_filter
@@ -261,7 +287,7 @@ class TraceScreen(Screen[None]):
                 timeline.action_cursor_last()
             else:
                 self.new_rows += added
-        if self.loaded and self.following and events_at_end and self.view == "events":
+        if self.loaded and self.following and events_at_end and self.view == "events" and events is not None:
             events.action_cursor_last()
         if self.selected < 0 and len(self.session.iterations):
             self.selected = max(timeline.cursor, 0)
@@ -283,7 +309,9 @@ class TraceScreen(Screen[None]):
         if self.first_paint.is_set() or not self.showing or (self._announcing and not waited):
             return
         self._announcing = True
-        if self.query_one(KeysFooter).children or waited >= FOOTER_WAIT_TICKS:
+        # The view of the selected iteration is built after the frame with the first rows: a full
+        # screen has it too (drawn by the refresh after that).
+        if (self.query_one(KeysFooter).children and self._view_drawn) or waited >= FOOTER_WAIT_TICKS:
             self.call_after_refresh(self._first_screen_drawn)
         else:
             self.set_timer(0.01, lambda: self._announce_first_paint(waited + 1))
@@ -439,7 +467,9 @@ class TraceScreen(Screen[None]):
         self._refresh_bars()
 
     def show_selection(self, *, refresh: bool = False) -> None:
-        """Bring the current view up to date with the selected iteration."""
+        """Bring the current view up to date with the selected iteration (after the first frame)."""
+        if not self._first_frame:
+            return  # the first frame shows the rows first; the view follows right after it
         handler = self.handlers.get(self.view)
         if handler is not None:
             handler.show(self.selected if self.selected >= 0 else None)
@@ -481,11 +511,7 @@ class TraceScreen(Screen[None]):
                     self.reveal, f"#view-{jump.view}", lambda row: row.lstrip().startswith(anchor)
                 )
             return
-        events = self.handler("events", EventsHandler).events
-        self.view = "events"
-        if not events.move_to_row(jump.line, center=True):
-            self.clear_filter(events)
-            events.move_to_row(jump.line, center=True)
+        self.handler("events", EventsHandler).go_to_line(jump.line)
 
     def select_row(self, row: int) -> None:
         """Select timeline row ``row`` (clearing the timeline filter if it hides the row)."""
@@ -526,11 +552,15 @@ class TraceScreen(Screen[None]):
         focused = self.focused
         return focused if isinstance(focused, DocumentView) else None
 
-    def action_search(self) -> None:
+    async def action_search(self) -> None:
         """Open the search prompt: it searches the focused document, or filters the view's list."""
         target: DocumentView | RowList | None = self.focused_document() or self.current_list()
         if target is None:
             return
+        if self.query_one_optional("#search-bar", SearchBar) is None:
+            # Mounted on first use, not with the first screen (issue 22). Awaited: the keys typed
+            # after `/` wait for it in the app's queue, then reach the prompt.
+            await self.mount(SearchBar(id="search-bar"), before=self.query_one(TraceStatusBar))
         self._searching = target
         self.add_class("-searching")
         search = self.query_one("#search-input", Input)
@@ -698,7 +728,8 @@ class TraceScreen(Screen[None]):
         Worker threads post messages that can arrive after the app began exiting; the screen is
         still mounted then but its children are gone, so handlers check this before they query.
         """
-        return self.is_mounted and self.query_one_optional("#timeline", IterationTimeline) is not None
+        mounted = self.is_mounted or self._mounting
+        return mounted and self.query_one_optional("#timeline", IterationTimeline) is not None
 
     def _refresh_bars(self) -> None:
         if not self.showing:

@@ -84,10 +84,17 @@ class ViewHandler(ABC):
 
         async def after_mount() -> None:
             await mounting
-            if widget.is_attached:  # not when the screen was taken down (a quit) while it mounted
+            # Not when the screen was taken down (a quit) while it mounted: its widgets are going.
+            if widget.is_attached and self.screen.showing:
                 act()
 
         self.screen.call_later(after_mount)
+
+    def _sync(self) -> None:
+        """Bring the view's list, mounted late, up to date with the session."""
+        row_list = self.row_list()
+        if row_list is not None:
+            row_list.sync()
 
     @abstractmethod
     def compose(self) -> Widget:
@@ -137,6 +144,7 @@ class LeasesHandler(ViewHandler):
     """The lease Gantt over iterations, its time axis and the detail of the lease under the cursor."""
 
     focus = "#leases"
+    deferred = True  # hidden on the first screen: composed and styled after it (issue 22)
 
     def compose(self) -> Widget:
         session = self.screen.session
@@ -151,10 +159,19 @@ class LeasesHandler(ViewHandler):
         """The lease Gantt."""
         return self.screen.query_one("#leases", LeaseGantt)
 
+    def mount(self) -> None:
+        if not self.built:
+            super().mount()
+            self.when_ready(self._sync)  # the leases read while it was not there
+
     def row_list(self) -> RowList | None:
-        return self.gantt
+        # None until the view is mounted: the screen's notices bring only mounted lists up to date.
+        return self.screen.query_one_optional("#leases", LeaseGantt)
 
     def show(self, row: int | None) -> None:
+        self.when_ready(lambda: self._show(row))
+
+    def _show(self, row: int | None) -> None:
         gantt = self.gantt
         if row is not None:
             gantt.set_focus_row(row)
@@ -217,6 +234,7 @@ class EventsHandler(ViewHandler):
     """The raw trace, one row per line, and the detail of the line under the cursor."""
 
     focus = "#events"
+    deferred = True  # hidden on the first screen: composed and styled after it (issue 22)
 
     def __init__(self, screen: TraceScreen) -> None:
         super().__init__(screen)
@@ -240,10 +258,30 @@ class EventsHandler(ViewHandler):
         """The event list."""
         return self.screen.query_one("#events", EventList)
 
+    def mount(self) -> None:
+        if not self.built:
+            super().mount()
+            self.when_ready(self._sync)  # the lines read while it was not there
+
     def row_list(self) -> RowList | None:
-        return self.events
+        # None until the view is mounted: the screen's notices bring only mounted lists up to date.
+        return self.screen.query_one_optional("#events", EventList)
+
+    def go_to_line(self, line: int) -> None:
+        """Show the Events view with its cursor on ``line`` (clearing a filter that hides it)."""
+        self.screen.view = "events"
+        self.when_ready(lambda: self._go_to_line(line))
+
+    def _go_to_line(self, line: int) -> None:
+        events = self.events
+        if not events.move_to_row(line, center=True):
+            self.screen.clear_filter(events)
+            events.move_to_row(line, center=True)
 
     def show(self, row: int | None) -> None:
+        self.when_ready(lambda: self._show(row))
+
+    def _show(self, row: int | None) -> None:
         events = self.events
         if row is not None and not self._syncing:
             iteration = self.screen.session.iterations[row]
