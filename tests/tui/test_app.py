@@ -28,7 +28,16 @@ from fpdebug.tui.widgets.inspector import PassInspector
 from fpdebug.tui.widgets.leases import LeaseGantt
 from fpdebug.tui.widgets.timeline import IterationTimeline
 from tests.conftest import T0
-from tests.tui.helpers import NARROW, opened, run_palette, screen_segments, screen_text, wait_for
+from tests.tui.helpers import (
+    NARROW,
+    back_to_the_first_pass,
+    opened,
+    run_checks,
+    run_palette,
+    screen_segments,
+    screen_text,
+    wait_for,
+)
 from tests.tui.traces import MARKUP, grow, sample
 
 pytestmark = pytest.mark.anyio
@@ -47,18 +56,6 @@ def _inspector_text(screen: TraceScreen) -> str:
 
 
 class TestOpen:
-    async def test_rows_appear_and_the_first_iteration_is_explained(self) -> None:
-        seen: list[Message] = []
-        async with opened(sample("support"), message_hook=seen.append) as (pilot, screen):
-            assert screen.timeline.total == 5
-            assert screen.selected == 0
-            assert "Iteration 1 · turn 1 · run sample-support" in _inspector_text(screen)
-            assert any(isinstance(message, TraceGrew) for message in seen)
-            assert any(isinstance(message, LoadFinished) for message in seen)
-            text = screen_text(pilot.app)
-            assert "run sample-support" in text and "■ completed" in text
-            assert "1,920 in / 74 out tokens" in text
-
     async def test_a_saved_trace_is_read_in_slices(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -78,45 +75,6 @@ class TestOpen:
 
 
 class TestNavigation:
-    async def test_keys_move_the_cursor_and_the_inspector_follows(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            await pilot.press("j", "j")
-            assert screen.selected == 2
-            assert "Iteration 3" in _inspector_text(screen)
-            assert "lease until-skill-exit granted by check_policy" in _inspector_text(screen)
-            await pilot.press("G")
-            assert screen.selected == 4
-            await pilot.press("k")
-            assert screen.selected == 3
-            await pilot.press("g")
-            assert screen.selected == 0
-            await pilot.press("down", "end", "home")
-            assert screen.selected == 0
-
-    async def test_brackets_step_iterations_from_any_view(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            await pilot.press("3", "right_square_bracket", "right_square_bracket")
-            await pilot.pause()
-            assert screen.view == "calls" and screen.selected == 2
-            lines = screen.query_one(CallView).text_lines()
-            assert lines[0].startswith("Call 3 · scripted / scripted-support · T1·I3")
-            assert any("[3] instructions · refund-policy" in line for line in lines)
-            await pilot.press("left_square_bracket")
-            assert screen.selected == 1
-
-    async def test_enter_opens_the_call_and_views_switch_by_key_and_click(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            await pilot.press("enter")
-            await pilot.pause()
-            assert screen.view == "calls"
-            await pilot.press("2")
-            assert screen.view == "leases"
-            await pilot.press("4")
-            assert screen.view == "events"
-            await pilot.click("#tab-passes")
-            await pilot.pause()
-            assert screen.view == "passes"
-
     async def test_keys_typed_right_after_a_view_switch_go_to_the_new_view(self) -> None:
         async with opened(sample("support"), size=NARROW) as (pilot, screen):
             app = pilot.app
@@ -135,35 +93,6 @@ class TestNavigation:
             type_at_once(app, "1", "G")
             await pilot.pause()
             assert app.focused is screen.timeline and screen.selected == screen.timeline.total - 1
-
-    async def test_a_mouse_click_selects_a_row(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            await pilot.click("#timeline", offset=(3, 3))
-            await pilot.pause()
-            assert screen.selected == 3
-
-    async def test_events_and_timeline_stay_in_step(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            await pilot.press("j", "4")
-            await pilot.pause()
-            events = screen.query_one(EventList)
-            assert events.cursor == screen.session.iterations[1].first_line
-            await wait_for(pilot, lambda: screen.query_one(EventDetail).line == events.cursor)
-            for _ in range(7):
-                await pilot.press("j")
-            assert screen.selected == screen.session.row_at_line(events.cursor)
-            assert screen.selected == 2
-
-    async def test_opening_a_lease_selects_the_pass_that_pruned_it(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            await pilot.press("2")
-            await pilot.pause()
-            gantt = screen.query_one(LeaseGantt)
-            assert gantt.cursor == 0
-            assert "tenure-ended T1·I4" in screen_text(pilot.app)
-            await pilot.press("enter")
-            await pilot.pause()
-            assert screen.view == "passes" and screen.selected == 3
 
 
 class TestRepaint:
@@ -191,117 +120,6 @@ class TestRepaint:
             last = inspector.text_lines()[-1].strip()
             assert await wait_for(pilot, lambda: last in screen_text(pilot.app))
 
-    async def test_a_detail_that_outgrows_its_pane_gets_a_scrollbar(
-        self, hostile_trace: tuple[Path, dict[str, int]]
-    ) -> None:
-        path, at = hostile_trace
-        async with opened(path) as (pilot, screen):
-            detail = screen.query_one(EventDetail)
-            await pilot.press("4")
-            screen.query_one(EventList).move_to_row(at["run_end"])
-            assert await wait_for(pilot, lambda: detail.line == at["run_end"])
-            await pilot.pause()
-            assert not detail.show_vertical_scrollbar  # a short record fits
-            screen.query_one(EventList).move_to_row(at["tool"])  # 5 MB, collapsed to a few screens
-            assert await wait_for(pilot, lambda: detail.line == at["tool"] and detail.show_vertical_scrollbar)
-            assert detail.max_scroll_y == detail.document_height - detail.scrollable_content_region.height
-
-
-class TestSearch:
-    async def test_slash_filters_rows_and_n_cycles_through_matches(
-        self, support_run_trace: tuple[Path, dict[str, int]]
-    ) -> None:
-        path, _ = support_run_trace
-        async with opened(path) as (pilot, screen):
-            timeline = screen.query_one(IterationTimeline)
-            await pilot.press("slash", *"kind:lease_prune")
-            await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)
-            await pilot.press("enter")
-            await pilot.pause()
-            assert timeline.visible_count == 2
-            assert [timeline.row_at(i) for i in range(2)] == [1, 2]
-            assert screen.selected == 1
-            assert "filter kind:lease_prune 2 matches" in screen_text(pilot.app)
-            await pilot.press("n")
-            assert screen.selected == 2
-            await pilot.press("n")
-            assert screen.selected == 1
-            await pilot.press("N")
-            assert screen.selected == 2
-            await pilot.press("escape")
-            assert timeline.row_filter is None and timeline.visible_count == 4
-
-    async def test_brackets_walk_the_filtered_timeline(
-        self, support_run_trace: tuple[Path, dict[str, int]]
-    ) -> None:
-        path, _ = support_run_trace
-        async with opened(path) as (pilot, screen):
-            screen.apply_filter(screen.timeline, "badge:grant")
-            await wait_for(pilot, lambda: screen.timeline.row_filter.done)  # type: ignore[union-attr]
-            await pilot.pause()
-            await pilot.press("3")
-            assert screen.selected == 0
-            await pilot.press("right_square_bracket")
-            assert screen.selected == 2  # iteration 2 has no grant: it is hidden
-
-    async def test_the_events_view_has_its_own_filter(
-        self, support_run_trace: tuple[Path, dict[str, int]]
-    ) -> None:
-        path, at = support_run_trace
-        async with opened(path) as (pilot, screen):
-            await pilot.press("4", "slash", *"kind:lease_grant", "enter")
-            events = screen.query_one(EventList)
-            await wait_for(pilot, lambda: events.row_filter is not None and events.row_filter.done)
-            await pilot.pause()
-            assert [events.row_at(i) for i in range(events.visible_count)] == [
-                at["grant1"],
-                at["grant2"],
-                at["grant3"],
-            ]
-            assert screen.timeline.row_filter is None
-
-    async def test_typing_refines_and_an_empty_query_shows_everything(
-        self, support_run_trace: tuple[Path, dict[str, int]]
-    ) -> None:
-        path, _ = support_run_trace
-        async with opened(path) as (pilot, screen):
-            timeline = screen.timeline
-            await pilot.press("slash", *"fetch")
-            await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)
-            await pilot.pause()
-            assert timeline.visible_count == 3  # the fetch call, and the two prunes of its leases
-            await pilot.press(*["backspace"] * 5, *"refund")
-            await wait_for(
-                pilot,
-                lambda: (
-                    timeline.row_filter is not None
-                    and timeline.row_filter.done
-                    and timeline.row_filter.query.text == "refund"
-                ),
-            )
-            await pilot.pause()
-            assert [timeline.row_at(i) for i in range(timeline.visible_count)] == [2]
-            await pilot.press(*["backspace"] * 6)
-            await pilot.pause()
-            assert timeline.row_filter is None and timeline.visible_count == 4
-
-
-class TestPalette:
-    async def test_go_view_and_filter_commands(self, support_run_trace: tuple[Path, dict[str, int]]) -> None:
-        path, _ = support_run_trace
-        async with opened(path) as (pilot, screen):
-            await run_palette(pilot, "go: iteration 3")
-            await wait_for(pilot, lambda: screen.selected == 2)
-            assert screen.selected == 2
-            await run_palette(pilot, "view: leases")
-            assert await wait_for(pilot, lambda: screen.view == "leases")
-            await pilot.press("1")
-            await run_palette(pilot, "filter: kind lease_prune")
-            assert await wait_for(
-                pilot, lambda: screen.timeline.row_filter is not None and screen.timeline.row_filter.done
-            )
-            assert screen.timeline.row_filter.query.kinds == ("lease_prune",)  # type: ignore[union-attr]
-
 
 async def palette_offers(pilot: Pilot[object], typed: str) -> list[str]:
     """What the palette lists for ``typed`` (each command with its help), once the list settles."""
@@ -320,45 +138,366 @@ async def palette_offers(pilot: Pilot[object], typed: str) -> list[str]:
     return offered
 
 
-class TestPaletteFilters:
-    async def test_a_filter_is_listed_once_and_says_what_it_keeps_in_the_view_on_show(self) -> None:
-        async with opened(sample("support")) as (pilot, _screen):
-            offered = await palette_offers(pilot, "filter: kind lease_prune")
-            same = [text for text in offered if text.startswith("filter: kind lease_prune")]
-            assert same == [
-                "filter: kind lease_prune Show only iterations where a lease was pruned (the Passes view)"
-            ]
-            await pilot.press("4")
-            offered = await palette_offers(pilot, "filter: kind lease_prune")
-            same = [text for text in offered if text.startswith("filter: kind lease_prune")]
-            assert same == ["filter: kind lease_prune Show only lease_prune lines (the Events view)"]
-            await pilot.press("2")
-            offered = await palette_offers(pilot, "filter: kind:lease_prune")  # the same filter, typed
-            same = [text for text in offered if "lease_prune" in text and text.startswith("filter:")]
-            assert same == ["filter: kind lease_prune Show only leases that were pruned (the Leases view)"]
+# ----------------------------------------------------------------------------------------------
+# Shared sessions: starting the app and loading the trace is most of a pilot test's time, so the
+# checks that open the same trace at the same size run one after another in one session
+# (``run_checks`` names the check that failed). A check that needs the launch state sets it up.
 
-    async def test_each_view_is_offered_only_the_filters_that_mean_something_there(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            await pilot.press("2")
-            texts = [command.text for command in fixed_commands(screen)]
-            assert "filter: kind lease_prune" in texts and "filter: badge park" not in texts
-            await pilot.press("7")
-            texts = [command.text for command in fixed_commands(screen)]
-            assert not [text for text in texts if text.startswith("filter:")]  # not even filter: clear
-            offered = await palette_offers(pilot, "clear")  # "diff: clear mark" is, "filter: clear" is not
-            assert any(text.startswith("diff: clear mark") for text in offered)
-            assert not [text for text in offered if text.startswith("filter:")]
-            assert parametric_command(screen, "filter: refund") is None  # the Backtrack view has no rows
-            await pilot.press("4")
-            texts = [command.text for command in fixed_commands(screen)]
-            assert texts.count("filter: kind lease_prune") == 1 and "filter: badge park" in texts
-            assert "filter: clear" in texts
-            # what the Events view's filter of a command keeps is what its help says
-            await run_palette(pilot, "filter: kind lease_prune")
-            events = screen.query_one(EventList)
-            assert await wait_for(pilot, lambda: events.row_filter is not None and events.row_filter.done)
-            kept = events.row_filter.rows  # type: ignore[union-attr]
-            assert kept and {screen.session.line_kind(line) for line in kept} == {"lease_prune"}
+
+async def rows_appear_and_the_first_iteration_is_explained(
+    pilot: Pilot[object], screen: TraceScreen, seen: list[Message]
+) -> None:
+    assert screen.timeline.total == 5
+    assert screen.selected == 0
+    assert "Iteration 1 · turn 1 · run sample-support" in _inspector_text(screen)
+    assert any(isinstance(message, TraceGrew) for message in seen)
+    assert any(isinstance(message, LoadFinished) for message in seen)
+    text = screen_text(pilot.app)
+    assert "run sample-support" in text and "■ completed" in text
+    assert "1,920 in / 74 out tokens" in text
+
+
+async def keys_move_the_cursor_and_the_inspector_follows(
+    pilot: Pilot[object], screen: TraceScreen, seen: list[Message]
+) -> None:
+    await pilot.press("j", "j")
+    assert screen.selected == 2
+    assert "Iteration 3" in _inspector_text(screen)
+    assert "lease until-skill-exit granted by check_policy" in _inspector_text(screen)
+    await pilot.press("G")
+    assert screen.selected == 4
+    await pilot.press("k")
+    assert screen.selected == 3
+    await pilot.press("g")
+    assert screen.selected == 0
+    await pilot.press("down", "end", "home")
+    assert screen.selected == 0
+
+
+async def brackets_step_iterations_from_any_view(
+    pilot: Pilot[object], screen: TraceScreen, seen: list[Message]
+) -> None:
+    await pilot.press("3", "right_square_bracket", "right_square_bracket")
+    await pilot.pause()
+    assert screen.view == "calls" and screen.selected == 2
+    lines = screen.query_one(CallView).text_lines()
+    assert lines[0].startswith("Call 3 · scripted / scripted-support · T1·I3")
+    assert any("[3] instructions · refund-policy" in line for line in lines)
+    await pilot.press("left_square_bracket")
+    assert screen.selected == 1
+
+
+async def enter_opens_the_call_and_views_switch_by_key_and_click(
+    pilot: Pilot[object], screen: TraceScreen, seen: list[Message]
+) -> None:
+    await pilot.press("enter")
+    await pilot.pause()
+    assert screen.view == "calls"
+    await pilot.press("2")
+    assert screen.view == "leases"
+    await pilot.press("4")
+    assert screen.view == "events"
+    await pilot.click("#tab-passes")
+    await pilot.pause()
+    assert screen.view == "passes"
+
+
+async def a_mouse_click_selects_a_row(pilot: Pilot[object], screen: TraceScreen, seen: list[Message]) -> None:
+    await pilot.click("#timeline", offset=(3, 3))
+    await pilot.pause()
+    assert screen.selected == 3
+
+
+async def events_and_timeline_stay_in_step(
+    pilot: Pilot[object], screen: TraceScreen, seen: list[Message]
+) -> None:
+    await pilot.press("j", "4")
+    await pilot.pause()
+    events = screen.query_one(EventList)
+    assert events.cursor == screen.session.iterations[1].first_line
+    await wait_for(pilot, lambda: screen.query_one(EventDetail).line == events.cursor)
+    for _ in range(7):
+        await pilot.press("j")
+    assert screen.selected == screen.session.row_at_line(events.cursor)
+    assert screen.selected == 2
+
+
+async def opening_a_lease_selects_the_pass_that_pruned_it(
+    pilot: Pilot[object], screen: TraceScreen, seen: list[Message]
+) -> None:
+    await pilot.press("2")
+    await pilot.pause()
+    gantt = screen.query_one(LeaseGantt)
+    assert gantt.cursor == 0
+    assert "tenure-ended T1·I4" in screen_text(pilot.app)
+    await pilot.press("enter")
+    await pilot.pause()
+    assert screen.view == "passes" and screen.selected == 3
+
+
+async def a_filter_is_listed_once_and_says_what_it_keeps_in_the_view_on_show(
+    pilot: Pilot[object], screen: TraceScreen, seen: list[Message]
+) -> None:
+    offered = await palette_offers(pilot, "filter: kind lease_prune")
+    same = [text for text in offered if text.startswith("filter: kind lease_prune")]
+    assert same == [
+        "filter: kind lease_prune Show only iterations where a lease was pruned (the Passes view)"
+    ]
+    await pilot.press("4")
+    offered = await palette_offers(pilot, "filter: kind lease_prune")
+    same = [text for text in offered if text.startswith("filter: kind lease_prune")]
+    assert same == ["filter: kind lease_prune Show only lease_prune lines (the Events view)"]
+    await pilot.press("2")
+    offered = await palette_offers(pilot, "filter: kind:lease_prune")  # the same filter, typed
+    same = [text for text in offered if "lease_prune" in text and text.startswith("filter:")]
+    assert same == ["filter: kind lease_prune Show only leases that were pruned (the Leases view)"]
+
+
+async def each_view_is_offered_only_the_filters_that_mean_something_there(
+    pilot: Pilot[object], screen: TraceScreen, seen: list[Message]
+) -> None:
+    await pilot.press("2")
+    texts = [command.text for command in fixed_commands(screen)]
+    assert "filter: kind lease_prune" in texts and "filter: badge park" not in texts
+    await pilot.press("7")
+    texts = [command.text for command in fixed_commands(screen)]
+    assert not [text for text in texts if text.startswith("filter:")]  # not even filter: clear
+    offered = await palette_offers(pilot, "clear")  # "diff: clear mark" is, "filter: clear" is not
+    assert any(text.startswith("diff: clear mark") for text in offered)
+    assert not [text for text in offered if text.startswith("filter:")]
+    assert parametric_command(screen, "filter: refund") is None  # the Backtrack view has no rows
+    await pilot.press("4")
+    texts = [command.text for command in fixed_commands(screen)]
+    assert texts.count("filter: kind lease_prune") == 1 and "filter: badge park" in texts
+    assert "filter: clear" in texts
+    # what the Events view's filter of a command keeps is what its help says
+    await run_palette(pilot, "filter: kind lease_prune")
+    events = screen.query_one(EventList)
+    assert await wait_for(pilot, lambda: events.row_filter is not None and events.row_filter.done)
+    kept = events.row_filter.rows  # type: ignore[union-attr]
+    assert kept and {screen.session.line_kind(line) for line in kept} == {"lease_prune"}
+
+
+async def slash_filters_rows_and_n_cycles_through_matches(
+    pilot: Pilot[object], screen: TraceScreen, **_: object
+) -> None:
+    timeline = screen.query_one(IterationTimeline)
+    await pilot.press("slash", *"kind:lease_prune")
+    await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)
+    await pilot.press("enter")
+    await pilot.pause()
+    assert timeline.visible_count == 2
+    assert [timeline.row_at(i) for i in range(2)] == [1, 2]
+    assert screen.selected == 1
+    assert "filter kind:lease_prune 2 matches" in screen_text(pilot.app)
+    await pilot.press("n")
+    assert screen.selected == 2
+    await pilot.press("n")
+    assert screen.selected == 1
+    await pilot.press("N")
+    assert screen.selected == 2
+    await pilot.press("escape")
+    assert timeline.row_filter is None and timeline.visible_count == 4
+
+
+async def brackets_walk_the_filtered_timeline(pilot: Pilot[object], screen: TraceScreen, **_: object) -> None:
+    screen.apply_filter(screen.timeline, "badge:grant")
+    await wait_for(pilot, lambda: screen.timeline.row_filter.done)  # type: ignore[union-attr]
+    await pilot.pause()
+    await pilot.press("3")
+    assert screen.selected == 0
+    await pilot.press("right_square_bracket")
+    assert screen.selected == 2  # iteration 2 has no grant: it is hidden
+
+
+async def the_events_view_has_its_own_filter(
+    pilot: Pilot[object], screen: TraceScreen, at: dict[str, int], **_: object
+) -> None:
+    await pilot.press("4", "slash", *"kind:lease_grant", "enter")
+    events = screen.query_one(EventList)
+    await wait_for(pilot, lambda: events.row_filter is not None and events.row_filter.done)
+    await pilot.pause()
+    assert [events.row_at(i) for i in range(events.visible_count)] == [
+        at["grant1"],
+        at["grant2"],
+        at["grant3"],
+    ]
+    assert screen.timeline.row_filter is None
+
+
+async def typing_refines_and_an_empty_query_shows_everything(
+    pilot: Pilot[object], screen: TraceScreen, **_: object
+) -> None:
+    timeline = screen.timeline
+    await pilot.press("slash", *"fetch")
+    await wait_for(pilot, lambda: timeline.row_filter is not None and timeline.row_filter.done)
+    await pilot.pause()
+    assert timeline.visible_count == 3  # the fetch call, and the two prunes of its leases
+    await pilot.press(*["backspace"] * 5, *"refund")
+    await wait_for(
+        pilot,
+        lambda: (
+            timeline.row_filter is not None
+            and timeline.row_filter.done
+            and timeline.row_filter.query.text == "refund"
+        ),
+    )
+    await pilot.pause()
+    assert [timeline.row_at(i) for i in range(timeline.visible_count)] == [2]
+    await pilot.press(*["backspace"] * 6)
+    await pilot.pause()
+    assert timeline.row_filter is None and timeline.visible_count == 4
+
+
+async def go_view_and_filter_commands(pilot: Pilot[object], screen: TraceScreen, **_: object) -> None:
+    await run_palette(pilot, "go: iteration 3")
+    await wait_for(pilot, lambda: screen.selected == 2)
+    assert screen.selected == 2
+    await run_palette(pilot, "view: leases")
+    assert await wait_for(pilot, lambda: screen.view == "leases")
+    await pilot.press("1")
+    await run_palette(pilot, "filter: kind lease_prune")
+    assert await wait_for(
+        pilot, lambda: screen.timeline.row_filter is not None and screen.timeline.row_filter.done
+    )
+    assert screen.timeline.row_filter.query.kinds == ("lease_prune",)  # type: ignore[union-attr]
+
+
+async def huge_contents_are_collapsed_until_expanded(
+    pilot: Pilot[object], screen: TraceScreen, **_: object
+) -> None:
+    await pilot.press("3")
+    await pilot.pause()
+    call = screen.query_one(CallView)
+    collapsed = call.document_height
+    assert collapsed < 200
+    assert "press e to expand" in screen_text(pilot.app)
+    await pilot.press("e")
+    await pilot.pause()
+    assert call.expanded and call.document_height > 70_000  # every row of 5 MB, wrapped
+    await pilot.press("G")  # the last rows render at once
+    await pilot.pause()
+    await pilot.press("e")
+    assert call.document_height == collapsed
+
+
+async def the_inspector_flags_a_line_that_breaks_the_schema(
+    pilot: Pilot[object], screen: TraceScreen, at: dict[str, int], **_: object
+) -> None:
+    await pilot.press("G")
+    text = _inspector_text(screen)
+    assert f"line {at['wrong_types']} invalid record: pass record does not match the schema" in text
+    assert "no pass record in this iteration" in text
+
+
+async def bad_lines_are_rows_not_crashes(
+    pilot: Pilot[object], screen: TraceScreen, at: dict[str, int], **_: object
+) -> None:
+    await pilot.press("4", "G")
+    assert await wait_for(pilot, lambda: screen.query_one(EventDetail).line == at["opaque"])
+    await pilot.pause()
+    text = screen_text(pilot.app)
+    assert "INVALID" in text and "not valid JSON" in text and "not valid UTF-8" in text
+    assert "pass record does not match the schema" in text
+    assert "telemetry_v9" in text
+    assert screen.query_one(EventDetail).line == at["opaque"]
+    # the wrong-typed pass reads as a pass from its facts; validated in full it is invalid too
+    assert "3 invalid · 1 opaque" in text
+
+
+async def a_detail_that_outgrows_its_pane_gets_a_scrollbar(
+    pilot: Pilot[object], screen: TraceScreen, at: dict[str, int], **_: object
+) -> None:
+    detail = screen.query_one(EventDetail)
+    await pilot.press("4")
+    screen.query_one(EventList).move_to_row(at["run_end"])
+    assert await wait_for(pilot, lambda: detail.line == at["run_end"])
+    await pilot.pause()
+    assert not detail.show_vertical_scrollbar  # a short record fits
+    screen.query_one(EventList).move_to_row(at["tool"])  # 5 MB, collapsed to a few screens
+    assert await wait_for(pilot, lambda: detail.line == at["tool"] and detail.show_vertical_scrollbar)
+    assert detail.max_scroll_y == detail.document_height - detail.scrollable_content_region.height
+
+
+async def hostile_content_is_inert_in_every_view(
+    pilot: Pilot[object], screen: TraceScreen, **_: object
+) -> None:
+    for keys in (("1",), ("3",), ("3", "e"), ("4",), ("4", "G"), ("2",), ("question_mark",)):
+        await pilot.press(*keys)
+        await pilot.pause()
+        for segment in screen_segments(pilot.app):
+            assert not any(
+                ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or 0x202A <= ord(c) <= 0x202E for c in segment
+            ), (keys, segment)
+        if keys == ("question_mark",):
+            await pilot.press("escape")
+    await pilot.press("1")
+    text = screen_text(pilot.app)
+    assert MARKUP in text  # literal, not styled and not a link
+    assert "\\x1b[2J" in text or "\\x1b" in text
+
+
+class TestSharedSessions:
+    async def test_open_navigate_and_the_palette_filters_on_the_support_sample(self) -> None:
+        seen: list[Message] = []
+        async with opened(sample("support"), message_hook=seen.append) as (pilot, screen):
+            await run_checks(
+                pilot,
+                screen,
+                rows_appear_and_the_first_iteration_is_explained,  # first: what the launch shows
+                keys_move_the_cursor_and_the_inspector_follows,
+                brackets_step_iterations_from_any_view,
+                back_to_the_first_pass,
+                enter_opens_the_call_and_views_switch_by_key_and_click,
+                back_to_the_first_pass,
+                a_mouse_click_selects_a_row,
+                back_to_the_first_pass,
+                events_and_timeline_stay_in_step,
+                back_to_the_first_pass,
+                opening_a_lease_selects_the_pass_that_pruned_it,
+                back_to_the_first_pass,
+                a_filter_is_listed_once_and_says_what_it_keeps_in_the_view_on_show,
+                each_view_is_offered_only_the_filters_that_mean_something_there,
+                seen=seen,
+            )
+
+    async def test_search_and_the_palette_on_the_support_run(
+        self, support_run_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, at = support_run_trace
+        async with opened(path) as (pilot, screen):
+            await run_checks(
+                pilot,
+                screen,
+                slash_filters_rows_and_n_cycles_through_matches,
+                back_to_the_first_pass,
+                brackets_walk_the_filtered_timeline,
+                back_to_the_first_pass,
+                the_events_view_has_its_own_filter,
+                back_to_the_first_pass,
+                typing_refines_and_an_empty_query_shows_everything,
+                back_to_the_first_pass,
+                go_view_and_filter_commands,
+                at=at,
+            )
+
+    async def test_untrusted_content_on_the_hostile_trace(
+        self, hostile_trace: tuple[Path, dict[str, int]]
+    ) -> None:
+        path, at = hostile_trace  # 5 MB strings: one load serves every check
+        async with opened(path) as (pilot, screen):
+            await run_checks(
+                pilot,
+                screen,
+                huge_contents_are_collapsed_until_expanded,  # first: iteration 1 holds the huge call
+                back_to_the_first_pass,
+                the_inspector_flags_a_line_that_breaks_the_schema,
+                bad_lines_are_rows_not_crashes,
+                a_detail_that_outgrows_its_pane_gets_a_scrollbar,
+                back_to_the_first_pass,
+                hostile_content_is_inert_in_every_view,  # last: it leaves the huge call expanded
+                at=at,
+            )
 
 
 class TestHelpAndKeymap:
@@ -484,70 +623,6 @@ class TestFollow:
             path.write_bytes(sample("leases").read_bytes())
             assert await wait_for(pilot, lambda: screen.timeline.total == 3)
             assert await wait_for(pilot, lambda: screen.selected == 2)  # the newest, as rows arrive
-
-
-class TestUntrusted:
-    async def test_hostile_content_is_inert_in_every_view(
-        self, hostile_trace: tuple[Path, dict[str, int]]
-    ) -> None:
-        path, _ = hostile_trace
-        async with opened(path) as (pilot, _screen):
-            for keys in (("1",), ("3",), ("3", "e"), ("4",), ("4", "G"), ("2",), ("question_mark",)):
-                await pilot.press(*keys)
-                await pilot.pause()
-                for segment in screen_segments(pilot.app):
-                    assert not any(
-                        ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or 0x202A <= ord(c) <= 0x202E for c in segment
-                    ), (keys, segment)
-                if keys == ("question_mark",):
-                    await pilot.press("escape")
-            await pilot.press("1")
-            text = screen_text(pilot.app)
-            assert MARKUP in text  # literal, not styled and not a link
-            assert "\\x1b[2J" in text or "\\x1b" in text
-
-    async def test_bad_lines_are_rows_not_crashes(self, hostile_trace: tuple[Path, dict[str, int]]) -> None:
-        path, at = hostile_trace
-        async with opened(path) as (pilot, screen):
-            await pilot.press("4", "G")
-            assert await wait_for(pilot, lambda: screen.query_one(EventDetail).line == at["opaque"])
-            await pilot.pause()
-            text = screen_text(pilot.app)
-            assert "INVALID" in text and "not valid JSON" in text and "not valid UTF-8" in text
-            assert "pass record does not match the schema" in text
-            assert "telemetry_v9" in text
-            assert screen.query_one(EventDetail).line == at["opaque"]
-            # the wrong-typed pass reads as a pass from its facts; validated in full it is invalid too
-            assert "3 invalid · 1 opaque" in text
-
-    async def test_huge_contents_are_collapsed_until_expanded(
-        self, hostile_trace: tuple[Path, dict[str, int]]
-    ) -> None:
-        path, _ = hostile_trace
-        async with opened(path) as (pilot, screen):
-            await pilot.press("3")
-            await pilot.pause()
-            call = screen.query_one(CallView)
-            collapsed = call.document_height
-            assert collapsed < 200
-            assert "press e to expand" in screen_text(pilot.app)
-            await pilot.press("e")
-            await pilot.pause()
-            assert call.expanded and call.document_height > 70_000  # every row of 5 MB, wrapped
-            await pilot.press("G")  # the last rows render at once
-            await pilot.pause()
-            await pilot.press("e")
-            assert call.document_height == collapsed
-
-    async def test_the_inspector_flags_a_line_that_breaks_the_schema(
-        self, hostile_trace: tuple[Path, dict[str, int]]
-    ) -> None:
-        path, at = hostile_trace
-        async with opened(path) as (pilot, screen):
-            await pilot.press("G")
-            text = _inspector_text(screen)
-            assert f"line {at['wrong_types']} invalid record: pass record does not match the schema" in text
-            assert "no pass record in this iteration" in text
 
 
 class TestViewCommand:
