@@ -194,3 +194,40 @@ def load_session(
 def document_text(blocks: Iterable[Block]) -> str:
     """The text lines of a built document (its untrusted contents left out), one per line."""
     return "\n".join(block.text.plain for block in blocks if isinstance(block, TextBlock))
+
+
+Check = Callable[..., Awaitable[None]]
+"""One check of a shared app session: called with the pilot, the trace screen and the session's context."""
+
+
+async def run_checks(pilot: Pilot[object], screen: TraceScreen, *checks: Check, **context: Any) -> None:
+    """Run several checks, in order, in one app session; a failure says which check it was.
+
+    Starting the app and loading the trace is most of a pilot test's time: checks that open the same
+    trace at the same size share one session instead. Each check still drives keys and reads what is
+    drawn; each starts from where the one before left the screen, so a check sets up what it needs.
+
+    Args:
+        pilot: The app's pilot.
+        screen: Its trace screen.
+        checks: Called in order as ``check(pilot, screen, **context)``.
+        context: What the checks need besides (the notable lines of the trace, say).
+    """
+    for number, check in enumerate(checks, 1):
+        try:
+            await check(pilot, screen, **context)
+        except Exception as error:
+            error.add_note(f"in check {number} of the shared session, {check.__name__!r}")
+            raise
+
+
+async def back_to_the_first_pass(pilot: Pilot[object], screen: TraceScreen, **_: object) -> None:
+    """The Passes view on the first iteration with no filter, as at launch."""
+    if screen.has_class("-searching"):  # a filter prompt is still open: close it first
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: not screen.has_class("-searching"))
+    await pilot.press("1")
+    assert await wait_for(pilot, lambda: screen.view == "passes")
+    screen.clear_filter(screen.timeline)  # a setup step: the checks test the keys that clear one
+    await pilot.press("g")
+    assert await wait_for(pilot, lambda: screen.selected == 0 and screen.timeline.row_filter is None)

@@ -25,7 +25,7 @@ from fpdebug.tui.widgets import backtrack_pane
 from fpdebug.tui.widgets.backtrack_pane import BacktrackPane
 from fpdebug.tui.widgets.events import EventList
 from tests.trace.samples import Script
-from tests.tui.helpers import loaded, record_notices, run_palette, screen_text, wait_for
+from tests.tui.helpers import loaded, record_notices, run_checks, run_palette, screen_text, wait_for
 from tests.tui.traces import sample
 
 pytestmark = pytest.mark.anyio
@@ -209,34 +209,46 @@ class TestFullFlow:
 
 
 class TestChoosingAndJumping:
-    async def test_b_on_a_timeline_row_backtracks_that_call(self) -> None:
-        app = FpdebugApp(sample("planted-fact"))  # read only: nothing is rerun here
-        async with app.run_test(size=SIZE) as pilot:
-            await loaded(pilot)
-            await pilot.press("B")  # the first iteration's call: it asked for lookup_order
-            pane = _pane(app)
-            assert await wait_for(pilot, lambda: pane.report is not None)
-            assert app.screen.view == "backtrack"  # type: ignore[attr-defined]
-            assert pane.report is not None and pane.report.call_seq == 4
-            assert pane.report.answer.startswith("→ lookup_order(")
-            await pilot.press("1", "G", "B")
-            assert await wait_for(pilot, lambda: pane.report is not None and pane.report.call_seq == 7)
-
-    async def test_a_chain_hop_jumps_to_its_iteration_or_line(self) -> None:
+    async def test_b_chooses_a_call_then_a_chain_hop_jumps_to_its_iteration_or_line(self) -> None:
+        """Two checks in one session of the sample (read only: nothing is rerun here): ``B`` on a
+        timeline row backtracks that call; then, on the final answer, each chain hop jumps."""
         app = FpdebugApp(sample("planted-fact"))
         async with app.run_test(size=SIZE) as pilot:
-            pane = await open_pane(pilot)
+            await loaded(pilot)
             screen = app.screen
             assert isinstance(screen, TraceScreen)
-            await _jump(pilot, pane, "← RETURNED")
-            assert screen.view == "passes" and screen.selected == 0  # the tool_result of iteration 1
-            await pilot.press("7")
-            await _jump(pilot, pane, "← READ")
-            assert screen.view == "calls" and screen.selected == 1
-            await pilot.press("7")
-            await _jump(pilot, pane, "← BORN")
-            assert screen.view == "events"  # run_start is a run-level line: shown raw
-            assert screen.query_one("#events", EventList).cursor == 1
+            await run_checks(
+                pilot,
+                screen,
+                b_on_a_timeline_row_backtracks_that_call,  # first: from launch, on the first row
+                a_chain_hop_jumps_to_its_iteration_or_line,  # it starts on the final answer B chose last
+            )
+
+
+async def b_on_a_timeline_row_backtracks_that_call(pilot: Pilot[object], screen: TraceScreen) -> None:
+    app = pilot.app
+    await pilot.press("B")  # the first iteration's call: it asked for lookup_order
+    pane = _pane(app)  # type: ignore[arg-type]
+    assert await wait_for(pilot, lambda: pane.report is not None)
+    assert screen.view == "backtrack"
+    assert pane.report is not None and pane.report.call_seq == 4
+    assert pane.report.answer.startswith("→ lookup_order(")
+    await pilot.press("1", "G", "B")
+    assert await wait_for(pilot, lambda: pane.report is not None and pane.report.call_seq == 7)
+
+
+async def a_chain_hop_jumps_to_its_iteration_or_line(pilot: Pilot[object], screen: TraceScreen) -> None:
+    pane = await open_pane(pilot)
+    assert pane.report is not None and pane.report.call_seq == 7  # the final answer, as by default
+    await _jump(pilot, pane, "← RETURNED")
+    assert screen.view == "passes" and screen.selected == 0  # the tool_result of iteration 1
+    await pilot.press("7")
+    await _jump(pilot, pane, "← READ")
+    assert screen.view == "calls" and screen.selected == 1
+    await pilot.press("7")
+    await _jump(pilot, pane, "← BORN")
+    assert screen.view == "events"  # run_start is a run-level line: shown raw
+    assert screen.query_one("#events", EventList).cursor == 1
 
 
 class TestAnswerAssessment:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from fpdebug.trace.schema import (
     ActiveReason,
@@ -37,6 +38,7 @@ from tests.tui.helpers import (
     load_session,
     opened,
     record_notices,
+    run_checks,
     run_palette,
     screen_text,
     wait_for,
@@ -349,65 +351,106 @@ def _diff_text(screen: TraceScreen) -> str:
     return " ".join(" ".join(screen.query_one(DiffView).text_lines()).split())
 
 
+async def _from_the_first_pass(pilot: Pilot[object], screen: TraceScreen) -> None:
+    """Back to the Passes view on the first iteration, as at launch (no mark is left by the checks)."""
+    await pilot.press("1", "g")
+    assert await wait_for(pilot, lambda: screen.view == "passes" and screen.selected == 0)
+    assert screen.query_one(DiffView).mark is None
+
+
+async def mark_a_then_select_b(pilot: Pilot[object], screen: TraceScreen) -> None:
+    await pilot.press("j", "m", "j", "j", "6")
+    await pilot.pause()
+    view = screen.query_one(DiffView)
+    assert screen.view == "diff" and view.mark == 1 and view.pair == (1, 3)
+    text = _diff_text(screen)
+    assert "Diff A T1·I2 → B T1·I4" in text
+    assert "A is the marked iteration" in text
+    assert "± refund-policy (instructions) came and went between A and B" in text
+    # ] walks B while A stays
+    await pilot.press("right_square_bracket")
+    await pilot.pause()
+    assert view.pair == (1, 4) and "B T1·I5" in _diff_text(screen)
+    # m on the marked pass clears the mark: A becomes the pass before B again
+    await pilot.press("left_square_bracket", "left_square_bracket", "left_square_bracket", "m")
+    await pilot.pause()
+    assert view.mark is None and view.pair == (0, 1)
+    assert "A is the pass before B" in _diff_text(screen)
+
+
+async def without_a_mark_each_pass_is_compared_with_the_one_before(
+    pilot: Pilot[object], screen: TraceScreen
+) -> None:
+    await _from_the_first_pass(pilot, screen)
+    await pilot.press("6")
+    await pilot.pause()
+    assert "The first pass of a run has no pass before it" in _diff_text(screen)
+    await pilot.press("right_square_bracket")
+    await pilot.pause()
+    assert "Diff A T1·I1 → B T1·I2" in _diff_text(screen)
+
+
+async def palette_one_iteration_pairs_it_with_the_selection(
+    pilot: Pilot[object], screen: TraceScreen
+) -> None:
+    await _from_the_first_pass(pilot, screen)
+    said = record_notices(pilot.app)
+    await pilot.press("G")
+    await run_palette(pilot, "diff: 1", offered="diff: iteration 1 vs iteration 5")
+    await wait_for(pilot, lambda: screen.view == "diff")
+    await pilot.pause()
+    assert screen.query_one(DiffView).pair == (0, 4)
+    await run_palette(pilot, "diff: iteration 9 vs 2", offered="diff: iteration 9 vs iteration 2")
+    # The refusal is a notification, posted after the palette closes: wait for it.
+    assert await wait_for(pilot, lambda: any("No iteration 9" in notice for notice in said))
+    assert screen.query_one(DiffView).pair == (0, 4)  # nothing changed
+
+
+async def palette_diff_iteration_a_vs_b(pilot: Pilot[object], screen: TraceScreen) -> None:
+    await run_palette(pilot, "diff: iteration 4 vs 2", offered="diff: iteration 4 vs iteration 2")
+    await wait_for(pilot, lambda: screen.view == "diff" and screen.query_one(DiffView).mark == 3)
+    await pilot.pause()
+    view = screen.query_one(DiffView)
+    assert screen.selected == 1 and view.mark == 3
+    text = _diff_text(screen)
+    assert "Diff A T1·I2 → B T1·I4" in text and "A was the later pass" in text
+
+
+async def the_same_iteration_twice_says_identical(pilot: Pilot[object], screen: TraceScreen) -> None:
+    screen.compare(2, 2)
+    await pilot.pause()
+    assert "Identical A and B are the same pass" in _diff_text(screen)
+
+
+async def enter_on_a_why_row_jumps_to_its_pass(pilot: Pilot[object], screen: TraceScreen) -> None:
+    screen.compare(1, 3)
+    await pilot.pause()
+    view = screen.query_one(DiffView)
+    assert view.has_focus
+    texts = view.link_texts()
+    target = next(i for i, text in enumerate(texts) if text.startswith("entered at T1·I3"))
+    for _ in range(target + 1):
+        await pilot.press("j")
+    assert view.link == target and view.current_jump is not None
+    await pilot.press("enter")
+    await pilot.pause()
+    assert screen.view == "passes" and screen.selected == 2  # T1·I3
+
+
 @pytest.mark.anyio
 class TestDiffView:
-    async def test_mark_a_then_select_b(self) -> None:
+    async def test_marks_brackets_palette_and_jumps_in_one_session(self) -> None:
         async with opened(sample("support")) as (pilot, screen):
-            await pilot.press("j", "m", "j", "j", "6")
-            await pilot.pause()
-            view = screen.query_one(DiffView)
-            assert screen.view == "diff" and view.mark == 1 and view.pair == (1, 3)
-            text = _diff_text(screen)
-            assert "Diff A T1·I2 → B T1·I4" in text
-            assert "A is the marked iteration" in text
-            assert "± refund-policy (instructions) came and went between A and B" in text
-            # ] walks B while A stays
-            await pilot.press("right_square_bracket")
-            await pilot.pause()
-            assert view.pair == (1, 4) and "B T1·I5" in _diff_text(screen)
-            # m on the marked pass clears the mark: A becomes the pass before B again
-            await pilot.press("left_square_bracket", "left_square_bracket", "left_square_bracket", "m")
-            await pilot.pause()
-            assert view.mark is None and view.pair == (0, 1)
-            assert "A is the pass before B" in _diff_text(screen)
-
-    async def test_without_a_mark_each_pass_is_compared_with_the_one_before(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            await pilot.press("6")
-            await pilot.pause()
-            assert "The first pass of a run has no pass before it" in _diff_text(screen)
-            await pilot.press("right_square_bracket")
-            await pilot.pause()
-            assert "Diff A T1·I1 → B T1·I2" in _diff_text(screen)
-
-    async def test_palette_diff_iteration_a_vs_b(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            await run_palette(pilot, "diff: iteration 4 vs 2", offered="diff: iteration 4 vs iteration 2")
-            await wait_for(pilot, lambda: screen.view == "diff")
-            await pilot.pause()
-            view = screen.query_one(DiffView)
-            assert screen.selected == 1 and view.mark == 3
-            text = _diff_text(screen)
-            assert "Diff A T1·I2 → B T1·I4" in text and "A was the later pass" in text
-
-    async def test_palette_one_iteration_pairs_it_with_the_selection(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            said = record_notices(pilot.app)
-            await pilot.press("G")
-            await run_palette(pilot, "diff: 1", offered="diff: iteration 1 vs iteration 5")
-            await wait_for(pilot, lambda: screen.view == "diff")
-            await pilot.pause()
-            assert screen.query_one(DiffView).pair == (0, 4)
-            await run_palette(pilot, "diff: iteration 9 vs 2", offered="diff: iteration 9 vs iteration 2")
-            # The refusal is a notification, posted after the palette closes: wait for it.
-            assert await wait_for(pilot, lambda: any("No iteration 9" in notice for notice in said))
-            assert screen.query_one(DiffView).pair == (0, 4)  # nothing changed
-
-    async def test_the_same_iteration_twice_says_identical(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            screen.compare(2, 2)
-            await pilot.pause()
-            assert "Identical A and B are the same pass" in _diff_text(screen)
+            await run_checks(
+                pilot,
+                screen,
+                mark_a_then_select_b,  # first: it starts from launch
+                without_a_mark_each_pass_is_compared_with_the_one_before,
+                palette_one_iteration_pairs_it_with_the_selection,
+                palette_diff_iteration_a_vs_b,  # after the one above: it sets the mark anew
+                the_same_iteration_twice_says_identical,
+                enter_on_a_why_row_jumps_to_its_pass,
+            )
 
     async def test_the_screen_names_the_tools_offered_on_both_calls(self) -> None:
         async with opened(sample("planted-fact")) as (pilot, _screen):
@@ -416,18 +459,3 @@ class TestDiffView:
             drawn = screen_text(pilot.app)
             assert "no injection on either side; offered on both calls: lookup_order" in drawn
             assert "tools offered  on both calls: lookup_order" in drawn
-
-    async def test_enter_on_a_why_row_jumps_to_its_pass(self) -> None:
-        async with opened(sample("support")) as (pilot, screen):
-            screen.compare(1, 3)
-            await pilot.pause()
-            view = screen.query_one(DiffView)
-            assert view.has_focus
-            texts = view.link_texts()
-            target = next(i for i, text in enumerate(texts) if text.startswith("entered at T1·I3"))
-            for _ in range(target + 1):
-                await pilot.press("j")
-            assert view.link == target and view.current_jump is not None
-            await pilot.press("enter")
-            await pilot.pause()
-            assert screen.view == "passes" and screen.selected == 2  # T1·I3

@@ -88,7 +88,12 @@ async def test_f_edits_runs_and_opens_the_diff_at_the_forks_pass(tmp_path: Path)
         await pilot.click("#fork-run")
         assert await wait_for(
             pilot,
-            lambda: isinstance(pilot.app.screen, RunDiffScreen) and pilot.app.screen.loaded is not None,
+            # The screen is pushed before its document is mounted: ask for the diff only once it is.
+            lambda: (
+                isinstance(pilot.app.screen, RunDiffScreen)
+                and bool(pilot.app.screen.query("RunDiffDocument"))
+                and pilot.app.screen.loaded is not None
+            ),
         ), screen_text(pilot.app)
         assert await wait_for(pilot, lambda: "first divergence at T1·I2" in screen_text(pilot.app))
         text = screen_text(pilot.app)

@@ -12,8 +12,10 @@ import pytest
 from rich.color import Color
 from rich.segment import Segment
 from textual.app import App
+from textual.pilot import Pilot
 
-from tests.tui.helpers import SIZE, opened, screen_text, wait_for
+from fpdebug.tui.screens.trace_screen import TraceScreen
+from tests.tui.helpers import SIZE, back_to_the_first_pass, opened, run_checks, screen_text, wait_for
 from tests.tui.test_drive import LONG, make_app, paused_at
 from tests.tui.traces import sample
 
@@ -157,63 +159,86 @@ def _highlighted(app: App[object], word: str) -> list[str]:
     return rows
 
 
-@pytest.mark.anyio
-async def test_slash_searches_documents_as_it_filters_lists() -> None:
+async def slash_searches_documents_as_it_filters_lists(pilot: Pilot[object], _screen: TraceScreen) -> None:
     """``/`` in a document (Calls) highlights every match and jumps to the first; ``n`` walks them;
     ``escape`` ends the search. The help is a document too: ``/`` there finds a key."""
-    async with opened(sample("support"), size=(120, 30)) as (pilot, _screen):
-        app = pilot.app
-        await pilot.press("3")
-        assert await wait_for(pilot, lambda: "│ Call 1 · " in _calls_top(screen_text(app)))
-        await pilot.press("slash", *"refund")
-        assert await wait_for(pilot, lambda: "search refund 4 matches (1/4)" in screen_text(app))
-        assert any("Please refund the duplicate" in row for row in _highlighted(app, "refund"))
-        # what was typed on the way ("r", "re"…) left no mark: only the query's matches stand out
-        assert _standing_out(app) == {"refund"}, _standing_out(app)
-        await pilot.press("enter", "n")
-        assert await wait_for(pilot, lambda: "search refund 4 matches (2/4)" in screen_text(app))
-        await pilot.press("N", "N")
-        assert await wait_for(pilot, lambda: "search refund 4 matches (4/4)" in screen_text(app)), "N wraps"
+    app = pilot.app
+    await pilot.press("3")
+    assert await wait_for(pilot, lambda: "│ Call 1 · " in _calls_top(screen_text(app)))
+    await pilot.press("slash", *"refund")
+    assert await wait_for(pilot, lambda: "search refund 4 matches (1/4)" in screen_text(app))
+    assert any("Please refund the duplicate" in row for row in _highlighted(app, "refund"))
+    # what was typed on the way ("r", "re"…) left no mark: only the query's matches stand out
+    assert _standing_out(app) == {"refund"}, _standing_out(app)
+    await pilot.press("enter", "n")
+    assert await wait_for(pilot, lambda: "search refund 4 matches (2/4)" in screen_text(app))
+    await pilot.press("N", "N")
+    assert await wait_for(pilot, lambda: "search refund 4 matches (4/4)" in screen_text(app)), "N wraps"
+    await pilot.press("escape")
+    assert await wait_for(pilot, lambda: "search refund" not in screen_text(app))
+    assert not _highlighted(app, "refund")
+    # In a document of links (the diff), the link cursor follows the match: enter jumps where it says.
+    await pilot.press("1", "g", "j", "j", "j", "6")
+    assert await wait_for(pilot, lambda: "Diff A T1·I3  →  B T1·I4" in screen_text(app))
+    await pilot.press("slash", *"fetch_invoice", "enter")
+    assert await wait_for(pilot, lambda: "search fetch_invoice 3 matches (1/3)" in screen_text(app))
+    cursor = _cursor_rows(app)
+    assert cursor and "granted by fetch_invoice call_3" in cursor[0], cursor
+    await pilot.press("enter")
+    assert await wait_for(pilot, lambda: "Diff A T1·I3" not in screen_text(app)), "enter did not jump"
+    await pilot.press("question_mark")
+    assert await wait_for(pilot, lambda: "fpdebug keys" in screen_text(app))
+    assert "backtrack-bisect" not in screen_text(app)  # far below the first screen of the help
+    await pilot.press("slash", *"bisect", "enter")
+    assert await wait_for(pilot, lambda: bool(_highlighted(app, "bisect")))
+    assert any("backtrack-bisect" in row for row in _highlighted(app, "bisect"))
+
+
+async def ctrl_c_quits_as_q_does_and_copies_a_selection_first(
+    pilot: Pilot[object], _screen: TraceScreen
+) -> None:
+    """``ctrl+c`` leaves the debugger as ``q`` does (it showed Textual's "Press q to quit" and stayed);
+    the help lists it on ``q``'s row; with text selected in a field it copies, as Textual's fields do."""
+    app = pilot.app
+    await pilot.press("question_mark")
+    assert await wait_for(pilot, lambda: "fpdebug keys" in screen_text(app))
+    quit_row = next(row for row in screen_text(app).splitlines() if "Leave fpdebug" in row)
+    assert "q / ctrl+c" in quit_row, quit_row
+    await pilot.press("escape")
+    assert await wait_for(pilot, lambda: "fpdebug keys" not in screen_text(app))
+    # A selection in the search prompt: ctrl+c copies it, and the debugger stays.
+    await pilot.press("slash", *"refund", "shift+home")
+    await pilot.press("ctrl+c")
+    assert await wait_for(pilot, lambda: app.clipboard == "refund")
+    await pilot.pause()
+    assert not app._exit
+    text = screen_text(app)
+    assert "refund" in text.splitlines()[-2] and "to quit" not in text  # the prompt, and no hint
+    # Nothing selected: ctrl+c quits at once, with no hint to press another key.
+    await pilot.press("escape", "ctrl+c")
+    assert await wait_for(pilot, lambda: app._exit)
+
+
+async def _back_from_the_help(pilot: Pilot[object], screen: TraceScreen) -> None:
+    """Close the help (and its search), then go back to the first pass as at launch."""
+    for _ in range(3):
+        if pilot.app.screen is screen:
+            break
         await pilot.press("escape")
-        assert await wait_for(pilot, lambda: "search refund" not in screen_text(app))
-        assert not _highlighted(app, "refund")
-        # In a document of links (the diff), the link cursor follows the match: enter jumps where it says.
-        await pilot.press("1", "g", "j", "j", "j", "6")
-        assert await wait_for(pilot, lambda: "Diff A T1·I3  →  B T1·I4" in screen_text(app))
-        await pilot.press("slash", *"fetch_invoice", "enter")
-        assert await wait_for(pilot, lambda: "search fetch_invoice 3 matches (1/3)" in screen_text(app))
-        cursor = _cursor_rows(app)
-        assert cursor and "granted by fetch_invoice call_3" in cursor[0], cursor
-        await pilot.press("enter")
-        assert await wait_for(pilot, lambda: "Diff A T1·I3" not in screen_text(app)), "enter did not jump"
-        await pilot.press("question_mark")
-        assert await wait_for(pilot, lambda: "fpdebug keys" in screen_text(app))
-        assert "backtrack-bisect" not in screen_text(app)  # far below the first screen of the help
-        await pilot.press("slash", *"bisect", "enter")
-        assert await wait_for(pilot, lambda: bool(_highlighted(app, "bisect")))
-        assert any("backtrack-bisect" in row for row in _highlighted(app, "bisect"))
+        await pilot.pause()
+    assert await wait_for(pilot, lambda: pilot.app.screen is screen), "the help did not close"
+    await back_to_the_first_pass(pilot, screen)
 
 
 @pytest.mark.anyio
-async def test_ctrl_c_quits_as_q_does_and_copies_a_selection_first() -> None:
-    """``ctrl+c`` leaves the debugger as ``q`` does (it showed Textual's "Press q to quit" and stayed);
-    the help lists it on ``q``'s row; with text selected in a field it copies, as Textual's fields do."""
-    async with opened(sample("support"), size=(120, 30)) as (pilot, _screen):
-        app = pilot.app
-        await pilot.press("question_mark")
-        assert await wait_for(pilot, lambda: "fpdebug keys" in screen_text(app))
-        quit_row = next(row for row in screen_text(app).splitlines() if "Leave fpdebug" in row)
-        assert "q / ctrl+c" in quit_row, quit_row
-        await pilot.press("escape")
-        assert await wait_for(pilot, lambda: "fpdebug keys" not in screen_text(app))
-        # A selection in the search prompt: ctrl+c copies it, and the debugger stays.
-        await pilot.press("slash", *"refund", "shift+home")
-        await pilot.press("ctrl+c")
-        assert await wait_for(pilot, lambda: app.clipboard == "refund")
-        await pilot.pause()
-        assert not app._exit
-        text = screen_text(app)
-        assert "refund" in text.splitlines()[-2] and "to quit" not in text  # the prompt, and no hint
-        # Nothing selected: ctrl+c quits at once, with no hint to press another key.
-        await pilot.press("escape", "ctrl+c")
-        assert await wait_for(pilot, lambda: app._exit)
+async def test_document_search_then_ctrl_c_in_one_session() -> None:
+    """The two checks share one session of the support sample at 120x30 (``run_checks`` names a
+    failing one); ``ctrl+c`` quits the app, so its check comes last."""
+    async with opened(sample("support"), size=(120, 30)) as (pilot, screen):
+        await run_checks(
+            pilot,
+            screen,
+            slash_searches_documents_as_it_filters_lists,  # first: from launch
+            _back_from_the_help,
+            ctrl_c_quits_as_q_does_and_copies_a_selection_first,
+        )

@@ -12,10 +12,12 @@ from rich.console import Console
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.pilot import Pilot
 
+from fpdebug.tui.screens.trace_screen import TraceScreen
 from fpdebug.tui.widgets.bars import KeysFooter, StatusBar
 from fpdebug.tui.widgets.document import ColumnsBlock, ContentBlock
-from tests.tui.helpers import opened, screen_text, wait_for
+from tests.tui.helpers import back_to_the_first_pass, opened, run_checks, screen_text, wait_for
 from tests.tui.traces import sample
 
 pytestmark = pytest.mark.anyio
@@ -29,69 +31,145 @@ def _pane_edge(text: str) -> int:
     raise AssertionError("no two panes side by side:\n" + text)
 
 
-class TestPaneWidths:
-    async def test_the_timeline_takes_what_its_rows_need_at_200_columns(self) -> None:
-        async with opened(sample("support"), size=(200, 50)) as (pilot, _screen):
-            assert await wait_for(pilot, lambda: _pane_edge(screen_text(pilot.app)) < 70)
-            text = screen_text(pilot.app)
-            edge = _pane_edge(text)
-            # 45% would be 90 columns; the rows (words for badges) need about 60.
-            assert 55 <= edge < 70
-            row = next(line for line in text.splitlines() if "T1·I3" in line)
-            assert "prune" in row[:edge]  # the badges are still words: nothing was squeezed
-            assert "Iteration 1" in next(line for line in text.splitlines() if "Iteration" in line)[edge:]
+# ----------------------------------------------------------------------------------------------
+# Checks that share a session: the support sample opened at one size serves every check of that size
+# (starting the app is most of a pilot test's time); ``run_checks`` names the one that failed.
 
-    async def test_the_timeline_keeps_40_columns_at_80(self) -> None:
-        async with opened(sample("support"), size=(80, 24)) as (pilot, _screen):
-            text = screen_text(pilot.app)
-            assert _pane_edge(text) == 39
-            assert any(
-                "T1·I3" in row and row.split("││")[0].rstrip(" │").endswith("x") for row in text.splitlines()
+
+async def the_timeline_takes_what_its_rows_need_at_200_columns(
+    pilot: Pilot[object], _screen: TraceScreen, **_: object
+) -> None:
+    assert await wait_for(pilot, lambda: _pane_edge(screen_text(pilot.app)) < 70)
+    text = screen_text(pilot.app)
+    edge = _pane_edge(text)
+    # 45% would be 90 columns; the rows (words for badges) need about 60.
+    assert 55 <= edge < 70
+    row = next(line for line in text.splitlines() if "T1·I3" in line)
+    assert "prune" in row[:edge]  # the badges are still words: nothing was squeezed
+    assert "Iteration 1" in next(line for line in text.splitlines() if "Iteration" in line)[edge:]
+
+
+async def the_iterations_share_the_width(pilot: Pilot[object], _screen: TraceScreen, **_: object) -> None:
+    await pilot.press("2")
+    assert await wait_for(pilot, lambda: " I5 " in screen_text(pilot.app))
+    axis = next(row for row in screen_text(pilot.app).splitlines() if "granted by" in row)
+    starts = [axis.index(f"I{number} ") for number in range(1, 6)]
+    steps = {b - a for a, b in itertools.pairwise(starts)}
+    assert len(steps) == 1 and steps.pop() >= 20  # was 4 cells per iteration at any width
+
+
+async def the_timeline_keeps_40_columns_at_80(
+    pilot: Pilot[object], _screen: TraceScreen, **_: object
+) -> None:
+    text = screen_text(pilot.app)
+    assert _pane_edge(text) == 39
+    assert any("T1·I3" in row and row.split("││")[0].rstrip(" │").endswith("x") for row in text.splitlines())
+
+
+async def the_first_screen_names_the_columns_and_the_letters_at_80_columns(
+    pilot: Pilot[object], _screen: TraceScreen, **_: object
+) -> None:
+    assert await wait_for(pilot, lambda: "x prune" in screen_text(pilot.app))
+    legend = next(row for row in screen_text(pilot.app).splitlines() if "act active" in row)
+    for words in ("ls leases", "pk parked", "tl tools", "g grant", "x prune"):
+        assert words in legend
+
+
+async def z_gives_the_focused_pane_the_screen_and_z_again_gives_it_back(
+    pilot: Pilot[object], _screen: TraceScreen, **_: object
+) -> None:
+    await pilot.press("j", "j")
+    before = screen_text(pilot.app)
+    assert "Iteration 3" in before and "fpdebug support" in before
+    await pilot.press("z")
+    assert await wait_for(pilot, lambda: "Iteration 3" not in screen_text(pilot.app))
+    zoomed = screen_text(pilot.app).splitlines()
+    assert "fpdebug support" not in zoomed[0] and "1 Passes" not in "\n".join(zoomed[:3])
+    assert zoomed[0].startswith("╭") and zoomed[0].endswith("╮")  # one pane, full width
+    assert any(row.startswith("│iter ") and "badges" in row for row in zoomed)  # words, not letters
+    assert any(row.startswith("│T1·I3") for row in zoomed)
+    assert any("zoomed" in row and "z restores" in row for row in zoomed[-3:])
+    await pilot.press("z")
+    assert await wait_for(pilot, lambda: "Iteration 3" in screen_text(pilot.app))
+    assert "fpdebug support" in screen_text(pilot.app).splitlines()[0]
+
+
+async def z_on_the_inspector_hides_the_timeline_and_a_view_key_restores(
+    pilot: Pilot[object], _screen: TraceScreen, **_: object
+) -> None:
+    await pilot.press("j", "j", "tab", "z")
+    assert await wait_for(pilot, lambda: "T1·I1" not in screen_text(pilot.app))
+    zoomed = screen_text(pilot.app)
+    assert "Iteration 3" in zoomed and "lease until-skill-exit granted by check_policy" in zoomed
+    assert zoomed.splitlines()[0].startswith("╭") and zoomed.splitlines()[0].endswith("╮")
+    await pilot.press("2", "tab", "z")  # another view restores; its detail zooms to the screen
+    assert await wait_for(pilot, lambda: "instruction" not in screen_text(pilot.app))
+    detail = screen_text(pilot.app).splitlines()
+    assert "Lease refund-policy" in detail[1] and detail[-3].startswith("╰")
+    await pilot.press("z", "2")
+    assert await wait_for(pilot, lambda: "2 Leases" in screen_text(pilot.app))
+    assert "refund-policy" in screen_text(pilot.app)
+
+
+async def the_reason_reads_on_one_or_two_rows_at_120_columns(
+    pilot: Pilot[object], _screen: TraceScreen, **_: object
+) -> None:
+    await pilot.press("j", "j")
+    rows = screen_text(pilot.app).splitlines()
+    at = next(i for i, row in enumerate(rows) if " 2 refund-policy instructions system-prompt" in row)
+    reason = [row.split("││")[1] for row in rows[at + 1 : at + 4]]
+    assert "lease until-skill-exit granted by check_policy (call" in reason[0]
+    assert "call_2, iteration 2), tenant billing" in reason[1]
+    assert reason[2].split("│")[0].strip().startswith("3 wire-format")
+
+
+async def line_and_seq_have_titles_and_an_equal_seq_is_not_printed_twice(
+    pilot: Pilot[object], _screen: TraceScreen, **_: object
+) -> None:
+    await pilot.press("j", "j", "4")
+    assert await wait_for(pilot, lambda: "lease_prune" in screen_text(pilot.app))
+    rows = screen_text(pilot.app).splitlines()
+    header = next(row for row in rows if "line" in row and "seq" in row and "kind" in row)
+    assert header.index("kind") == next(row for row in rows if "cursor_move" in row).index("cursor_move")
+    row = next(row for row in rows if " cursor_move " in row and "T1·I3" in row)
+    assert row.split()[1:3] == ["14", "="]
+
+
+class TestSharedSessions:
+    async def test_200_columns_pane_widths_and_the_gantt(self) -> None:
+        async with opened(sample("support"), size=(200, 50)) as (pilot, screen):
+            await run_checks(
+                pilot,
+                screen,
+                the_timeline_takes_what_its_rows_need_at_200_columns,  # first: the launch screen
+                the_iterations_share_the_width,
+            )
+
+    async def test_80_columns_the_first_screen(self) -> None:
+        async with opened(sample("support"), size=(80, 24)) as (pilot, screen):
+            await run_checks(
+                pilot,
+                screen,
+                the_timeline_keeps_40_columns_at_80,  # neither presses a key: both read the launch screen
+                the_first_screen_names_the_columns_and_the_letters_at_80_columns,
+            )
+
+    async def test_120_columns_zoom_reasons_and_events(self) -> None:
+        async with opened(sample("support"), size=(120, 35)) as (pilot, screen):
+            await run_checks(
+                pilot,
+                screen,
+                z_gives_the_focused_pane_the_screen_and_z_again_gives_it_back,  # ends unzoomed, on I3
+                back_to_the_first_pass,
+                z_on_the_inspector_hides_the_timeline_and_a_view_key_restores,  # ends unzoomed
+                back_to_the_first_pass,
+                the_reason_reads_on_one_or_two_rows_at_120_columns,
+                back_to_the_first_pass,
+                line_and_seq_have_titles_and_an_equal_seq_is_not_printed_twice,
             )
 
 
-class TestZoom:
-    async def test_z_gives_the_focused_pane_the_screen_and_z_again_gives_it_back(self) -> None:
-        async with opened(sample("support"), size=(120, 35)) as (pilot, _screen):
-            await pilot.press("j", "j")
-            before = screen_text(pilot.app)
-            assert "Iteration 3" in before and "fpdebug support" in before
-            await pilot.press("z")
-            assert await wait_for(pilot, lambda: "Iteration 3" not in screen_text(pilot.app))
-            zoomed = screen_text(pilot.app).splitlines()
-            assert "fpdebug support" not in zoomed[0] and "1 Passes" not in "\n".join(zoomed[:3])
-            assert zoomed[0].startswith("╭") and zoomed[0].endswith("╮")  # one pane, full width
-            assert any(row.startswith("│iter ") and "badges" in row for row in zoomed)  # words, not letters
-            assert any(row.startswith("│T1·I3") for row in zoomed)
-            assert any("zoomed" in row and "z restores" in row for row in zoomed[-3:])
-            await pilot.press("z")
-            assert await wait_for(pilot, lambda: "Iteration 3" in screen_text(pilot.app))
-            assert "fpdebug support" in screen_text(pilot.app).splitlines()[0]
-
-    async def test_z_on_the_inspector_hides_the_timeline_and_a_view_key_restores(self) -> None:
-        async with opened(sample("support"), size=(120, 35)) as (pilot, _screen):
-            await pilot.press("j", "j", "tab", "z")
-            assert await wait_for(pilot, lambda: "T1·I1" not in screen_text(pilot.app))
-            zoomed = screen_text(pilot.app)
-            assert "Iteration 3" in zoomed and "lease until-skill-exit granted by check_policy" in zoomed
-            assert zoomed.splitlines()[0].startswith("╭") and zoomed.splitlines()[0].endswith("╮")
-            await pilot.press("2", "tab", "z")  # another view restores; its detail zooms to the screen
-            assert await wait_for(pilot, lambda: "instruction" not in screen_text(pilot.app))
-            detail = screen_text(pilot.app).splitlines()
-            assert "Lease refund-policy" in detail[1] and detail[-3].startswith("╰")
-            await pilot.press("z", "2")
-            assert await wait_for(pilot, lambda: "2 Leases" in screen_text(pilot.app))
-            assert "refund-policy" in screen_text(pilot.app)
-
-
 class TestLegend:
-    async def test_the_first_screen_names_the_columns_and_the_letters_at_80_columns(self) -> None:
-        async with opened(sample("support"), size=(80, 24)) as (pilot, _screen):
-            assert await wait_for(pilot, lambda: "x prune" in screen_text(pilot.app))
-            legend = next(row for row in screen_text(pilot.app).splitlines() if "act active" in row)
-            for words in ("ls leases", "pk parked", "tl tools", "g grant", "x prune"):
-                assert words in legend
-
     async def test_wide_badges_need_no_letters_only_the_columns(self) -> None:
         async with opened(sample("zone-trap"), size=(200, 50)) as (pilot, _screen):
             text = screen_text(pilot.app)
@@ -99,28 +177,7 @@ class TestLegend:
             assert "ls leases served · pk maps parked · tl tool calls" in legend and "│" not in legend
 
 
-class TestGantt:
-    async def test_the_iterations_share_the_width(self) -> None:
-        async with opened(sample("support"), size=(200, 50)) as (pilot, _screen):
-            await pilot.press("2")
-            assert await wait_for(pilot, lambda: " I5 " in screen_text(pilot.app))
-            axis = next(row for row in screen_text(pilot.app).splitlines() if "granted by" in row)
-            starts = [axis.index(f"I{number} ") for number in range(1, 6)]
-            steps = {b - a for a, b in itertools.pairwise(starts)}
-            assert len(steps) == 1 and steps.pop() >= 20  # was 4 cells per iteration at any width
-
-
 class TestWhyItRode:
-    async def test_the_reason_reads_on_one_or_two_rows_at_120_columns(self) -> None:
-        async with opened(sample("support"), size=(120, 35)) as (pilot, _screen):
-            await pilot.press("j", "j")
-            rows = screen_text(pilot.app).splitlines()
-            at = next(i for i, row in enumerate(rows) if " 2 refund-policy instructions system-prompt" in row)
-            reason = [row.split("││")[1] for row in rows[at + 1 : at + 4]]
-            assert "lease until-skill-exit granted by check_policy (call" in reason[0]
-            assert "call_2, iteration 2), tenant billing" in reason[1]
-            assert reason[2].split("│")[0].strip().startswith("3 wire-format")
-
     def test_the_columns_keep_the_prose_beside_them_when_it_has_room(self) -> None:
         console = Console(width=200)
         block = ColumnsBlock(Text("1 tone  steering  "), Text("always, because the rule fires"), indent=1)
@@ -158,20 +215,6 @@ class TestNoMidWordWrap:
             rows = [row.strip("│ ▁▂▃▄▅▆▇█") for row in screen_text(pilot.app).splitlines()]
             assert any(row.startswith("re-engage: available") for row in rows)
             assert not any(row.endswith(" re") or row.startswith("-engage") for row in rows)
-
-
-class TestEvents:
-    async def test_line_and_seq_have_titles_and_an_equal_seq_is_not_printed_twice(self) -> None:
-        async with opened(sample("support"), size=(120, 35)) as (pilot, _screen):
-            await pilot.press("j", "j", "4")
-            assert await wait_for(pilot, lambda: "lease_prune" in screen_text(pilot.app))
-            rows = screen_text(pilot.app).splitlines()
-            header = next(row for row in rows if "line" in row and "seq" in row and "kind" in row)
-            assert header.index("kind") == next(row for row in rows if "cursor_move" in row).index(
-                "cursor_move"
-            )
-            row = next(row for row in rows if " cursor_move " in row and "T1·I3" in row)
-            assert row.split()[1:3] == ["14", "="]
 
 
 class _Bars(App[None]):
