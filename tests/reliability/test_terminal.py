@@ -245,7 +245,9 @@ def test_the_debugger_shows_markup_and_escapes_literally_on_screen(
         "TERM=xterm-256color",
         command,
     )
-    screen = tmux.wait_for(lambda s: "lines ·" in s)
+    # The inspector is drawn a frame after the rows (the first screen paints the timeline first):
+    # wait for its escaped text, which fails with the screen shown if it never comes.
+    screen = tmux.wait_for(lambda s: "lines ·" in s and "\\u202eevil" in s)
     assert "[bold red]RED[/]" in screen and "[link=https://evil.example]LINK[/link]" in screen
     assert "\\x1b[2J\\x1b]52;c;ZXZpbA==\\x07" in screen and "\\u202eevil" in screen
     tmux.keys("3", literal=True)  # the call view: the system prompt, the reply, the tool call id
