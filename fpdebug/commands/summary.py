@@ -74,8 +74,8 @@ class AnswerCounts(TypedDict):
     unsupported: int
 
 
-class TraceSummary(TypedDict):
-    """What ``--json`` prints."""
+class FileFacts(TypedDict):
+    """The trace file's own facts, which open what ``--json`` prints."""
 
     trace: str
     format: str
@@ -84,6 +84,11 @@ class TraceSummary(TypedDict):
     created: str
     bytes: int
     lines: int
+
+
+class TraceSummary(FileFacts):
+    """What ``--json`` prints."""
+
     events: int
     problems: int
     problems_by_code: dict[str, int]
@@ -351,7 +356,7 @@ def _indented(facts: RunSummary) -> str:
     return json.dumps(facts, indent=2, ensure_ascii=True)
 
 
-def _head(path: str, reader: TraceReader, totals: _Totals) -> TraceSummary:
+def _file_facts(path: str, reader: TraceReader) -> FileFacts:
     header = reader.header
     return {
         "trace": path,
@@ -361,6 +366,12 @@ def _head(path: str, reader: TraceReader, totals: _Totals) -> TraceSummary:
         "created": header.created.isoformat(),
         "bytes": reader.size,
         "lines": len(reader),
+    }
+
+
+def _head(path: str, reader: TraceReader, totals: _Totals) -> TraceSummary:
+    return {
+        **_file_facts(path, reader),
         "events": sum(totals.counts.values()),
         "problems": sum(totals.problems.values()),
         "problems_by_code": dict(sorted(totals.problems.items())),
@@ -425,15 +436,8 @@ def summarise(
 
     answers = answers or {}
     costs = costs or {}
-    header = reader.header
     return {
-        "trace": path,
-        "format": header.format,
-        "schema_version": header.schema_version,
-        "producer": header.producer,
-        "created": header.created.isoformat(),
-        "bytes": reader.size,
-        "lines": len(reader),
+        **_file_facts(path, reader),
         "events": model.events,
         "problems": sum(problems.values()),
         "problems_by_code": dict(sorted(problems.items())),
